@@ -1,0 +1,111 @@
+//! The crate's error type. Errors are values: a corrupt or truncated file yields
+//! [`Error::Corruption`] naming the file and the byte offset, never a panic.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in bloomlsm.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O error, with what we were doing when it happened.
+    Io {
+        /// The operation and path, e.g. `"read /db/000012.sst"`.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Bytes on disk are not what we wrote: bad checksum, bad magic, bad length, a
+    /// handle past the end of the file, a truncated record.
+    Corruption {
+        /// The file in which the corruption was found.
+        file: PathBuf,
+        /// The byte offset in that file of the structure that failed.
+        offset: u64,
+        /// What failed, in words.
+        what: String,
+    },
+    /// The caller passed something the store cannot accept (keys out of order,
+    /// empty key, value too large, bad option).
+    InvalidArgument(String),
+    /// Another process (or another `Db` in this process) holds the directory lock.
+    Locked(PathBuf),
+    /// The store hit an earlier fatal error (e.g. a failed WAL write) and refuses
+    /// further writes so that nothing acknowledged can be lost.
+    Poisoned(String),
+    /// The store was closed.
+    Closed,
+}
+
+impl Error {
+    /// Builds a [`Error::Corruption`].
+    pub fn corruption(file: impl AsRef<Path>, offset: u64, what: impl Into<String>) -> Self {
+        Error::Corruption {
+            file: file.as_ref().to_path_buf(),
+            offset,
+            what: what.into(),
+        }
+    }
+
+    /// Builds an [`Error::Io`] with context.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Builds an [`Error::InvalidArgument`].
+    pub fn invalid(what: impl Into<String>) -> Self {
+        Error::InvalidArgument(what.into())
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { context, source } => write!(f, "I/O error: {context}: {source}"),
+            Error::Corruption { file, offset, what } => {
+                write!(
+                    f,
+                    "corruption in {} at offset {offset}: {what}",
+                    file.display()
+                )
+            }
+            Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            Error::Locked(path) => write!(
+                f,
+                "store {} is locked by another process or handle",
+                path.display()
+            ),
+            Error::Poisoned(what) => write!(f, "store refuses writes after a fatal error: {what}"),
+            Error::Closed => write!(f, "store is closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(source: std::io::Error) -> Self {
+        Error::Io {
+            context: String::new(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The comparison baseline: a classic whole-array Bloom filter.
+//!
+//! `k` bit positions spread over the whole array by 64-bit double hashing,
+//! `g_i = a + i·b` with `a` the key's XXH3-64 and `b` an odd remix of it,
+//! each mapped to `0..m` by 64-bit fastrange (`(g · m) >> 64`). With
+//! `k ≈ 0.69 · bits/key` its FPR follows the textbook `(1 - e^(-k/b))^k`
+//! (0.819% at 10 bits/key): lower than the blocked filter's 0.966%, at the
+//! price of up to `k` cache misses per probe. The probe exits at the first
+//! clear bit, as classic implementations do.
+
+use super::{FILTER_VERSION, FilterDecodeError, FilterKind, FilterTrailer, HASH_XXH3_64};
+
+/// 64-bit golden ratio, used to derive the second hash.
+const GOLDEN64: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// An opened (or freshly built) classic Bloom filter.
+#[derive(Clone, Debug)]
+pub struct BloomFilter {
+    words: Box<[u64]>,
+    num_bits: u64,
+    key_count: u64,
+    num_probes: u32,
+}
+
+#[inline(always)]
+fn fastrange64(x: u64, m: u64) -> u64 {
+    ((u128::from(x) * u128::from(m)) >> 64) as u64
+}
+
+#[inline(always)]
+fn second_hash(h: u64) -> u64 {
+    h.rotate_left(32).wrapping_mul(GOLDEN64) | 1
+}
+
+/// Number of bits for `keys` keys at `bits_per_key` (at least 64 when there is
+/// a key).
+pub fn bits_for(keys: usize, bits_per_key: f64) -> u64 {
+    if keys == 0 {
+        return 0;
+    }
+    ((keys as f64 * bits_per_key).ceil() as u64).max(64)
+}
+
+impl BloomFilter {
+    /// Builds the filter in memory from key hashes.
+    pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Self {
+        let num_bits = bits_for(hashes.len(), bits_per_key);
+        let mut words = vec![0u64; num_bits.div_ceil(64) as usize].into_boxed_slice();
+        if num_bits > 0 {
+            for &h in hashes {
+                let b = second_hash(h);
+                let mut g = h;
+                for _ in 0..num_probes {
+                    let pos = fastrange64(g, num_bits);
+                    words[(pos >> 6) as usize] |= 1u64 << (pos & 63);
+                    g = g.wrapping_add(b);
+                }
+            }
+        }
+        BloomFilter {
+            words,
+            num_bits,
+            key_count: hashes.len() as u64,
+            num_probes,
+        }
+    }
+
+    /// Appends the serialized form (words little-endian, then the trailer).
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.words.len() * 8 + super::FILTER_TRAILER_LEN);
+        for w in self.words.iter() {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        FilterTrailer {
+            units: self.num_bits,
+            key_count: self.key_count,
+            num_probes: self.num_probes as u8,
+            hash: HASH_XXH3_64,
+            version: FILTER_VERSION,
+            kind: FilterKind::Bloom as u8,
+        }
+        .encode_to(out);
+    }
+
+    pub(crate) fn from_parts(payload: &[u8], t: &FilterTrailer) -> Result<Self, FilterDecodeError> {
+        if t.units.div_ceil(64).checked_mul(8) != Some(payload.len() as u64) {
+            return Err(FilterDecodeError(format!(
+                "bloom filter claims {} bits but has {} payload bytes",
+                t.units,
+                payload.len()
+            )));
+        }
+        if t.units == 0 && t.key_count != 0 {
+            return Err(FilterDecodeError(format!(
+                "bloom filter has no bits for {} keys",
+                t.key_count
+            )));
+        }
+        let words = payload
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8-byte chunk")))
+            .collect();
+        Ok(BloomFilter {
+            words,
+            num_bits: t.units,
+            key_count: t.key_count,
+            num_probes: u32::from(t.num_probes),
+        })
+    }
+
+    /// False only if `hash` was certainly not added.
+    #[inline]
+    pub fn may_contain(&self, hash: u64) -> bool {
+        let m = self.num_bits;
+        if m == 0 {
+            return false;
+        }
+        let b = second_hash(hash);
+        let mut g = hash;
+        for _ in 0..self.num_probes {
+            let pos = fastrange64(g, m);
+            if self.words[(pos >> 6) as usize] & (1u64 << (pos & 63)) == 0 {
+                return false;
+            }
+            g = g.wrapping_add(b);
+        }
+        true
+    }
+
+    /// Number of bits.
+    pub fn num_bits(&self) -> u64 {
+        self.num_bits
+    }
+
+    /// Keys (hashes) the filter was built from.
+    pub fn key_count(&self) -> u64 {
+        self.key_count
+    }
+
+    /// Probes per key.
+    pub fn num_probes(&self) -> u32 {
+        self.num_probes
+    }
+
+    /// Bytes of filter bits in memory.
+    pub fn memory_bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+}
+
+/// Builds the serialized filter over `hashes`.
+pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    BloomFilter::from_hashes(hashes, bits_per_key, num_probes).encode_to(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::{Filter, FilterPolicy, key_hash};
+
+    #[test]
+    fn roundtrip_and_members() {
+        let keys: Vec<u64> = (0..1000u32).map(|i| key_hash(&i.to_be_bytes())).collect();
+        let bytes = FilterPolicy::bloom(10.0).build(&keys);
+        let f = Filter::open(&bytes).unwrap();
+        assert_eq!(f.kind(), Some(FilterKind::Bloom));
+        assert_eq!(f.num_probes(), 7);
+        assert!(keys.iter().all(|&h| f.may_contain(h)));
+        assert_eq!(f.key_count(), 1000);
+    }
+
+    #[test]
+    fn empty_and_one() {
+        let f = Filter::open(&FilterPolicy::bloom(10.0).build(&[])).unwrap();
+        assert!(!f.may_contain(42));
+        let f = Filter::open(&FilterPolicy::bloom(10.0).build(&[42])).unwrap();
+        assert!(f.may_contain(42));
+        assert_eq!(f.memory_bytes(), 8);
+    }
+
+    #[test]
+    fn bad_length_is_error() {
+        let mut bytes = FilterPolicy::bloom(10.0).build(&[1, 2, 3]);
+        bytes.insert(0, 0);
+        assert!(Filter::open(&bytes).is_err());
+    }
+}

@@ -1,0 +1,418 @@
+//! Filter policies: how a file's filter block is built, stored and probed.
+//!
+//! A [`FilterPolicy`] is a value (kind + bits per key + probes) that builds the
+//! filter of one SSTable from the 64-bit hashes of that file's *user keys*
+//! ([`key_hash`]). The bytes it produces end with a self-describing trailer
+//! (see `docs/format.md`), so [`Filter::open`] needs nothing but those bytes: a
+//! file built with any policy, any bits/key, stays readable by any later
+//! configuration. A filter whose kind, version or hash function this build
+//! does not know opens as [`Filter::Unusable`]: it answers "may contain" for
+//! every key (never a false negative) and reports itself unusable so the
+//! engine can count it.
+
+pub mod blocked;
+pub mod bloom;
+pub mod math;
+
+use std::fmt;
+
+pub use blocked::Blocked512Filter;
+pub use bloom::BloomFilter;
+
+/// The hash every filter is built from and probed with: XXH3-64 (seed 0) of the
+/// user key. The store computes it once per lookup and reuses it for every file.
+#[inline]
+pub fn key_hash(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key)
+}
+
+/// Length in bytes of the trailer that ends every serialized filter.
+pub const FILTER_TRAILER_LEN: usize = 20;
+/// Current version of both filter encodings.
+pub const FILTER_VERSION: u8 = 1;
+/// Hash-function id stored in the trailer: 1 = XXH3-64 with seed 0.
+pub const HASH_XXH3_64: u8 = 1;
+
+/// The filter families this build can construct and read. The discriminant is
+/// the `kind` byte of the on-disk trailer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FilterKind {
+    /// 512-bit cache-line blocked Bloom filter (RocksDB's FastLocalBloom scheme).
+    Blocked512 = 1,
+    /// Classic whole-array Bloom filter with 64-bit double hashing (baseline).
+    Bloom = 2,
+}
+
+impl FilterKind {
+    /// The stable name written to disk (metaindex key `filter.<name>` and the
+    /// properties block).
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterKind::Blocked512 => "blocked512",
+            FilterKind::Bloom => "bloom",
+        }
+    }
+
+    /// Parses a stable name back into a kind.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "blocked512" => Some(FilterKind::Blocked512),
+            "bloom" => Some(FilterKind::Bloom),
+            _ => None,
+        }
+    }
+
+    /// The kind for an on-disk kind byte.
+    pub fn from_byte(b: u8) -> Option<Self> {
+        match b {
+            1 => Some(FilterKind::Blocked512),
+            2 => Some(FilterKind::Bloom),
+            _ => None,
+        }
+    }
+
+    /// The exact false-positive model of this kind (see [`math`]).
+    pub fn model_fpr(self, bits_per_key: f64, num_probes: u32) -> f64 {
+        match self {
+            FilterKind::Blocked512 => math::blocked512_fpr(bits_per_key, num_probes),
+            FilterKind::Bloom => math::classic_fpr(bits_per_key, num_probes),
+        }
+    }
+
+    /// The number of probes that minimises this kind's modelled FPR at
+    /// `bits_per_key`.
+    pub fn best_probes(self, bits_per_key: f64) -> u32 {
+        match self {
+            FilterKind::Blocked512 => math::blocked512_best_k(bits_per_key),
+            FilterKind::Bloom => math::classic_best_k(bits_per_key),
+        }
+    }
+}
+
+impl fmt::Display for FilterKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How to build one file's filter: a kind, a memory budget in bits per key
+/// (fractional values such as 9.5 work) and a probe count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FilterPolicy {
+    kind: FilterKind,
+    bits_per_key: f64,
+    num_probes: u32,
+}
+
+/// Smallest and largest accepted bits per key.
+pub const MIN_BITS_PER_KEY: f64 = 0.5;
+/// See [`MIN_BITS_PER_KEY`].
+pub const MAX_BITS_PER_KEY: f64 = 100.0;
+/// Largest accepted probe count.
+pub const MAX_PROBES: u32 = 30;
+
+impl FilterPolicy {
+    /// A policy of `kind` at `bits_per_key`, with the probe count that minimises
+    /// that kind's own FPR model. Bits per key are clamped to
+    /// [`MIN_BITS_PER_KEY`]..=[`MAX_BITS_PER_KEY`].
+    pub fn new(kind: FilterKind, bits_per_key: f64) -> Self {
+        let bits_per_key = clamp_bits(bits_per_key);
+        FilterPolicy {
+            kind,
+            bits_per_key,
+            num_probes: kind.best_probes(bits_per_key),
+        }
+    }
+
+    /// The default policy: 512-bit blocked Bloom at `bits_per_key`.
+    pub fn blocked512(bits_per_key: f64) -> Self {
+        Self::new(FilterKind::Blocked512, bits_per_key)
+    }
+
+    /// The classic Bloom baseline at `bits_per_key` (k ≈ 0.69 · bits).
+    pub fn bloom(bits_per_key: f64) -> Self {
+        Self::new(FilterKind::Bloom, bits_per_key)
+    }
+
+    /// The least memory of `kind` whose modelled FPR is at most `fpr` (like
+    /// Guava's `create(n, fpp)`, but with this kind's own model). Blocked filters
+    /// need more bits than the classic formula suggests, and more still at low
+    /// FPRs. Targets below what [`MAX_BITS_PER_KEY`] can reach get that maximum.
+    pub fn for_fpr(kind: FilterKind, fpr: f64) -> Self {
+        Self::new(kind, math::bits_per_key_for_fpr(kind, fpr))
+    }
+
+    /// Overrides the probe count (1..=[`MAX_PROBES`]), e.g. to study k.
+    pub fn with_probes(mut self, num_probes: u32) -> Self {
+        self.num_probes = num_probes.clamp(1, MAX_PROBES);
+        self
+    }
+
+    /// The same kind at a different memory budget (probe count re-chosen).
+    pub fn with_bits_per_key(self, bits_per_key: f64) -> Self {
+        Self::new(self.kind, bits_per_key)
+    }
+
+    /// The filter family.
+    pub fn kind(&self) -> FilterKind {
+        self.kind
+    }
+
+    /// The stable on-disk name of the family.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// Requested memory budget in bits per key.
+    pub fn bits_per_key(&self) -> f64 {
+        self.bits_per_key
+    }
+
+    /// Number of probes per key (k).
+    pub fn num_probes(&self) -> u32 {
+        self.num_probes
+    }
+
+    /// The modelled false-positive rate of filters this policy builds.
+    pub fn predicted_fpr(&self) -> f64 {
+        self.kind.model_fpr(self.bits_per_key, self.num_probes)
+    }
+
+    /// Builds a serialized filter (payload + trailer) over `hashes`, the
+    /// [`key_hash`] of each key. Duplicate hashes are harmless.
+    pub fn build(&self, hashes: &[u64]) -> Vec<u8> {
+        match self.kind {
+            FilterKind::Blocked512 => blocked::build(hashes, self.bits_per_key, self.num_probes),
+            FilterKind::Bloom => bloom::build(hashes, self.bits_per_key, self.num_probes),
+        }
+    }
+}
+
+impl Default for FilterPolicy {
+    /// `blocked512` at 10 bits per key (k = 6, modelled FPR 0.966%).
+    fn default() -> Self {
+        Self::blocked512(10.0)
+    }
+}
+
+impl fmt::Display for FilterPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}({} bits/key, k={})",
+            self.name(),
+            self.bits_per_key,
+            self.num_probes
+        )
+    }
+}
+
+fn clamp_bits(bits: f64) -> f64 {
+    if bits.is_nan() {
+        return MIN_BITS_PER_KEY;
+    }
+    bits.clamp(MIN_BITS_PER_KEY, MAX_BITS_PER_KEY)
+}
+
+/// The decoded trailer of a serialized filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilterTrailer {
+    /// Number of 64-byte lines (blocked512) or of bits (bloom).
+    pub units: u64,
+    /// Number of hashes the filter was built from.
+    pub key_count: u64,
+    /// Probes per key.
+    pub num_probes: u8,
+    /// Hash-function id ([`HASH_XXH3_64`]).
+    pub hash: u8,
+    /// Encoding version ([`FILTER_VERSION`]).
+    pub version: u8,
+    /// Kind byte ([`FilterKind`] discriminant).
+    pub kind: u8,
+}
+
+impl FilterTrailer {
+    /// Appends the 20-byte little-endian encoding to `out`.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.units.to_le_bytes());
+        out.extend_from_slice(&self.key_count.to_le_bytes());
+        out.extend_from_slice(&[self.num_probes, self.hash, self.version, self.kind]);
+    }
+
+    /// Decodes the trailer at the end of `bytes`; `None` if too short.
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let t = bytes.get(bytes.len().checked_sub(FILTER_TRAILER_LEN)?..)?;
+        Some(FilterTrailer {
+            units: u64::from_le_bytes(t[0..8].try_into().ok()?),
+            key_count: u64::from_le_bytes(t[8..16].try_into().ok()?),
+            num_probes: t[16],
+            hash: t[17],
+            version: t[18],
+            kind: t[19],
+        })
+    }
+}
+
+/// A serialized filter that is structurally invalid although its kind and
+/// version are known (e.g. a payload length that disagrees with the trailer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterDecodeError(pub String);
+
+impl fmt::Display for FilterDecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An opened filter, ready to probe. Dispatch is a `match`, not a virtual call,
+/// so the hot path inlines.
+#[derive(Clone)]
+pub enum Filter {
+    /// A 512-bit blocked Bloom filter.
+    Blocked512(Blocked512Filter),
+    /// A classic Bloom filter.
+    Bloom(BloomFilter),
+    /// A filter this build cannot read: answers "may contain" for every key.
+    Unusable {
+        /// Why, e.g. `"unknown filter kind 7"`.
+        reason: String,
+    },
+}
+
+impl fmt::Debug for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Filter::Blocked512(b) => f
+                .debug_struct("Blocked512")
+                .field("lines", &b.num_lines())
+                .field("keys", &b.key_count())
+                .field("k", &b.num_probes())
+                .finish(),
+            Filter::Bloom(b) => f
+                .debug_struct("Bloom")
+                .field("bits", &b.num_bits())
+                .field("keys", &b.key_count())
+                .field("k", &b.num_probes())
+                .finish(),
+            Filter::Unusable { reason } => {
+                f.debug_struct("Unusable").field("reason", reason).finish()
+            }
+        }
+    }
+}
+
+impl Filter {
+    /// Opens serialized filter bytes (payload + trailer). Unknown kind, version
+    /// or hash function gives `Ok(Filter::Unusable)`; a known kind whose sizes
+    /// do not add up gives an error. The payload is copied into 64-byte-aligned
+    /// memory so that one blocked probe touches exactly one cache line.
+    pub fn open(bytes: &[u8]) -> Result<Filter, FilterDecodeError> {
+        let t = FilterTrailer::decode(bytes).ok_or_else(|| {
+            FilterDecodeError(format!(
+                "filter of {} bytes is shorter than its {FILTER_TRAILER_LEN}-byte trailer",
+                bytes.len()
+            ))
+        })?;
+        let Some(kind) = FilterKind::from_byte(t.kind) else {
+            return Ok(Filter::Unusable {
+                reason: format!("unknown filter kind {}", t.kind),
+            });
+        };
+        if t.version != FILTER_VERSION {
+            return Ok(Filter::Unusable {
+                reason: format!("{kind} filter version {} is not supported", t.version),
+            });
+        }
+        if t.hash != HASH_XXH3_64 {
+            return Ok(Filter::Unusable {
+                reason: format!("{kind} filter uses unknown hash function {}", t.hash),
+            });
+        }
+        if t.num_probes == 0 || u32::from(t.num_probes) > MAX_PROBES {
+            return Err(FilterDecodeError(format!(
+                "{kind} filter has {} probes (1..={MAX_PROBES})",
+                t.num_probes
+            )));
+        }
+        let payload = &bytes[..bytes.len() - FILTER_TRAILER_LEN];
+        match kind {
+            FilterKind::Blocked512 => {
+                Blocked512Filter::from_parts(payload, &t).map(Filter::Blocked512)
+            }
+            FilterKind::Bloom => BloomFilter::from_parts(payload, &t).map(Filter::Bloom),
+        }
+    }
+
+    /// False only if the key whose [`key_hash`] is `hash` was certainly not in
+    /// the set the filter was built from.
+    #[inline]
+    pub fn may_contain(&self, hash: u64) -> bool {
+        match self {
+            Filter::Blocked512(f) => f.may_contain(hash),
+            Filter::Bloom(f) => f.may_contain(hash),
+            Filter::Unusable { .. } => true,
+        }
+    }
+
+    /// False for [`Filter::Unusable`].
+    pub fn is_usable(&self) -> bool {
+        !matches!(self, Filter::Unusable { .. })
+    }
+
+    /// The kind, if usable.
+    pub fn kind(&self) -> Option<FilterKind> {
+        match self {
+            Filter::Blocked512(_) => Some(FilterKind::Blocked512),
+            Filter::Bloom(_) => Some(FilterKind::Bloom),
+            Filter::Unusable { .. } => None,
+        }
+    }
+
+    /// Keys (hashes) the filter was built from.
+    pub fn key_count(&self) -> u64 {
+        match self {
+            Filter::Blocked512(f) => f.key_count(),
+            Filter::Bloom(f) => f.key_count(),
+            Filter::Unusable { .. } => 0,
+        }
+    }
+
+    /// Probes per key.
+    pub fn num_probes(&self) -> u32 {
+        match self {
+            Filter::Blocked512(f) => f.num_probes(),
+            Filter::Bloom(f) => f.num_probes(),
+            Filter::Unusable { .. } => 0,
+        }
+    }
+
+    /// Bytes of memory the filter bits occupy.
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            Filter::Blocked512(f) => f.memory_bytes(),
+            Filter::Bloom(f) => f.memory_bytes(),
+            Filter::Unusable { .. } => 0,
+        }
+    }
+
+    /// Effective bits per key (filter bits / keys), after rounding to whole
+    /// lines or words; 0 for an empty or unusable filter.
+    pub fn bits_per_key(&self) -> f64 {
+        let keys = self.key_count();
+        if keys == 0 {
+            0.0
+        } else {
+            self.memory_bytes() as f64 * 8.0 / keys as f64
+        }
+    }
+
+    /// The modelled FPR for this filter's actual size and probe count; 1.0 for
+    /// an unusable filter, 0.0 for an empty one.
+    pub fn predicted_fpr(&self) -> f64 {
+        match self.kind() {
+            None => 1.0,
+            Some(_) if self.key_count() == 0 => 0.0,
+            Some(kind) => kind.model_fpr(self.bits_per_key(), self.num_probes()),
+        }
+    }
+}

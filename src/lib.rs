@@ -1,0 +1,11 @@
+//! bloomlsm: an embeddable log-structured key-value store whose immutable
+//! SSTables each carry a cache-blocked Bloom filter, built to measure how much
+//! disk I/O filters save.
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod filter;
+
+pub use error::{Error, Result};
+pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
