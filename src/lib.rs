@@ -6,6 +6,7 @@
 
 pub mod error;
 pub mod filter;
+pub mod key;
 
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
