@@ -1,1 +1,252 @@
-fn main() {}
+//! Filter build and probe costs per policy (criterion), then a check of the
+//! targets from the project's filter issue on medians measured in this run.
+//!
+//! `cargo bench --bench filters` runs everything; set `BLOOMLSM_HUGE=1` to also
+//! build and probe a 10^8-key filter.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bloomlsm::filter::{Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, key_hash};
+use bloomlsm::workload::{SplitMix64, absent_key, present_key};
+use criterion::{BenchmarkId, Criterion, Throughput};
+
+const SEED: u64 = 42;
+const PROBES: usize = 1 << 16;
+const SIZES: [u64; 3] = [10_000, 1_000_000, 10_000_000];
+
+fn hashes(n: u64) -> Vec<u64> {
+    (0..n).map(|i| key_hash(&present_key(SEED, i))).collect()
+}
+
+/// Probe inputs in random order: present keys drawn from the set, absent keys
+/// from the disjoint family.
+fn probe_keys(n: u64, present: bool) -> Vec<[u8; 16]> {
+    let mut rng = SplitMix64::new(SEED ^ 0xabc);
+    (0..PROBES)
+        .map(|i| {
+            if present {
+                present_key(SEED, rng.below(n))
+            } else {
+                absent_key(SEED, i as u64)
+            }
+        })
+        .collect()
+}
+
+fn open(kind: FilterKind, hs: &[u64]) -> Filter {
+    Filter::open(&FilterPolicy::new(kind, 10.0).build(hs)).unwrap()
+}
+
+const KINDS: [FilterKind; 2] = [FilterKind::Blocked512, FilterKind::Bloom];
+
+fn build(c: &mut Criterion) {
+    let mut g = c.benchmark_group("filter_build_10bpk");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for n in SIZES {
+        let hs = hashes(n);
+        g.throughput(Throughput::Elements(n));
+        for kind in KINDS {
+            let k = kind.best_probes(10.0);
+            g.bench_with_input(BenchmarkId::new(kind.name(), n), &hs, |b, hs| match kind {
+                FilterKind::Blocked512 => {
+                    b.iter(|| Blocked512Filter::from_hashes(black_box(hs), 10.0, k))
+                }
+                FilterKind::Bloom => b.iter(|| BloomFilter::from_hashes(black_box(hs), 10.0, k)),
+            });
+        }
+    }
+    g.finish();
+}
+
+fn probe(c: &mut Criterion) {
+    for (name, present, hashed_inside) in [
+        ("filter_probe_absent_prehashed", false, false),
+        ("filter_probe_absent_hashing", false, true),
+        ("filter_probe_present_prehashed", true, false),
+        ("filter_probe_present_hashing", true, true),
+    ] {
+        let mut g = c.benchmark_group(name);
+        g.sample_size(20)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(1));
+        g.throughput(Throughput::Elements(PROBES as u64));
+        for n in SIZES {
+            let hs = hashes(n);
+            let keys = probe_keys(n, present);
+            let pre: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+            for kind in KINDS {
+                let f = open(kind, &hs);
+                g.bench_function(BenchmarkId::new(kind.name(), n), |b| {
+                    if hashed_inside {
+                        b.iter(|| {
+                            keys.iter()
+                                .filter(|k| f.may_contain(key_hash(&k[..])))
+                                .count()
+                        })
+                    } else {
+                        b.iter(|| pre.iter().filter(|&&h| f.may_contain(h)).count())
+                    }
+                });
+            }
+            // Batched probing with prefetch, blocked512 only.
+            if let (Filter::Blocked512(bf), false) =
+                (open(FilterKind::Blocked512, &hs), hashed_inside)
+            {
+                let mut out = vec![false; pre.len()];
+                g.bench_function(BenchmarkId::new("blocked512_batch", n), |b| {
+                    b.iter(|| {
+                        bf.may_contain_batch(&pre, &mut out);
+                        out.iter().filter(|&&x| x).count()
+                    })
+                });
+            }
+        }
+        g.finish();
+    }
+}
+
+fn open_cost(c: &mut Criterion) {
+    let mut g = c.benchmark_group("filter_open_copy_aligned");
+    g.sample_size(20).measurement_time(Duration::from_secs(1));
+    let bytes = FilterPolicy::blocked512(10.0).build(&hashes(1_000_000));
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("blocked512/1000000", |b| {
+        b.iter(|| Filter::open(black_box(&bytes)).unwrap())
+    });
+    g.finish();
+}
+
+fn huge(c: &mut Criterion) {
+    if std::env::var_os("BLOOMLSM_HUGE").is_none() {
+        return;
+    }
+    let n = 100_000_000u64;
+    let hs = hashes(n);
+    let mut g = c.benchmark_group("filter_huge_1e8");
+    g.sample_size(10).measurement_time(Duration::from_secs(30));
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("blocked512_build", |b| {
+        b.iter(|| Blocked512Filter::from_hashes(&hs, 10.0, 6))
+    });
+    let f = Blocked512Filter::from_hashes(&hs, 10.0, 6);
+    assert!(
+        hs.iter().step_by(997).all(|&h| f.may_contain(h)),
+        "false negative at 1e8 keys"
+    );
+    let probes: Vec<u64> = (0..PROBES as u64)
+        .map(|i| key_hash(&absent_key(SEED, i)))
+        .collect();
+    let fp = probes.iter().filter(|&&h| f.may_contain(h)).count();
+    println!(
+        "1e8 keys: {} MiB, absent-key FPR {:.3}%",
+        f.memory_bytes() >> 20,
+        fp as f64 * 100.0 / PROBES as f64
+    );
+    g.throughput(Throughput::Elements(PROBES as u64));
+    g.bench_function("blocked512_probe_absent", |b| {
+        b.iter(|| probes.iter().filter(|&&h| f.may_contain(h)).count())
+    });
+    g.finish();
+}
+
+/// Median nanoseconds per element of `f` over `runs` timed runs of `elems` elements.
+fn median_ns(runs: usize, elems: usize, mut f: impl FnMut() -> usize) -> f64 {
+    let mut v: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            black_box(f());
+            t.elapsed().as_nanos() as f64 / elems as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[runs / 2]
+}
+
+/// The issue's targets, on medians of this run (never asserted in tests).
+fn check_targets() {
+    let h6 = hashes(1_000_000);
+    let h7 = hashes(10_000_000);
+    let h4 = hashes(10_000);
+    let absent6: Vec<[u8; 16]> = probe_keys(1_000_000, false);
+    let pre6: Vec<u64> = absent6.iter().map(|k| key_hash(k)).collect();
+    let pre7: Vec<u64> = probe_keys(10_000_000, false)
+        .iter()
+        .map(|k| key_hash(k))
+        .collect();
+    let b6 = open(FilterKind::Blocked512, &h6);
+    let b7 = open(FilterKind::Blocked512, &h7);
+    let c7 = open(FilterKind::Bloom, &h7);
+    let hashing = median_ns(31, PROBES, || {
+        absent6
+            .iter()
+            .filter(|k| b6.may_contain(key_hash(&k[..])))
+            .count()
+    });
+    let prehashed = median_ns(31, PROBES, || {
+        pre6.iter().filter(|&&h| b6.may_contain(h)).count()
+    });
+    let build4 = median_ns(31, h4.len(), || {
+        Blocked512Filter::from_hashes(&h4, 10.0, 6).num_lines()
+    });
+    let build7 = median_ns(5, h7.len(), || {
+        Blocked512Filter::from_hashes(&h7, 10.0, 6).num_lines()
+    });
+    let blocked7 = median_ns(31, PROBES, || {
+        pre7.iter().filter(|&&h| b7.may_contain(h)).count()
+    });
+    let classic7 = median_ns(31, PROBES, || {
+        pre7.iter().filter(|&&h| c7.may_contain(h)).count()
+    });
+    let row = |what: &str, got: String, target: &str, ok: bool| {
+        println!(
+            "{what:<52} {got:>14}  {target:<14} {}",
+            if ok { "met" } else { "MISSED" }
+        );
+    };
+    println!("\nTargets (medians of this run):");
+    row(
+        "blocked512 absent probe, 1e6 keys, hashing",
+        format!("{hashing:.2} ns"),
+        "<= 5 ns",
+        hashing <= 5.0,
+    );
+    row(
+        "blocked512 absent probe, 1e6 keys, pre-hashed",
+        format!("{prehashed:.2} ns"),
+        "<= 3 ns",
+        prehashed <= 3.0,
+    );
+    row(
+        "blocked512 build, 1e4 keys (cache-sized)",
+        format!("{:.0} M/s", 1e3 / build4),
+        ">= 100 M/s",
+        1e3 / build4 >= 100.0,
+    );
+    row(
+        "blocked512 build, 1e7 keys",
+        format!("{:.0} M/s", 1e3 / build7),
+        ">= 50 M/s",
+        1e3 / build7 >= 50.0,
+    );
+    row(
+        "bloom / blocked512 absent probe, 1e7 keys",
+        format!("{:.2}x", classic7 / blocked7),
+        ">= 2x",
+        classic7 / blocked7 >= 2.0,
+    );
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    build(&mut c);
+    probe(&mut c);
+    open_cost(&mut c);
+    huge(&mut c);
+    c.final_summary();
+    if std::env::args().any(|a| a == "--bench") {
+        check_targets();
+    }
+}

@@ -13,14 +13,108 @@
 //! classic Bloom filter with k = 7; and the best k is lower (6, not 7; 9, not 11 at
 //! 16 bits/key) because extra probes crowd the line further.
 //!
-//! The probe is branch-free: the `k` probe bits are gathered into a 512-bit mask
-//! and compared against the line with eight word-wise ANDs. For absent keys, an
-//! early-exit loop would mispredict about half its branches.
+//! The probe is branch-free: it ANDs the `k` probed bits together instead of
+//! returning at the first clear bit. For absent keys an early-exit loop would
+//! mispredict about half its branches, and the line is already in cache after
+//! the first probe, so the remaining probes cost only a few ALU operations.
 
 use super::{FILTER_VERSION, FilterDecodeError, FilterKind, FilterTrailer, HASH_XXH3_64};
 
 /// Multiplier that advances the probe hash (32-bit golden ratio).
 const GOLDEN32: u32 = 0x9e37_79b9;
+
+/// `GOLDEN32^i`: probe `i` uses `h2 · GOLDEN32^i`, the same value as `i` steps
+/// of the multiply chain, but the `k` products are independent of each other,
+/// so they issue in parallel instead of as a chain of `k` multiplications.
+const GOLDEN_POW: [u32; super::MAX_PROBES as usize] = {
+    let mut p = [1u32; super::MAX_PROBES as usize];
+    let mut i = 1;
+    while i < p.len() {
+        p[i] = p[i - 1].wrapping_mul(GOLDEN32);
+        i += 1;
+    }
+    p
+};
+
+/// AVX2 probe: all (up to 8) probes of a key at once, as RocksDB's AVX2 path
+/// does. Lane `i` computes `h2 · GOLDEN32^i`, its top 9 bits pick the bit; the
+/// line is held as two 256-bit registers of eight 32-bit words and each lane
+/// fetches its word with a permute, so the whole test is ~12 instructions for
+/// k ≤ 8 instead of ~6 per probe.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use core::arch::x86_64::*;
+
+    /// `GOLDEN32^i`, padded to a multiple of 8 lanes.
+    static POW: [u32; 32] = {
+        let mut p = [1u32; 32];
+        let mut i = 1;
+        while i < p.len() {
+            p[i] = p[i - 1].wrapping_mul(super::GOLDEN32);
+            i += 1;
+        }
+        p
+    };
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn check_line(line: &super::Line, h2: u32, k: u32) -> bool {
+        let ptr = line.0.as_ptr().cast::<__m256i>();
+        // SAFETY: `Line` is 64-byte aligned and 64 bytes long.
+        let (lo, hi) = unsafe { (_mm256_load_si256(ptr), _mm256_load_si256(ptr.add(1))) };
+        let h = _mm256_set1_epi32(h2 as i32);
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mut done = 0u32;
+        while done < k {
+            // SAFETY: done + 8 <= 32 because k <= MAX_PROBES (30) rounds up to 32.
+            let pow = unsafe { _mm256_loadu_si256(POW.as_ptr().add(done as usize).cast()) };
+            let bit = _mm256_srli_epi32::<23>(_mm256_mullo_epi32(h, pow));
+            let word = _mm256_srli_epi32::<5>(bit);
+            let from_lo = _mm256_permutevar8x32_epi32(lo, word);
+            let from_hi = _mm256_permutevar8x32_epi32(hi, word);
+            // Word index bit 3 chooses the upper half; blendv reads the sign bit.
+            let upper = _mm256_slli_epi32::<28>(word);
+            let w = _mm256_castps_si256(_mm256_blendv_ps(
+                _mm256_castsi256_ps(from_lo),
+                _mm256_castsi256_ps(from_hi),
+                _mm256_castsi256_ps(upper),
+            ));
+            let one = _mm256_set1_epi32(1);
+            let mask = _mm256_sllv_epi32(one, _mm256_and_si256(bit, _mm256_set1_epi32(31)));
+            let live = _mm256_cmpgt_epi32(_mm256_set1_epi32((k - done) as i32), lanes);
+            let mask = _mm256_and_si256(mask, live);
+            // testc: 1 iff every bit of `mask` is set in `w`.
+            if _mm256_testc_si256(w, mask) == 0 {
+                return false;
+            }
+            done += 8;
+        }
+        true
+    }
+}
+
+/// Tests the `K` probe bits of `h2` in `line`, unrolled for a constant `K`.
+#[inline(always)]
+fn check_line<const K: usize>(line: &[u64; 8], h2: u32) -> bool {
+    let mut all = 1u64;
+    for pow in &GOLDEN_POW[..K] {
+        let bit = h2.wrapping_mul(*pow) >> (32 - 9);
+        all &= line[(bit >> 6) as usize] >> (bit & 63);
+    }
+    all & 1 != 0
+}
+
+/// [`check_line`] for a run-time `k`.
+#[inline(always)]
+fn check_line_dyn(line: &[u64; 8], h2: u32, k: u32) -> bool {
+    let mut all = 1u64;
+    for pow in &GOLDEN_POW[..k as usize] {
+        let bit = h2.wrapping_mul(*pow) >> (32 - 9);
+        all &= line[(bit >> 6) as usize] >> (bit & 63);
+    }
+    all & 1 != 0
+}
 
 /// One cache line of filter bits. The alignment makes a probe touch exactly one
 /// line of the CPU cache.
@@ -34,6 +128,19 @@ pub struct Blocked512Filter {
     lines: Box<[Line]>,
     key_count: u64,
     num_probes: u32,
+    /// Whether this CPU has AVX2, looked up once when the filter is made.
+    avx2: bool,
+}
+
+fn cpu_has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 #[inline(always)]
@@ -41,8 +148,8 @@ fn fastrange32(h: u32, n: usize) -> usize {
     ((u64::from(h) * n as u64) >> 32) as usize
 }
 
-/// The 512-bit mask of the `k` bits a key with probe hash `h2` sets.
-#[inline(always)]
+/// The 512-bit mask of the `k` bits a key with probe hash `h2` sets (tests).
+#[cfg(test)]
 fn probe_mask(mut h2: u32, k: u32) -> [u64; 8] {
     let mut mask = [0u64; 8];
     for _ in 0..k {
@@ -92,9 +199,11 @@ impl Blocked512Filter {
                     prefetch(&lines[fastrange32(next as u32, n)]);
                 }
                 let line = &mut lines[fastrange32(h as u32, n)].0;
-                let mask = probe_mask((h >> 32) as u32, num_probes);
-                for (w, m) in line.iter_mut().zip(mask) {
-                    *w |= m;
+                let mut h2 = (h >> 32) as u32;
+                for _ in 0..num_probes {
+                    let bit = h2 >> (32 - 9);
+                    line[(bit >> 6) as usize] |= 1u64 << (bit & 63);
+                    h2 = h2.wrapping_mul(GOLDEN32);
                 }
             }
         }
@@ -102,6 +211,7 @@ impl Blocked512Filter {
             lines,
             key_count: hashes.len() as u64,
             num_probes,
+            avx2: cpu_has_avx2(),
         }
     }
 
@@ -155,23 +265,48 @@ impl Blocked512Filter {
             lines,
             key_count: t.key_count,
             num_probes: u32::from(t.num_probes),
+            avx2: cpu_has_avx2(),
         })
     }
 
-    /// False only if `hash` was certainly not added.
+    /// False only if `hash` was certainly not added. Uses AVX2 where the CPU
+    /// has it, else [`Self::may_contain_portable`]; both give identical answers.
     #[inline]
     pub fn may_contain(&self, hash: u64) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            let n = self.lines.len();
+            if n == 0 {
+                return false;
+            }
+            let line = &self.lines[fastrange32(hash as u32, n)];
+            // SAFETY: `avx2` is true only if the CPU reported AVX2.
+            return unsafe { avx2::check_line(line, (hash >> 32) as u32, self.num_probes) };
+        }
+        self.may_contain_portable(hash)
+    }
+
+    /// The portable (scalar) probe; public so benchmarks can compare paths.
+    #[inline]
+    pub fn may_contain_portable(&self, hash: u64) -> bool {
         let n = self.lines.len();
         if n == 0 {
             return false;
         }
         let line = &self.lines[fastrange32(hash as u32, n)].0;
-        let mask = probe_mask((hash >> 32) as u32, self.num_probes);
-        let mut missing = 0u64;
-        for i in 0..8 {
-            missing |= mask[i] & !line[i];
+        let h2 = (hash >> 32) as u32;
+        // AND together the probed bits, shifted down to bit 0: no branch per
+        // probe, and the line's words are only loaded, never stored. The
+        // common probe counts get an unrolled copy.
+        match self.num_probes {
+            4 => check_line::<4>(line, h2),
+            5 => check_line::<5>(line, h2),
+            6 => check_line::<6>(line, h2),
+            7 => check_line::<7>(line, h2),
+            8 => check_line::<8>(line, h2),
+            9 => check_line::<9>(line, h2),
+            k => check_line_dyn(line, h2, k),
         }
-        missing == 0
     }
 
     /// Probes many hashes, prefetching lines ahead so cache misses overlap;
@@ -294,6 +429,18 @@ mod tests {
         assert_eq!(lines_for(1000, 9.5), 19); // 9500 / 512 = 18.55
         assert_eq!(lines_for(1000, 10.0), 20);
         assert_eq!(lines_for(1, 0.5), 1);
+    }
+
+    #[test]
+    fn simd_and_portable_paths_agree() {
+        let keys: Vec<u64> = (0..20_000u64).map(|i| key_hash(&i.to_le_bytes())).collect();
+        for k in 1..=crate::filter::MAX_PROBES {
+            let f = Blocked512Filter::from_hashes(&keys[..5000], 6.0, k);
+            for &h in &keys {
+                assert_eq!(f.may_contain(h), f.may_contain_portable(h), "k={k}");
+            }
+            assert!(keys[..5000].iter().all(|&h| f.may_contain(h)));
+        }
     }
 
     #[test]

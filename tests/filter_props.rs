@@ -1,0 +1,71 @@
+//! Property tests: no filter ever forgets a key, and serialization round-trips.
+
+use bloomlsm::filter::{Filter, FilterKind, FilterPolicy, FilterTrailer, key_hash};
+use proptest::prelude::*;
+
+fn policies() -> impl Strategy<Value = FilterPolicy> {
+    (
+        prop_oneof![Just(FilterKind::Blocked512), Just(FilterKind::Bloom)],
+        0.5f64..40.0,
+    )
+        .prop_map(|(kind, bits)| FilterPolicy::new(kind, bits))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, rng_seed: proptest::test_runner::RngSeed::Fixed(42), ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_false_negatives(policy in policies(), keys in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..3000)) {
+        let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+        let bytes = policy.build(&hashes);
+        let f = Filter::open(&bytes).unwrap();
+        prop_assert!(f.is_usable());
+        prop_assert_eq!(f.key_count(), hashes.len() as u64);
+        prop_assert_eq!(f.num_probes(), policy.num_probes());
+        for h in &hashes {
+            prop_assert!(f.may_contain(*h));
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300), k in 0u8..40, kind in 0u8..4, lines in 0u64..10) {
+        let _ = Filter::open(&bytes).map(|f| f.may_contain(1));
+        // A well-formed trailer over a wrong-size payload: error or unusable, never a panic.
+        let mut v = bytes.clone();
+        FilterTrailer { units: lines, key_count: 3, num_probes: k, hash: 1, version: 1, kind }.encode_to(&mut v);
+        if let Ok(f) = Filter::open(&v) {
+            let _ = f.may_contain(12345);
+        }
+    }
+}
+
+#[test]
+fn unknown_kind_version_or_hash_is_unusable_and_says_maybe() {
+    let hashes: Vec<u64> = (0..100u32).map(|i| key_hash(&i.to_le_bytes())).collect();
+    let good = FilterPolicy::blocked512(10.0).build(&hashes);
+    let n = good.len();
+    for (at, value) in [(n - 1, 9u8), (n - 2, 2), (n - 3, 7)] {
+        let mut bad = good.clone();
+        bad[at] = value;
+        let f = Filter::open(&bad).unwrap();
+        assert!(!f.is_usable(), "byte {at} = {value}");
+        assert!(f.may_contain(key_hash(b"anything")));
+        assert_eq!(f.predicted_fpr(), 1.0);
+    }
+}
+
+#[test]
+fn truncated_filter_is_an_error() {
+    let good = FilterPolicy::bloom(10.0).build(&[1, 2, 3, 4]);
+    for len in 0..good.len() {
+        // Short of the trailer: error. Otherwise the trailer is garbage: error
+        // or unusable, never a panic or a false negative on a usable filter.
+        match Filter::open(&good[..len]) {
+            Ok(f) => {
+                assert!(len >= 20, "opened {len} bytes");
+                assert!(!f.is_usable() || [1u64, 2, 3, 4].iter().all(|&h| f.may_contain(h)));
+            }
+            Err(_) => assert!(len < good.len()),
+        }
+    }
+}
