@@ -1,0 +1,233 @@
+//! Store options: memory, files, levels, durability, and the filter of each level.
+
+use crate::filter::{FilterKind, FilterPolicy, math};
+
+/// Checksum algorithm of new SSTable blocks (each file names its own).
+pub use crate::sst::ChecksumType;
+
+/// Which filter each level's new files get.
+///
+/// Lookups probe every L0 file and one file per deeper level, so each L0 file
+/// and each level is one "run" for the allocation below. Files keep the policy
+/// they were built with: changing these options affects only files written
+/// afterwards, and older files keep using (and reporting) their own filters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilterOptions {
+    /// The policy of every level unless overridden; `None`: no filters at all.
+    pub policy: Option<FilterPolicy>,
+    /// Per-level overrides `(level, policy)`; `None` removes the filter there.
+    pub per_level: Vec<(usize, Option<FilterPolicy>)>,
+    /// No filter on the last (largest) level, as RocksDB's
+    /// `optimize_filters_for_hits`: saves most of the memory when lookups are
+    /// mostly for keys that exist, which the last level answers anyway.
+    pub skip_last_level: bool,
+    /// Monkey allocation (Dayan et al., SIGMOD 2017): spend this many bits per
+    /// key *on average* over the whole store, giving each run the FPR that
+    /// minimises the expected wasted reads of a missing-key lookup (smaller
+    /// runs get more bits per key). Uses `policy`'s kind (blocked512 if none).
+    /// Overrides `policy`'s bits per key; `per_level` still wins.
+    pub monkey_avg_bits_per_key: Option<f64>,
+}
+
+impl Default for FilterOptions {
+    /// blocked512 at 10 bits/key on every level.
+    fn default() -> Self {
+        FilterOptions::uniform(Some(FilterPolicy::default()))
+    }
+}
+
+impl FilterOptions {
+    /// The same policy (or none) on every level.
+    pub fn uniform(policy: Option<FilterPolicy>) -> Self {
+        FilterOptions {
+            policy,
+            per_level: Vec::new(),
+            skip_last_level: false,
+            monkey_avg_bits_per_key: None,
+        }
+    }
+
+    /// No filters anywhere.
+    pub fn none() -> Self {
+        Self::uniform(None)
+    }
+
+    /// The Monkey allocation of `kind` at `avg_bits_per_key` on average.
+    pub fn monkey(kind: FilterKind, avg_bits_per_key: f64) -> Self {
+        FilterOptions {
+            policy: Some(FilterPolicy::new(kind, avg_bits_per_key)),
+            per_level: Vec::new(),
+            skip_last_level: false,
+            monkey_avg_bits_per_key: Some(avg_bits_per_key),
+        }
+    }
+
+    /// The policy for a new file at `level`.
+    ///
+    /// `runs` describes the store as it will be once the file is in place: the
+    /// entries of each run (each L0 file, then each level ≥ 1) as
+    /// `(level, entries)`; `last_level` is the deepest level holding data.
+    pub fn policy_for(&self, level: usize, runs: &[(usize, u64)], last_level: usize) -> Option<FilterPolicy> {
+        if let Some((_, p)) = self.per_level.iter().rev().find(|(l, _)| *l == level) {
+            return *p;
+        }
+        if self.skip_last_level && level >= last_level && level > 0 {
+            return None;
+        }
+        let base = self.policy.unwrap_or_default();
+        let Some(avg) = self.monkey_avg_bits_per_key else {
+            return self.policy;
+        };
+        let sizes: Vec<u64> = runs.iter().map(|&(_, n)| n.max(1)).collect();
+        let bits = math::monkey_allocation(base.kind(), &sizes, avg);
+        // The run for `level`: the largest run at that level (for L0, the file
+        // being written is one of several similar runs).
+        let at = runs
+            .iter()
+            .enumerate()
+            .filter(|(_, (l, _))| *l == level)
+            .max_by_key(|(_, (_, n))| *n)
+            .map(|(i, _)| i)?;
+        let b = bits[at];
+        if b < crate::filter::MIN_BITS_PER_KEY {
+            None
+        } else {
+            Some(base.with_bits_per_key(b))
+        }
+    }
+}
+
+/// Options of [`crate::Db::open`]. The defaults suit a laptop.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Create the directory (and an empty store) if missing. Default true.
+    pub create_if_missing: bool,
+    /// Bytes of writes buffered in the memtable before it is frozen and
+    /// flushed to an L0 file. Default 4 MiB.
+    pub write_buffer_size: usize,
+    /// Uncompressed size of a data block. Default 4 KiB.
+    pub block_size: usize,
+    /// Checksum of new files' blocks. Default CRC32.
+    pub checksum: ChecksumType,
+    /// `true`: every write (or batch) is fsynced (`fdatasync`) before it is
+    /// acknowledged: it survives a process kill and power loss. `false`
+    /// (default): it is handed to the OS before it is acknowledged: it survives
+    /// a process kill, not an OS crash or power loss.
+    pub sync_writes: bool,
+    /// Size at which compaction starts a new output file. Default 2 MiB.
+    pub target_file_size: u64,
+    /// Target bytes of level 1; level n+1 targets `level_size_multiplier` times
+    /// level n. Default 10 MiB.
+    pub level1_max_bytes: u64,
+    /// Growth factor between levels. Default 10.
+    pub level_size_multiplier: u64,
+    /// Number of L0 files that triggers an L0 → L1 compaction. Default 4.
+    pub l0_compaction_trigger: usize,
+    /// Number of L0 files at which each write is delayed by 1 ms. Default 8.
+    pub l0_slowdown_trigger: usize,
+    /// Number of L0 files at which writes wait for compaction. Default 12.
+    pub l0_stop_trigger: usize,
+    /// Number of levels (L0 .. L{max_levels-1}). Default 7.
+    pub max_levels: usize,
+    /// Bytes of data blocks kept in the block cache; 0 disables it. Index and
+    /// filter blocks of every open file stay in memory regardless (accounted in
+    /// [`crate::Stats`]). Default 8 MiB.
+    pub block_cache_capacity: usize,
+    /// Filters per level. Default blocked512 at 10 bits/key everywhere.
+    pub filters: FilterOptions,
+    /// On recovery, skip corrupt WAL records in the middle of a log (and report
+    /// them in [`crate::Stats`]) instead of refusing to open. Default false.
+    pub salvage_wal: bool,
+    /// Run compactions on the background thread. When false, they only run in
+    /// [`crate::Db::compact`] (tests and experiments). Default true.
+    pub background_compaction: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            write_buffer_size: 4 << 20,
+            block_size: 4096,
+            checksum: ChecksumType::default(),
+            sync_writes: false,
+            target_file_size: 2 << 20,
+            level1_max_bytes: 10 << 20,
+            level_size_multiplier: 10,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+            max_levels: 7,
+            block_cache_capacity: 8 << 20,
+            filters: FilterOptions::default(),
+            salvage_wal: false,
+            background_compaction: true,
+        }
+    }
+}
+
+impl Options {
+    /// Target bytes of `level` (≥ 1).
+    pub fn level_max_bytes(&self, level: usize) -> u64 {
+        let mut b = self.level1_max_bytes;
+        for _ in 1..level {
+            b = b.saturating_mul(self.level_size_multiplier);
+        }
+        b
+    }
+
+    /// Checks that the options make sense.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |what: &str| Err(crate::Error::invalid(what));
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size must be at least 4096");
+        }
+        if self.block_size < 64 || self.block_size > (1 << 24) {
+            return bad("block_size must be in 64..=16 MiB");
+        }
+        if !(2..=32).contains(&self.max_levels) {
+            return bad("max_levels must be in 2..=32");
+        }
+        if self.level_size_multiplier < 2 {
+            return bad("level_size_multiplier must be at least 2");
+        }
+        if self.l0_compaction_trigger == 0
+            || self.l0_slowdown_trigger < self.l0_compaction_trigger
+            || self.l0_stop_trigger < self.l0_slowdown_trigger
+        {
+            return bad("need 0 < l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger");
+        }
+        if self.target_file_size < 4096 {
+            return bad("target_file_size must be at least 4096");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_level_overrides_and_last_level() {
+        let mut f = FilterOptions::default();
+        f.per_level.push((2, Some(FilterPolicy::bloom(6.0))));
+        f.skip_last_level = true;
+        let runs = [(0, 100), (1, 1000), (2, 10_000), (3, 100_000)];
+        assert_eq!(f.policy_for(1, &runs, 3), Some(FilterPolicy::default()));
+        assert_eq!(f.policy_for(2, &runs, 3), Some(FilterPolicy::bloom(6.0)));
+        assert_eq!(f.policy_for(3, &runs, 3), None);
+        assert_eq!(FilterOptions::none().policy_for(1, &runs, 3), None);
+    }
+
+    #[test]
+    fn monkey_gives_small_levels_more_bits() {
+        let f = FilterOptions::monkey(FilterKind::Blocked512, 10.0);
+        let runs = [(0, 10_000), (1, 100_000), (2, 1_000_000), (3, 10_000_000)];
+        let b: Vec<f64> = (0..4)
+            .map(|l| f.policy_for(l, &runs, 3).map_or(0.0, |p| p.bits_per_key()))
+            .collect();
+        assert!(b.windows(2).all(|w| w[0] > w[1]), "{b:?}");
+        assert!(b[3] < 10.0 && b[0] > 10.0);
+    }
+}
