@@ -7,6 +7,7 @@
 pub mod error;
 pub mod filter;
 pub mod key;
+pub mod sst;
 
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
