@@ -7,6 +7,7 @@
 pub mod error;
 pub mod filter;
 pub mod key;
+pub mod sst;
 pub mod workload;
 
 pub use error::{Error, Result};

@@ -1,0 +1,358 @@
+//! TableBuilder: writes one immutable SSTable from keys added in order.
+//!
+//! File layout (see `docs/format.md`):
+//!
+//! ```text
+//! data block 0 | ... | data block n-1 | filter | index | properties | metaindex | footer
+//! ```
+//!
+//! Each block is followed by its 5-byte trailer. The filter is built at
+//! [`finish`](TableBuilder::finish) from the collected user-key hashes, so
+//! the builder holds 8 bytes per distinct user key in memory.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+use crate::filter::{FilterPolicy, key_hash};
+use crate::key;
+
+use super::block::BlockBuilder;
+use super::format::{
+    BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION, Footer,
+    KeyFormat, block_trailer,
+};
+use super::properties::TableProperties;
+
+/// Metaindex key of the properties block.
+pub const META_PROPERTIES: &str = "properties";
+/// Prefix of the metaindex key of the filter block (`filter.<policy name>`).
+pub const META_FILTER_PREFIX: &str = "filter.";
+
+/// How a table is built.
+#[derive(Clone, Debug)]
+pub struct TableBuilderOptions {
+    /// Target size of a data block's contents before its trailer (default 4096).
+    /// A block is cut as soon as it reaches this size, so blocks are slightly larger.
+    pub block_size: usize,
+    /// Keys between restart points in data blocks (default 16).
+    pub restart_interval: usize,
+    /// The file's checksum algorithm (default CRC32).
+    pub checksum: ChecksumType,
+    /// The filter policy; `None` writes no filter block.
+    pub filter: Option<FilterPolicy>,
+    /// The order keys are added in.
+    pub key_format: KeyFormat,
+    /// The `creation.time` property; `None` = now. Set it for reproducible files.
+    pub creation_time: Option<u64>,
+}
+
+impl Default for TableBuilderOptions {
+    fn default() -> Self {
+        TableBuilderOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            checksum: ChecksumType::Crc32,
+            filter: Some(FilterPolicy::default()),
+            key_format: KeyFormat::Plain,
+            creation_time: None,
+        }
+    }
+}
+
+/// What [`TableBuilder::finish`] wrote.
+#[derive(Clone, Debug)]
+pub struct TableSummary {
+    /// The file's path.
+    pub path: PathBuf,
+    /// Total bytes written.
+    pub file_size: u64,
+    /// Number of entries.
+    pub entries: u64,
+    /// Smallest key (empty if no entries).
+    pub smallest_key: Vec<u8>,
+    /// Largest key (empty if no entries).
+    pub largest_key: Vec<u8>,
+    /// Bytes of the filter block including its trailer (0 without filter).
+    pub filter_bytes: u64,
+    /// Bytes of the index block including its trailer.
+    pub index_bytes: u64,
+    /// Everything written to the properties block.
+    pub properties: TableProperties,
+}
+
+/// Builds one SSTable. Keys must be added in strictly increasing order of the
+/// configured [`KeyFormat`].
+pub struct TableBuilder {
+    out: BufWriter<File>,
+    path: PathBuf,
+    opts: TableBuilderOptions,
+    offset: u64,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    last_key: Vec<u8>,
+    smallest_key: Vec<u8>,
+    hashes: Vec<u64>,
+    entries: u64,
+    data_blocks: u64,
+    raw_key_bytes: u64,
+    raw_value_bytes: u64,
+    data_size: u64,
+    deletions: u64,
+    /// Set after a write error: the file is unusable.
+    failed: bool,
+}
+
+impl std::fmt::Debug for TableBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableBuilder")
+            .field("path", &self.path)
+            .field("entries", &self.entries)
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
+impl TableBuilder {
+    /// A builder writing to `file` (an empty file opened for writing), which
+    /// lives at `path` (used in error messages and the summary).
+    pub fn new(file: File, path: impl Into<PathBuf>, opts: TableBuilderOptions) -> Self {
+        let mut opts = opts;
+        opts.block_size = opts.block_size.max(1);
+        opts.restart_interval = opts.restart_interval.max(1);
+        TableBuilder {
+            out: BufWriter::with_capacity(64 * 1024, file),
+            path: path.into(),
+            data: BlockBuilder::new(opts.restart_interval),
+            // Index keys are binary-searched one by one: no prefix compression.
+            index: BlockBuilder::new(1),
+            opts,
+            offset: 0,
+            last_key: Vec::new(),
+            smallest_key: Vec::new(),
+            hashes: Vec::new(),
+            entries: 0,
+            data_blocks: 0,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+            data_size: 0,
+            deletions: 0,
+            failed: false,
+        }
+    }
+
+    /// The path given at construction.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Bytes written so far plus the pending data block (excluding the filter,
+    /// index and metadata still to come).
+    pub fn estimated_file_size(&self) -> u64 {
+        self.offset + self.data.size_estimate() as u64
+    }
+
+    /// Adds an entry. Errors with [`Error::InvalidArgument`] if `key` does not
+    /// sort strictly after the previous key, is shorter than an internal-key
+    /// trailer under [`KeyFormat::Internal`], or key/value exceed 4 GiB.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.failed {
+            return Err(Error::invalid("table builder failed earlier"));
+        }
+        let fmt = self.opts.key_format;
+        if fmt == KeyFormat::Internal && key.len() < key::TRAILER_LEN {
+            return Err(Error::invalid(format!(
+                "internal key of {} bytes is shorter than its {}-byte trailer",
+                key.len(),
+                key::TRAILER_LEN
+            )));
+        }
+        if u32::try_from(key.len()).is_err() || u32::try_from(value.len()).is_err() {
+            return Err(Error::invalid("key or value of 4 GiB or more"));
+        }
+        let new_user_key = if self.entries > 0 {
+            match fmt.compare(key, &self.last_key) {
+                std::cmp::Ordering::Greater => {}
+                std::cmp::Ordering::Equal => {
+                    return Err(Error::invalid(format!(
+                        "duplicate key {:?} added to {}",
+                        crate::sst::table::show_key(key),
+                        self.path.display()
+                    )));
+                }
+                std::cmp::Ordering::Less => {
+                    return Err(Error::invalid(format!(
+                        "key {:?} added after {:?} to {}: keys must be added in order",
+                        crate::sst::table::show_key(key),
+                        crate::sst::table::show_key(&self.last_key),
+                        self.path.display()
+                    )));
+                }
+            }
+            fmt.user_key(key) != fmt.user_key(&self.last_key)
+        } else {
+            self.smallest_key = key.to_vec();
+            true
+        };
+        // The filter is over user keys: several versions of one key add one hash.
+        if new_user_key && self.opts.filter.is_some() {
+            self.hashes.push(key_hash(fmt.user_key(key)));
+        }
+        if fmt == KeyFormat::Internal && key::trailer(key) & 0xff == key::ValueKind::Deletion as u64
+        {
+            self.deletions += 1;
+        }
+        self.data.add(key, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.entries += 1;
+        self.raw_key_bytes += key.len() as u64;
+        self.raw_value_bytes += value.len() as u64;
+        if self.data.size_estimate() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Writes `payload` plus its trailer at the current offset.
+    fn write_block(&mut self, payload_is_data: bool, payload: &[u8]) -> Result<BlockHandle> {
+        let handle = BlockHandle::new(self.offset, payload.len() as u64);
+        let trailer = block_trailer(
+            self.opts.checksum,
+            payload,
+            BLOCK_TYPE_UNCOMPRESSED,
+            self.offset,
+        );
+        let r = self
+            .out
+            .write_all(payload)
+            .and_then(|()| self.out.write_all(&trailer));
+        if let Err(e) = r {
+            self.failed = true;
+            return Err(Error::io(format!("write {}", self.path.display()), e));
+        }
+        let n = (payload.len() + BLOCK_TRAILER_LEN) as u64;
+        self.offset += n;
+        if payload_is_data {
+            self.data_size += n;
+        }
+        Ok(handle)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data.is_empty() {
+            return Ok(());
+        }
+        let mut data = std::mem::replace(&mut self.data, BlockBuilder::new(1));
+        let r = self.write_block(true, data.finish());
+        data.reset();
+        self.data = data;
+        let handle = r?;
+        // The index key is the block's last key: a lookup for k reads the first
+        // block whose last key is >= k, and only that block.
+        self.index.add(&self.last_key, &handle.encode());
+        self.data_blocks += 1;
+        Ok(())
+    }
+
+    /// Writes the last data block, the filter, index, properties and metaindex
+    /// blocks and the footer, then fsyncs the file.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        if self.failed {
+            return Err(Error::invalid("table builder failed earlier"));
+        }
+        self.flush_data_block()?;
+
+        let mut meta: Vec<(String, BlockHandle)> = Vec::new();
+        let mut filter_size = 0;
+        if let Some(policy) = self.opts.filter {
+            let bytes = policy.build(&self.hashes);
+            let h = self.write_block(false, &bytes)?;
+            filter_size = h.size + BLOCK_TRAILER_LEN as u64;
+            meta.push((format!("{META_FILTER_PREFIX}{}", policy.name()), h));
+        }
+
+        let mut index = std::mem::replace(&mut self.index, BlockBuilder::new(1));
+        let index_handle = self.write_block(false, index.finish())?;
+
+        let fmt = self.opts.key_format;
+        let creation_time = self.opts.creation_time.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        });
+        let largest_key = if self.entries > 0 {
+            self.last_key.clone()
+        } else {
+            Vec::new()
+        };
+        let props = TableProperties {
+            entries: self.entries,
+            data_blocks: self.data_blocks,
+            smallest_user_key: fmt.user_key(&self.smallest_key).to_vec(),
+            largest_user_key: fmt.user_key(&largest_key).to_vec(),
+            smallest_key: self.smallest_key.clone(),
+            largest_key: largest_key.clone(),
+            raw_key_bytes: self.raw_key_bytes,
+            raw_value_bytes: self.raw_value_bytes,
+            data_size: self.data_size,
+            index_size: index_handle.size + BLOCK_TRAILER_LEN as u64,
+            filter_size,
+            filter_policy: self.opts.filter.map(|p| p.name().to_string()),
+            filter_bits_per_key: self.opts.filter.map_or(0.0, |p| p.bits_per_key()),
+            filter_probes: self.opts.filter.map_or(0, |p| p.num_probes()),
+            filter_keys: self.hashes.len() as u64,
+            key_format: fmt,
+            format_version: FORMAT_VERSION,
+            creation_time,
+            deletions: (fmt == KeyFormat::Internal).then_some(self.deletions),
+        };
+        let props_handle = self.write_block(false, &props.encode())?;
+        meta.push((META_PROPERTIES.to_string(), props_handle));
+
+        // Metaindex keys are sorted bytewise ("filter.*" < "properties").
+        meta.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut mi = BlockBuilder::new(1);
+        for (name, h) in &meta {
+            mi.add(name.as_bytes(), &h.encode());
+        }
+        let metaindex_handle = self.write_block(false, mi.finish())?;
+
+        let footer = Footer {
+            metaindex: metaindex_handle,
+            index: index_handle,
+            checksum: self.opts.checksum,
+            format_version: FORMAT_VERSION,
+        };
+        let ctx = || format!("write {}", self.path.display());
+        self.out
+            .write_all(&footer.encode(self.offset))
+            .map_err(|e| Error::io(ctx(), e))?;
+        self.offset += super::format::FOOTER_LEN as u64;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(format!("write {}", self.path.display()), e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
+
+        Ok(TableSummary {
+            path: self.path,
+            file_size: self.offset,
+            entries: self.entries,
+            smallest_key: self.smallest_key,
+            largest_key,
+            filter_bytes: filter_size,
+            index_bytes: props.index_size,
+            properties: props,
+        })
+    }
+}

@@ -1,0 +1,25 @@
+//! SSTables: immutable sorted files of key/value entries, each with one
+//! filter block, an in-memory index and checksummed blocks.
+//!
+//! - [`format`]: varints, block handles, trailers and checksums, the footer,
+//!   key orders.
+//! - [`block`]: prefix-compressed sorted blocks with restart points.
+//! - [`builder`]: [`TableBuilder`] writes a table.
+//! - [`table`]: [`Table`] opens, verifies and reads one.
+//! - [`properties`]: the properties block.
+//! - [`cache`]: the shared [`BlockCache`] of data blocks.
+//!
+//! The byte-level format is in `docs/format.md`.
+
+pub mod block;
+pub mod builder;
+pub mod cache;
+pub mod format;
+pub mod properties;
+pub mod table;
+
+pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
+pub use cache::{BlockCache, CacheStats};
+pub use format::{BlockHandle, ChecksumType, FORMAT_VERSION, Footer, KeyFormat};
+pub use properties::TableProperties;
+pub use table::{ReadStats, Table, TableGet, TableIter, TableOpenOptions};

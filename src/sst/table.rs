@@ -1,0 +1,1000 @@
+//! Table: an opened, verified SSTable answering point lookups and scans.
+//!
+//! [`Table::open`] reads and verifies the footer, metaindex, properties, filter
+//! and index blocks and keeps the index and the filter in memory for the
+//! table's whole life. A lookup then costs at most one data-block read, and a
+//! lookup the filter rejects costs none. All reads are positional
+//! (`read_exact_at`), so a `&Table` is shared by many threads without a lock.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::ops::Deref;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::filter::{Filter, FilterKind, key_hash};
+
+use super::block::{Block, BlockError, BlockIter};
+use super::builder::{META_FILTER_PREFIX, META_PROPERTIES};
+use super::cache::BlockCache;
+use super::format::{
+    BLOCK_TRAILER_LEN, BlockHandle, ChecksumType, FOOTER_LEN, Footer, KeyFormat, verify_block,
+};
+use super::properties::TableProperties;
+
+/// How to open a table.
+#[derive(Clone, Debug, Default)]
+pub struct TableOpenOptions {
+    /// The store-wide number of this file: the block cache key's first half.
+    /// Must be unique among files sharing a cache.
+    pub file_id: u64,
+    /// The shared block cache for data blocks; `None` reads every block from disk.
+    pub cache: Option<Arc<BlockCache>>,
+}
+
+/// Data-block I/O done by one lookup or one iterator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Data blocks read from the file (cache misses or no cache).
+    pub blocks_read: u64,
+    /// Data blocks served by the block cache.
+    pub cache_hits: u64,
+    /// Bytes read from the file, trailers included.
+    pub bytes_read: u64,
+}
+
+/// The outcome of [`Table::get`], with what it cost, for the engine's accounting.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableGet {
+    /// The first entry whose key is `>=` the lookup key, if it has the lookup's
+    /// user key.
+    pub entry: Option<(Bytes, Bytes)>,
+    /// The user key lies outside the table's key range: nothing was read.
+    pub key_range_skipped: bool,
+    /// A usable filter was probed.
+    pub filter_checked: bool,
+    /// The filter ruled the key out: no data block was read (an I/O saved).
+    pub filter_negative: bool,
+    /// The table has a filter this build cannot read (unknown policy); the
+    /// lookup went to the data block as if there were no filter.
+    pub filter_unusable: bool,
+    /// The table holds some entry with the lookup's user key (possibly only
+    /// versions newer than the one asked for). Known without extra I/O.
+    pub user_key_found: bool,
+    /// Data blocks read from disk (0 or 1).
+    pub blocks_read: u64,
+    /// Data blocks served by the cache (0 or 1).
+    pub cache_hits: u64,
+    /// Bytes read from disk.
+    pub bytes_read: u64,
+}
+
+impl TableGet {
+    /// True if an entry was returned.
+    pub fn found(&self) -> bool {
+        self.entry.is_some()
+    }
+
+    /// The filter said "maybe" but the file does not hold the user key: a data
+    /// block was read for nothing.
+    pub fn false_positive(&self) -> bool {
+        self.filter_checked && !self.filter_negative && !self.user_key_found
+    }
+
+    /// The filter said "maybe" and the user key is in the file.
+    pub fn true_positive(&self) -> bool {
+        self.filter_checked && !self.filter_negative && self.user_key_found
+    }
+
+    fn add_io(&mut self, io: &ReadStats) {
+        self.blocks_read += io.blocks_read;
+        self.cache_hits += io.cache_hits;
+        self.bytes_read += io.bytes_read;
+    }
+}
+
+/// One in-memory index entry: the last key of a data block and its handle.
+#[derive(Clone, Copy, Debug)]
+struct IndexEntry {
+    /// End of the key in `Table::index_keys` (the start is the previous end).
+    key_end: usize,
+    handle: BlockHandle,
+}
+
+/// An open SSTable.
+pub struct Table {
+    path: PathBuf,
+    file: File,
+    file_id: u64,
+    file_size: u64,
+    cache: Option<Arc<BlockCache>>,
+    footer: Footer,
+    props: TableProperties,
+    /// All index keys back to back (one allocation instead of one per block).
+    index_keys: Vec<u8>,
+    index: Vec<IndexEntry>,
+    filter: Option<Filter>,
+    filter_name: Option<String>,
+    filter_handle: Option<BlockHandle>,
+    properties_handle: BlockHandle,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_id", &self.file_id)
+            .field("file_size", &self.file_size)
+            .field("entries", &self.props.entries)
+            .field("data_blocks", &self.index.len())
+            .field("filter", &self.filter)
+            .finish()
+    }
+}
+
+/// A key for error messages: printable ASCII kept, other bytes escaped, long
+/// keys cut.
+pub(crate) fn show_key(k: &[u8]) -> String {
+    let cut = &k[..k.len().min(64)];
+    let mut s = cut.escape_ascii().to_string();
+    if k.len() > cut.len() {
+        s.push_str(&format!("...({} bytes)", k.len()));
+    }
+    s
+}
+
+impl Table {
+    /// Opens and verifies the table at `path`: footer, metaindex, properties,
+    /// filter and index blocks (checksums and structure). Data blocks are
+    /// verified when read; [`verify_all`](Self::verify_all) checks them all.
+    pub fn open(path: impl AsRef<Path>, opts: TableOpenOptions) -> Result<Table> {
+        let path = path.as_ref().to_path_buf();
+        let file =
+            File::open(&path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        let file_size = file
+            .metadata()
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
+            .len();
+        let footer_offset = file_size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
+            Error::corruption(
+                &path,
+                0,
+                format!("file of {file_size} bytes is shorter than the {FOOTER_LEN}-byte footer"),
+            )
+        })?;
+        let mut raw = [0u8; FOOTER_LEN];
+        read_at(&file, &path, &mut raw, footer_offset)?;
+        let footer = Footer::decode(&raw, footer_offset)
+            .map_err(|(off, what)| Error::corruption(&path, footer_offset + off, what))?;
+
+        // Fields filled in step by step; `table` lets the block helpers run.
+        let mut table = Table {
+            path,
+            file,
+            file_id: opts.file_id,
+            file_size,
+            cache: opts.cache,
+            footer,
+            props: placeholder_properties(),
+            index_keys: Vec::new(),
+            index: Vec::new(),
+            filter: None,
+            filter_name: None,
+            filter_handle: None,
+            properties_handle: BlockHandle::default(),
+        };
+
+        // Metaindex: names -> handles.
+        let mi = table.read_block(footer.metaindex, "metaindex")?;
+        let mut it = mi.iter(KeyFormat::Plain);
+        let mut props_handle = None;
+        let mut filter: Option<(String, BlockHandle)> = None;
+        loop {
+            let at = footer.metaindex.offset + it.next_offset() as u64;
+            if !table.block_step(&mut it, footer.metaindex, "metaindex")? {
+                break;
+            }
+            let h = BlockHandle::decode_exact(it.value_slice()).ok_or_else(|| {
+                table.corruption(at, "metaindex entry value is not a block handle")
+            })?;
+            let name = it.key();
+            if name == META_PROPERTIES.as_bytes() {
+                if props_handle.replace(h).is_some() {
+                    return Err(table.corruption(at, "two properties blocks"));
+                }
+            } else if let Some(policy) = name.strip_prefix(META_FILTER_PREFIX.as_bytes()) {
+                let policy = String::from_utf8_lossy(policy).into_owned();
+                if filter.replace((policy, h)).is_some() {
+                    return Err(table.corruption(at, "more than one filter block"));
+                }
+            }
+            // Other names: written by a later version; ignored.
+        }
+        let props_handle = props_handle.ok_or_else(|| {
+            table.corruption(footer.metaindex.offset, "metaindex has no properties block")
+        })?;
+
+        // Properties.
+        let pb = table.read_block(props_handle, "properties")?;
+        table.props = TableProperties::decode(&pb)
+            .map_err(|e| table.block_error(props_handle, "properties", e))?;
+        table.properties_handle = props_handle;
+        let p = &table.props;
+        if p.format_version != footer.format_version {
+            return Err(table.corruption(
+                props_handle.offset,
+                format!(
+                    "properties say format version {}, footer {}",
+                    p.format_version, footer.format_version
+                ),
+            ));
+        }
+        if (p.entries == 0) != (p.data_blocks == 0) {
+            return Err(table.corruption(
+                props_handle.offset,
+                format!("{} entries in {} data blocks", p.entries, p.data_blocks),
+            ));
+        }
+        if filter.as_ref().map(|f| &f.0) != p.filter_policy.as_ref() {
+            return Err(table.corruption(
+                footer.metaindex.offset,
+                format!(
+                    "metaindex filter {:?} disagrees with properties filter {:?}",
+                    filter.as_ref().map(|f| &f.0),
+                    p.filter_policy
+                ),
+            ));
+        }
+
+        // Filter: kept in memory (aligned copy) for the table's life.
+        if let Some((name, h)) = filter {
+            let bytes = table.read_raw(h, "filter")?;
+            let f = match FilterKind::from_name(&name) {
+                None => Filter::Unusable {
+                    reason: format!("unknown filter policy {name:?}"),
+                },
+                Some(kind) => {
+                    let f = Filter::open(&bytes)
+                        .map_err(|e| table.corruption(h.offset, format!("filter block: {e}")))?;
+                    if f.kind().is_some_and(|k| k != kind) {
+                        return Err(table.corruption(
+                            h.offset,
+                            format!("filter block is {:?}, metaindex says {name}", f.kind()),
+                        ));
+                    }
+                    f
+                }
+            };
+            table.filter = Some(f);
+            table.filter_name = Some(name);
+            table.filter_handle = Some(h);
+        }
+
+        // Index: decoded into memory once.
+        let ib = table.read_block(footer.index, "index")?;
+        let fmt = table.props.key_format;
+        let mut it = ib.iter(fmt);
+        let mut keys = Vec::new();
+        let mut index = Vec::new();
+        let mut prev_end = 0usize;
+        loop {
+            let at = footer.index.offset + it.next_offset() as u64;
+            if !table.block_step(&mut it, footer.index, "index")? {
+                break;
+            }
+            let h = BlockHandle::decode_exact(it.value_slice())
+                .ok_or_else(|| table.corruption(at, "index entry value is not a block handle"))?;
+            if h.end_with_trailer().is_none_or(|e| e > footer_offset) {
+                return Err(table.corruption(
+                    at,
+                    format!(
+                        "index entry points past the end of the data: offset {} size {}",
+                        h.offset, h.size
+                    ),
+                ));
+            }
+            if !index.is_empty() && fmt.compare(&keys[prev_end..], it.key()) != Ordering::Less {
+                return Err(table.corruption(at, "index keys out of order"));
+            }
+            prev_end = keys.len();
+            keys.extend_from_slice(it.key());
+            index.push(IndexEntry {
+                key_end: keys.len(),
+                handle: h,
+            });
+        }
+        let p = &table.props;
+        if index.len() as u64 != p.data_blocks {
+            return Err(table.corruption(
+                footer.index.offset,
+                format!(
+                    "index has {} entries, properties say {} data blocks",
+                    index.len(),
+                    p.data_blocks
+                ),
+            ));
+        }
+        if !index.is_empty() && keys[prev_end..] != p.largest_key[..] {
+            return Err(table.corruption(
+                footer.index.offset,
+                "last index key differs from the largest key in the properties",
+            ));
+        }
+        keys.shrink_to_fit();
+        index.shrink_to_fit();
+        table.index_keys = keys;
+        table.index = index;
+        Ok(table)
+    }
+
+    // ------------------------------------------------------------ helpers
+
+    fn corruption(&self, offset: u64, what: impl Into<String>) -> Error {
+        Error::corruption(&self.path, offset, what)
+    }
+
+    fn block_error(&self, h: BlockHandle, what: &str, e: BlockError) -> Error {
+        self.corruption(
+            h.offset.saturating_add(e.offset as u64),
+            format!("{what} block: {}", e.what),
+        )
+    }
+
+    /// Advances a block iterator, mapping errors to corruption at file offsets.
+    fn block_step(&self, it: &mut BlockIter, h: BlockHandle, what: &str) -> Result<bool> {
+        it.advance().map_err(|e| self.block_error(h, what, e))
+    }
+
+    /// Reads and verifies the block at `h`; returns its payload.
+    fn read_raw(&self, h: BlockHandle, what: &str) -> Result<Bytes> {
+        let data_end = self.file_size - FOOTER_LEN as u64;
+        let end = h.end_with_trailer();
+        if end.is_none_or(|e| e > data_end) {
+            return Err(self.corruption(
+                h.offset,
+                format!(
+                    "{what} block (offset {}, size {}) runs past the end of the data at {data_end}",
+                    h.offset, h.size
+                ),
+            ));
+        }
+        // Bounded by the file size above, so a corrupt length cannot make us
+        // allocate more than the file holds.
+        let mut buf = vec![0u8; h.size as usize + BLOCK_TRAILER_LEN];
+        read_at(&self.file, &self.path, &mut buf, h.offset)?;
+        let n = verify_block(self.footer.checksum, &buf, h.offset)
+            .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))?;
+        buf.truncate(n);
+        Ok(Bytes::from(buf))
+    }
+
+    fn read_block(&self, h: BlockHandle, what: &str) -> Result<Block> {
+        let data = self.read_raw(h, what)?;
+        Block::new(data).map_err(|e| self.block_error(h, what, e))
+    }
+
+    /// Data block `i`, from the cache or the file (verified, then cached).
+    fn data_block(&self, i: usize, io: &mut ReadStats) -> Result<Block> {
+        let h = self.index[i].handle;
+        let cache = self.cache.as_deref().filter(|c| c.is_enabled());
+        if let Some(c) = cache
+            && let Some(data) = c.get(self.file_id, h.offset)
+        {
+            io.cache_hits += 1;
+            return Block::new(data).map_err(|e| self.block_error(h, "data", e));
+        }
+        let data = self.read_raw(h, "data")?;
+        io.blocks_read += 1;
+        io.bytes_read += h.size + BLOCK_TRAILER_LEN as u64;
+        let block = Block::new(data).map_err(|e| self.block_error(h, "data", e))?;
+        if let Some(c) = cache {
+            c.insert(self.file_id, h.offset, block.data().clone());
+        }
+        Ok(block)
+    }
+
+    fn index_key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.index[i - 1].key_end };
+        &self.index_keys[start..self.index[i].key_end]
+    }
+
+    /// Index of the first data block whose last key is `>= key`.
+    fn find_block(&self, key: &[u8]) -> usize {
+        let fmt = self.props.key_format;
+        let (mut lo, mut hi) = (0, self.index.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if fmt.compare(self.index_key(mid), key) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    // ------------------------------------------------------------ reads
+
+    /// Point lookup: the first entry whose key is `>= key` in the table's
+    /// order, returned only if its user key equals `key`'s user key. `hash`
+    /// must be [`key_hash`] of that user key (the engine hashes once per
+    /// lookup). Reads at most one data block; none if the key is outside the
+    /// table's range or the filter rules it out.
+    pub fn get(&self, key: &[u8], hash: u64) -> Result<TableGet> {
+        let fmt = self.props.key_format;
+        let mut r = TableGet::default();
+        let uk = fmt.user_key(key);
+        if self.index.is_empty()
+            || uk < &self.props.smallest_user_key[..]
+            || uk > &self.props.largest_user_key[..]
+        {
+            r.key_range_skipped = true;
+            return Ok(r);
+        }
+        match &self.filter {
+            Some(f) if f.is_usable() => {
+                r.filter_checked = true;
+                if !f.may_contain(hash) {
+                    r.filter_negative = true;
+                    return Ok(r);
+                }
+            }
+            Some(_) => r.filter_unusable = true,
+            None => {}
+        }
+        let i = self.find_block(key);
+        if i == self.index.len() {
+            // Past the largest key, e.g. an older sequence of the last user key.
+            r.user_key_found = fmt.user_key(self.index_key(i - 1)) == uk;
+            return Ok(r);
+        }
+        let mut io = ReadStats::default();
+        let block = self.data_block(i, &mut io);
+        r.add_io(&io);
+        let block = block?;
+        let h = self.index[i].handle;
+        let mut it = block.iter(fmt);
+        let found = it.seek(key).map_err(|e| self.block_error(h, "data", e))?;
+        if !found {
+            return Err(
+                self.corruption(h.offset, "data block has no key at or after its index key")
+            );
+        }
+        let prev_match = match it.prev_user_key_match() {
+            Some(m) => m,
+            None => i > 0 && fmt.user_key(self.index_key(i - 1)) == uk,
+        };
+        if fmt.user_key(it.key()) == uk {
+            r.user_key_found = true;
+            r.entry = Some((Bytes::copy_from_slice(it.key()), it.value()));
+        } else {
+            r.user_key_found = prev_match;
+        }
+        Ok(r)
+    }
+
+    /// Convenience for tests and tools: [`get`](Self::get) with the hash
+    /// computed here.
+    pub fn get_unhashed(&self, key: &[u8]) -> Result<TableGet> {
+        self.get(key, key_hash(self.props.key_format.user_key(key)))
+    }
+
+    /// All entries in table order.
+    pub fn iter(&self) -> TableIter<&Table> {
+        TableIter::new(self, None)
+    }
+
+    /// Entries from the first key `>= key`, in table order.
+    pub fn iter_from(&self, key: &[u8]) -> TableIter<&Table> {
+        TableIter::new(self, Some(key))
+    }
+
+    /// Reads every block from disk (bypassing the cache) and checks checksums,
+    /// structure, key order, index/data agreement, entry count and that the
+    /// filter answers "maybe" for every user key. Reports the first bad block.
+    pub fn verify_all(&self) -> Result<()> {
+        let f = &self.footer;
+        self.read_block(f.metaindex, "metaindex")?;
+        self.read_block(self.properties_handle, "properties")?;
+        self.read_block(f.index, "index")?;
+        if let Some(h) = self.filter_handle {
+            self.read_raw(h, "filter")?;
+        }
+        let fmt = self.props.key_format;
+        let mut entries = 0u64;
+        let mut prev_key: Option<Vec<u8>> = None;
+        let mut expect_offset = 0u64;
+        for i in 0..self.index.len() {
+            let h = self.index[i].handle;
+            if h.offset != expect_offset {
+                return Err(self.corruption(
+                    h.offset,
+                    format!(
+                        "data block {i} starts at {}, expected {expect_offset}",
+                        h.offset
+                    ),
+                ));
+            }
+            expect_offset = h.end_with_trailer().unwrap_or(u64::MAX);
+            let block = self.read_block(h, "data")?;
+            let mut it = block.iter(fmt);
+            let mut n = 0;
+            loop {
+                let at = h.offset + it.next_offset() as u64;
+                if !self.block_step(&mut it, h, "data")? {
+                    break;
+                }
+                let key = it.key();
+                match &prev_key {
+                    None if key != &self.props.smallest_key[..] => {
+                        return Err(self.corruption(at, "first key differs from properties"));
+                    }
+                    Some(p) if fmt.compare(p, key) != Ordering::Less => {
+                        return Err(self.corruption(at, "keys out of order"));
+                    }
+                    _ => {}
+                }
+                if let Some(filter) = &self.filter {
+                    let fresh = prev_key
+                        .as_ref()
+                        .is_none_or(|p| fmt.user_key(p) != fmt.user_key(key));
+                    if fresh && !filter.may_contain(key_hash(fmt.user_key(key))) {
+                        let off = self.filter_handle.map_or(0, |h| h.offset);
+                        return Err(self.corruption(
+                            off,
+                            format!("filter rejects stored key {}", show_key(key)),
+                        ));
+                    }
+                }
+                prev_key = Some(key.to_vec());
+                n += 1;
+            }
+            if n == 0 || prev_key.as_deref() != Some(self.index_key(i)) {
+                return Err(
+                    self.corruption(h.offset, "data block's last key differs from its index key")
+                );
+            }
+            entries += n;
+        }
+        if entries != self.props.entries {
+            return Err(self.corruption(
+                self.properties_handle.offset,
+                format!(
+                    "{entries} entries found, properties say {}",
+                    self.props.entries
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ accessors
+
+    /// The table's properties.
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// Smallest stored key (empty for an empty table).
+    pub fn smallest_key(&self) -> &[u8] {
+        &self.props.smallest_key
+    }
+
+    /// Largest stored key.
+    pub fn largest_key(&self) -> &[u8] {
+        &self.props.largest_key
+    }
+
+    /// User key of the smallest key.
+    pub fn smallest_user_key(&self) -> &[u8] {
+        &self.props.smallest_user_key
+    }
+
+    /// User key of the largest key.
+    pub fn largest_user_key(&self) -> &[u8] {
+        &self.props.largest_user_key
+    }
+
+    /// Number of entries.
+    pub fn entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// Number of data blocks.
+    pub fn data_blocks(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The last key and handle of each data block, in order (for `sst dump`).
+    pub fn index_entries(&self) -> impl Iterator<Item = (&[u8], BlockHandle)> + '_ {
+        (0..self.index.len()).map(|i| (self.index_key(i), self.index[i].handle))
+    }
+
+    /// The file's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The table's key order.
+    pub fn key_format(&self) -> KeyFormat {
+        self.props.key_format
+    }
+
+    /// The file's checksum algorithm.
+    pub fn checksum_type(&self) -> ChecksumType {
+        self.footer.checksum
+    }
+
+    /// The decoded footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The opened filter (`None` if the table has no filter block; possibly
+    /// [`Filter::Unusable`] if written by an unknown policy).
+    pub fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
+    }
+
+    /// The filter policy name from the metaindex (`filter.<name>`).
+    pub fn filter_policy_name(&self) -> Option<&str> {
+        self.filter_name.as_deref()
+    }
+
+    /// Handle of the filter block, if any.
+    pub fn filter_handle(&self) -> Option<BlockHandle> {
+        self.filter_handle
+    }
+
+    /// Bytes of memory held by the in-memory index.
+    pub fn index_memory_bytes(&self) -> usize {
+        self.index_keys.capacity() + self.index.capacity() * std::mem::size_of::<IndexEntry>()
+    }
+
+    /// Bytes of memory held by the filter (0 without one).
+    pub fn filter_memory_bytes(&self) -> usize {
+        self.filter.as_ref().map_or(0, Filter::memory_bytes)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The id given at open (block cache key).
+    pub fn file_id(&self) -> u64 {
+        self.file_id
+    }
+}
+
+fn read_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
+    file.read_exact_at(buf, offset).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            // The file is shorter than its own structure says: truncated
+            // (or shrunk after open).
+            Error::corruption(
+                path,
+                offset,
+                format!("truncated: cannot read {} bytes", buf.len()),
+            )
+        } else {
+            Error::io(format!("read {} at {offset}", path.display()), e)
+        }
+    })
+}
+
+fn placeholder_properties() -> TableProperties {
+    TableProperties {
+        entries: 0,
+        data_blocks: 0,
+        smallest_key: Vec::new(),
+        largest_key: Vec::new(),
+        smallest_user_key: Vec::new(),
+        largest_user_key: Vec::new(),
+        raw_key_bytes: 0,
+        raw_value_bytes: 0,
+        data_size: 0,
+        index_size: 0,
+        filter_size: 0,
+        filter_policy: None,
+        filter_bits_per_key: 0.0,
+        filter_probes: 0,
+        filter_keys: 0,
+        key_format: KeyFormat::Plain,
+        format_version: 0,
+        creation_time: 0,
+        deletions: None,
+    }
+}
+
+/// An iterator over a table's entries in table order, generic over how the
+/// table is held (`&Table`, or `Arc<Table>` for iterators that outlive a
+/// borrow). After an error it yields that error once, then ends.
+pub struct TableIter<T: Deref<Target = Table>> {
+    table: T,
+    /// Seek target not yet applied (positioning is lazy so errors surface
+    /// through `next`).
+    start: Option<Vec<u8>>,
+    started: bool,
+    next_block: usize,
+    block: Option<(BlockIter, BlockHandle)>,
+    /// The block iterator is at an entry not yet yielded (after a seek).
+    ready: bool,
+    done: bool,
+    io: ReadStats,
+}
+
+impl<T: Deref<Target = Table>> TableIter<T> {
+    /// An iterator over `table` from the first key `>= start` (or the first key).
+    pub fn new(table: T, start: Option<&[u8]>) -> Self {
+        TableIter {
+            table,
+            start: start.map(<[u8]>::to_vec),
+            started: false,
+            next_block: 0,
+            block: None,
+            ready: false,
+            done: false,
+            io: ReadStats::default(),
+        }
+    }
+
+    /// Data-block I/O so far.
+    pub fn read_stats(&self) -> ReadStats {
+        self.io
+    }
+
+    fn load(&mut self, i: usize) -> Result<()> {
+        let t = &*self.table;
+        let block = t.data_block(i, &mut self.io)?;
+        self.block = Some((block.iter(t.props.key_format), t.index[i].handle));
+        self.next_block = i + 1;
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+        if !self.started {
+            self.started = true;
+            if let Some(target) = self.start.take() {
+                let i = self.table.find_block(&target);
+                if i == self.table.index.len() {
+                    return Ok(None);
+                }
+                self.load(i)?;
+                let (it, h) = self.block.as_mut().expect("just loaded");
+                self.ready = it
+                    .seek(&target)
+                    .map_err(|e| self.table.block_error(*h, "data", e))?;
+            }
+        }
+        loop {
+            if let Some((it, h)) = &mut self.block {
+                let have = if self.ready {
+                    self.ready = false;
+                    true
+                } else {
+                    it.advance()
+                        .map_err(|e| self.table.block_error(*h, "data", e))?
+                };
+                if have {
+                    return Ok(Some((Bytes::copy_from_slice(it.key()), it.value())));
+                }
+                self.block = None;
+            }
+            if self.next_block >= self.table.index.len() {
+                return Ok(None);
+            }
+            self.load(self.next_block)?;
+        }
+    }
+}
+
+impl<T: Deref<Target = Table>> Iterator for TableIter<T> {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl<T: Deref<Target = Table>> std::fmt::Debug for TableIter<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableIter")
+            .field("table", &self.table.path)
+            .field("next_block", &self.next_block)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sst::{TableBuilder, TableBuilderOptions};
+
+    fn _assert_send_sync() {
+        fn is<T: Send + Sync>() {}
+        is::<Table>();
+        is::<TableIter<Arc<Table>>>();
+        is::<TableIter<&Table>>();
+    }
+
+    fn build(dir: &Path, n: usize, opts: TableBuilderOptions) -> PathBuf {
+        let path = dir.join("t.sst");
+        let file = File::create(&path).unwrap();
+        let mut b = TableBuilder::new(file, &path, opts);
+        for i in 0..n {
+            b.add(format!("k{i:06}").as_bytes(), format!("v{i}").as_bytes())
+                .unwrap();
+        }
+        b.finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn get_reads_one_block_and_uses_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = TableBuilderOptions {
+            block_size: 256,
+            ..Default::default()
+        };
+        let path = build(dir.path(), 500, opts);
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let t = Table::open(
+            &path,
+            TableOpenOptions {
+                file_id: 7,
+                cache: Some(cache.clone()),
+            },
+        )
+        .unwrap();
+        assert!(t.data_blocks() > 10);
+        let r = t.get_unhashed(b"k000123").unwrap();
+        assert_eq!(r.entry.as_ref().unwrap().1, &b"v123"[..]);
+        assert_eq!((r.blocks_read, r.cache_hits), (1, 0));
+        assert!(r.true_positive() && !r.false_positive());
+        let r = t.get_unhashed(b"k000123").unwrap();
+        assert_eq!((r.blocks_read, r.cache_hits, r.bytes_read), (0, 1, 0));
+        let r = t.get_unhashed(b"zzz").unwrap();
+        assert!(r.key_range_skipped && r.entry.is_none() && r.blocks_read == 0);
+        // Absent keys inside the range: filter negative or a false positive.
+        let mut negatives = 0;
+        for i in 0..499 {
+            let r = t.get_unhashed(format!("k{i:06}x").as_bytes()).unwrap();
+            assert!(r.entry.is_none() && r.filter_checked);
+            if r.filter_negative {
+                negatives += 1;
+                assert_eq!(r.blocks_read + r.cache_hits, 0);
+            } else {
+                assert!(r.false_positive());
+            }
+        }
+        assert!(negatives > 450, "{negatives}");
+        assert!(cache.stats().hits >= 1);
+        assert!(t.filter_memory_bytes() > 0 && t.index_memory_bytes() > 0);
+        t.verify_all().unwrap();
+    }
+
+    #[test]
+    fn internal_keys_and_versions() {
+        use crate::key::{ValueKind, make_internal_key};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.sst");
+        let mut b = TableBuilder::new(
+            File::create(&path).unwrap(),
+            &path,
+            TableBuilderOptions {
+                key_format: KeyFormat::Internal,
+                block_size: 64,
+                ..Default::default()
+            },
+        );
+        // user key "a": seqs 9 (value), 5 (deletion), 2 (value); "b": 7.
+        let entries = [
+            (make_internal_key(b"a", 9, ValueKind::Value), b"a9".to_vec()),
+            (make_internal_key(b"a", 5, ValueKind::Deletion), vec![]),
+            (make_internal_key(b"a", 2, ValueKind::Value), b"a2".to_vec()),
+            (make_internal_key(b"b", 7, ValueKind::Value), b"b7".to_vec()),
+        ];
+        for (k, v) in &entries {
+            b.add(k, v).unwrap();
+        }
+        // Same full key again, and an older "b" after... "a" version out of order.
+        assert!(matches!(
+            b.add(&entries[3].0, b"x"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            b.add(&make_internal_key(b"b", 8, ValueKind::Value), b"x"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            b.add(b"short", b""),
+            Err(Error::InvalidArgument(_))
+        ));
+        let s = b.finish().unwrap();
+        assert_eq!(s.properties.filter_keys, 2, "one hash per user key");
+        assert_eq!(s.properties.deletions, Some(1));
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        let get = |seq| {
+            t.get_unhashed(&make_internal_key(b"a", seq, ValueKind::Value))
+                .unwrap()
+        };
+        assert_eq!(get(100).entry.unwrap().1, &b"a9"[..]);
+        assert_eq!(get(6).entry.unwrap().0, &entries[1].0[..]);
+        assert_eq!(get(2).entry.unwrap().1, &b"a2"[..]);
+        let r = get(1);
+        assert!(r.entry.is_none() && r.user_key_found && !r.false_positive());
+        let r = t
+            .get_unhashed(&make_internal_key(b"b", 3, ValueKind::Value))
+            .unwrap();
+        assert!(r.entry.is_none() && r.user_key_found);
+        t.verify_all().unwrap();
+        let all: Vec<_> = t.iter().map(|r| r.unwrap()).collect();
+        assert_eq!(all.len(), 4);
+    }
+
+    #[test]
+    fn empty_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = build(dir.path(), 0, TableBuilderOptions::default());
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        assert_eq!(t.entries(), 0);
+        assert!(t.get_unhashed(b"a").unwrap().key_range_skipped);
+        assert_eq!(t.iter().count(), 0);
+        assert_eq!(t.iter_from(b"a").count(), 0);
+        t.verify_all().unwrap();
+    }
+
+    #[test]
+    fn unknown_filter_policy_reads_without_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = build(dir.path(), 50, TableBuilderOptions::default());
+        // Rename "filter.blocked512" to "filter.blocked51X" in the metaindex and
+        // properties, re-checksumming both blocks, as a future writer would.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        let footer = *t.footer();
+        let ph = t.properties_handle;
+        drop(t);
+        for h in [footer.metaindex, ph] {
+            let start = h.offset as usize;
+            let end = start + h.size as usize;
+            let payload = &mut bytes[start..end];
+            let pos = payload
+                .windows(10)
+                .position(|w| w == b"blocked512")
+                .unwrap();
+            payload[pos + 9] = b'X';
+            let tr =
+                crate::sst::format::block_trailer(footer.checksum, &bytes[start..end], 0, h.offset);
+            bytes[end..end + 5].copy_from_slice(&tr);
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        assert!(!t.filter().unwrap().is_usable());
+        assert_eq!(t.filter_policy_name(), Some("blocked51X"));
+        let r = t.get_unhashed(b"k000010").unwrap();
+        assert!(r.filter_unusable && !r.filter_checked && r.found());
+        let r = t.get_unhashed(b"k000010x").unwrap();
+        assert!(r.filter_unusable && !r.found() && r.blocks_read == 1);
+        t.verify_all().unwrap();
+    }
+}
