@@ -750,6 +750,27 @@ mod tests {
         Ok(out)
     }
 
+    /// The worked example of `docs/format-log.md`, byte for byte (CRC computed
+    /// independently with Python's zlib).
+    #[test]
+    fn documented_example_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.log");
+        let mut b = crate::db::WriteBatch::new();
+        b.put(b"k", b"v");
+        b.set_sequence(7);
+        write_log(&path, &[b.encoded().to_vec()]);
+        let hex: Vec<String> = std::fs::read(&path)
+            .unwrap()
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect();
+        assert_eq!(
+            hex.join(" "),
+            "df a7 74 e0 11 00 01 07 00 00 00 00 00 00 00 01 00 00 00 01 01 6b 01 76"
+        );
+    }
+
     #[test]
     fn crc_mask_roundtrip() {
         for c in [0u32, 1, 0xdead_beef, u32::MAX] {
