@@ -126,8 +126,16 @@ impl MemTable {
         self.iter_at(Bound::Unbounded, MAX_SEQUENCE)
     }
 
-    /// Iterates entries with internal key ≥ `seek` (an internal key; use
-    /// `make_internal_key(k, MAX_SEQUENCE, Value)` to start at user key `k`)
+    /// Iterates every entry with sequence ≤ `snapshot_seq`, in internal-key
+    /// order (see [`MemTable::iter_from`] for the consistency rule).
+    pub fn iter_snapshot(&self, snapshot_seq: u64) -> MemTableIter<'_> {
+        self.iter_at(Bound::Unbounded, snapshot_seq)
+    }
+
+    /// Iterates entries with internal key ≥ `seek` (a full internal key; use
+    /// `make_internal_key(k, MAX_SEQUENCE, Value)` to start at user key `k`,
+    /// and [`MemTable::iter_snapshot`] to start at the beginning — an empty or
+    /// short `seek` is not an internal key and does not sort first)
     /// whose sequence is ≤ `snapshot_seq`, in internal-key order. Writes may
     /// continue meanwhile; entries newer than the snapshot are skipped, so the
     /// iteration is a consistent view as long as the store publishes sequence
@@ -200,6 +208,14 @@ mod tests {
         m.insert(b"a", 3, ValueKind::Deletion, b"");
         m.insert(b"a", 5, ValueKind::Value, b"a5");
         m.insert(b"ab", 2, ValueKind::Value, b"ab2");
+        m.insert(b"", 6, ValueKind::Value, b"empty");
+        assert_eq!(m.get(b"", 5), None);
+        assert_eq!(
+            m.get(b"", 6),
+            Some(LookupResult::Value(Bytes::from("empty")))
+        );
+        assert_eq!(m.iter_snapshot(5).count(), 4);
+        assert_eq!(m.iter_snapshot(6).next().unwrap().1, Bytes::from("empty"));
         assert_eq!(m.get(b"a", 0), None);
         assert_eq!(m.get(b"a", 1), Some(LookupResult::Value(Bytes::from("a1"))));
         assert_eq!(m.get(b"a", 2), Some(LookupResult::Value(Bytes::from("a1"))));
@@ -210,10 +226,10 @@ mod tests {
             Some(LookupResult::Value(Bytes::from("a5")))
         );
         assert_eq!(m.get(b"ab", 1), None);
-        assert_eq!(m.get(b"", 10), None);
         assert_eq!(m.get(b"b", 10), None);
         let keys: Vec<_> = m
             .iter()
+            .skip(1)
             .map(|(k, _)| {
                 let p = key::parse(&k).unwrap();
                 (p.user_key.to_vec(), p.seq)
@@ -231,8 +247,8 @@ mod tests {
         let seek = make_internal_key(b"a", 4, ValueKind::Value);
         let from: Vec<_> = m.iter_from(&seek, 2).map(|(_, v)| v).collect();
         assert_eq!(from, vec![Bytes::from("a1"), Bytes::from("ab2")]);
-        assert_eq!(m.len(), 4);
-        assert!(m.approximate_memory_bytes() >= 4 * (ENTRY_OVERHEAD + 9));
+        assert_eq!(m.len(), 5);
+        assert!(m.approximate_memory_bytes() >= 5 * (ENTRY_OVERHEAD + 9));
     }
 
     #[test]
@@ -266,7 +282,7 @@ mod tests {
             let mut model = Model::new();
             for (i, (k, put, v)) in ops.iter().enumerate() {
                 let seq = i as u64 + 1;
-                let key = vec![b'k', *k % 4, *k];
+                let key = if *k == 0 { Vec::new() } else { vec![b'k', *k % 4, *k] };
                 if *put {
                     m.insert(&key, seq, ValueKind::Value, v);
                 } else {
@@ -276,7 +292,7 @@ mod tests {
             }
             for &snap in &snapshots {
                 for k in 0u8..12 {
-                    let key = vec![b'k', k % 4, k];
+                    let key = if k == 0 { Vec::new() } else { vec![b'k', k % 4, k] };
                     let want = model.get(&key).and_then(|vs| vs.range(..=snap).next_back())
                         .map(|(_, v)| match v {
                             Some(v) => LookupResult::Value(Bytes::from(v.clone())),
@@ -289,7 +305,7 @@ mod tests {
                     .flat_map(|(k, vs)| vs.range(..=snap).rev()
                         .map(move |(s, v)| (k.clone(), *s, v.clone().unwrap_or_default())))
                     .collect();
-                let got: Vec<(Vec<u8>, u64, Vec<u8>)> = m.iter_from(&[], snap)
+                let got: Vec<(Vec<u8>, u64, Vec<u8>)> = m.iter_snapshot(snap)
                     .map(|(ik, v)| {
                         let p = key::parse(&ik).unwrap();
                         (p.user_key.to_vec(), p.seq, v.to_vec())
