@@ -4,11 +4,13 @@
 
 #![warn(missing_docs)]
 
+pub mod db;
 pub mod error;
 pub mod filter;
 pub mod key;
 pub mod sst;
 pub mod workload;
 
+pub use db::WriteBatch;
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};

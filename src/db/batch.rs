@@ -1,0 +1,392 @@
+//! `WriteBatch`: a group of puts and deletes applied atomically, and its
+//! encoding, which is exactly the payload of one WAL record:
+//!
+//! ```text
+//! batch := seq: u64 LE | count: u32 LE | count × op
+//! op    := kind: u8 (1 = Value, 0 = Deletion) | varint key_len | key
+//!          [ | varint value_len | value ]            -- only for kind 1
+//! ```
+//!
+//! The batch's operations get the consecutive sequence numbers
+//! `seq, seq + 1, …, seq + count - 1`, in order. The batch keeps its encoded
+//! form as its only representation, so appending it to the WAL copies nothing.
+
+use std::path::Path;
+
+use crate::db::coding::{Decoder, put_length_prefixed};
+use crate::error::{Error, Result};
+use crate::key::{MAX_SEQUENCE, ValueKind};
+
+/// Bytes of the `seq | count` header.
+pub const BATCH_HEADER_LEN: usize = 12;
+
+/// One operation of a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// Set `key` to `value`.
+    Put {
+        /// The user key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+    },
+    /// Delete `key`.
+    Delete {
+        /// The user key.
+        key: &'a [u8],
+    },
+}
+
+impl<'a> BatchOp<'a> {
+    /// The user key.
+    pub fn key(&self) -> &'a [u8] {
+        match *self {
+            BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+        }
+    }
+
+    /// The value kind this operation writes.
+    pub fn kind(&self) -> ValueKind {
+        match self {
+            BatchOp::Put { .. } => ValueKind::Value,
+            BatchOp::Delete { .. } => ValueKind::Deletion,
+        }
+    }
+
+    /// The value (empty for a delete).
+    pub fn value(&self) -> &'a [u8] {
+        match *self {
+            BatchOp::Put { value, .. } => value,
+            BatchOp::Delete { .. } => &[],
+        }
+    }
+}
+
+/// An ordered group of puts and deletes, applied atomically (one WAL record).
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    /// The encoding: header (seq, count) followed by the operations.
+    rep: Vec<u8>,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("sequence", &self.sequence())
+            .field("count", &self.len())
+            .field("bytes", &self.rep.len())
+            .finish()
+    }
+}
+
+impl WriteBatch {
+    /// An empty batch (sequence 0).
+    pub fn new() -> Self {
+        WriteBatch {
+            rep: vec![0; BATCH_HEADER_LEN],
+        }
+    }
+
+    fn set_count(&mut self, n: u32) {
+        self.rep[8..12].copy_from_slice(&n.to_le_bytes());
+    }
+
+    fn bump_count(&mut self) {
+        let n = self.len();
+        // More than 4 billion operations would not fit a WAL record anyway;
+        // refuse loudly rather than wrap.
+        let n = u32::try_from(n + 1).expect("write batch holds at most u32::MAX operations");
+        self.set_count(n);
+    }
+
+    /// Adds "set `key` to `value`".
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.rep.push(ValueKind::Value as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.bump_count();
+    }
+
+    /// Adds "delete `key`".
+    pub fn delete(&mut self, key: &[u8]) {
+        self.rep.push(ValueKind::Deletion as u8);
+        put_length_prefixed(&mut self.rep, key);
+        self.bump_count();
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        u32::from_le_bytes(self.rep[8..12].try_into().expect("4 bytes")) as usize
+    }
+
+    /// True if the batch holds no operation.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every operation (keeps the allocation; sequence reset to 0).
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.rep.resize(BATCH_HEADER_LEN, 0);
+    }
+
+    /// Size of the encoding in bytes (what the WAL record will carry).
+    pub fn approximate_size(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Sequence number of the first operation.
+    pub fn sequence(&self) -> u64 {
+        u64::from_le_bytes(self.rep[0..8].try_into().expect("8 bytes"))
+    }
+
+    /// Sets the sequence number of the first operation (the store does this
+    /// just before logging the batch).
+    pub fn set_sequence(&mut self, seq: u64) {
+        self.rep[0..8].copy_from_slice(&seq.to_le_bytes());
+    }
+
+    /// Sequence number of the last operation (`None` if empty).
+    pub fn last_sequence(&self) -> Option<u64> {
+        let n = self.len() as u64;
+        (n > 0).then(|| self.sequence() + n - 1)
+    }
+
+    /// Appends all operations of `other` (its sequence is ignored).
+    pub fn append(&mut self, other: &WriteBatch) {
+        let n = self.len() + other.len();
+        self.rep.extend_from_slice(&other.rep[BATCH_HEADER_LEN..]);
+        self.set_count(u32::try_from(n).expect("write batch holds at most u32::MAX operations"));
+    }
+
+    /// The encoding, i.e. the WAL record payload.
+    pub fn encoded(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// The operations in the order they were added.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter {
+            d: Decoder::new(&self.rep[BATCH_HEADER_LEN..]),
+            left: self.len(),
+        }
+    }
+
+    /// Decodes and fully validates an encoding. Every failure is an
+    /// [`Error::Corruption`] whose file is `"<write batch>"` and whose offset is
+    /// within `data`; [`WriteBatch::decode_in`] names a real file instead.
+    pub fn decode(data: &[u8]) -> Result<WriteBatch> {
+        Self::decode_in(data, Path::new("<write batch>"), 0)
+    }
+
+    /// Like [`WriteBatch::decode`], reporting corruption in `file` at
+    /// `base_offset + offset within data`.
+    pub fn decode_in(data: &[u8], file: &Path, base_offset: u64) -> Result<WriteBatch> {
+        let bad = |at: usize, what: &str| Error::corruption(file, base_offset + at as u64, what);
+        let mut d = Decoder::new(data);
+        let seq = d.fixed64().map_err(|w| bad(0, w))?;
+        let count = d.fixed32().map_err(|w| bad(8, w))?;
+        if count > 0
+            && seq
+                .checked_add(count as u64 - 1)
+                .is_none_or(|l| l > MAX_SEQUENCE)
+        {
+            return Err(bad(0, "batch sequence numbers exceed the 56-bit maximum"));
+        }
+        for _ in 0..count {
+            let at = d.pos();
+            let kind = d.u8().map_err(|w| bad(at, w))?;
+            let kind =
+                ValueKind::from_byte(kind).ok_or_else(|| bad(at, "unknown operation kind"))?;
+            d.length_prefixed().map_err(|w| bad(d.pos(), w))?;
+            if kind == ValueKind::Value {
+                d.length_prefixed().map_err(|w| bad(d.pos(), w))?;
+            }
+        }
+        if !d.is_empty() {
+            return Err(bad(d.pos(), "bytes after the last operation of the batch"));
+        }
+        Ok(WriteBatch { rep: data.to_vec() })
+    }
+}
+
+/// Iterator over the operations of a [`WriteBatch`].
+pub struct BatchIter<'a> {
+    d: Decoder<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = BatchOp<'a>;
+
+    fn next(&mut self) -> Option<BatchOp<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // The encoding was built by put/delete or validated by decode, so a
+        // failure here is a bug; stop rather than panic in release builds.
+        let op = (|| {
+            let kind = self.d.u8()?;
+            let key = self.d.length_prefixed()?;
+            Ok::<_, &str>(if kind == ValueKind::Value as u8 {
+                BatchOp::Put {
+                    key,
+                    value: self.d.length_prefixed()?,
+                }
+            } else {
+                BatchOp::Delete { key }
+            })
+        })();
+        debug_assert!(op.is_ok(), "write batch encoding is validated");
+        match op {
+            Ok(op) => Some(op),
+            Err(_) => {
+                self.left = 0;
+                None
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+impl<'a> IntoIterator for &'a WriteBatch {
+    type Item = BatchOp<'a>;
+    type IntoIter = BatchIter<'a>;
+    fn into_iter(self) -> BatchIter<'a> {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> WriteBatch {
+        let mut b = WriteBatch::new();
+        b.put(b"alpha", b"1");
+        b.delete(b"beta");
+        b.put(b"", b"");
+        b.put(&[0xff; 200], &[7; 300]);
+        b.delete(b"z");
+        b.set_sequence(1234);
+        b
+    }
+
+    #[test]
+    fn build_iterate_and_decode() {
+        let b = sample();
+        assert_eq!(b.len(), 5);
+        assert_eq!(b.sequence(), 1234);
+        assert_eq!(b.last_sequence(), Some(1238));
+        let ops: Vec<_> = b.iter().collect();
+        assert_eq!(
+            ops[0],
+            BatchOp::Put {
+                key: b"alpha",
+                value: b"1"
+            }
+        );
+        assert_eq!(ops[1], BatchOp::Delete { key: b"beta" });
+        assert_eq!(ops[3].value(), &[7; 300]);
+        assert_eq!(ops[4].kind(), ValueKind::Deletion);
+        let d = WriteBatch::decode(b.encoded()).unwrap();
+        assert_eq!(d, b);
+        assert_eq!(d.iter().collect::<Vec<_>>(), ops);
+        assert_eq!(b.approximate_size(), b.encoded().len());
+
+        let mut c = WriteBatch::new();
+        assert!(c.is_empty());
+        assert_eq!(c.last_sequence(), None);
+        c.put(b"k", b"v");
+        c.append(&b);
+        assert_eq!(c.len(), 6);
+        assert_eq!(c.iter().nth(2), Some(BatchOp::Delete { key: b"beta" }));
+        c.clear();
+        assert!(c.is_empty());
+        assert_eq!(c.encoded().len(), BATCH_HEADER_LEN);
+        assert_eq!(c.iter().count(), 0);
+    }
+
+    #[test]
+    fn every_truncation_and_flip_is_safe() {
+        let enc = sample().encoded().to_vec();
+        for cut in 0..enc.len() {
+            assert!(
+                WriteBatch::decode(&enc[..cut]).unwrap_err().is_corruption(),
+                "cut {cut}"
+            );
+        }
+        let mut longer = enc.clone();
+        longer.push(0);
+        assert!(WriteBatch::decode(&longer).is_err());
+        for at in 0..enc.len() {
+            for bit in 0..8 {
+                let mut bad = enc.clone();
+                bad[at] ^= 1 << bit;
+                // Must not panic; if it decodes, iterating must not panic either.
+                if let Ok(b) = WriteBatch::decode(&bad) {
+                    assert_eq!(b.iter().count(), b.len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sequence_overflow_rejected() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"b");
+        b.put(b"c", b"d");
+        b.set_sequence(MAX_SEQUENCE);
+        assert!(WriteBatch::decode(b.encoded()).is_err());
+        b.set_sequence(MAX_SEQUENCE - 1);
+        assert!(WriteBatch::decode(b.encoded()).is_ok());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn roundtrip(
+            seq in 0u64..1 << 40,
+            ops in prop::collection::vec(
+                (any::<bool>(), prop::collection::vec(any::<u8>(), 0..20),
+                 prop::collection::vec(any::<u8>(), 0..200)), 0..20)
+        ) {
+            let mut b = WriteBatch::new();
+            for (put, k, v) in &ops {
+                if *put { b.put(k, v) } else { b.delete(k) }
+            }
+            b.set_sequence(seq);
+            let d = WriteBatch::decode(b.encoded()).unwrap();
+            prop_assert_eq!(d.sequence(), seq);
+            let got: Vec<_> = d.iter().collect();
+            prop_assert_eq!(got.len(), ops.len());
+            for (g, (put, k, v)) in got.iter().zip(&ops) {
+                prop_assert_eq!(g.key(), &k[..]);
+                if *put {
+                    prop_assert_eq!(*g, BatchOp::Put { key: k, value: v });
+                } else {
+                    prop_assert_eq!(*g, BatchOp::Delete { key: k });
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(b) = WriteBatch::decode(&data) {
+                prop_assert_eq!(b.iter().count(), b.len());
+            }
+        }
+    }
+}

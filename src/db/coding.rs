@@ -1,0 +1,172 @@
+//! Little helpers for the varint-based encodings of the WAL batch payload and the
+//! MANIFEST's version edits. Decoding never panics: every read is bounds-checked
+//! and reports where it failed so callers can build an [`crate::Error::Corruption`].
+
+/// Longest LEB128 encoding of a `u64`.
+pub const MAX_VARINT64_LEN: usize = 10;
+
+/// Appends `v` as an unsigned LEB128 varint (7 bits per byte, low bits first,
+/// high bit set on every byte but the last).
+pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        dst.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    dst.push(v as u8);
+}
+
+/// Number of bytes [`put_varint64`] writes for `v`.
+pub fn varint64_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// Appends a varint length followed by the bytes.
+pub fn put_length_prefixed(dst: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint64(dst, bytes.len() as u64);
+    dst.extend_from_slice(bytes);
+}
+
+/// A bounds-checked cursor over an encoded buffer. Every getter returns
+/// `Err(what)` on truncated or malformed input; [`Decoder::pos`] then names the
+/// offset of the field that failed.
+pub struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Decoder<'a> {
+    /// A cursor at the start of `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Decoder { buf, pos: 0 }
+    }
+
+    /// Offset of the next unread byte.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// True when every byte has been read.
+    pub fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// Reads one byte.
+    pub fn u8(&mut self) -> Result<u8, &'static str> {
+        let b = *self.buf.get(self.pos).ok_or("truncated: expected a byte")?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// Reads `n` raw bytes.
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
+        if self.remaining() < n {
+            return Err("truncated: field runs past the end");
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// Reads a little-endian `u32`.
+    pub fn fixed32(&mut self) -> Result<u32, &'static str> {
+        let b = self.bytes(4)?;
+        Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+
+    /// Reads a little-endian `u64`.
+    pub fn fixed64(&mut self) -> Result<u64, &'static str> {
+        let b = self.bytes(8)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+
+    /// Reads a LEB128 varint; rejects encodings longer than 10 bytes and
+    /// values that overflow 64 bits.
+    pub fn varint64(&mut self) -> Result<u64, &'static str> {
+        let mut v: u64 = 0;
+        for i in 0..MAX_VARINT64_LEN {
+            let b = self.u8()?;
+            let bits = (b & 0x7f) as u64;
+            // The 10th byte may only carry the single top bit of a u64.
+            if i == MAX_VARINT64_LEN - 1 && b > 1 {
+                return Err("varint overflows 64 bits");
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("varint longer than 10 bytes")
+    }
+
+    /// Reads a varint that must fit a `u32`.
+    pub fn varint32(&mut self) -> Result<u32, &'static str> {
+        u32::try_from(self.varint64()?).map_err(|_| "varint does not fit 32 bits")
+    }
+
+    /// Reads a varint length followed by that many bytes.
+    pub fn length_prefixed(&mut self) -> Result<&'a [u8], &'static str> {
+        let n = self.varint64()?;
+        let n = usize::try_from(n).map_err(|_| "length does not fit in memory")?;
+        self.bytes(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_roundtrip_and_lengths() {
+        let vals = [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut buf = Vec::new();
+        for &v in &vals {
+            let before = buf.len();
+            put_varint64(&mut buf, v);
+            assert_eq!(buf.len() - before, varint64_len(v));
+        }
+        let mut d = Decoder::new(&buf);
+        for &v in &vals {
+            assert_eq!(d.varint64().unwrap(), v);
+        }
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn varint_rejects_overlong_and_truncated() {
+        // 11 continuation bytes.
+        assert!(Decoder::new(&[0x80; 11]).varint64().is_err());
+        // 10th byte carrying more than one bit.
+        let mut b = vec![0xff; 9];
+        b.push(0x02);
+        assert!(Decoder::new(&b).varint64().is_err());
+        assert!(Decoder::new(&[0x80]).varint64().is_err());
+        assert!(Decoder::new(&[]).varint64().is_err());
+        assert!(Decoder::new(&[0x05, 1, 2]).length_prefixed().is_err());
+        assert!(
+            Decoder::new(&[0x80, 0x80, 0x80, 0x80, 0x10])
+                .varint32()
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,819 @@
+//! The MANIFEST: a log (same record format as the WAL, [`crate::db::log`]) of
+//! [`VersionEdit`]s describing which SSTables make up each level, plus the
+//! counters recovery needs. `CURRENT` names the live manifest.
+//!
+//! # Rotation
+//!
+//! [`Manifest::create`] writes `MANIFEST-NNNNNN` whose first record is a full
+//! snapshot edit, fsyncs it, then points `CURRENT` at it atomically: write
+//! `CURRENT.tmp`, fsync it, rename it over `CURRENT`, fsync the directory. A
+//! crash at any point leaves `CURRENT` naming either the old complete manifest
+//! or the new complete one; the loser is a leftover to delete.
+//!
+//! # Recovery
+//!
+//! [`Manifest::recover`] reads `CURRENT`, replays every edit of the manifest it
+//! names and returns the resulting [`RecoveredState`]. A torn tail (an edit
+//! whose append was cut by a crash, never acknowledged) is dropped; damage in
+//! the middle is [`Error::Corruption`] — there is no salvage mode for the
+//! manifest, because skipping an edit would silently resurrect deleted files
+//! or lose new ones. Since the torn tail is not truncated, the store must not
+//! append to a recovered manifest: it rotates to a new one with
+//! [`RecoveredState::snapshot_edit`].
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::db::coding::{Decoder, put_length_prefixed, put_varint64};
+use crate::db::filename::{
+    FileKind, current_file, current_tmp_file, manifest_file, manifest_name, parse_file_name,
+    sync_dir,
+};
+use crate::db::log::{LogReader, LogWriter, TailDropped};
+use crate::error::{Error, Result};
+use crate::filter::{FilterKind, FilterPolicy};
+use crate::key::{self, compare_internal};
+
+/// Number of levels (L0 … L6).
+pub const NUM_LEVELS: usize = 7;
+
+/// Name of the key order and file format, recorded in the first edit of every
+/// manifest; a store written with another name is refused.
+pub const FORMAT_NAME: &str = "bloomlsm.internal-key-bytewise.v1";
+
+/// Version-edit field tags (see `docs/format-log.md`).
+mod tag {
+    pub const COMPARATOR: u64 = 1;
+    pub const LOG_NUMBER: u64 = 2;
+    pub const NEXT_FILE_NUMBER: u64 = 3;
+    pub const LAST_SEQUENCE: u64 = 4;
+    pub const DELETED_FILE: u64 = 5;
+    pub const NEW_FILE: u64 = 6;
+}
+
+/// The filter an SSTable was built with, as recorded in the manifest. Kept as
+/// a name rather than a [`FilterKind`] so a manifest naming a filter this build
+/// does not know still loads (the table is then read without its filter).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilterMeta {
+    /// Stable policy name ([`FilterKind::name`]), e.g. `"blocked512"`.
+    pub name: String,
+    /// Bits per key the filter was built with.
+    pub bits_per_key: f64,
+    /// Probes per key.
+    pub num_probes: u32,
+}
+
+impl FilterMeta {
+    /// The policy, if this build knows the name.
+    pub fn policy(&self) -> Option<FilterPolicy> {
+        let kind = FilterKind::from_name(&self.name)?;
+        Some(FilterPolicy::new(kind, self.bits_per_key).with_probes(self.num_probes))
+    }
+}
+
+impl From<&FilterPolicy> for FilterMeta {
+    fn from(p: &FilterPolicy) -> Self {
+        FilterMeta {
+            name: p.name().to_string(),
+            bits_per_key: p.bits_per_key(),
+            num_probes: p.num_probes(),
+        }
+    }
+}
+
+/// What the manifest records about one SSTable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileMeta {
+    /// File number (`NNNNNN.sst`).
+    pub number: u64,
+    /// Size of the file in bytes.
+    pub file_size: u64,
+    /// Smallest internal key in the file.
+    pub smallest: Vec<u8>,
+    /// Largest internal key in the file.
+    pub largest: Vec<u8>,
+    /// Number of entries (versions and tombstones).
+    pub entries: u64,
+    /// The filter the file carries, if any.
+    pub filter: Option<FilterMeta>,
+}
+
+/// One change to the set of files and counters. Absent fields are unchanged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VersionEdit {
+    /// Key order / format name; present in the first edit of a manifest.
+    pub comparator: Option<String>,
+    /// WALs numbered below this are fully contained in SSTables.
+    pub log_number: Option<u64>,
+    /// The next unused file number.
+    pub next_file_number: Option<u64>,
+    /// Highest sequence number contained in the SSTables and older logs.
+    pub last_sequence: Option<u64>,
+    /// Files removed: `(level, number)`.
+    pub deleted_files: Vec<(usize, u64)>,
+    /// Files added: `(level, meta)`.
+    pub new_files: Vec<(usize, FileMeta)>,
+}
+
+impl VersionEdit {
+    /// An empty edit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Encodes the edit (one manifest record).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        if let Some(c) = &self.comparator {
+            put_varint64(&mut b, tag::COMPARATOR);
+            put_length_prefixed(&mut b, c.as_bytes());
+        }
+        for (t, v) in [
+            (tag::LOG_NUMBER, self.log_number),
+            (tag::NEXT_FILE_NUMBER, self.next_file_number),
+            (tag::LAST_SEQUENCE, self.last_sequence),
+        ] {
+            if let Some(v) = v {
+                put_varint64(&mut b, t);
+                put_varint64(&mut b, v);
+            }
+        }
+        for &(level, number) in &self.deleted_files {
+            put_varint64(&mut b, tag::DELETED_FILE);
+            put_varint64(&mut b, level as u64);
+            put_varint64(&mut b, number);
+        }
+        for (level, f) in &self.new_files {
+            put_varint64(&mut b, tag::NEW_FILE);
+            put_varint64(&mut b, *level as u64);
+            put_varint64(&mut b, f.number);
+            put_varint64(&mut b, f.file_size);
+            put_length_prefixed(&mut b, &f.smallest);
+            put_length_prefixed(&mut b, &f.largest);
+            put_varint64(&mut b, f.entries);
+            match &f.filter {
+                None => put_varint64(&mut b, 0),
+                Some(m) => {
+                    put_length_prefixed(&mut b, m.name.as_bytes());
+                    b.extend_from_slice(&m.bits_per_key.to_bits().to_le_bytes());
+                    put_varint64(&mut b, m.num_probes as u64);
+                }
+            }
+        }
+        b
+    }
+
+    /// Decodes and validates an edit; errors are [`Error::Corruption`] in
+    /// `file` at `base_offset` + the offset of the failing field.
+    pub fn decode_in(data: &[u8], file: &Path, base_offset: u64) -> Result<VersionEdit> {
+        let mut d = Decoder::new(data);
+        let mut e = VersionEdit::new();
+        while !d.is_empty() {
+            let at = d.pos();
+            let bad = |what: &str| Error::corruption(file, base_offset + at as u64, what);
+            let c = |r: std::result::Result<u64, &str>| r.map_err(bad);
+            let t = c(d.varint64())?;
+            let set = |slot: &mut Option<u64>, v: u64, name: &str| {
+                if slot.replace(v).is_some() {
+                    return Err(bad(&format!("version edit sets {name} twice")));
+                }
+                Ok(())
+            };
+            match t {
+                tag::COMPARATOR => {
+                    let s = d.length_prefixed().map_err(bad)?;
+                    let s =
+                        std::str::from_utf8(s).map_err(|_| bad("comparator name is not UTF-8"))?;
+                    if e.comparator.replace(s.to_string()).is_some() {
+                        return Err(bad("version edit sets comparator twice"));
+                    }
+                }
+                tag::LOG_NUMBER => set(&mut e.log_number, c(d.varint64())?, "log number")?,
+                tag::NEXT_FILE_NUMBER => set(
+                    &mut e.next_file_number,
+                    c(d.varint64())?,
+                    "next file number",
+                )?,
+                tag::LAST_SEQUENCE => {
+                    let s = c(d.varint64())?;
+                    if s > key::MAX_SEQUENCE {
+                        return Err(bad("last sequence exceeds the 56-bit maximum"));
+                    }
+                    set(&mut e.last_sequence, s, "last sequence")?
+                }
+                tag::DELETED_FILE => {
+                    let level = decode_level(&mut d).map_err(bad)?;
+                    e.deleted_files.push((level, c(d.varint64())?));
+                }
+                tag::NEW_FILE => {
+                    let level = decode_level(&mut d).map_err(bad)?;
+                    let f = decode_file(&mut d).map_err(bad)?;
+                    e.new_files.push((level, f));
+                }
+                _ => return Err(bad(&format!("unknown version edit tag {t}"))),
+            }
+        }
+        Ok(e)
+    }
+
+    /// [`VersionEdit::decode_in`] with a placeholder file name.
+    pub fn decode(data: &[u8]) -> Result<VersionEdit> {
+        Self::decode_in(data, Path::new("<version edit>"), 0)
+    }
+}
+
+fn decode_level(d: &mut Decoder<'_>) -> std::result::Result<usize, &'static str> {
+    let l = d.varint64()?;
+    if l >= NUM_LEVELS as u64 {
+        return Err("level out of range");
+    }
+    Ok(l as usize)
+}
+
+fn decode_file(d: &mut Decoder<'_>) -> std::result::Result<FileMeta, &'static str> {
+    let number = d.varint64()?;
+    let file_size = d.varint64()?;
+    let smallest = d.length_prefixed()?.to_vec();
+    let largest = d.length_prefixed()?.to_vec();
+    if key::parse(&smallest).is_none() || key::parse(&largest).is_none() {
+        return Err("file key range is not a pair of internal keys");
+    }
+    if compare_internal(&smallest, &largest).is_gt() {
+        return Err("file's smallest key is greater than its largest");
+    }
+    let entries = d.varint64()?;
+    let name = d.length_prefixed()?;
+    let filter = if name.is_empty() {
+        None
+    } else {
+        let name = std::str::from_utf8(name).map_err(|_| "filter name is not UTF-8")?;
+        let bits_per_key = f64::from_bits(d.fixed64()?);
+        if !bits_per_key.is_finite() || bits_per_key <= 0.0 {
+            return Err("filter bits per key is not a positive number");
+        }
+        let num_probes = d.varint32()?;
+        if num_probes == 0 {
+            return Err("filter has zero probes");
+        }
+        Some(FilterMeta {
+            name: name.to_string(),
+            bits_per_key,
+            num_probes,
+        })
+    };
+    Ok(FileMeta {
+        number,
+        file_size,
+        smallest,
+        largest,
+        entries,
+        filter,
+    })
+}
+
+/// The store's state as the manifest describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecoveredState {
+    /// Files per level ([`NUM_LEVELS`] entries). L0 is ordered by file number
+    /// (oldest first); deeper levels by smallest key.
+    pub levels: Vec<Vec<FileMeta>>,
+    /// WALs numbered at or above this must be replayed.
+    pub log_number: u64,
+    /// The next unused file number (never below any number seen).
+    pub next_file_number: u64,
+    /// Highest sequence number in the SSTables and retired logs.
+    pub last_sequence: u64,
+}
+
+impl RecoveredState {
+    /// A full snapshot edit of this state: what a new manifest starts with.
+    pub fn snapshot_edit(&self) -> VersionEdit {
+        VersionEdit {
+            comparator: Some(FORMAT_NAME.to_string()),
+            log_number: Some(self.log_number),
+            next_file_number: Some(self.next_file_number),
+            last_sequence: Some(self.last_sequence),
+            deleted_files: Vec::new(),
+            new_files: self
+                .levels
+                .iter()
+                .enumerate()
+                .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f.clone())))
+                .collect(),
+        }
+    }
+}
+
+/// Details of a manifest recovery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoverReport {
+    /// Number of the manifest `CURRENT` named.
+    pub manifest_number: u64,
+    /// Edits applied.
+    pub edits: u64,
+    /// A torn tail dropped from the manifest, if any.
+    pub tail_dropped: Option<TailDropped>,
+}
+
+/// An open manifest being appended to.
+#[derive(Debug)]
+pub struct Manifest {
+    writer: LogWriter,
+    number: u64,
+}
+
+impl Manifest {
+    /// Writes `dir/MANIFEST-<number>` holding `snapshot` (which should describe
+    /// the whole state; its format name is filled in if absent), fsyncs it and
+    /// atomically points `CURRENT` at it. A stale file of that name (a
+    /// leftover of a crashed rotation) is replaced; the live manifest never is.
+    pub fn create(dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<Manifest> {
+        let mut snapshot = snapshot.clone();
+        match &snapshot.comparator {
+            None => snapshot.comparator = Some(FORMAT_NAME.to_string()),
+            Some(c) if c == FORMAT_NAME => {}
+            Some(c) => {
+                return Err(Error::invalid(format!(
+                    "manifest format name {c:?} is not {FORMAT_NAME:?}"
+                )));
+            }
+        }
+        let path = manifest_file(dir, number);
+        if path.exists() {
+            if matches!(read_current(dir), Ok(n) if n == number) {
+                return Err(Error::invalid(format!(
+                    "{} is the live manifest",
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(&path)
+                .map_err(|e| Error::io(format!("remove {}", path.display()), e))?;
+        }
+        let mut writer = LogWriter::create(&path)?;
+        writer.add_record(&snapshot.encode())?;
+        writer.sync()?;
+        set_current(dir, number)?;
+        Ok(Manifest { writer, number })
+    }
+
+    /// Appends `edit` and fsyncs: once this returns, recovery sees the edit.
+    pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.writer.add_record(&edit.encode())?;
+        self.writer.sync()
+    }
+
+    /// The manifest's file number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The manifest's path.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
+    /// Bytes in the manifest (the store rotates when it grows too large).
+    pub fn size(&self) -> u64 {
+        self.writer.len()
+    }
+
+    /// Reads `CURRENT` and replays the manifest it names (see the module
+    /// docs). A missing `CURRENT` is an [`Error::Io`] of kind `NotFound`: no
+    /// store here yet.
+    pub fn recover(dir: &Path) -> Result<(RecoveredState, RecoverReport)> {
+        let number = read_current(dir)?;
+        let path = manifest_file(dir, number);
+        let mut reader = LogReader::open(&path, false)?;
+        let mut b = Builder::default();
+        let mut edits = 0u64;
+        while let Some(rec) = reader.next_record()? {
+            let at = reader.last_record_offset();
+            let edit = VersionEdit::decode_in(&rec, &path, at)?;
+            match (&edit.comparator, edits) {
+                (Some(c), _) if c != FORMAT_NAME => {
+                    return Err(Error::invalid(format!(
+                        "{} was written with format {c:?}; this build reads {FORMAT_NAME:?}",
+                        path.display()
+                    )));
+                }
+                (None, 0) => {
+                    return Err(Error::corruption(
+                        &path,
+                        at,
+                        "first manifest edit lacks the format name",
+                    ));
+                }
+                _ => {}
+            }
+            b.apply(&edit)
+                .map_err(|what| Error::corruption(&path, at, what))?;
+            edits += 1;
+        }
+        if edits == 0 {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "manifest holds no complete edit",
+            ));
+        }
+        let state = b
+            .finish(number)
+            .map_err(|what| Error::corruption(&path, 0, what))?;
+        Ok((
+            state,
+            RecoverReport {
+                manifest_number: number,
+                edits,
+                tail_dropped: reader.tail_dropped(),
+            },
+        ))
+    }
+}
+
+/// Accumulates edits into a state.
+#[derive(Default)]
+struct Builder {
+    levels: [Vec<FileMeta>; NUM_LEVELS],
+    log_number: Option<u64>,
+    next_file_number: Option<u64>,
+    last_sequence: Option<u64>,
+}
+
+impl Builder {
+    fn apply(&mut self, e: &VersionEdit) -> std::result::Result<(), String> {
+        if let Some(n) = e.log_number {
+            self.log_number = Some(n);
+        }
+        if let Some(n) = e.next_file_number {
+            self.next_file_number = Some(n);
+        }
+        if let Some(s) = e.last_sequence {
+            self.last_sequence = Some(s);
+        }
+        // Deletions first, so an edit may move a file between levels.
+        for &(level, number) in &e.deleted_files {
+            let files = &mut self.levels[level];
+            match files.iter().position(|f| f.number == number) {
+                Some(i) => {
+                    files.remove(i);
+                }
+                None => return Err(format!("edit deletes file {number} absent from L{level}")),
+            }
+        }
+        for (level, f) in &e.new_files {
+            if self.levels.iter().flatten().any(|g| g.number == f.number) {
+                return Err(format!("edit adds file {} twice", f.number));
+            }
+            self.levels[*level].push(f.clone());
+        }
+        Ok(())
+    }
+
+    fn finish(self, manifest_number: u64) -> std::result::Result<RecoveredState, String> {
+        let log_number = self
+            .log_number
+            .ok_or("manifest never sets the log number")?;
+        let next = self
+            .next_file_number
+            .ok_or("manifest never sets the next file number")?;
+        let last_sequence = self
+            .last_sequence
+            .ok_or("manifest never sets the last sequence")?;
+        let mut levels: Vec<Vec<FileMeta>> = self.levels.into_iter().collect();
+        let max_used = levels
+            .iter()
+            .flatten()
+            .map(|f| f.number)
+            .chain([manifest_number, log_number])
+            .max()
+            .unwrap_or(0);
+        levels[0].sort_by_key(|f| f.number);
+        for l in levels.iter_mut().skip(1) {
+            l.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+        }
+        Ok(RecoveredState {
+            levels,
+            log_number,
+            next_file_number: next.max(max_used.saturating_add(1)),
+            last_sequence,
+        })
+    }
+}
+
+/// Reads `CURRENT`: exactly `MANIFEST-NNNNNN\n`. Anything else is corruption.
+pub fn read_current(dir: &Path) -> Result<u64> {
+    let path = current_file(dir);
+    let data =
+        std::fs::read(&path).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    let bad = || {
+        Error::corruption(
+            &path,
+            0,
+            "CURRENT does not hold a manifest name and newline",
+        )
+    };
+    let name = data.strip_suffix(b"\n").ok_or_else(bad)?;
+    let name = std::str::from_utf8(name).map_err(|_| bad())?;
+    match parse_file_name(name) {
+        Some((FileKind::Manifest, n)) => Ok(n),
+        _ => Err(bad()),
+    }
+}
+
+/// Points `CURRENT` at `MANIFEST-<number>` atomically and durably: write and
+/// fsync `CURRENT.tmp`, rename it over `CURRENT`, fsync the directory.
+pub fn set_current(dir: &Path, number: u64) -> Result<()> {
+    let tmp = current_tmp_file(dir);
+    let ctx = |what: &str, p: &PathBuf| format!("{what} {}", p.display());
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(ctx("create", &tmp), e))?;
+    f.write_all(format!("{}\n", manifest_name(number)).as_bytes())
+        .map_err(|e| Error::io(ctx("write", &tmp), e))?;
+    f.sync_all().map_err(|e| Error::io(ctx("fsync", &tmp), e))?;
+    drop(f);
+    let cur = current_file(dir);
+    std::fs::rename(&tmp, &cur).map_err(|e| Error::io(ctx("rename onto", &cur), e))?;
+    sync_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, make_internal_key};
+    use proptest::prelude::*;
+
+    fn file(number: u64, lo: &str, hi: &str) -> FileMeta {
+        FileMeta {
+            number,
+            file_size: 4096 + number,
+            smallest: make_internal_key(lo.as_bytes(), number * 10, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), number * 10 + 1, ValueKind::Deletion),
+            entries: 100 + number,
+            filter: number
+                .is_multiple_of(2)
+                .then(|| FilterMeta::from(&FilterPolicy::blocked512(9.5))),
+        }
+    }
+
+    fn base_edit() -> VersionEdit {
+        VersionEdit {
+            log_number: Some(2),
+            next_file_number: Some(3),
+            last_sequence: Some(0),
+            ..VersionEdit::default()
+        }
+    }
+
+    #[test]
+    fn create_append_recover_and_rotate() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut m = Manifest::create(d, 1, &base_edit()).unwrap();
+        assert_eq!(read_current(d).unwrap(), 1);
+        let mut e = VersionEdit::new();
+        e.new_files.push((0, file(4, "a", "m")));
+        e.new_files.push((0, file(5, "c", "z")));
+        e.log_number = Some(6);
+        e.next_file_number = Some(7);
+        e.last_sequence = Some(500);
+        m.append(&e).unwrap();
+        let mut e = VersionEdit::new();
+        e.deleted_files.push((0, 4));
+        e.deleted_files.push((0, 5));
+        e.new_files.push((1, file(9, "n", "z")));
+        e.new_files.push((1, file(8, "a", "m")));
+        e.next_file_number = Some(10);
+        m.append(&e).unwrap();
+        let size = m.size();
+        drop(m);
+
+        let (st, rep) = Manifest::recover(d).unwrap();
+        assert_eq!(rep.manifest_number, 1);
+        assert_eq!(rep.edits, 3);
+        assert_eq!(rep.tail_dropped, None);
+        assert_eq!(st.log_number, 6);
+        assert_eq!(st.next_file_number, 10);
+        assert_eq!(st.last_sequence, 500);
+        assert!(st.levels[0].is_empty());
+        assert_eq!(
+            st.levels[1].iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![8, 9]
+        );
+        assert_eq!(st.levels[1][0], file(8, "a", "m"));
+        assert_eq!(
+            st.levels[1][0].filter.as_ref().unwrap().policy(),
+            Some(FilterPolicy::blocked512(9.5))
+        );
+
+        // Rotate to manifest 10 with a snapshot; the state is unchanged.
+        let mut st2 = st.clone();
+        st2.next_file_number = 11;
+        let m2 = Manifest::create(d, 10, &st2.snapshot_edit()).unwrap();
+        assert_eq!(read_current(d).unwrap(), 10);
+        assert!(!current_tmp_file(d).exists());
+        assert!(
+            Manifest::create(d, 10, &base_edit()).is_err(),
+            "live manifest kept"
+        );
+        drop(m2);
+        let (st3, rep) = Manifest::recover(d).unwrap();
+        assert_eq!(rep.manifest_number, 10);
+        assert_eq!(st3, st2);
+
+        // A torn tail of the old manifest only drops its last edit.
+        set_current(d, 1).unwrap();
+        let f = OpenOptions::new()
+            .write(true)
+            .open(manifest_file(d, 1))
+            .unwrap();
+        f.set_len(size - 3).unwrap();
+        let (st4, rep) = Manifest::recover(d).unwrap();
+        assert!(rep.tail_dropped.is_some());
+        assert_eq!(rep.edits, 2);
+        assert_eq!(
+            st4.levels[0].iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![4, 5]
+        );
+        assert_eq!(st4.next_file_number, 7);
+    }
+
+    #[test]
+    fn mid_file_damage_and_bad_current_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut m = Manifest::create(d, 1, &base_edit()).unwrap();
+        for i in 0..3 {
+            let mut e = VersionEdit::new();
+            e.new_files.push((2, file(10 + i, "a", "b")));
+            m.append(&e).unwrap();
+        }
+        drop(m);
+        let path = manifest_file(d, 1);
+        let good = std::fs::read(&path).unwrap();
+        let mut bad = good.clone();
+        bad[20] ^= 0x40; // inside the first edit; three edits follow
+        std::fs::write(&path, &bad).unwrap();
+        assert!(Manifest::recover(d).unwrap_err().is_corruption());
+        std::fs::write(&path, &good).unwrap();
+        Manifest::recover(d).unwrap();
+
+        for junk in [
+            &b"MANIFEST-000001"[..],
+            b"MANIFEST-1\n",
+            b"",
+            b"000001.log\n",
+            b"\xff\n",
+        ] {
+            std::fs::write(current_file(d), junk).unwrap();
+            assert!(Manifest::recover(d).unwrap_err().is_corruption());
+        }
+        std::fs::remove_file(current_file(d)).unwrap();
+        assert!(matches!(Manifest::recover(d), Err(Error::Io { .. })));
+    }
+
+    #[test]
+    fn inconsistent_edits_are_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut m = Manifest::create(d, 1, &base_edit()).unwrap();
+        let mut e = VersionEdit::new();
+        e.deleted_files.push((3, 77));
+        m.append(&e).unwrap();
+        drop(m);
+        assert!(Manifest::recover(d).unwrap_err().is_corruption());
+
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut m = Manifest::create(d, 1, &VersionEdit::new()).unwrap();
+        m.append(&VersionEdit::new()).unwrap();
+        drop(m);
+        let err = Manifest::recover(d).unwrap_err();
+        assert!(err.to_string().contains("never sets"), "{err}");
+
+        let bad_name = VersionEdit {
+            comparator: Some("other".into()),
+            ..base_edit()
+        };
+        assert!(Manifest::create(d, 5, &bad_name).is_err());
+    }
+
+    #[test]
+    fn unknown_tag_and_bad_fields_rejected() {
+        let mut enc = base_edit().encode();
+        enc.push(99);
+        enc.push(0);
+        assert!(VersionEdit::decode(&enc).unwrap_err().is_corruption());
+        let mut twice = base_edit().encode();
+        twice.extend(base_edit().encode());
+        assert!(VersionEdit::decode(&twice).is_err());
+        let mut e = VersionEdit::new();
+        e.new_files.push((0, file(2, "z", "a")));
+        assert!(VersionEdit::decode(&e.encode()).is_err(), "inverted range");
+        let mut e = VersionEdit::new();
+        e.deleted_files.push((NUM_LEVELS, 1));
+        assert!(
+            VersionEdit::decode(&e.encode()).is_err(),
+            "level out of range"
+        );
+    }
+
+    fn arb_key() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop::collection::vec(any::<u8>(), 0..12),
+            0u64..1 << 40,
+            any::<bool>(),
+        )
+            .prop_map(|(k, s, v)| {
+                let kind = if v {
+                    ValueKind::Value
+                } else {
+                    ValueKind::Deletion
+                };
+                make_internal_key(&k, s, kind)
+            })
+    }
+
+    fn arb_file() -> impl Strategy<Value = FileMeta> {
+        (
+            any::<u64>(),
+            any::<u64>(),
+            arb_key(),
+            arb_key(),
+            any::<u64>(),
+            prop::option::of(("[a-z0-9]{1,12}", 0.5f64..100.0, 1u32..40)),
+        )
+            .prop_map(|(number, file_size, a, b, entries, filter)| {
+                let (smallest, largest) = if compare_internal(&a, &b).is_le() {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                FileMeta {
+                    number,
+                    file_size,
+                    smallest,
+                    largest,
+                    entries,
+                    filter: filter.map(|(name, bits_per_key, num_probes)| FilterMeta {
+                        name,
+                        bits_per_key,
+                        num_probes,
+                    }),
+                }
+            })
+    }
+
+    fn arb_edit() -> impl Strategy<Value = VersionEdit> {
+        (
+            prop::option::of("[ -~]{0,40}"),
+            prop::option::of(any::<u64>()),
+            prop::option::of(any::<u64>()),
+            prop::option::of(0u64..=key::MAX_SEQUENCE),
+            prop::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..5),
+            prop::collection::vec((0..NUM_LEVELS, arb_file()), 0..5),
+        )
+            .prop_map(
+                |(comparator, log_number, next_file_number, last_sequence, d, n)| VersionEdit {
+                    comparator,
+                    log_number,
+                    next_file_number,
+                    last_sequence,
+                    deleted_files: d,
+                    new_files: n,
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        #[test]
+        fn edit_roundtrip(e in arb_edit()) {
+            let enc = e.encode();
+            prop_assert_eq!(VersionEdit::decode(&enc).unwrap(), e);
+        }
+
+        #[test]
+        fn damaged_edits_never_panic(e in arb_edit(), at in any::<prop::sample::Index>(),
+                                     mask in 1u8..=255, cut in any::<prop::sample::Index>()) {
+            let enc = e.encode();
+            if !enc.is_empty() {
+                let mut bad = enc.clone();
+                bad[at.index(enc.len())] ^= mask;
+                let _ = VersionEdit::decode(&bad);
+                let _ = VersionEdit::decode(&enc[..cut.index(enc.len())]);
+            }
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..80)) {
+            let _ = VersionEdit::decode(&data);
+        }
+    }
+}

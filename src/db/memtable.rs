@@ -1,0 +1,396 @@
+//! The memtable: recent writes, ordered by internal key, in a lock-free skip
+//! list (`crossbeam-skiplist`), so any number of threads insert and read at
+//! once and readers never wait for a lock.
+//!
+//! Entries are internal keys (user key ++ `(seq << 8) | kind`, see
+//! [`crate::key`]) mapped to values; a tombstone maps to an empty value. Since
+//! every write gets a fresh sequence number, entries are never overwritten:
+//! readers choose the version they see by sequence number (a snapshot).
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+use crossbeam_skiplist::map::Range;
+
+use crate::db::batch::WriteBatch;
+use crate::key::{self, MAX_SEQUENCE, ValueKind, compare_internal, make_internal_key};
+
+/// An internal key ordered by [`compare_internal`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct InternalKey(Bytes);
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// What a memtable knows about a key at a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LookupResult {
+    /// The newest visible version is this value.
+    Value(Bytes),
+    /// The newest visible version is a tombstone: the key is deleted (do not
+    /// look in older tables).
+    Deleted,
+}
+
+/// Rough per-entry bookkeeping cost beyond key and value bytes: the skip-list
+/// node (two `Bytes` handles, reference count, tower of ~1.33 pointers on
+/// average) and the allocator's headers of the node and the shared buffer.
+const ENTRY_OVERHEAD: usize = 112;
+
+/// The in-memory write buffer. `Send + Sync`; share it with `Arc`.
+#[derive(Default)]
+pub struct MemTable {
+    map: SkipMap<InternalKey, Bytes>,
+    memory: AtomicUsize,
+}
+
+impl std::fmt::Debug for MemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTable")
+            .field("entries", &self.len())
+            .field("approximate_memory_bytes", &self.approximate_memory_bytes())
+            .finish()
+    }
+}
+
+impl MemTable {
+    /// An empty memtable.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inserts one version. Safe to call from many threads at once; a reader
+    /// sees the entry as soon as this returns. `(user_key, seq)` pairs are
+    /// expected to be unique (the store hands out each sequence once);
+    /// inserting the same `(user_key, seq, kind)` again replaces the value.
+    pub fn insert(&self, user_key: &[u8], seq: u64, kind: ValueKind, value: &[u8]) {
+        debug_assert!(seq <= MAX_SEQUENCE);
+        // Key and value share one allocation.
+        let klen = user_key.len() + key::TRAILER_LEN;
+        let mut buf = Vec::with_capacity(klen + value.len());
+        buf.extend_from_slice(user_key);
+        buf.extend_from_slice(&key::pack_trailer(seq, kind).to_le_bytes());
+        buf.extend_from_slice(value);
+        let buf = Bytes::from(buf);
+        let (k, v) = (buf.slice(..klen), buf.slice(klen..));
+        self.memory
+            .fetch_add(klen + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
+        self.map.insert(InternalKey(k), v);
+    }
+
+    /// Inserts every operation of `batch` with sequence numbers
+    /// `batch.sequence()`, `+1`, … (how WAL replay and the write path apply a
+    /// batch).
+    pub fn insert_batch(&self, batch: &WriteBatch) {
+        for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+            self.insert(op.key(), seq, op.kind(), op.value());
+        }
+    }
+
+    /// The newest version of `user_key` with sequence ≤ `snapshot_seq`, or
+    /// `None` if the memtable holds no such version.
+    pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<LookupResult> {
+        // `Value` is the largest kind, so (key, snapshot, Value) sorts before
+        // every version of `key` visible at the snapshot and after the rest.
+        let probe = InternalKey(Bytes::from(make_internal_key(
+            user_key,
+            snapshot_seq.min(MAX_SEQUENCE),
+            ValueKind::Value,
+        )));
+        let e = self.map.lower_bound(Bound::Included(&probe))?;
+        let parsed = key::parse(&e.key().0)?;
+        if parsed.user_key != user_key {
+            return None;
+        }
+        Some(match parsed.kind {
+            ValueKind::Value => LookupResult::Value(e.value().clone()),
+            ValueKind::Deletion => LookupResult::Deleted,
+        })
+    }
+
+    /// Iterates every entry in internal-key order, including entries inserted
+    /// while iterating.
+    pub fn iter(&self) -> MemTableIter<'_> {
+        self.iter_at(Bound::Unbounded, MAX_SEQUENCE)
+    }
+
+    /// Iterates every entry with sequence ≤ `snapshot_seq`, in internal-key
+    /// order (see [`MemTable::iter_from`] for the consistency rule).
+    pub fn iter_snapshot(&self, snapshot_seq: u64) -> MemTableIter<'_> {
+        self.iter_at(Bound::Unbounded, snapshot_seq)
+    }
+
+    /// Iterates entries with internal key ≥ `seek` (a full internal key; use
+    /// `make_internal_key(k, MAX_SEQUENCE, Value)` to start at user key `k`,
+    /// and [`MemTable::iter_snapshot`] to start at the beginning — an empty or
+    /// short `seek` is not an internal key and does not sort first)
+    /// whose sequence is ≤ `snapshot_seq`, in internal-key order. Writes may
+    /// continue meanwhile; entries newer than the snapshot are skipped, so the
+    /// iteration is a consistent view as long as the store publishes sequence
+    /// numbers only after their batch is fully inserted.
+    pub fn iter_from(&self, seek: &[u8], snapshot_seq: u64) -> MemTableIter<'_> {
+        self.iter_at(
+            Bound::Included(InternalKey(Bytes::copy_from_slice(seek))),
+            snapshot_seq,
+        )
+    }
+
+    fn iter_at(&self, start: Bound<InternalKey>, snapshot_seq: u64) -> MemTableIter<'_> {
+        MemTableIter {
+            range: self.map.range((start, Bound::Unbounded)),
+            snapshot_seq,
+        }
+    }
+
+    /// Approximate bytes used: keys, values and per-entry overhead. Grows
+    /// monotonically; the store flushes the memtable when it passes the write
+    /// buffer size.
+    pub fn approximate_memory_bytes(&self) -> usize {
+        self.memory.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Number of entries (versions, tombstones included).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True if no entry was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+type RangeBounds = (Bound<InternalKey>, Bound<InternalKey>);
+
+/// Ordered iterator over a memtable's entries, yielding
+/// `(internal key, value)`; see [`MemTable::iter_from`].
+pub struct MemTableIter<'a> {
+    range: Range<'a, InternalKey, RangeBounds, InternalKey, Bytes>,
+    snapshot_seq: u64,
+}
+
+impl Iterator for MemTableIter<'_> {
+    type Item = (Bytes, Bytes);
+
+    fn next(&mut self) -> Option<(Bytes, Bytes)> {
+        for e in self.range.by_ref() {
+            if key::trailer(&e.key().0) >> 8 <= self.snapshot_seq {
+                return Some((e.key().0.clone(), e.value().clone()));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    #[test]
+    fn versions_and_snapshots() {
+        let m = MemTable::new();
+        m.insert(b"a", 1, ValueKind::Value, b"a1");
+        m.insert(b"a", 3, ValueKind::Deletion, b"");
+        m.insert(b"a", 5, ValueKind::Value, b"a5");
+        m.insert(b"ab", 2, ValueKind::Value, b"ab2");
+        m.insert(b"", 6, ValueKind::Value, b"empty");
+        assert_eq!(m.get(b"", 5), None);
+        assert_eq!(
+            m.get(b"", 6),
+            Some(LookupResult::Value(Bytes::from("empty")))
+        );
+        assert_eq!(m.iter_snapshot(5).count(), 4);
+        assert_eq!(m.iter_snapshot(6).next().unwrap().1, Bytes::from("empty"));
+        assert_eq!(m.get(b"a", 0), None);
+        assert_eq!(m.get(b"a", 1), Some(LookupResult::Value(Bytes::from("a1"))));
+        assert_eq!(m.get(b"a", 2), Some(LookupResult::Value(Bytes::from("a1"))));
+        assert_eq!(m.get(b"a", 3), Some(LookupResult::Deleted));
+        assert_eq!(m.get(b"a", 4), Some(LookupResult::Deleted));
+        assert_eq!(
+            m.get(b"a", u64::MAX),
+            Some(LookupResult::Value(Bytes::from("a5")))
+        );
+        assert_eq!(m.get(b"ab", 1), None);
+        assert_eq!(m.get(b"b", 10), None);
+        let keys: Vec<_> = m
+            .iter()
+            .skip(1)
+            .map(|(k, _)| {
+                let p = key::parse(&k).unwrap();
+                (p.user_key.to_vec(), p.seq)
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            vec![
+                (b"a".to_vec(), 5),
+                (b"a".to_vec(), 3),
+                (b"a".to_vec(), 1),
+                (b"ab".to_vec(), 2)
+            ]
+        );
+        let seek = make_internal_key(b"a", 4, ValueKind::Value);
+        let from: Vec<_> = m.iter_from(&seek, 2).map(|(_, v)| v).collect();
+        assert_eq!(from, vec![Bytes::from("a1"), Bytes::from("ab2")]);
+        assert_eq!(m.len(), 5);
+        assert!(m.approximate_memory_bytes() >= 5 * (ENTRY_OVERHEAD + 9));
+    }
+
+    #[test]
+    fn insert_batch_assigns_sequences() {
+        let m = MemTable::new();
+        let mut b = WriteBatch::new();
+        b.put(b"x", b"1");
+        b.delete(b"x");
+        b.put(b"y", b"2");
+        b.set_sequence(10);
+        m.insert_batch(&b);
+        assert_eq!(m.get(b"x", 10), Some(LookupResult::Value(Bytes::from("1"))));
+        assert_eq!(m.get(b"x", 11), Some(LookupResult::Deleted));
+        assert_eq!(m.get(b"y", 11), None);
+        assert_eq!(m.get(b"y", 12), Some(LookupResult::Value(Bytes::from("2"))));
+    }
+
+    /// Model: user key -> (seq -> Some(value) | None for a tombstone).
+    type Model = BTreeMap<Vec<u8>, BTreeMap<u64, Option<Vec<u8>>>>;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn matches_btreemap_model(
+            ops in prop::collection::vec(
+                (0u8..12, any::<bool>(), prop::collection::vec(any::<u8>(), 0..8)), 1..120),
+            snapshots in prop::collection::vec(0u64..140, 1..6),
+        ) {
+            let m = MemTable::new();
+            let mut model = Model::new();
+            for (i, (k, put, v)) in ops.iter().enumerate() {
+                let seq = i as u64 + 1;
+                let key = if *k == 0 { Vec::new() } else { vec![b'k', *k % 4, *k] };
+                if *put {
+                    m.insert(&key, seq, ValueKind::Value, v);
+                } else {
+                    m.insert(&key, seq, ValueKind::Deletion, b"");
+                }
+                model.entry(key).or_default().insert(seq, put.then(|| v.clone()));
+            }
+            for &snap in &snapshots {
+                for k in 0u8..12 {
+                    let key = if k == 0 { Vec::new() } else { vec![b'k', k % 4, k] };
+                    let want = model.get(&key).and_then(|vs| vs.range(..=snap).next_back())
+                        .map(|(_, v)| match v {
+                            Some(v) => LookupResult::Value(Bytes::from(v.clone())),
+                            None => LookupResult::Deleted,
+                        });
+                    prop_assert_eq!(m.get(&key, snap), want);
+                }
+                // Full ordered iteration at the snapshot.
+                let want: Vec<(Vec<u8>, u64, Vec<u8>)> = model.iter()
+                    .flat_map(|(k, vs)| vs.range(..=snap).rev()
+                        .map(move |(s, v)| (k.clone(), *s, v.clone().unwrap_or_default())))
+                    .collect();
+                let got: Vec<(Vec<u8>, u64, Vec<u8>)> = m.iter_snapshot(snap)
+                    .map(|(ik, v)| {
+                        let p = key::parse(&ik).unwrap();
+                        (p.user_key.to_vec(), p.seq, v.to_vec())
+                    })
+                    .collect();
+                prop_assert_eq!(&got, &want);
+                // Seek into the middle.
+                let seek = make_internal_key(&[b'k', 1], snap, ValueKind::Value);
+                let from: Vec<_> = m.iter_from(&seek, snap)
+                    .map(|(ik, _)| ik.to_vec())
+                    .collect();
+                let want_from: Vec<_> = want.iter()
+                    .map(|(k, s, _)| {
+                        let kind = if model[k][s].is_some() { ValueKind::Value } else { ValueKind::Deletion };
+                        make_internal_key(k, *s, kind)
+                    })
+                    .filter(|ik| compare_internal(ik, &seek) != Ordering::Less)
+                    .collect();
+                prop_assert_eq!(from, want_from);
+            }
+            prop_assert_eq!(m.len(), ops.len());
+        }
+    }
+
+    /// Writers insert while readers look up and iterate; every value a reader
+    /// sees is one that was written, and each writer's own keys are visible
+    /// once inserted.
+    #[test]
+    fn concurrent_insert_and_read() {
+        let m = Arc::new(MemTable::new());
+        const WRITERS: u64 = 2;
+        const PER: u64 = 5_000;
+        let mut handles = Vec::new();
+        for w in 0..WRITERS {
+            let m = m.clone();
+            handles.push(std::thread::spawn(move || {
+                for i in 0..PER {
+                    let seq = 1 + i * WRITERS + w;
+                    let key = format!("key{:05}", i % 1000);
+                    m.insert(key.as_bytes(), seq, ValueKind::Value, &seq.to_le_bytes());
+                    // Read-your-write at the write's own sequence.
+                    match m.get(key.as_bytes(), seq) {
+                        Some(LookupResult::Value(v)) => assert_eq!(&v[..], &seq.to_le_bytes()),
+                        other => panic!("lost own write: {other:?}"),
+                    }
+                }
+            }));
+        }
+        let reader = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                let mut scans = 0;
+                while scans < 20 {
+                    let mut prev: Option<Bytes> = None;
+                    for (k, v) in m.iter() {
+                        let p = key::parse(&k).unwrap();
+                        assert_eq!(&v[..], &p.seq.to_le_bytes());
+                        if let Some(prev) = &prev {
+                            assert_eq!(compare_internal(prev, &k), Ordering::Less);
+                        }
+                        prev = Some(k);
+                    }
+                    scans += 1;
+                }
+            })
+        };
+        for h in handles {
+            h.join().unwrap();
+        }
+        reader.join().unwrap();
+        assert_eq!(m.len() as u64, WRITERS * PER);
+        for i in 0..1000u64 {
+            let key = format!("key{i:05}");
+            // Newest version of key i: the largest seq among its writes.
+            let newest = (0..PER)
+                .filter(|j| j % 1000 == i)
+                .flat_map(|j| (0..WRITERS).map(move |w| 1 + j * WRITERS + w))
+                .max()
+                .unwrap();
+            assert_eq!(
+                m.get(key.as_bytes(), MAX_SEQUENCE),
+                Some(LookupResult::Value(Bytes::copy_from_slice(
+                    &newest.to_le_bytes()
+                )))
+            );
+        }
+    }
+}
