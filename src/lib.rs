@@ -8,9 +8,13 @@ pub mod db;
 pub mod error;
 pub mod filter;
 pub mod key;
+pub mod options;
 pub mod sst;
+pub mod stats;
 pub mod workload;
 
-pub use db::WriteBatch;
+pub use db::{Db, DbIter, WriteBatch};
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
+pub use options::{FilterOptions, Options};
+pub use stats::{FileStats, IoCounters, LevelStats, Stats};

@@ -67,7 +67,12 @@ impl FilterOptions {
     /// `runs` describes the store as it will be once the file is in place: the
     /// entries of each run (each L0 file, then each level ≥ 1) as
     /// `(level, entries)`; `last_level` is the deepest level holding data.
-    pub fn policy_for(&self, level: usize, runs: &[(usize, u64)], last_level: usize) -> Option<FilterPolicy> {
+    pub fn policy_for(
+        &self,
+        level: usize,
+        runs: &[(usize, u64)],
+        last_level: usize,
+    ) -> Option<FilterPolicy> {
         if let Some((_, p)) = self.per_level.iter().rev().find(|(l, _)| *l == level) {
             return *p;
         }

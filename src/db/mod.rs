@@ -1,18 +1,1084 @@
-//! The store's durability layer: the record log shared by the write-ahead log
-//! and the MANIFEST, write batches, the memtable, and the file names of a
-//! store directory. (The `Db` type that ties them together comes later.)
+//! The store: [`Db`] ties together the write-ahead log, memtables, SSTables,
+//! the manifest and background compaction. See `docs/design.md` for the read,
+//! write and compaction paths and the durability promises.
 
 pub mod batch;
 pub mod coding;
+pub(crate) mod compaction;
 pub mod filename;
+pub mod iter;
 pub mod log;
 pub mod manifest;
 pub mod memtable;
+pub mod version;
 pub mod wal;
 
 pub use batch::{BatchOp, WriteBatch};
 pub use filename::FileKind;
+pub use iter::DbIter;
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 pub use manifest::{FileMeta, FilterMeta, Manifest, RecoverReport, RecoveredState, VersionEdit};
 pub use memtable::{LookupResult, MemTable};
 pub use wal::{ReplayReport, Wal};
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+use crate::filter::key_hash;
+use crate::key::{self, ValueKind};
+use crate::options::Options;
+use crate::sst::{BlockCache, Table, TableOpenOptions};
+use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Stats};
+use compaction::{Compaction, FileNumbers};
+use iter::{MergeIter, Source};
+use version::{FileHandle, Version};
+
+/// Largest accepted key, in bytes (64 KiB).
+pub const MAX_KEY_LEN: usize = 64 << 10;
+/// Largest accepted value, in bytes (32 MiB).
+pub const MAX_VALUE_LEN: usize = 32 << 20;
+/// Frozen memtables allowed to wait for a flush before writes stall.
+const MAX_IMMUTABLE: usize = 2;
+
+/// An open store. `Send + Sync`: share it between threads with `Arc` (or
+/// scoped threads); reads never wait for flushes or compactions.
+pub struct Db {
+    inner: Arc<Inner>,
+    bg: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What readers see: the memtables and the file set, swapped atomically.
+struct SuperVersion {
+    mem: Arc<MemTable>,
+    /// Frozen memtables, newest first.
+    imm: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    opts: Options,
+    _lock: File,
+    cache: Option<Arc<BlockCache>>,
+    /// Serializes writers; holds the WAL.
+    writer: Mutex<Writer>,
+    state: Mutex<State>,
+    /// Signalled when background work may be due, or done.
+    cv: Condvar,
+    sv: RwLock<Arc<SuperVersion>>,
+    last_seq: AtomicU64,
+    next_file: AtomicU64,
+    /// Held by whoever runs a flush or compaction.
+    work: Mutex<()>,
+    gets: GetCounters,
+    level_io: Vec<AtomicIo>,
+    flushes: AtomicU64,
+    compactions: AtomicU64,
+    bytes_compacted: AtomicU64,
+    slowdowns: AtomicU64,
+    stalls: AtomicU64,
+    wal_tail_dropped: u64,
+    wal_salvaged: u64,
+    closed: AtomicBool,
+}
+
+struct Writer {
+    wal: Wal,
+    mem: Arc<MemTable>,
+}
+
+struct State {
+    /// Frozen memtables awaiting flush, oldest first, with their WAL numbers.
+    imm: Vec<(Arc<MemTable>, u64)>,
+    version: Arc<Version>,
+    manifest: Manifest,
+    /// WAL of the active memtable.
+    wal_number: u64,
+    /// Round-robin compaction pointers per level (user keys).
+    pointers: Vec<Vec<u8>>,
+    /// First background error; writes fail with it afterwards.
+    bg_error: Option<String>,
+    shutting_down: bool,
+}
+
+impl FileNumbers for Inner {
+    fn next_file_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+impl Db {
+    /// Opens (or creates) the store in `path`: takes the directory lock,
+    /// replays the manifest and the write-ahead logs, flushes what the logs
+    /// held into L0 files, and deletes files no manifest needs.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        if opts.max_levels > manifest::NUM_LEVELS {
+            return Err(Error::invalid(format!(
+                "max_levels must be at most {}",
+                manifest::NUM_LEVELS
+            )));
+        }
+        let dir = path.as_ref().to_path_buf();
+        if !dir.exists() {
+            if !opts.create_if_missing {
+                return Err(Error::invalid(format!("{} does not exist", dir.display())));
+            }
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        }
+        let lock_path = filename::lock_file(&dir);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| Error::io(format!("open {}", lock_path.display()), e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir)),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::io(format!("lock {}", lock_path.display()), e));
+            }
+        }
+        let cache = (opts.block_cache_capacity > 0)
+            .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+
+        // 1. The manifest: which files live where.
+        let recovered = match Manifest::recover(&dir) {
+            Ok((state, _report)) => state,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                RecoveredState {
+                    levels: vec![Vec::new(); manifest::NUM_LEVELS],
+                    log_number: 0,
+                    next_file_number: 1,
+                    last_sequence: 0,
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        let mut version = Version::empty(opts.max_levels);
+        for (level, files) in recovered.levels.iter().enumerate() {
+            if !files.is_empty() && level >= opts.max_levels {
+                return Err(Error::invalid(format!(
+                    "the store has files on level {level}; open it with max_levels > {level}"
+                )));
+            }
+            for meta in files {
+                let path = filename::table_file(&dir, meta.number);
+                let table = Table::open(
+                    &path,
+                    TableOpenOptions {
+                        file_id: meta.number,
+                        cache: cache.clone(),
+                    },
+                )?;
+                version.levels[level]
+                    .push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
+            }
+        }
+        version.sort();
+        let mut next_file = recovered.next_file_number.max(1);
+        let mut last_seq = recovered.last_sequence;
+
+        // 2. The logs: writes not yet in any table.
+        let files = filename::list_store_files(&dir)?;
+        let mut logs: Vec<u64> = files
+            .iter()
+            .filter(|(k, n, _)| *k == FileKind::Log && *n >= recovered.log_number)
+            .map(|(_, n, _)| *n)
+            .collect();
+        logs.sort_unstable();
+        let mem = Arc::new(MemTable::new());
+        let (mut tail_dropped, mut salvaged) = (0u64, 0u64);
+        for &n in &logs {
+            let report = wal::replay(&filename::log_file(&dir, n), opts.salvage_wal, |batch| {
+                mem.insert_batch(&batch);
+                Ok(())
+            })?;
+            last_seq = last_seq.max(report.last_seq);
+            tail_dropped += report.tail_dropped.map_or(0, |t| t.bytes);
+            salvaged += report.salvaged.len() as u64;
+            next_file = next_file.max(n + 1);
+        }
+        for (_, n, _) in &files {
+            next_file = next_file.max(n + 1);
+        }
+
+        // 3. A fresh manifest and log; the replayed writes go to an L0 file.
+        let manifest_number = next_file;
+        let wal_number = next_file + 1;
+        let flush_number = next_file + 2;
+        let next_file = next_file + 3;
+        let flushed = if mem.is_empty() {
+            None
+        } else {
+            flush_memtable(&dir, &opts, &mem, flush_number, &version, cache.clone())?
+        };
+        if let Some(fh) = flushed {
+            version.levels[0].push(fh);
+            version.sort();
+        }
+        let mut snapshot = RecoveredState {
+            levels: vec![Vec::new(); manifest::NUM_LEVELS],
+            log_number: wal_number,
+            next_file_number: next_file,
+            last_sequence: last_seq,
+        };
+        for (l, files) in version.levels.iter().enumerate() {
+            snapshot.levels[l] = files.iter().map(|f| f.meta.clone()).collect();
+        }
+        let wal = Wal::create(&dir, wal_number)?;
+        let manifest = Manifest::create(&dir, manifest_number, &snapshot.snapshot_edit())?;
+        // Everything older is now redundant.
+        let live: HashSet<u64> = version.file_numbers().collect();
+        for (kind, n, path) in filename::list_store_files(&dir)? {
+            let stale = match kind {
+                FileKind::Table => !live.contains(&n),
+                FileKind::Log => n != wal_number,
+                FileKind::Manifest => n != manifest_number,
+                FileKind::CurrentTmp => true,
+                FileKind::Current | FileKind::Lock => false,
+            };
+            if stale {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        filename::sync_dir(&dir)?;
+
+        let mem = Arc::new(MemTable::new());
+        let version = Arc::new(version);
+        let levels = opts.max_levels;
+        let inner = Arc::new(Inner {
+            dir,
+            cache,
+            writer: Mutex::new(Writer {
+                wal,
+                mem: mem.clone(),
+            }),
+            state: Mutex::new(State {
+                imm: Vec::new(),
+                version: version.clone(),
+                manifest,
+                wal_number,
+                pointers: vec![Vec::new(); levels],
+                bg_error: None,
+                shutting_down: false,
+            }),
+            cv: Condvar::new(),
+            sv: RwLock::new(Arc::new(SuperVersion {
+                mem,
+                imm: Vec::new(),
+                version,
+            })),
+            last_seq: AtomicU64::new(last_seq),
+            next_file: AtomicU64::new(next_file),
+            work: Mutex::new(()),
+            gets: GetCounters::default(),
+            level_io: (0..levels).map(|_| AtomicIo::default()).collect(),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            bytes_compacted: AtomicU64::new(0),
+            slowdowns: AtomicU64::new(0),
+            stalls: AtomicU64::new(0),
+            wal_tail_dropped: tail_dropped,
+            wal_salvaged: salvaged,
+            closed: AtomicBool::new(false),
+            _lock: lock,
+            opts,
+        });
+        let bg_inner = inner.clone();
+        let bg = std::thread::Builder::new()
+            .name("bloomlsm-bg".into())
+            .spawn(move || bg_inner.background_loop())
+            .map_err(|e| Error::io("spawn background thread", e))?;
+        let db = Db {
+            inner,
+            bg: Mutex::new(Some(bg)),
+        };
+        // Work may already be due (e.g. many L0 files at open).
+        db.inner.cv.notify_all();
+        Ok(db)
+    }
+
+    /// Stores `value` under `key`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key.as_ref(), value.as_ref());
+        self.write(b)
+    }
+
+    /// Removes `key` (a no-op if absent).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key.as_ref());
+        self.write(b)
+    }
+
+    /// Applies `batch` atomically: after a crash, all of it or none of it is
+    /// there. With `sync_writes`, it is on disk before this returns.
+    pub fn write(&self, mut batch: WriteBatch) -> Result<()> {
+        for op in batch.iter() {
+            check_key(op.key())?;
+            if op.value().len() > MAX_VALUE_LEN {
+                return Err(Error::invalid(format!(
+                    "value of {} bytes is over the {MAX_VALUE_LEN}-byte limit",
+                    op.value().len()
+                )));
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let inner = &self.inner;
+        let mut w = inner
+            .writer
+            .lock()
+            .map_err(|_| Error::Poisoned("writer lock poisoned".into()))?;
+        if inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        inner.make_room(&mut w)?;
+        let first = inner.last_seq.load(Ordering::Acquire) + 1;
+        batch.set_sequence(first);
+        if let Err(e) = w.wal.append_batch(&batch, inner.opts.sync_writes) {
+            // The log may now hold a partial record; refuse further writes
+            // rather than acknowledge anything after it.
+            inner
+                .state()
+                .bg_error
+                .get_or_insert_with(|| format!("WAL write failed: {e}"));
+            return Err(e);
+        }
+        w.mem.insert_batch(&batch);
+        let last = first + batch.len() as u64 - 1;
+        inner.last_seq.store(last, Ordering::Release);
+        Ok(())
+    }
+
+    /// The value of `key`, or `None`. Hashes the key once and reuses the hash
+    /// for the filter of every candidate file.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        let key = key.as_ref();
+        check_key(key)?;
+        self.inner.get(key)
+    }
+
+    /// The live entries with user keys in `range`, in key order, as of now.
+    /// Write `db.scan::<[u8], _>(..)` for everything, or
+    /// `db.scan(b"a".as_slice()..b"m".as_slice())`.
+    pub fn scan<K, R>(&self, range: R) -> DbIter
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        let to_bytes = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(Bytes::copy_from_slice(k.as_ref())),
+            Bound::Excluded(k) => Bound::Excluded(Bytes::copy_from_slice(k.as_ref())),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        self.inner
+            .scan(to_bytes(range.start_bound()), to_bytes(range.end_bound()))
+    }
+
+    /// Writes the memtable (if not empty) to an L0 file and waits until every
+    /// frozen memtable is on disk.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Full manual compaction: flushes, then merges level by level until all
+    /// data sits in the deepest level that holds any (at least L1), dropping
+    /// shadowed versions and tombstones.
+    pub fn compact(&self) -> Result<()> {
+        self.inner.flush()?;
+        self.inner.compact_all()
+    }
+
+    /// Runs, on the calling thread, every flush and compaction that is due,
+    /// until none is. With `background_compaction` off this makes the shape of
+    /// the store a function of the writes alone (the `bench` command uses it so
+    /// that every filter configuration gets the same levels).
+    pub fn maintain(&self) -> Result<()> {
+        self.inner.flush()?;
+        while self.inner.compact_once()? {}
+        Ok(())
+    }
+
+    /// Counters and the shape of the store.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Per-file shape and counters, L0 first.
+    pub fn file_stats(&self) -> Vec<FileStats> {
+        let sv = self.inner.super_version();
+        let mut out = Vec::new();
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            for f in files {
+                let filter = f.table.filter();
+                out.push(FileStats {
+                    level,
+                    number: f.number(),
+                    file_bytes: f.meta.file_size,
+                    entries: f.meta.entries,
+                    filter: f.table.filter_policy_name().unwrap_or("none").to_string(),
+                    bits_per_key: filter
+                        .filter(|x| x.is_usable())
+                        .map_or(0.0, |x| x.bits_per_key()),
+                    filter_usable: filter.is_some_and(|x| x.is_usable()),
+                    predicted_fpr: f.predicted_fpr(),
+                    io: f.io.load(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Zeroes the lookup counters (global, per level and per file).
+    pub fn reset_stats(&self) {
+        let inner = &self.inner;
+        inner.gets.reset();
+        for l in &inner.level_io {
+            l.reset();
+        }
+        for f in inner.super_version().version.levels.iter().flatten() {
+            f.io.reset();
+        }
+    }
+
+    /// Checks every block of every live file.
+    pub fn verify(&self) -> Result<()> {
+        for f in self.inner.super_version().version.levels.iter().flatten() {
+            f.table.verify_all()?;
+        }
+        Ok(())
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Stops background work, syncs the log and releases the lock, reporting
+    /// any error (a background error, or a failed sync). Dropping a `Db` does
+    /// the same but cannot report.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        let inner = &self.inner;
+        if inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        inner.state().shutting_down = true;
+        inner.cv.notify_all();
+        if let Some(h) = self.bg.lock().ok().and_then(|mut g| g.take()) {
+            let _ = h.join();
+        }
+        let sync = inner
+            .writer
+            .lock()
+            .map_err(|_| Error::Poisoned("writer lock poisoned".into()))
+            .and_then(|mut w| w.wal.sync());
+        if let Some(e) = inner.state().bg_error.clone() {
+            return Err(Error::Poisoned(e));
+        }
+        sync
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::invalid("empty key"));
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::invalid(format!(
+            "key of {} bytes is over the {MAX_KEY_LEN}-byte limit",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes `mem` as a table numbered `number`, keeping the newest version of
+/// each key (tombstones stay: older values may live in deeper levels).
+fn flush_memtable(
+    dir: &Path,
+    opts: &Options,
+    mem: &MemTable,
+    number: u64,
+    v: &Version,
+    cache: Option<Arc<BlockCache>>,
+) -> Result<Option<Arc<FileHandle>>> {
+    /// A flush writes exactly one file: its size limit is lifted below.
+    struct Fixed(u64);
+    impl FileNumbers for Fixed {
+        fn next_file_number(&self) -> u64 {
+            self.0
+        }
+    }
+    let mut runs = v.runs();
+    runs.push((0, mem.len() as u64));
+    let policy = opts
+        .filters
+        .policy_for(0, &runs, v.last_nonempty_level().max(1));
+    let flush_opts = Options {
+        target_file_size: u64::MAX,
+        ..opts.clone()
+    };
+    let out = compaction::write_outputs(
+        dir,
+        &flush_opts,
+        mem.iter().map(Ok),
+        policy,
+        &Fixed(number),
+        &|_| false,
+        cache,
+    )?;
+    Ok(out.files.into_iter().next())
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn super_version(&self) -> Arc<SuperVersion> {
+        self.sv.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn install(&self, st: &State, mem: Arc<MemTable>) {
+        let sv = SuperVersion {
+            mem,
+            imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
+            version: st.version.clone(),
+        };
+        *self.sv.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(sv);
+    }
+
+    /// Makes sure the active memtable has room, freezing it if full; applies
+    /// the L0 slowdown and stop rules.
+    fn make_room(&self, w: &mut Writer) -> Result<()> {
+        let mut delayed = false;
+        loop {
+            let mut st = self.state();
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            let l0 = st.version.levels[0].len();
+            let compacting = self.opts.background_compaction;
+            if compacting && !delayed && l0 >= self.opts.l0_slowdown_trigger {
+                // Give compaction some CPU, once per write, before stopping.
+                drop(st);
+                self.slowdowns.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+                delayed = true;
+                continue;
+            }
+            if w.mem.approximate_memory_bytes() < self.opts.write_buffer_size {
+                return Ok(());
+            }
+            if st.imm.len() >= MAX_IMMUTABLE || (compacting && l0 >= self.opts.l0_stop_trigger) {
+                self.stalls.fetch_add(1, Ordering::Relaxed);
+                self.cv.notify_all();
+                let (g, _) = self
+                    .cv
+                    .wait_timeout(st, Duration::from_millis(100))
+                    .unwrap_or_else(|p| p.into_inner());
+                drop(g);
+                continue;
+            }
+            // Freeze the memtable; new writes go to a new log.
+            let number = self.next_file.fetch_add(1, Ordering::SeqCst);
+            let wal = Wal::create(&self.dir, number)?;
+            let old_wal = std::mem::replace(&mut w.wal, wal);
+            drop(old_wal); // its records are durable as the sync mode promised
+            let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
+            let old_wal = st.wal_number;
+            st.imm.push((frozen, old_wal));
+            st.wal_number = number;
+            self.install(&st, w.mem.clone());
+            self.cv.notify_all();
+            return Ok(());
+        }
+    }
+
+    fn get(&self, user_key: &[u8]) -> Result<Option<Bytes>> {
+        let sv = self.super_version();
+        let snapshot = self.last_seq.load(Ordering::Acquire);
+        self.gets.gets.fetch_add(1, Ordering::Relaxed);
+        for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
+            if let Some(r) = mem.get(user_key, snapshot) {
+                self.gets.memtable_answers.fetch_add(1, Ordering::Relaxed);
+                return Ok(match r {
+                    LookupResult::Value(v) => {
+                        self.gets.found.fetch_add(1, Ordering::Relaxed);
+                        Some(v)
+                    }
+                    LookupResult::Deleted => None,
+                });
+            }
+        }
+        let hash = key_hash(user_key);
+        let lookup = key::make_internal_key(user_key, snapshot, ValueKind::Value);
+        let mut cost = GetCost::default();
+        let v = &sv.version;
+        let mut answer = None;
+        'levels: for level in 0..v.levels.len() {
+            let candidates: &[Arc<FileHandle>] = if level == 0 {
+                &v.levels[0]
+            } else {
+                match v.file_for(level, user_key) {
+                    Some(f) => std::slice::from_ref(f),
+                    None => &[],
+                }
+            };
+            for f in candidates {
+                if let Some(found) = self.probe(f, level, &lookup, hash, &mut cost)? {
+                    answer = Some(found);
+                    break 'levels;
+                }
+            }
+        }
+        match answer {
+            Some(Some(value)) => {
+                self.gets.found.fetch_add(1, Ordering::Relaxed);
+                Ok(Some(value))
+            }
+            Some(None) => Ok(None),
+            None => {
+                let g = &self.gets;
+                g.missing_block_reads
+                    .fetch_add(cost.blocks, Ordering::Relaxed);
+                g.missing_disk_reads
+                    .fetch_add(cost.disk_blocks, Ordering::Relaxed);
+                g.missing_predicted_nano
+                    .fetch_add((cost.predicted * 1e9).round() as u64, Ordering::Relaxed);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Looks `lookup` up in one file, charging the costs. `Some(Some(v))`: a
+    /// value; `Some(None)`: a tombstone; `None`: not in this file.
+    fn probe(
+        &self,
+        f: &FileHandle,
+        level: usize,
+        lookup: &[u8],
+        hash: u64,
+        cost: &mut GetCost,
+    ) -> Result<Option<Option<Bytes>>> {
+        let r = f.table.get(lookup, hash)?;
+        let has_filter = f.table.filter().is_some();
+        let c = IoCounters {
+            files_considered: 1,
+            key_range_skips: u64::from(r.key_range_skipped),
+            filter_checks: u64::from(r.filter_checked),
+            filter_negatives: u64::from(r.filter_negative),
+            filter_positives: u64::from(r.filter_checked && !r.filter_negative),
+            false_positives: u64::from(r.filter_checked && r.false_positive()),
+            unusable_filter_reads: u64::from(r.filter_unusable && !r.key_range_skipped),
+            unfiltered_reads: u64::from(!has_filter && !r.key_range_skipped),
+            block_reads: r.blocks_read,
+            cache_hits: r.cache_hits,
+            bytes_read: r.bytes_read,
+        };
+        f.io.add(&c);
+        self.level_io[level].add(&c);
+        if !r.key_range_skipped {
+            cost.predicted += f.predicted_fpr();
+        }
+        cost.blocks += r.blocks_read + r.cache_hits;
+        cost.disk_blocks += r.blocks_read;
+        let Some((ikey, value)) = r.entry else {
+            return Ok(None);
+        };
+        match key::parse(&ikey).map(|p| p.kind) {
+            Some(ValueKind::Value) => Ok(Some(Some(value))),
+            Some(ValueKind::Deletion) => Ok(Some(None)),
+            None => Err(Error::corruption(
+                f.table.path(),
+                0,
+                format!("malformed internal key of {} bytes", ikey.len()),
+            )),
+        }
+    }
+
+    fn scan(&self, start: Bound<Bytes>, end: Bound<Bytes>) -> DbIter {
+        let sv = self.super_version();
+        let snapshot = self.last_seq.load(Ordering::Acquire);
+        let (seek, skip) = match &start {
+            Bound::Included(k) => (Some(iter::seek_key(k)), None),
+            Bound::Excluded(k) => (Some(iter::seek_key(k)), Some(k.clone())),
+            Bound::Unbounded => (None, None),
+        };
+        let lo = match &start {
+            Bound::Included(k) | Bound::Excluded(k) => Some(&k[..]),
+            Bound::Unbounded => None,
+        };
+        let hi = match &end {
+            Bound::Included(k) | Bound::Excluded(k) => Some(&k[..]),
+            Bound::Unbounded => None,
+        };
+        let mut sources = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
+            sources.push(Source::mem(mem.clone(), snapshot, seek.clone()));
+        }
+        let v = &sv.version;
+        for f in &v.levels[0] {
+            if f.overlaps(lo, hi) {
+                sources.push(Source::table(f.table.clone(), seek.as_deref()));
+            }
+        }
+        for level in 1..v.levels.len() {
+            let files = v.overlapping(level, lo, hi);
+            if !files.is_empty() {
+                sources.push(Source::level(files, seek.clone()));
+            }
+        }
+        DbIter::new(MergeIter::new(sources), end, skip)
+    }
+
+    fn flush(&self) -> Result<()> {
+        {
+            let mut w = self
+                .writer
+                .lock()
+                .map_err(|_| Error::Poisoned("writer lock poisoned".into()))?;
+            if !w.mem.is_empty() {
+                let mut st = self.state();
+                if let Some(e) = &st.bg_error {
+                    return Err(Error::Poisoned(e.clone()));
+                }
+                let number = self.next_file.fetch_add(1, Ordering::SeqCst);
+                let wal = Wal::create(&self.dir, number)?;
+                w.wal.sync()?;
+                w.wal = wal;
+                let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
+                let old_wal = st.wal_number;
+                st.imm.push((frozen, old_wal));
+                st.wal_number = number;
+                self.install(&st, w.mem.clone());
+            }
+        }
+        self.cv.notify_all();
+        let mut st = self.state();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            if st.imm.is_empty() {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            st = self
+                .cv
+                .wait_timeout(st, Duration::from_millis(50))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn background_loop(&self) {
+        loop {
+            {
+                let mut st = self.state();
+                loop {
+                    if st.shutting_down {
+                        return;
+                    }
+                    if st.bg_error.is_none() && (!st.imm.is_empty() || self.compaction_due(&st)) {
+                        break;
+                    }
+                    st = self
+                        .cv
+                        .wait_timeout(st, Duration::from_millis(200))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            }
+            let r = self.flush_one().and_then(|flushed| {
+                if flushed || !self.opts.background_compaction {
+                    Ok(())
+                } else {
+                    self.compact_once().map(|_| ())
+                }
+            });
+            if let Err(e) = r {
+                self.state().bg_error.get_or_insert_with(|| e.to_string());
+            }
+            self.cv.notify_all();
+        }
+    }
+
+    fn compaction_due(&self, st: &State) -> bool {
+        self.opts.background_compaction
+            && compaction::scores(&st.version, &self.opts)
+                .iter()
+                .any(|&s| s >= 1.0)
+    }
+
+    /// Flushes the oldest frozen memtable, if any. Returns whether it did.
+    fn flush_one(&self) -> Result<bool> {
+        let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        let (mem, version) = {
+            let st = self.state();
+            match st.imm.first() {
+                Some((m, _)) => (m.clone(), st.version.clone()),
+                None => return Ok(false),
+            }
+        };
+        let number = self.next_file_number();
+        let fh = flush_memtable(
+            &self.dir,
+            &self.opts,
+            &mem,
+            number,
+            &version,
+            self.cache.clone(),
+        )?;
+        filename::sync_dir(&self.dir)?;
+        let mut st = self.state();
+        let (_, flushed_wal) = st.imm.remove(0);
+        let log_number = st.imm.first().map_or(st.wal_number, |(_, n)| *n);
+        let mut edit = VersionEdit::new();
+        edit.log_number = Some(log_number);
+        edit.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
+        edit.last_sequence = Some(self.last_seq.load(Ordering::Acquire));
+        let mut v = (*st.version).clone();
+        if let Some(fh) = &fh {
+            edit.new_files.push((0, fh.meta.clone()));
+            self.bytes_compacted
+                .fetch_add(fh.meta.file_size, Ordering::Relaxed);
+            v.levels[0].push(fh.clone());
+            v.sort();
+        }
+        if let Err(e) = st.manifest.append(&edit) {
+            st.imm.insert(0, (mem, flushed_wal));
+            return Err(e);
+        }
+        st.version = Arc::new(v);
+        let mem_now = self.super_version().mem.clone();
+        self.install(&st, mem_now);
+        drop(st);
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        let _ = std::fs::remove_file(filename::log_file(&self.dir, flushed_wal));
+        Ok(true)
+    }
+
+    /// Runs one picked compaction, if any is due. Returns whether it did.
+    fn compact_once(&self) -> Result<bool> {
+        let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        let (c, v) = {
+            let st = self.state();
+            match compaction::pick(&st.version, &self.opts, &st.pointers) {
+                Some(c) => (c, st.version.clone()),
+                None => return Ok(false),
+            }
+        };
+        self.run_compaction(c, &v)?;
+        Ok(true)
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        let target = self.state().version.last_nonempty_level().max(1);
+        for level in 0..target {
+            let (c, v) = {
+                let st = self.state();
+                (
+                    compaction::whole_or_next(&st.version, level, &st.pointers, true),
+                    st.version.clone(),
+                )
+            };
+            if !c.inputs.is_empty() {
+                self.run_compaction(c, &v)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_compaction(&self, c: Compaction, v: &Arc<Version>) -> Result<()> {
+        let out_level = c.output_level();
+        let mut runs: Vec<(usize, u64)> = v.runs();
+        let moved: u64 = c.all_inputs().map(|f| f.meta.entries).sum();
+        // The output level as it will be: its untouched files plus the inputs.
+        for r in runs.iter_mut().filter(|r| r.0 == out_level) {
+            r.1 += c.inputs.iter().map(|f| f.meta.entries).sum::<u64>();
+        }
+        if !runs.iter().any(|r| r.0 == out_level) {
+            runs.push((out_level, moved));
+        }
+        runs.retain(|r| !(r.0 == c.level && c.level == 0));
+        let last_level = v.last_nonempty_level().max(out_level);
+        let policy = self.opts.filters.policy_for(out_level, &runs, last_level);
+
+        let mut edit = VersionEdit::new();
+        let mut new_files: Vec<Arc<FileHandle>> = Vec::new();
+        let trivial = c.inputs.len() == 1
+            && c.next_inputs.is_empty()
+            && c.level > 0
+            && c.inputs[0].meta.filter.as_ref().and_then(|f| f.policy()) == policy;
+        if trivial {
+            // Same filter policy either way: move the file, rewrite nothing.
+            new_files.push(c.inputs[0].clone());
+        } else {
+            let out = compaction::run(
+                &self.dir,
+                &self.opts,
+                v,
+                &c,
+                policy,
+                self,
+                self.cache.clone(),
+            )?;
+            filename::sync_dir(&self.dir)?;
+            self.bytes_compacted
+                .fetch_add(out.bytes_written, Ordering::Relaxed);
+            new_files = out.files;
+        }
+        for f in c.all_inputs() {
+            let level = if c.inputs.iter().any(|i| Arc::ptr_eq(i, f)) {
+                c.level
+            } else {
+                out_level
+            };
+            edit.deleted_files.push((level, f.number()));
+        }
+        for f in &new_files {
+            edit.new_files.push((out_level, f.meta.clone()));
+        }
+        edit.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
+        let mut st = self.state();
+        st.manifest.append(&edit)?;
+        let mut nv = (*st.version).clone();
+        let gone: HashSet<u64> = c.all_inputs().map(|f| f.number()).collect();
+        for level in nv.levels.iter_mut() {
+            level.retain(|f| !gone.contains(&f.number()));
+        }
+        nv.levels[out_level].extend(new_files.iter().cloned());
+        nv.sort();
+        if let Err(msg) = nv.check_invariants() {
+            return Err(Error::invalid(format!(
+                "compaction broke level invariants: {msg}"
+            )));
+        }
+        if let Some(last) = c.inputs.iter().map(|f| f.largest_user_key()).max() {
+            st.pointers[c.level] = last.to_vec();
+        }
+        st.version = Arc::new(nv);
+        let mem_now = self.super_version().mem.clone();
+        self.install(&st, mem_now);
+        drop(st);
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        if !trivial {
+            // Readers holding an older version keep their open descriptors.
+            for n in gone {
+                let _ = std::fs::remove_file(filename::table_file(&self.dir, n));
+            }
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> Stats {
+        let sv = self.super_version();
+        let g = &self.gets;
+        let mut s = Stats {
+            gets: g.gets.load(Ordering::Relaxed),
+            gets_found: g.found.load(Ordering::Relaxed),
+            memtable_answers: g.memtable_answers.load(Ordering::Relaxed),
+            missing_get_block_reads: g.missing_block_reads.load(Ordering::Relaxed),
+            missing_get_disk_reads: g.missing_disk_reads.load(Ordering::Relaxed),
+            missing_get_predicted_reads: g.missing_predicted_nano.load(Ordering::Relaxed) as f64
+                / 1e9,
+            flushes: self.flushes.load(Ordering::Relaxed),
+            compactions: self.compactions.load(Ordering::Relaxed),
+            bytes_compacted: self.bytes_compacted.load(Ordering::Relaxed),
+            write_slowdowns: self.slowdowns.load(Ordering::Relaxed),
+            write_stalls: self.stalls.load(Ordering::Relaxed),
+            wal_tail_bytes_dropped: self.wal_tail_dropped,
+            wal_records_salvaged: self.wal_salvaged,
+            block_cache_bytes: self.cache.as_ref().map_or(0, |c| c.stats().usage as u64),
+            memtable_bytes: std::iter::once(&sv.mem)
+                .chain(&sv.imm)
+                .map(|m| m.approximate_memory_bytes() as u64)
+                .sum(),
+            ..Stats::default()
+        };
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            let mut l = LevelStats {
+                level,
+                files: files.len(),
+                io: self.level_io[level].load(),
+                ..LevelStats::default()
+            };
+            let mut weighted = 0.0;
+            let mut policies: Vec<(String, usize)> = Vec::new();
+            for f in files {
+                l.entries += f.meta.entries;
+                l.file_bytes += f.meta.file_size;
+                l.filter_bytes += f.table.filter_memory_bytes() as u64;
+                s.index_bytes += f.table.index_memory_bytes() as u64;
+                let usable = f.table.filter().filter(|x| x.is_usable());
+                match usable {
+                    Some(x) => l.filtered_keys += x.key_count(),
+                    None => l.unfiltered_files += 1,
+                }
+                weighted += f.predicted_fpr() * f.meta.entries as f64;
+                let name = match (f.table.filter(), &f.meta.filter) {
+                    (Some(x), Some(m)) if x.is_usable() => {
+                        format!("{}({} b/k, k={})", m.name, m.bits_per_key, x.num_probes())
+                    }
+                    (Some(_), Some(m)) => format!("{}(unusable)", m.name),
+                    _ => "none".to_string(),
+                };
+                match policies.iter_mut().find(|(n, _)| *n == name) {
+                    Some(p) => p.1 += 1,
+                    None => policies.push((name, 1)),
+                }
+            }
+            l.predicted_fpr = if l.entries > 0 {
+                weighted / l.entries as f64
+            } else {
+                0.0
+            };
+            l.policies = policies
+                .iter()
+                .map(|(n, c)| format!("{n} x{c}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            s.filter_bytes += l.filter_bytes;
+            s.total.add(&l.io);
+            s.levels.push(l);
+        }
+        s
+    }
+}
+
+#[derive(Default)]
+struct GetCost {
+    blocks: u64,
+    disk_blocks: u64,
+    predicted: f64,
+}

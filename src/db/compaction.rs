@@ -1,0 +1,293 @@
+//! Leveled compaction: choosing what to merge, and writing merged output files.
+//!
+//! L0 files overlap one another, so when there are `l0_compaction_trigger` of
+//! them they are merged, all at once, with the L1 files they overlap. A level
+//! n ≥ 1 over its target size (`level1_max_bytes · multiplier^(n-1)`) gives up
+//! one file (round-robin through its key space, as LevelDB does) to be merged
+//! with the files of level n+1 it overlaps. The level with the highest
+//! size/target score goes first. The output keeps only the newest version of
+//! each user key (there are no snapshots to preserve older ones) and drops
+//! tombstones when no deeper level could hold an older value of the key.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::db::filename;
+use crate::db::iter::{MergeIter, Source};
+use crate::db::manifest::{FileMeta, FilterMeta};
+use crate::db::version::{FileHandle, Version};
+use crate::error::{Error, Result};
+use crate::filter::FilterPolicy;
+use crate::key::{self, ValueKind};
+use crate::options::Options;
+use crate::sst::{KeyFormat, Table, TableBuilder, TableBuilderOptions, TableSummary};
+
+/// A chosen compaction.
+#[derive(Debug)]
+pub(crate) struct Compaction {
+    /// Level of `inputs`.
+    pub level: usize,
+    /// Files of `level` to merge.
+    pub inputs: Vec<Arc<FileHandle>>,
+    /// Overlapping files of `level + 1`.
+    pub next_inputs: Vec<Arc<FileHandle>>,
+}
+
+impl Compaction {
+    /// The level the output goes to.
+    pub fn output_level(&self) -> usize {
+        self.level + 1
+    }
+
+    /// Every input file.
+    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileHandle>> {
+        self.inputs.iter().chain(&self.next_inputs)
+    }
+
+    /// The whole user-key range of the inputs.
+    fn range(&self) -> (Vec<u8>, Vec<u8>) {
+        let lo = self
+            .all_inputs()
+            .map(|f| f.smallest_user_key())
+            .min()
+            .unwrap_or_default();
+        let hi = self
+            .all_inputs()
+            .map(|f| f.largest_user_key())
+            .max()
+            .unwrap_or_default();
+        (lo.to_vec(), hi.to_vec())
+    }
+}
+
+/// Size score of each level: L0 by file count, deeper levels by bytes over
+/// target. The last level never compacts further.
+pub(crate) fn scores(v: &Version, opts: &Options) -> Vec<f64> {
+    let last = opts.max_levels - 1;
+    (0..last)
+        .map(|l| {
+            if l == 0 {
+                v.levels[0].len() as f64 / opts.l0_compaction_trigger as f64
+            } else {
+                v.level_bytes(l) as f64 / opts.level_max_bytes(l) as f64
+            }
+        })
+        .collect()
+}
+
+/// Picks the most urgent compaction, if any level's score is ≥ 1.
+/// `pointers[l]` is the largest user key last compacted out of level l.
+pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<Compaction> {
+    let scores = scores(v, opts);
+    let (level, score) = scores
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(l, s)| (l, *s))?;
+    if score < 1.0 {
+        return None;
+    }
+    Some(whole_or_next(v, level, pointers, false))
+}
+
+/// A compaction of `level`: every file (L0, or `all`) or the next file after
+/// the level's round-robin pointer.
+pub(crate) fn whole_or_next(
+    v: &Version,
+    level: usize,
+    pointers: &[Vec<u8>],
+    all: bool,
+) -> Compaction {
+    let inputs: Vec<Arc<FileHandle>> = if level == 0 || all {
+        v.levels[level].clone()
+    } else {
+        let files = &v.levels[level];
+        let p = &pointers[level];
+        let f = files
+            .iter()
+            .find(|f| p.is_empty() || f.smallest_user_key() > p.as_slice())
+            .or(files.first())
+            .cloned();
+        f.into_iter().collect()
+    };
+    let lo = inputs.iter().map(|f| f.smallest_user_key()).min();
+    let hi = inputs.iter().map(|f| f.largest_user_key()).max();
+    let next_inputs = match (lo, hi) {
+        (Some(lo), Some(hi)) if level + 1 < v.levels.len() => {
+            v.overlapping(level + 1, Some(lo), Some(hi))
+        }
+        _ => Vec::new(),
+    };
+    Compaction {
+        level,
+        inputs,
+        next_inputs,
+    }
+}
+
+/// Allocates file numbers for outputs (and reserves them against deletion).
+pub(crate) trait FileNumbers {
+    /// A fresh file number.
+    fn next_file_number(&self) -> u64;
+}
+
+/// What a flush or compaction produced.
+#[derive(Debug, Default)]
+pub(crate) struct Outputs {
+    pub files: Vec<Arc<FileHandle>>,
+    pub bytes_written: u64,
+}
+
+/// Writes the entries of `merge` (internal-key order) into tables of at most
+/// about `target_file_size` bytes, keeping only the newest
+/// version of each user key and dropping tombstones where `drop_tombstone`
+/// says so.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_outputs(
+    dir: &Path,
+    opts: &Options,
+    merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
+    policy: Option<FilterPolicy>,
+    numbers: &dyn FileNumbers,
+    drop_tombstone: &dyn Fn(&[u8]) -> bool,
+    cache: Option<Arc<crate::sst::BlockCache>>,
+) -> Result<Outputs> {
+    let mut out = Outputs::default();
+    let mut builder: Option<TableBuilder> = None;
+    let mut last_user_key: Option<Vec<u8>> = None;
+    let finish = |b: TableBuilder, out: &mut Outputs| -> Result<()> {
+        let summary = b.finish()?;
+        out.bytes_written += summary.file_size;
+        out.files.push(open_output(summary, &cache)?);
+        Ok(())
+    };
+    for entry in merge {
+        let (ikey, value) = entry?;
+        let parsed = key::parse(&ikey).ok_or_else(|| {
+            Error::corruption("<compaction>", 0, "malformed internal key in input")
+        })?;
+        if last_user_key.as_deref() == Some(parsed.user_key) {
+            continue; // shadowed by a newer version
+        }
+        last_user_key = Some(parsed.user_key.to_vec());
+        if parsed.kind == ValueKind::Deletion && drop_tombstone(parsed.user_key) {
+            continue;
+        }
+        if builder
+            .as_ref()
+            .is_some_and(|b| b.estimated_file_size() >= opts.target_file_size)
+        {
+            finish(builder.take().expect("builder"), &mut out)?;
+        }
+        let b = match &mut builder {
+            Some(b) => b,
+            None => {
+                let number = numbers.next_file_number();
+                let path = filename::table_file(dir, number);
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+                builder.insert(TableBuilder::new(
+                    file,
+                    path,
+                    TableBuilderOptions {
+                        block_size: opts.block_size,
+                        checksum: opts.checksum,
+                        filter: policy,
+                        key_format: KeyFormat::Internal,
+                        ..TableBuilderOptions::default()
+                    },
+                ))
+            }
+        };
+        b.add(&ikey, &value)?;
+    }
+    if let Some(b) = builder {
+        finish(b, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Opens a freshly written table and describes it for the manifest.
+fn open_output(
+    summary: TableSummary,
+    cache: &Option<Arc<crate::sst::BlockCache>>,
+) -> Result<Arc<FileHandle>> {
+    let number = filename::parse_file_name(
+        summary
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default(),
+    )
+    .map(|(_, n)| n)
+    .ok_or_else(|| Error::invalid(format!("not a table file name: {}", summary.path.display())))?;
+    let table = Table::open(
+        &summary.path,
+        crate::sst::TableOpenOptions {
+            file_id: number,
+            cache: cache.clone(),
+        },
+    )?;
+    let meta = file_meta(number, &table);
+    Ok(Arc::new(FileHandle::new(meta, Arc::new(table))))
+}
+
+/// The manifest entry of an open table.
+pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
+    let p = table.properties();
+    FileMeta {
+        number,
+        file_size: table.file_size(),
+        smallest: table.smallest_key().to_vec(),
+        largest: table.largest_key().to_vec(),
+        entries: table.entries(),
+        filter: p.filter_policy.as_ref().map(|name| FilterMeta {
+            name: name.clone(),
+            bits_per_key: p.filter_bits_per_key,
+            num_probes: p.filter_probes,
+        }),
+    }
+}
+
+/// Runs compaction `c` over version `v`: merges inputs into new files at the
+/// output level. Installing the result is the caller's job.
+pub(crate) fn run(
+    dir: &Path,
+    opts: &Options,
+    v: &Version,
+    c: &Compaction,
+    policy: Option<FilterPolicy>,
+    numbers: &dyn FileNumbers,
+    cache: Option<Arc<crate::sst::BlockCache>>,
+) -> Result<Outputs> {
+    // Newest first: L0 inputs are already newest first; the next level is older.
+    let mut sources: Vec<Source> = Vec::new();
+    if c.level == 0 {
+        for f in &c.inputs {
+            sources.push(Source::table(f.table.clone(), None));
+        }
+    } else {
+        sources.push(Source::level(c.inputs.clone(), None));
+    }
+    if !c.next_inputs.is_empty() {
+        sources.push(Source::level(c.next_inputs.clone(), None));
+    }
+    let out_level = c.output_level();
+    let (lo, hi) = c.range();
+    let deeper_may_hold =
+        (out_level + 1..v.levels.len()).any(|l| !v.overlapping(l, Some(&lo), Some(&hi)).is_empty());
+    let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
+    write_outputs(
+        dir,
+        opts,
+        MergeIter::new(sources),
+        policy,
+        numbers,
+        &drop_tombstone,
+        cache,
+    )
+}

@@ -1,0 +1,89 @@
+//! Basic store behaviour: write, read, flush, compact, reopen.
+
+use bloomlsm::{Db, Options};
+
+fn small_opts() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        target_file_size: 32 << 10,
+        level1_max_bytes: 128 << 10,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn put_get_delete_across_flush_compact_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20_000u32;
+    {
+        let db = Db::open(dir.path(), small_opts()).unwrap();
+        for i in 0..n {
+            db.put(format!("key{i:08}"), format!("value{i}")).unwrap();
+        }
+        for i in (0..n).step_by(3) {
+            db.delete(format!("key{i:08}")).unwrap();
+        }
+        db.flush().unwrap();
+        for i in (0..n).step_by(7) {
+            let got = db.get(format!("key{i:08}")).unwrap();
+            let want = (i % 3 != 0).then(|| format!("value{i}"));
+            assert_eq!(
+                got.as_deref(),
+                want.as_deref().map(str::as_bytes),
+                "key {i}"
+            );
+        }
+        db.compact().unwrap();
+        let s = db.stats();
+        assert!(s.levels.iter().skip(1).any(|l| l.files > 0), "{s:?}");
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), small_opts()).unwrap();
+    let all: Vec<_> = db.scan::<[u8], _>(..).map(|r| r.unwrap()).collect();
+    assert_eq!(all.len() as u32, n - n.div_ceil(3));
+    assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    for i in 0..n {
+        let got = db.get(format!("key{i:08}")).unwrap();
+        assert_eq!(got.is_some(), i % 3 != 0, "key {i}");
+    }
+    let range: Vec<_> = db
+        .scan(b"key00000010".as_slice()..b"key00000020".as_slice())
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(range.len(), 10 - 3);
+    assert!(db.get(b"nope").unwrap().is_none());
+    db.verify().unwrap();
+}
+
+#[test]
+fn second_open_is_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert!(matches!(
+        Db::open(dir.path(), Options::default()),
+        Err(bloomlsm::Error::Locked(_))
+    ));
+    drop(db);
+    Db::open(dir.path(), Options::default()).unwrap();
+}
+
+#[test]
+fn reopen_without_close_replays_the_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), small_opts()).unwrap();
+        for i in 0..1000u32 {
+            db.put(i.to_be_bytes(), i.to_le_bytes()).unwrap();
+        }
+        std::mem::forget(db); // no close, no flush: only the WAL has the data
+    }
+    // The forgotten handle still holds the lock within this process.
+    let _ = std::fs::remove_file(dir.path().join("LOCK"));
+    let db = Db::open(dir.path(), small_opts()).unwrap();
+    for i in 0..1000u32 {
+        assert_eq!(
+            db.get(i.to_be_bytes()).unwrap().as_deref(),
+            Some(&i.to_le_bytes()[..])
+        );
+    }
+}
