@@ -22,13 +22,14 @@ fn keys() -> u64 {
         .unwrap_or(1_000_000)
 }
 
-/// Level shape for 1M keys: ≥ 4 levels (L0 .. L3) with these sizes.
+/// Level shape: small L1 and a ×8 fan-out, so that 1M keys fill four levels
+/// below L0 (about 4k, 32k, 256k and the rest).
 fn options(filters: FilterOptions) -> Options {
     Options {
         write_buffer_size: 2 << 20,
-        target_file_size: 2 << 20,
-        level1_max_bytes: 4 << 20,
-        level_size_multiplier: 10,
+        target_file_size: 512 << 10,
+        level1_max_bytes: 512 << 10,
+        level_size_multiplier: 8,
         block_cache_capacity: 0,
         background_compaction: false,
         filters,
@@ -84,7 +85,16 @@ fn main() {
             .levels
             .iter()
             .filter(|l| l.files > 0)
-            .map(|l| format!("L{}:{}f/{}k", l.level, l.files, l.entries / 1000))
+            .map(|l| {
+                format!(
+                    "L{}:{}f/{}k/{:.1}b/k/fpr{:.3}%",
+                    l.level,
+                    l.files,
+                    l.entries / 1000,
+                    l.filter_bits_per_key(),
+                    l.predicted_fpr * 100.0
+                )
+            })
             .collect();
         let mut g = c.benchmark_group(format!("db_get/{name}"));
         let mut rng = SplitMix64::new(99);

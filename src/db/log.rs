@@ -1,5 +1,5 @@
 //! The record log shared by the write-ahead log and the MANIFEST, modelled on
-//! LevelDB's `doc/log_format.md` (byte layout in `docs/format-log.md`).
+//! LevelDB's `doc/log_format.md` (byte layout in `docs/format.md (§11–14)`).
 //!
 //! A log is a sequence of 32 KiB blocks. A *logical* record (one WAL batch, one
 //! version edit) is stored as one or more *physical* records, none of which
@@ -750,7 +750,7 @@ mod tests {
         Ok(out)
     }
 
-    /// The worked example of `docs/format-log.md`, byte for byte (CRC computed
+    /// The worked example of `docs/format.md (§11–14)`, byte for byte (CRC computed
     /// independently with Python's zlib).
     #[test]
     fn documented_example_bytes() {

@@ -42,7 +42,7 @@ pub const NUM_LEVELS: usize = 7;
 /// manifest; a store written with another name is refused.
 pub const FORMAT_NAME: &str = "bloomlsm.internal-key-bytewise.v1";
 
-/// Version-edit field tags (see `docs/format-log.md`).
+/// Version-edit field tags (see `docs/format.md (§11–14)`).
 mod tag {
     pub const COMPARATOR: u64 = 1;
     pub const LOG_NUMBER: u64 = 2;
