@@ -143,6 +143,10 @@ pub struct Options {
     /// On recovery, skip corrupt WAL records in the middle of a log (and report
     /// them in [`crate::Stats`]) instead of refusing to open. Default false.
     pub salvage_wal: bool,
+    /// Most key-range shards one compaction is split into, merged in
+    /// parallel on rayon's thread pool (only compactions of at least four
+    /// output files are split). Default: the number of CPUs, at most 4.
+    pub max_subcompactions: usize,
     /// Run compactions on the background thread. When false, they only run in
     /// [`crate::Db::compact`] (tests and experiments). Default true.
     pub background_compaction: bool,
@@ -166,6 +170,7 @@ impl Default for Options {
             block_cache_capacity: 8 << 20,
             filters: FilterOptions::default(),
             salvage_wal: false,
+            max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             background_compaction: true,
         }
     }

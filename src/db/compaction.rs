@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::filename;
-use crate::db::iter::{MergeIter, Source};
+use crate::db::iter::{MergeIter, Source, seek_key};
 use crate::db::manifest::{FileMeta, FilterMeta};
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
@@ -149,8 +149,8 @@ pub(crate) fn write_outputs(
     opts: &Options,
     merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
     policy: Option<FilterPolicy>,
-    numbers: &dyn FileNumbers,
-    drop_tombstone: &dyn Fn(&[u8]) -> bool,
+    numbers: &(dyn FileNumbers + Sync),
+    drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
     cache: Option<Arc<crate::sst::BlockCache>>,
 ) -> Result<Outputs> {
     let mut out = Outputs::default();
@@ -255,39 +255,96 @@ pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
 
 /// Runs compaction `c` over version `v`: merges inputs into new files at the
 /// output level. Installing the result is the caller's job.
+///
+/// A large compaction is split into up to `opts.max_subcompactions` shards over
+/// disjoint user-key ranges (cut at input-file boundaries so the shards carry
+/// similar bytes), merged in parallel on rayon's pool; their outputs, in key
+/// order, are the same files a single merge would write, cut at the shard
+/// boundaries as well.
 pub(crate) fn run(
     dir: &Path,
     opts: &Options,
     v: &Version,
     c: &Compaction,
     policy: Option<FilterPolicy>,
-    numbers: &dyn FileNumbers,
+    numbers: &(dyn FileNumbers + Sync),
     cache: Option<Arc<crate::sst::BlockCache>>,
 ) -> Result<Outputs> {
-    // Newest first: L0 inputs are already newest first; the next level is older.
-    let mut sources: Vec<Source> = Vec::new();
-    if c.level == 0 {
-        for f in &c.inputs {
-            sources.push(Source::table(f.table.clone(), None));
-        }
-    } else {
-        sources.push(Source::level(c.inputs.clone(), None));
-    }
-    if !c.next_inputs.is_empty() {
-        sources.push(Source::level(c.next_inputs.clone(), None));
-    }
     let out_level = c.output_level();
     let (lo, hi) = c.range();
     let deeper_may_hold =
         (out_level + 1..v.levels.len()).any(|l| !v.overlapping(l, Some(&lo), Some(&hi)).is_empty());
     let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
-    write_outputs(
-        dir,
-        opts,
-        MergeIter::new(sources),
-        policy,
-        numbers,
-        &drop_tombstone,
-        cache,
-    )
+    let bounds = shard_bounds(c, opts);
+    let shard = |i: usize| -> Result<Outputs> {
+        let start = i.checked_sub(1).map(|j| bounds[j].as_slice());
+        let end = bounds.get(i).map(Vec::as_slice);
+        let seek = start.map(seek_key);
+        // Newest first: L0 inputs are already newest first; the next level is older.
+        let mut sources: Vec<Source> = Vec::new();
+        if c.level == 0 {
+            for f in &c.inputs {
+                sources.push(Source::table(f.table.clone(), seek.as_deref()));
+            }
+        } else {
+            sources.push(Source::level(c.inputs.clone(), seek.clone()));
+        }
+        if !c.next_inputs.is_empty() {
+            sources.push(Source::level(c.next_inputs.clone(), seek.clone()));
+        }
+        let merge = MergeIter::new(sources).take_while(|e| match (e, end) {
+            (Ok((k, _)), Some(end)) => key::user_key(k) < end,
+            _ => true,
+        });
+        write_outputs(
+            dir,
+            opts,
+            merge,
+            policy,
+            numbers,
+            &drop_tombstone,
+            cache.clone(),
+        )
+    };
+    if bounds.is_empty() {
+        return shard(0);
+    }
+    use rayon::prelude::*;
+    let parts: Vec<Result<Outputs>> = (0..=bounds.len()).into_par_iter().map(shard).collect();
+    let mut out = Outputs::default();
+    for part in parts {
+        let part = part?;
+        out.bytes_written += part.bytes_written;
+        out.files.extend(part.files);
+    }
+    Ok(out)
+}
+
+/// User keys at which to split `c` into shards: none for a compaction smaller
+/// than four output files or with sub-compactions off.
+fn shard_bounds(c: &Compaction, opts: &Options) -> Vec<Vec<u8>> {
+    let total: u64 = c.all_inputs().map(|f| f.meta.file_size).sum();
+    let shards = opts.max_subcompactions.max(1) as u64;
+    if shards == 1 || total < 4 * opts.target_file_size {
+        return Vec::new();
+    }
+    let mut files: Vec<&Arc<FileHandle>> = c.all_inputs().collect();
+    files.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+    let per_shard = total / shards;
+    let first = c.range().0;
+    let mut bounds: Vec<Vec<u8>> = Vec::new();
+    let mut acc = 0u64;
+    for f in files {
+        if acc >= per_shard * (bounds.len() as u64 + 1)
+            && bounds.len() + 1 < shards as usize
+            && bounds
+                .last()
+                .is_none_or(|b| b.as_slice() < f.smallest_user_key())
+            && f.smallest_user_key() > first.as_slice()
+        {
+            bounds.push(f.smallest_user_key().to_vec());
+        }
+        acc += f.meta.file_size;
+    }
+    bounds
 }
