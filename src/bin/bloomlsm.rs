@@ -71,13 +71,16 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::from(cli::EXIT_USAGE as u8)
         }
         _ => {
+            // clap's message is the paragraph before "Usage:" / "tip:";
+            // it may span lines (e.g. the list of missing arguments).
             let text = e.to_string();
-            let first = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("invalid arguments");
-            let msg = first.strip_prefix("error: ").unwrap_or(first);
+            let para = text.trim_start().split("\n\n").next().unwrap_or_default();
+            let msg = cli::one_line(para.strip_prefix("error:").unwrap_or(para));
+            let msg = if msg.is_empty() {
+                "invalid arguments".into()
+            } else {
+                msg
+            };
             eprintln!("bloomlsm: {msg} (see --help)");
             ExitCode::from(cli::EXIT_USAGE as u8)
         }
