@@ -201,6 +201,26 @@ pub fn bits_per_key_for_fpr(kind: FilterKind, fpr: f64) -> f64 {
 
 /// Grid of the Monkey allocation, in bits per key.
 const MONKEY_STEP: f64 = 0.0625;
+/// Most bits per key the Monkey allocation gives a run (FPR ≈ 1e-5 for
+/// blocked-512): beyond it the sum of FPRs no longer changes measurably, and the
+/// model stays in its fast closed form (k ≤ 20).
+pub const MONKEY_MAX_BITS: f64 = 40.0;
+
+/// `best_fpr(kind, s · MONKEY_STEP)` for every grid step, computed once per kind.
+fn monkey_table(kind: FilterKind) -> &'static [f64] {
+    use std::sync::OnceLock;
+    static TABLES: [OnceLock<Vec<f64>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let slot = match kind {
+        FilterKind::Blocked512 => &TABLES[0],
+        FilterKind::Bloom => &TABLES[1],
+    };
+    slot.get_or_init(|| {
+        let steps = (MONKEY_MAX_BITS / MONKEY_STEP) as usize;
+        (0..=steps)
+            .map(|s| best_fpr(kind, s as f64 * MONKEY_STEP))
+            .collect()
+    })
+}
 
 /// Monkey's allocation (Dayan, Athanassoulis, Idreos, SIGMOD 2017): split a
 /// memory budget of `avg_bits_per_key` over all keys between levels holding
@@ -212,18 +232,16 @@ const MONKEY_STEP: f64 = 0.0625;
 /// size. Here it is solved on `kind`'s own model by a Lagrange multiplier `μ`:
 /// each level independently takes the bits/key `b` (on a 1/16-bit grid) that
 /// minimises `fpr(b) + μ · n_i · b`, and `μ` is bisected until the memory fits the
-/// budget. A level may get 0 bits: no filter at all. Returns bits per key per
-/// level.
+/// budget. A level may get 0 bits (no filter at all), and none gets more than
+/// [`MONKEY_MAX_BITS`]. Returns bits per key per level.
 pub fn monkey_allocation(kind: FilterKind, level_keys: &[u64], avg_bits_per_key: f64) -> Vec<f64> {
     let total_keys: f64 = level_keys.iter().map(|&n| n as f64).sum();
     if total_keys == 0.0 || avg_bits_per_key.is_nan() || avg_bits_per_key <= 0.0 {
         return vec![0.0; level_keys.len()];
     }
-    let budget = avg_bits_per_key.min(MAX_BITS_PER_KEY) * total_keys;
-    let steps = (MAX_BITS_PER_KEY / MONKEY_STEP) as usize;
-    let fpr_at: Vec<f64> = (0..=steps)
-        .map(|s| best_fpr(kind, s as f64 * MONKEY_STEP))
-        .collect();
+    let budget = avg_bits_per_key.min(MONKEY_MAX_BITS) * total_keys;
+    let fpr_at = monkey_table(kind);
+    let steps = fpr_at.len() - 1;
     let choose = |mu: f64| -> Vec<usize> {
         level_keys
             .iter()

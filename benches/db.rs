@@ -1,0 +1,133 @@
+//! The store's read path on a multi-level store: fill 1M random 16-byte keys
+//! with 100-byte values, then time gets of existing and of missing keys with
+//! the block cache off (data blocks come from the OS page cache), next to the
+//! store's own counters: data-block reads per missing get, measured and
+//! predicted (Σ of the probed files' modelled FPRs).
+//!
+//! `cargo bench --bench db`; `BLOOMLSM_BENCH_KEYS=N` changes the key count.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bloomlsm::workload::{SplitMix64, absent_key, present_key};
+use bloomlsm::{Db, FilterKind, FilterOptions, FilterPolicy, Options, WriteBatch};
+use criterion::Criterion;
+
+const SEED: u64 = 7;
+
+fn keys() -> u64 {
+    std::env::var("BLOOMLSM_BENCH_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+/// Level shape for 1M keys: ≥ 4 levels (L0 .. L3) with these sizes.
+fn options(filters: FilterOptions) -> Options {
+    Options {
+        write_buffer_size: 2 << 20,
+        target_file_size: 2 << 20,
+        level1_max_bytes: 4 << 20,
+        level_size_multiplier: 10,
+        block_cache_capacity: 0,
+        background_compaction: false,
+        filters,
+        ..Options::default()
+    }
+}
+
+fn fill(dir: &std::path::Path, filters: FilterOptions, n: u64) -> (Db, Duration) {
+    let db = Db::open(dir, options(filters)).unwrap();
+    let t = Instant::now();
+    let mut value = vec![0u8; 100];
+    let mut rng = SplitMix64::new(SEED);
+    let mut batch = WriteBatch::new();
+    for i in 0..n {
+        rng.fill(&mut value);
+        batch.put(&present_key(SEED, i), &value);
+        if batch.len() == 1000 {
+            db.write(std::mem::take(&mut batch)).unwrap();
+        }
+        if i % 100_000 == 99_999 {
+            db.maintain().unwrap();
+        }
+    }
+    db.write(batch).unwrap();
+    db.maintain().unwrap();
+    (db, t.elapsed())
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let n = keys();
+    let configs: [(&str, FilterOptions); 3] = [
+        ("none", FilterOptions::none()),
+        (
+            "blocked512_10",
+            FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))),
+        ),
+        (
+            "monkey_blocked512_10",
+            FilterOptions::monkey(FilterKind::Blocked512, 10.0),
+        ),
+    ];
+    let mut summary = Vec::new();
+    for (name, filters) in configs {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, load) = fill(dir.path(), filters, n);
+        let shape: Vec<String> = db
+            .stats()
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| format!("L{}:{}f/{}k", l.level, l.files, l.entries / 1000))
+            .collect();
+        let mut g = c.benchmark_group(format!("db_get/{name}"));
+        let mut rng = SplitMix64::new(99);
+        let present: Vec<[u8; 16]> = (0..4096).map(|_| present_key(SEED, rng.below(n))).collect();
+        let absent: Vec<[u8; 16]> = (0..4096).map(|i| absent_key(SEED, i)).collect();
+        g.bench_function("existing", |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % present.len();
+                black_box(db.get(present[i]).unwrap().is_some())
+            })
+        });
+        g.bench_function("missing", |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % absent.len();
+                black_box(db.get(absent[i]).unwrap().is_none())
+            })
+        });
+        g.finish();
+        // Counters over a fixed set of missing keys.
+        db.reset_stats();
+        let probes = 200_000u64;
+        for i in 0..probes {
+            assert!(db.get(absent_key(SEED, i)).unwrap().is_none());
+        }
+        let s = db.stats();
+        summary.push(format!(
+            "{name:<22} load {:>6.1}s  filter {:>7.2} MiB  reads/missing get {:.4} (predicted {:.4})  observed FPR {:.3}%  shape {}",
+            load.as_secs_f64(),
+            s.filter_bytes as f64 / (1u64 << 20) as f64,
+            s.block_reads_per_missing_get(),
+            s.predicted_block_reads_per_missing_get(),
+            s.total.observed_fpr().unwrap_or(0.0) * 100.0,
+            shape.join(" ")
+        ));
+    }
+    c.final_summary();
+    println!(
+        "\nStore counters ({n} keys, {} missing gets each):",
+        200_000
+    );
+    for line in summary {
+        println!("{line}");
+    }
+}
