@@ -87,9 +87,9 @@ pub struct BenchConfig {
     pub name: String,
     /// The store's filter options.
     pub filters: FilterOptions,
-    /// For `monkeyB`: the kind and average bits per key. The study turns this
-    /// into per-level policies once the tree's shape is known
-    /// ([`monkey_for_shape`]).
+    /// For `monkeyB` / `monkey-bloomB`: the kind and average bits per key
+    /// ([`FilterOptions::monkey`]: the store re-solves the allocation for
+    /// every file it writes).
     pub monkey: Option<(FilterKind, f64)>,
 }
 
@@ -99,23 +99,7 @@ impl BenchConfig {
     pub fn policy(&self) -> String {
         let f = &self.filters;
         if let Some((kind, avg)) = self.monkey {
-            let levels: Vec<String> = f
-                .per_level
-                .iter()
-                .map(|(l, p)| match p {
-                    Some(p) => format!("L{l} {:.2}", p.bits_per_key()),
-                    None => format!("L{l} none"),
-                })
-                .collect();
-            return if levels.is_empty() {
-                format!("monkey {} ({avg} b/k average)", kind.name())
-            } else {
-                format!(
-                    "monkey {} ({avg} b/k average: {})",
-                    kind.name(),
-                    levels.join(", ")
-                )
-            };
+            return format!("monkey {} ({avg} b/k average)", kind.name());
         }
         match f.policy {
             None => "none".to_string(),
@@ -178,64 +162,6 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
         filters,
         monkey,
     })
-}
-
-/// The Monkey allocation for a store of the given final shape, as per-level
-/// policies: `math::monkey_allocation` over the runs a lookup probes (each
-/// L0 file, then each non-empty level), computed once.
-///
-/// Why not [`FilterOptions::monkey`]: the engine recomputes the allocation
-/// for every file it writes, and one allocation currently takes seconds (the
-/// model is evaluated on the whole 0..100 bits/key grid), which would turn a
-/// one-minute study into many minutes. The allocation is the same function;
-/// only *when* it is evaluated differs: here on the tree that lookups will
-/// see, rather than on each intermediate tree. `shape` is `(files, entries)`
-/// per level, L0 first. An empty L0 gets L1's bits (its files are
-/// transient during loading).
-pub fn monkey_for_shape(
-    kind: FilterKind,
-    avg_bits_per_key: f64,
-    shape: &[(usize, u64)],
-) -> FilterOptions {
-    let mut sizes: Vec<u64> = Vec::new();
-    let mut run_of_level: Vec<Option<usize>> = Vec::new();
-    for (level, &(files, entries)) in shape.iter().enumerate() {
-        if files == 0 || entries == 0 {
-            run_of_level.push(None);
-        } else if level == 0 {
-            run_of_level.push(Some(sizes.len()));
-            let per_file = entries.div_ceil(files as u64);
-            sizes.extend(std::iter::repeat_n(per_file, files));
-        } else {
-            run_of_level.push(Some(sizes.len()));
-            sizes.push(entries);
-        }
-    }
-    let bits = math::monkey_allocation(kind, &sizes, avg_bits_per_key);
-    let policy = |b: f64| (b >= filter::MIN_BITS_PER_KEY).then(|| FilterPolicy::new(kind, b));
-    let first_level_bits = run_of_level
-        .iter()
-        .skip(1)
-        .flatten()
-        .next()
-        .map(|&r| bits[r]);
-    let mut per_level = Vec::new();
-    for (level, run) in run_of_level.iter().enumerate() {
-        let b = match (run, level) {
-            (Some(r), _) => Some(bits[*r]),
-            (None, 0) => first_level_bits,
-            (None, _) => None,
-        };
-        if let Some(b) = b {
-            per_level.push((level, policy(b)));
-        }
-    }
-    FilterOptions {
-        policy: Some(FilterPolicy::new(kind, avg_bits_per_key)),
-        per_level,
-        skip_last_level: false,
-        monkey_avg_bits_per_key: None,
-    }
 }
 
 /// The store options of the study: small buffers and levels so that 1M keys
@@ -310,6 +236,24 @@ impl BenchRow {
     /// Data-block reads per missing get, predicted by the filter models.
     pub fn predicted_reads_per_missing_get(&self) -> f64 {
         self.missing.predicted_block_reads_per_missing_get()
+    }
+
+    /// Filter bits per key of each non-empty level, e.g. `L0 17.8, L1 16.1`
+    /// (`none` for a level without filters).
+    pub fn level_bits(&self) -> String {
+        self.missing
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| {
+                if l.filtered_keys == 0 {
+                    format!("L{} none", l.level)
+                } else {
+                    format!("L{} {:.1}", l.level, l.filter_bits_per_key())
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Data-block reads per existing get.
@@ -692,45 +636,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     }
 
     let mut rows: Vec<BenchRow> = Vec::new();
-    let mut shape: Option<Vec<(usize, u64)>> = None;
     for c in &args.configs {
-        let resolved;
-        let c = match c.monkey {
-            None => c,
-            Some((kind, avg)) => {
-                // Monkey needs the final shape; every configuration gets the
-                // same one, so any earlier store tells it. Without one, build
-                // an unfiltered store just to learn it.
-                let s = match &shape {
-                    Some(s) => s.clone(),
-                    None => {
-                        let d = store_dir(&parent, "shape")?;
-                        let probe = BenchConfig {
-                            name: "shape".into(),
-                            filters: FilterOptions::none(),
-                            monkey: None,
-                        };
-                        let (db, _) = load_store(args, &probe, &d)?;
-                        let s: Vec<(usize, u64)> = db
-                            .stats()
-                            .levels
-                            .iter()
-                            .map(|l| (l.files, l.entries))
-                            .collect();
-                        db.close()?;
-                        let _ = std::fs::remove_dir_all(&d);
-                        s
-                    }
-                };
-                resolved = BenchConfig {
-                    filters: monkey_for_shape(kind, avg, &s),
-                    ..c.clone()
-                };
-                &resolved
-            }
-        };
         let row = run_config(args, c, &parent, keep, zipf.as_ref())?;
-        shape.get_or_insert_with(|| row.shape_key.clone());
         if rows.is_empty() && text {
             writeln!(out, "shape: {}", row.shape)?;
             writeln!(out)?;
@@ -770,6 +677,14 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
                     r.config.name, first.config.name, r.shape
                 )?;
             }
+        }
+        for r in rows.iter().filter(|r| r.config.monkey.is_some()) {
+            writeln!(
+                out,
+                "{}: bits/key per level {}",
+                r.config.name,
+                r.level_bits()
+            )?;
         }
         writeln!(out)?;
         writeln!(
@@ -877,6 +792,7 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> JsonObject {
         .field("keys", r.keys)
         .field("nominal_bits_per_key", r.config.nominal_bits_per_key())
         .field("bits_per_key", r.bits_per_key)
+        .field("level_bits_per_key", r.level_bits())
         .field("filter_bytes", r.filter_bytes)
         .field("predicted_fpr", r.predicted_fpr())
         .field("measured_fpr", r.measured_fpr())
