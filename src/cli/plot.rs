@@ -42,7 +42,7 @@ pub fn write_chart(
         let root = SVGBackend::new(&tmp, (1500, 600)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
         let (left, right) = root.split_horizontally(720);
-        fpr_panel(&left, sweep).map_err(|e| err(e.to_string()))?;
+        fpr_panel(&left, sweep, args.sweep_keys).map_err(|e| err(e.to_string()))?;
         reads_panel(&right, rows, args).map_err(|e| err(e.to_string()))?;
         root.present().map_err(|e| err(e.to_string()))?;
     }
@@ -72,6 +72,7 @@ fn decade_floor(x: f64) -> f64 {
 fn fpr_panel(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     sweep: &[SweepPoint],
+    keys: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let kinds = [FilterKind::Blocked512, FilterKind::Bloom];
     let (bmin, bmax) = (1.5f64, 20.5f64);
@@ -85,7 +86,8 @@ fn fpr_panel(
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!(
-                "Filter false-positive rate vs memory ({} absent probes per point)",
+                "Filter FPR vs memory ({} keys per filter, {} absent probes per point)",
+                count(keys),
                 count(probes)
             ),
             ("sans-serif", 18),
