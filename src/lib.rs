@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod db;
 pub mod error;
 pub mod filter;

@@ -1,0 +1,915 @@
+//! `bloomlsm bench`: the filter / disk-I/O study.
+//!
+//! For each filter configuration the study builds a store with the same keys,
+//! the same seed and the same level shape (compaction runs on the caller
+//! thread via [`Db::maintain`], so the tree is a function of the writes alone),
+//! with the block cache off so that every data-block read is a real `pread`.
+//! It then runs missing-key gets (the "absent" key family, which never
+//! collides with inserted keys) and existing-key gets (uniform, or Zipf-skewed
+//! with `--zipf`), and reports what the store's own counters saw: filter
+//! probes, false positives, data-block reads per missing get next to the
+//! model's prediction, and latencies.
+//!
+//! `--plot` adds a filter-only sweep (measured vs modelled FPR across bits per
+//! key for both filter kinds) and draws it with the per-configuration read
+//! costs as an SVG chart ([`super::plot`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use rayon::prelude::*;
+
+use super::db_cmd::shape_line;
+use super::report::{self, JsonObject, TextTable, bytes, count, csv_line, percent, sig3};
+use super::{CliError, CliResult, progress};
+use crate::filter::{self, Filter, FilterKind, FilterPolicy, key_hash, math};
+use crate::workload::{SplitMix64, absent_key, present_key};
+use crate::{Db, FilterOptions, Options, Stats, WriteBatch};
+
+/// The configurations `bench` runs when `--configs` is not given.
+pub const DEFAULT_CONFIGS: &str = "none,bloom10,blocked6,blocked10,blocked16,monkey10";
+
+/// Arguments of `bench`.
+#[derive(Clone, Debug, Args)]
+pub struct BenchArgs {
+    /// Keys to insert into each store (16-byte random keys).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub keys: u64,
+    /// Bytes of each value.
+    #[arg(long, default_value_t = 100, value_name = "BYTES")]
+    pub value_size: usize,
+    /// Gets per phase (missing keys, then existing keys).
+    #[arg(long, default_value_t = 200_000, value_name = "N")]
+    pub lookups: u64,
+    /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
+    /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
+    /// average), `monkey-bloomB`; B may be fractional, e.g. `blocked12.5`.
+    #[arg(long, default_value = DEFAULT_CONFIGS, value_delimiter = ',', value_parser = parse_config)]
+    pub configs: Vec<BenchConfig>,
+    /// Choose existing keys from a Zipf distribution with this exponent
+    /// (e.g. 0.99) instead of uniformly.
+    #[arg(long, value_name = "S")]
+    pub zipf: Option<f64>,
+    /// Keep the stores under this directory (one sub-directory per
+    /// configuration) instead of a temporary directory that is removed.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Seed of keys, values and lookups.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print one JSON object per configuration per line instead of the table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (a header line, then one line per configuration).
+    #[arg(long)]
+    pub csv: bool,
+    /// Also run the filter-only FPR sweep and write an SVG chart of it and of
+    /// the data-block reads per missing get of each configuration.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Keys per filter in the `--plot` sweep.
+    #[arg(long, default_value_t = 200_000, value_name = "N")]
+    pub sweep_keys: u64,
+    /// Absent-key probes per filter in the `--plot` sweep.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub sweep_probes: u64,
+    /// No progress bars, and nothing on stderr but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// One filter configuration of the study.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchConfig {
+    /// The name given on the command line, e.g. `blocked10`.
+    pub name: String,
+    /// The store's filter options.
+    pub filters: FilterOptions,
+    /// For `monkeyB` / `monkey-bloomB`: the kind and average bits per key
+    /// ([`FilterOptions::monkey`]: the store re-solves the allocation for
+    /// every file it writes).
+    pub monkey: Option<(FilterKind, f64)>,
+}
+
+impl BenchConfig {
+    /// A description of the policy, e.g. `blocked512(10 b/k, k=6)`,
+    /// `monkey blocked512 (10 b/k average)` or `none`.
+    pub fn policy(&self) -> String {
+        let f = &self.filters;
+        if let Some((kind, avg)) = self.monkey {
+            return format!("monkey {} ({avg} b/k average)", kind.name());
+        }
+        match f.policy {
+            None => "none".to_string(),
+            Some(p) => format!(
+                "{}({} b/k, k={})",
+                p.name(),
+                p.bits_per_key(),
+                p.num_probes()
+            ),
+        }
+    }
+
+    /// The nominal bits per key (0 without filters).
+    pub fn nominal_bits_per_key(&self) -> f64 {
+        self.monkey
+            .map(|(_, avg)| avg)
+            .or(self.filters.policy.map(|p| p.bits_per_key()))
+            .unwrap_or(0.0)
+    }
+}
+
+/// Parses a configuration name: `none`, `bloomB`, `blockedB`, `monkeyB`
+/// (blocked512 with the Monkey allocation) or `monkey-bloomB`, where `B` is
+/// bits per key (fractional allowed, e.g. `blocked12.5`).
+pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
+    let name = name.trim();
+    let bits = |s: &str| -> Result<f64, String> {
+        let b: f64 = s
+            .parse()
+            .map_err(|_| format!("bad bits per key {s:?} in configuration {name:?}"))?;
+        if !(filter::MIN_BITS_PER_KEY..=filter::MAX_BITS_PER_KEY).contains(&b) {
+            return Err(format!(
+                "bits per key in {name:?} must be in {}..={}",
+                filter::MIN_BITS_PER_KEY,
+                filter::MAX_BITS_PER_KEY
+            ));
+        }
+        Ok(b)
+    };
+    let mut monkey = None;
+    let filters = if name == "none" {
+        FilterOptions::none()
+    } else if let Some(b) = name.strip_prefix("monkey-bloom") {
+        monkey = Some((FilterKind::Bloom, bits(b)?));
+        FilterOptions::monkey(FilterKind::Bloom, bits(b)?)
+    } else if let Some(b) = name.strip_prefix("monkey") {
+        monkey = Some((FilterKind::Blocked512, bits(b)?));
+        FilterOptions::monkey(FilterKind::Blocked512, bits(b)?)
+    } else if let Some(b) = name.strip_prefix("blocked") {
+        FilterOptions::uniform(Some(FilterPolicy::blocked512(bits(b)?)))
+    } else if let Some(b) = name.strip_prefix("bloom") {
+        FilterOptions::uniform(Some(FilterPolicy::bloom(bits(b)?)))
+    } else {
+        return Err(format!(
+            "unknown configuration {name:?} (expected none, bloomB, blockedB, monkeyB or monkey-bloomB, e.g. blocked10)"
+        ));
+    };
+    Ok(BenchConfig {
+        name: name.to_string(),
+        filters,
+        monkey,
+    })
+}
+
+/// The store options of the study: small buffers and levels so that 1M keys
+/// make a tree of at least four levels, compaction on the caller thread (same
+/// shape for every configuration), block cache off (every data-block read is
+/// a real `pread`).
+pub fn bench_options(filters: FilterOptions) -> Options {
+    Options {
+        write_buffer_size: 2 << 20,
+        target_file_size: 2 << 20,
+        level1_max_bytes: 4 << 20,
+        level_size_multiplier: 10,
+        block_cache_capacity: 0,
+        background_compaction: false,
+        sync_writes: false,
+        filters,
+        ..Options::default()
+    }
+}
+
+/// What one configuration measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchRow {
+    /// The configuration.
+    pub config: BenchConfig,
+    /// Keys in the store.
+    pub keys: u64,
+    /// Seconds to write the keys and run every flush and compaction.
+    pub load_secs: f64,
+    /// `L0 .. | L1 ..` shape after loading.
+    pub shape: String,
+    /// Per-level `(files, entries)` (for checking that shapes agree).
+    pub shape_key: Vec<(usize, u64)>,
+    /// Bytes of filter bits in memory.
+    pub filter_bytes: u64,
+    /// Filter bits per filtered key.
+    pub bits_per_key: f64,
+    /// Counters of the missing-key phase.
+    pub missing: Stats,
+    /// Counters of the existing-key phase.
+    pub existing: Stats,
+    /// Mean ns per missing-key get.
+    pub missing_get_ns: f64,
+    /// Mean ns per existing-key get.
+    pub existing_get_ns: f64,
+}
+
+impl BenchRow {
+    /// The model's FPR of a filter probe in the missing phase: the levels'
+    /// modelled FPRs weighted by how many absent-key probes each level got.
+    /// `None` if no filter was probed.
+    pub fn predicted_fpr(&self) -> Option<f64> {
+        let (mut w, mut n) = (0.0, 0u64);
+        for l in &self.missing.levels {
+            let probes = l.io.filter_negatives + l.io.false_positives;
+            w += l.predicted_fpr * probes as f64;
+            n += probes;
+        }
+        (n > 0).then(|| w / n as f64)
+    }
+
+    /// False positives over absent-key filter probes in the missing phase.
+    pub fn measured_fpr(&self) -> Option<f64> {
+        self.missing.total.observed_fpr()
+    }
+
+    /// Data-block reads per missing get, measured.
+    pub fn reads_per_missing_get(&self) -> f64 {
+        self.missing.block_reads_per_missing_get()
+    }
+
+    /// Data-block reads per missing get, predicted by the filter models.
+    pub fn predicted_reads_per_missing_get(&self) -> f64 {
+        self.missing.predicted_block_reads_per_missing_get()
+    }
+
+    /// Filter bits per key of each non-empty level, e.g. `L0 17.8, L1 16.1`
+    /// (`none` for a level without filters).
+    pub fn level_bits(&self) -> String {
+        self.missing
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| {
+                if l.filtered_keys == 0 {
+                    format!("L{} none", l.level)
+                } else {
+                    format!("L{} {:.1}", l.level, l.filter_bits_per_key())
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Data-block reads per existing get.
+    pub fn reads_per_existing_get(&self) -> f64 {
+        let g = self.existing.gets.max(1);
+        self.existing.total.block_reads as f64 / g as f64
+    }
+
+    /// Data-block reads per missing get without filters: every probed file
+    /// whose key range holds the key (what the filters could save).
+    pub fn unfiltered_reads_per_missing_get(&self) -> f64 {
+        let t = &self.missing.total;
+        let candidates = t.filter_checks + t.unfiltered_reads + t.unusable_filter_reads;
+        candidates as f64 / self.missing.gets_missing().max(1) as f64
+    }
+}
+
+/// Fraction of the unfiltered data-block reads of missing gets that `row`
+/// avoided, against the `none` row when there is one (same tree, same keys)
+/// and otherwise against the row's own count of in-range candidate files.
+pub fn io_saved(row: &BenchRow, none: Option<&BenchRow>) -> f64 {
+    let base = none.map_or_else(
+        || row.unfiltered_reads_per_missing_get(),
+        BenchRow::reads_per_missing_get,
+    );
+    if base <= 0.0 {
+        0.0
+    } else {
+        1.0 - row.reads_per_missing_get() / base
+    }
+}
+
+/// A Zipf(s) sampler over `0..n` by inverse CDF (rank 0 is the hottest).
+#[derive(Clone, Debug)]
+pub struct Zipf {
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    /// The distribution `P(i) ∝ 1 / (i + 1)^s` over `0..n` (`n ≥ 1`, `s ≥ 0`).
+    pub fn new(n: u64, s: f64) -> Self {
+        let mut cdf = Vec::with_capacity(n as usize);
+        let mut acc = 0.0;
+        for i in 0..n {
+            acc += ((i + 1) as f64).powf(-s);
+            cdf.push(acc);
+        }
+        for c in &mut cdf {
+            *c /= acc;
+        }
+        Zipf { cdf }
+    }
+
+    /// One draw.
+    pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
+        let u = rng.unit();
+        (self.cdf.partition_point(|&c| c <= u) as u64).min(self.cdf.len() as u64 - 1)
+    }
+}
+
+/// Removes a directory tree on drop (the temporary home of the stores).
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn make_temp_dir() -> CliResult<TempDir> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let p = std::env::temp_dir().join(format!("bloomlsm-bench-{}-{nanos:08x}", std::process::id()));
+    std::fs::create_dir_all(&p)
+        .map_err(|e| CliError::new(format!("create {}: {e}", p.display())))?;
+    Ok(TempDir(p))
+}
+
+/// A fresh directory for one configuration's store under `parent`; an old
+/// store of a previous run is removed, anything else is left alone.
+fn store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
+    let d = parent.join(name);
+    if d.exists() {
+        let is_store = d.join("CURRENT").exists();
+        let empty = std::fs::read_dir(&d)
+            .map(|mut r| r.next().is_none())
+            .unwrap_or(false);
+        if is_store {
+            std::fs::remove_dir_all(&d)
+                .map_err(|e| CliError::new(format!("remove old store {}: {e}", d.display())))?;
+        } else if !empty {
+            return Err(CliError::new(format!(
+                "{} exists and is not a bloomlsm store; choose another --dir",
+                d.display()
+            )));
+        }
+    }
+    Ok(d)
+}
+
+/// Deterministic value bytes of key `i`.
+fn value_for(i: u64, template: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(template);
+    let n = out.len().min(8);
+    out[..n].copy_from_slice(&i.to_le_bytes()[..n]);
+}
+
+/// Loads `args.keys` keys into a store at `dir` with `config`'s filters,
+/// running every due flush and compaction on this thread so that the shape
+/// depends on the writes alone. Returns the open store and the load time.
+pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, f64)> {
+    let opts = bench_options(config.filters.clone());
+    let wbs = opts.write_buffer_size as u64;
+    let db = Db::open(dir, opts)?;
+    let pb = progress(
+        Some(args.keys),
+        args.quiet,
+        format!("{}: load", config.name),
+    );
+    let mut template = vec![0u8; args.value_size];
+    SplitMix64::new(args.seed ^ 0x7661_6c75).fill(&mut template);
+    let mut value = Vec::with_capacity(args.value_size);
+    // Per-entry memtable cost, estimated from the first batch; used to flush
+    // before the memtable would fill up on its own (a freeze would hand the
+    // flush to the background thread, and we want every step on this one).
+    let batch_keys = 1000u64;
+    let mut per_batch: Option<u64> = None;
+    let start = Instant::now();
+    let mut i = 0u64;
+    while i < args.keys {
+        let end = (i + batch_keys).min(args.keys);
+        let mut batch = WriteBatch::new();
+        for j in i..end {
+            value_for(j, &template, &mut value);
+            batch.put(&present_key(args.seed, j), &value);
+        }
+        let before = db.stats().memtable_bytes;
+        if let Some(b) = per_batch
+            && before + b >= wbs
+        {
+            db.maintain()?;
+        }
+        let base = db.stats().memtable_bytes;
+        db.write(batch)?;
+        if per_batch.is_none() {
+            per_batch = Some((db.stats().memtable_bytes - base).max(1));
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    db.maintain()?;
+    let secs = start.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    Ok((db, secs))
+}
+
+/// Runs the missing-key and existing-key phases on a loaded store.
+pub fn measure(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    db: &Db,
+    zipf: Option<&Zipf>,
+) -> CliResult<(Stats, f64, Stats, f64)> {
+    const STEP: u64 = 4096;
+    let n = args.lookups;
+
+    db.reset_stats();
+    let pb = progress(
+        Some(n),
+        args.quiet,
+        format!("{}: missing gets", config.name),
+    );
+    let t = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let end = (i + STEP).min(n);
+        for j in i..end {
+            if db.get(absent_key(args.seed, j))?.is_some() {
+                return Err(CliError::new("an absent-family key was found in the store"));
+            }
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    let missing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    pb.finish_and_clear();
+    let missing = db.stats();
+
+    db.reset_stats();
+    let pb = progress(
+        Some(n),
+        args.quiet,
+        format!("{}: existing gets", config.name),
+    );
+    let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
+    let keys = args.keys.max(1);
+    let t = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let end = (i + STEP).min(n);
+        for _ in i..end {
+            let idx = match zipf {
+                Some(z) => z.sample(&mut rng),
+                None => rng.below(keys),
+            };
+            if db.get(present_key(args.seed, idx))?.is_none() {
+                return Err(CliError::new(format!("inserted key #{idx} was not found")));
+            }
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    let existing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    pb.finish_and_clear();
+    Ok((missing, missing_ns, db.stats(), existing_ns))
+}
+
+/// Builds, loads and measures one configuration's store under `parent`,
+/// removing it afterwards unless `keep`.
+pub fn run_config(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    parent: &Path,
+    keep: bool,
+    zipf: Option<&Zipf>,
+) -> CliResult<BenchRow> {
+    let dir = store_dir(parent, &config.name)?;
+    let (db, load_secs) = load_store(args, config, &dir)?;
+    let (missing, missing_get_ns, existing, existing_get_ns) = measure(args, config, &db, zipf)?;
+    let s = &missing;
+    let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
+    let row = BenchRow {
+        config: config.clone(),
+        keys: args.keys,
+        load_secs,
+        shape: shape_line(s),
+        shape_key: s.levels.iter().map(|l| (l.files, l.entries)).collect(),
+        filter_bytes: s.filter_bytes,
+        bits_per_key: if filtered == 0 {
+            0.0
+        } else {
+            s.filter_bytes as f64 * 8.0 / filtered as f64
+        },
+        missing,
+        existing,
+        missing_get_ns,
+        existing_get_ns,
+    };
+    db.close()?;
+    if !keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(row)
+}
+
+/// One point of the filter-only sweep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// Filter kind.
+    pub kind: FilterKind,
+    /// Bits per key asked for.
+    pub requested_bits_per_key: f64,
+    /// Bits per key the filter really has (rounded to whole lines / words).
+    pub bits_per_key: f64,
+    /// Probes per key.
+    pub probes_per_key: u32,
+    /// The model's FPR for the filter's real size.
+    pub predicted_fpr: f64,
+    /// Absent keys probed.
+    pub probes: u64,
+    /// Of which the filter let through.
+    pub false_positives: u64,
+}
+
+impl SweepPoint {
+    /// The measured FPR.
+    pub fn measured_fpr(&self) -> f64 {
+        self.false_positives as f64 / self.probes.max(1) as f64
+    }
+}
+
+/// The filter-only sweep: for each kind and each bits/key, builds a filter
+/// over `keys` present keys and probes it with `probes` absent keys.
+pub fn fpr_sweep(
+    kinds: &[FilterKind],
+    bits: &[f64],
+    keys: u64,
+    probes: u64,
+    seed: u64,
+) -> Vec<SweepPoint> {
+    let present: Vec<u64> = (0..keys).map(|i| key_hash(&present_key(seed, i))).collect();
+    let absent: Vec<u64> = (0..probes)
+        .map(|i| key_hash(&absent_key(seed, i)))
+        .collect();
+    let jobs: Vec<(FilterKind, f64)> = kinds
+        .iter()
+        .flat_map(|&k| bits.iter().map(move |&b| (k, b)))
+        .collect();
+    jobs.par_iter()
+        .map(|&(kind, b)| {
+            let policy = FilterPolicy::new(kind, b);
+            let f = Filter::open(&policy.build(&present)).expect("a freshly built filter opens");
+            let fp = absent.iter().filter(|&&h| f.may_contain(h)).count() as u64;
+            SweepPoint {
+                kind,
+                requested_bits_per_key: b,
+                bits_per_key: f.bits_per_key(),
+                probes_per_key: f.num_probes(),
+                predicted_fpr: f.predicted_fpr(),
+                probes,
+                false_positives: fp,
+            }
+        })
+        .collect()
+}
+
+/// Runs the study and writes the report (table, JSON lines or CSV) to `out`.
+pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
+    if args.keys == 0 || args.lookups == 0 {
+        return Err(CliError::usage("--keys and --lookups must be at least 1"));
+    }
+    if args.configs.is_empty() {
+        return Err(CliError::usage("--configs is empty"));
+    }
+    for (i, c) in args.configs.iter().enumerate() {
+        if args.configs[..i].iter().any(|d| d.name == c.name) {
+            return Err(CliError::usage(format!(
+                "configuration {} is listed twice",
+                c.name
+            )));
+        }
+    }
+    let zipf = match args.zipf {
+        Some(s) if !(s.is_finite() && s >= 0.0) => {
+            return Err(CliError::usage("--zipf must be a number >= 0"));
+        }
+        Some(s) => Some(Zipf::new(args.keys, s)),
+        None => None,
+    };
+    let temp;
+    let (parent, keep) = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| CliError::new(format!("create {}: {e}", d.display())))?;
+            (d.clone(), true)
+        }
+        None => {
+            temp = make_temp_dir()?;
+            (temp.0.clone(), false)
+        }
+    };
+    let text = !args.json && !args.csv;
+    let o = bench_options(FilterOptions::none());
+    let dist = match args.zipf {
+        Some(s) => format!("Zipf {s}"),
+        None => "uniform".to_string(),
+    };
+    if text {
+        writeln!(
+            out,
+            "bloomlsm bench: {} keys (16 B) with {} B values; {} missing + {} existing ({dist}) gets per configuration; seed {}",
+            count(args.keys),
+            args.value_size,
+            count(args.lookups),
+            count(args.lookups),
+            args.seed
+        )?;
+        writeln!(
+            out,
+            "store: write buffer {}, target file {}, L1 {} x{} per level, {} blocks, block cache off, compaction on the caller thread",
+            bytes(o.write_buffer_size as u64),
+            bytes(o.target_file_size),
+            bytes(o.level1_max_bytes),
+            o.level_size_multiplier,
+            bytes(o.block_size as u64)
+        )?;
+        out.flush()?;
+    }
+
+    let mut rows: Vec<BenchRow> = Vec::new();
+    for c in &args.configs {
+        let row = run_config(args, c, &parent, keep, zipf.as_ref())?;
+        if rows.is_empty() && text {
+            writeln!(out, "shape: {}", row.shape)?;
+            writeln!(out)?;
+            out.flush()?;
+        }
+        if !args.quiet && !text {
+            eprintln!(
+                "{}: loaded in {:.1} s; shape {}",
+                c.name, row.load_secs, row.shape
+            );
+        }
+        if args.json {
+            let none = rows.iter().find(|r| r.config.filters.policy.is_none());
+            writeln!(out, "{}", json_row(&row, none).render())?;
+            out.flush()?;
+        }
+        rows.push(row);
+    }
+
+    let none = rows
+        .iter()
+        .find(|r| r.config.filters.policy.is_none())
+        .cloned();
+    if args.csv {
+        writeln!(out, "{}", csv_line(CSV_HEADER))?;
+        for r in &rows {
+            writeln!(out, "{}", csv_line(&csv_row(r, none.as_ref())))?;
+        }
+    } else if text {
+        out.write_all(results_table(&rows, none.as_ref()).render().as_bytes())?;
+        let first = &rows[0];
+        for r in &rows[1..] {
+            if r.shape_key != first.shape_key {
+                writeln!(
+                    out,
+                    "note: {} got a different shape than {}: {}",
+                    r.config.name, first.config.name, r.shape
+                )?;
+            }
+        }
+        for r in rows.iter().filter(|r| r.config.monkey.is_some()) {
+            writeln!(
+                out,
+                "{}: bits/key per level {}",
+                r.config.name,
+                r.level_bits()
+            )?;
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "FPR: false positives / absent-key filter probes (store counters); predicted: the filter model at each file's real bits/key, weighted by probes per level."
+        )?;
+        writeln!(
+            out,
+            "reads/missing get: data blocks read per missing-key get; predicted = sum of the modelled FPRs of the files each get probed. Saved: vs {}.",
+            if none.is_some() {
+                "the none configuration"
+            } else {
+                "the files each get would have read without filters"
+            }
+        )?;
+    }
+
+    if let Some(path) = &args.plot {
+        let pb = progress(None, args.quiet, "filter-only FPR sweep");
+        let bits: Vec<f64> = (2..=20).map(f64::from).collect();
+        let sweep = fpr_sweep(
+            &[FilterKind::Blocked512, FilterKind::Bloom],
+            &bits,
+            args.sweep_keys.max(1),
+            args.sweep_probes.max(1),
+            args.seed,
+        );
+        pb.finish_and_clear();
+        super::plot::write_chart(path, &sweep, &rows, args)?;
+        if text {
+            writeln!(out)?;
+            out.write_all(sweep_table(&sweep).render().as_bytes())?;
+            writeln!(out, "wrote {}", path.display())?;
+        } else if !args.quiet {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(rows)
+}
+
+/// The study's main table.
+pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
+    let mut t = TextTable::new(&[
+        "config",
+        "filter mem",
+        "bits/key",
+        "pred FPR",
+        "meas FPR",
+        "reads/miss",
+        "pred reads",
+        "I/O saved",
+        "miss get",
+        "hit get",
+        "load",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.config.name.clone(),
+            format!("{:.2} MiB", r.filter_bytes as f64 / (1024.0 * 1024.0)),
+            format!("{:.2}", r.bits_per_key),
+            percent(r.predicted_fpr()),
+            percent(r.measured_fpr()),
+            sig3(r.reads_per_missing_get()),
+            sig3(r.predicted_reads_per_missing_get()),
+            format!("{:.1}%", io_saved(r, none) * 100.0),
+            report::duration_ns(r.missing_get_ns),
+            report::duration_ns(r.existing_get_ns),
+            format!("{:.1} s", r.load_secs),
+        ]);
+    }
+    t
+}
+
+/// The `--plot` sweep as a table.
+pub fn sweep_table(sweep: &[SweepPoint]) -> TextTable {
+    let mut t = TextTable::new(&[
+        "filter",
+        "bits/key",
+        "k",
+        "pred FPR",
+        "meas FPR",
+        "probes",
+        "false pos",
+    ]);
+    for p in sweep {
+        t.row(vec![
+            p.kind.name().to_string(),
+            format!("{:.2}", p.bits_per_key),
+            p.probes_per_key.to_string(),
+            percent(Some(p.predicted_fpr)),
+            percent(Some(p.measured_fpr())),
+            count(p.probes),
+            count(p.false_positives),
+        ]);
+    }
+    t
+}
+
+/// The JSON object of one configuration.
+pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> JsonObject {
+    let m = &r.missing;
+    JsonObject::new()
+        .field("config", r.config.name.as_str())
+        .field("policy", r.config.policy())
+        .field("keys", r.keys)
+        .field("nominal_bits_per_key", r.config.nominal_bits_per_key())
+        .field("bits_per_key", r.bits_per_key)
+        .field("level_bits_per_key", r.level_bits())
+        .field("filter_bytes", r.filter_bytes)
+        .field("predicted_fpr", r.predicted_fpr())
+        .field("measured_fpr", r.measured_fpr())
+        .field("block_reads_per_missing_get", r.reads_per_missing_get())
+        .field(
+            "predicted_block_reads_per_missing_get",
+            r.predicted_reads_per_missing_get(),
+        )
+        .field(
+            "unfiltered_block_reads_per_missing_get",
+            r.unfiltered_reads_per_missing_get(),
+        )
+        .field("io_saved", io_saved(r, none))
+        .field("missing_gets", m.gets_missing())
+        .field("filter_checks", m.total.filter_checks)
+        .field("filter_negatives", m.total.filter_negatives)
+        .field("false_positives", m.total.false_positives)
+        .field("missing_get_ns", r.missing_get_ns)
+        .field("existing_gets", r.existing.gets)
+        .field("block_reads_per_existing_get", r.reads_per_existing_get())
+        .field("existing_get_ns", r.existing_get_ns)
+        .field("load_seconds", r.load_secs)
+        .field("shape", r.shape.as_str())
+}
+
+/// Column names of `--csv`.
+pub const CSV_HEADER: &[&str] = &[
+    "config",
+    "policy",
+    "keys",
+    "bits_per_key",
+    "filter_bytes",
+    "predicted_fpr",
+    "measured_fpr",
+    "block_reads_per_missing_get",
+    "predicted_block_reads_per_missing_get",
+    "io_saved",
+    "missing_get_ns",
+    "existing_get_ns",
+    "block_reads_per_existing_get",
+    "load_seconds",
+];
+
+/// One `--csv` line's fields.
+pub fn csv_row(r: &BenchRow, none: Option<&BenchRow>) -> Vec<String> {
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    vec![
+        r.config.name.clone(),
+        r.config.policy(),
+        r.keys.to_string(),
+        r.bits_per_key.to_string(),
+        r.filter_bytes.to_string(),
+        opt(r.predicted_fpr()),
+        opt(r.measured_fpr()),
+        r.reads_per_missing_get().to_string(),
+        r.predicted_reads_per_missing_get().to_string(),
+        io_saved(r, none).to_string(),
+        format!("{:.1}", r.missing_get_ns),
+        format!("{:.1}", r.existing_get_ns),
+        r.reads_per_existing_get().to_string(),
+        format!("{:.3}", r.load_secs),
+    ]
+}
+
+/// The model's FPR at `bits_per_key` with the best probe count (curves of the
+/// chart).
+pub fn model_curve(kind: FilterKind, bits_per_key: f64) -> f64 {
+    math::best_fpr(kind, bits_per_key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_configs() {
+        assert_eq!(parse_config("none").unwrap().filters, FilterOptions::none());
+        let b = parse_config("blocked12.5").unwrap();
+        assert_eq!(b.filters.policy, Some(FilterPolicy::blocked512(12.5)));
+        assert_eq!(
+            parse_config("bloom8").unwrap().filters.policy,
+            Some(FilterPolicy::bloom(8.0))
+        );
+        let m = parse_config("monkey8").unwrap();
+        assert_eq!(m.filters.monkey_avg_bits_per_key, Some(8.0));
+        assert_eq!(m.policy(), "monkey blocked512 (8 b/k average)");
+        assert_eq!(
+            parse_config("monkey-bloom10")
+                .unwrap()
+                .filters
+                .policy
+                .unwrap()
+                .kind(),
+            FilterKind::Bloom
+        );
+        for bad in ["blocked", "bloomx", "foo10", "blocked0", "blocked1000", ""] {
+            assert!(parse_config(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn zipf_prefers_low_ranks() {
+        let z = Zipf::new(1000, 1.0);
+        let mut rng = SplitMix64::new(3);
+        let draws: Vec<u64> = (0..10_000).map(|_| z.sample(&mut rng)).collect();
+        assert!(draws.iter().all(|&d| d < 1000));
+        let zeros = draws.iter().filter(|&&d| d == 0).count();
+        // P(0) = 1 / H(1000) ≈ 0.134.
+        assert!((1100..1600).contains(&zeros), "{zeros}");
+    }
+
+    #[test]
+    fn sweep_measures_near_the_model() {
+        let s = fpr_sweep(&[FilterKind::Blocked512], &[8.0], 20_000, 100_000, 1);
+        let p = s[0];
+        assert!(p.false_positives > 0);
+        let ratio = p.measured_fpr() / p.predicted_fpr;
+        assert!((0.8..1.25).contains(&ratio), "{p:?}");
+    }
+}

@@ -1,0 +1,248 @@
+//! The SVG chart of `bench --plot`, drawn with plotters' SVG backend (no font
+//! files needed: text is left to the SVG viewer).
+//!
+//! Left panel: false-positive rate against bits per key, the model curve of
+//! each filter kind with the measured points of the filter-only sweep on top
+//! (log scale), and the information-theoretic bound `2^-b`. Right panel:
+//! data-block reads per missing get of each store configuration, measured
+//! next to predicted (log scale).
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::bench::{BenchArgs, BenchRow, SweepPoint, model_curve};
+use super::report::{count, sig3};
+use super::{CliError, CliResult};
+use crate::filter::FilterKind;
+
+const BLUE_: RGBColor = RGBColor(31, 119, 180);
+const ORANGE_: RGBColor = RGBColor(255, 127, 14);
+const GREY_: RGBColor = RGBColor(140, 140, 140);
+
+fn kind_color(kind: FilterKind) -> RGBColor {
+    match kind {
+        FilterKind::Blocked512 => BLUE_,
+        FilterKind::Bloom => ORANGE_,
+    }
+}
+
+/// Writes the two-panel chart to `path` (via a `.tmp` file renamed into place).
+pub fn write_chart(
+    path: &Path,
+    sweep: &[SweepPoint],
+    rows: &[BenchRow],
+    args: &BenchArgs,
+) -> CliResult {
+    let tmp = path.with_extension("svg.tmp");
+    let err = |e: String| CliError::new(format!("plot {}: {e}", path.display()));
+    {
+        let root = SVGBackend::new(&tmp, (1500, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let (left, right) = root.split_horizontally(720);
+        fpr_panel(&left, sweep, args.sweep_keys).map_err(|e| err(e.to_string()))?;
+        reads_panel(&right, rows, args).map_err(|e| err(e.to_string()))?;
+        root.present().map_err(|e| err(e.to_string()))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
+
+/// Tick labels of a log axis of rates: `1%`, `0.01%`, ...
+fn rate_label(v: &f64) -> String {
+    format!("{}%", sig3(v * 100.0))
+}
+
+/// `sig3` without trailing zeros (bar labels are narrow).
+fn short(v: f64) -> String {
+    let s = sig3(v);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn decade_floor(x: f64) -> f64 {
+    10f64.powf(x.log10().floor())
+}
+
+fn fpr_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    sweep: &[SweepPoint],
+    keys: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let kinds = [FilterKind::Blocked512, FilterKind::Bloom];
+    let (bmin, bmax) = (1.5f64, 20.5f64);
+    let mut lowest =
+        model_curve(FilterKind::Bloom, bmax).min(model_curve(FilterKind::Blocked512, bmax));
+    for p in sweep.iter().filter(|p| p.false_positives > 0) {
+        lowest = lowest.min(p.measured_fpr());
+    }
+    let ymin = decade_floor(lowest.max(1e-9));
+    let probes = sweep.first().map_or(0, |p| p.probes);
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!(
+                "Filter FPR vs memory ({} keys per filter, {} absent probes per point)",
+                count(keys),
+                count(probes)
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(bmin..bmax, (ymin..1.0f64).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("bits per key")
+        .y_desc("false-positive rate")
+        .x_labels(10)
+        .y_label_formatter(&rate_label)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+
+    let grid = |kind: FilterKind| {
+        (0..=((bmax - bmin) * 10.0) as usize)
+            .map(move |t| bmin + t as f64 / 10.0)
+            .map(move |b| (b, model_curve(kind, b)))
+            .filter(move |&(_, f)| f >= ymin)
+    };
+    for kind in kinds {
+        let c = kind_color(kind);
+        chart
+            .draw_series(LineSeries::new(grid(kind), c.stroke_width(2)))?
+            .label(format!("{} model", kind.name()))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart
+            .draw_series(
+                sweep
+                    .iter()
+                    .filter(|p| p.kind == kind && p.false_positives > 0)
+                    .map(|p| Circle::new((p.bits_per_key, p.measured_fpr()), 4, c.filled())),
+            )?
+            .label(format!("{} measured", kind.name()))
+            .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
+    }
+    chart
+        .draw_series(LineSeries::new(
+            (0..=((bmax - bmin) * 10.0) as usize)
+                .map(|t| bmin + t as f64 / 10.0)
+                .map(|b| (b, 0.5f64.powf(b)))
+                .filter(|&(_, f)| f >= ymin),
+            GREY_.stroke_width(1),
+        ))?
+        .label("bound 2^-b")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], GREY_.stroke_width(1)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    Ok(())
+}
+
+fn reads_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    rows: &[BenchRow],
+    args: &BenchArgs,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let n = rows.len().max(1);
+    let values: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| {
+            [
+                r.reads_per_missing_get(),
+                r.predicted_reads_per_missing_get(),
+            ]
+        })
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(0.0, f64::max);
+    let (ymin, ymax) = if values.is_empty() {
+        (1e-4, 10.0)
+    } else {
+        (decade_floor(lo) / 2.0, hi * 4.0)
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!(
+                "Data-block reads per missing get ({} keys, {} gets)",
+                count(args.keys),
+                count(args.lookups)
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..n as f64, (ymin..ymax).log_scale())?;
+    let names: Vec<String> = rows.iter().map(|r| r.config.name.clone()).collect();
+    let label = move |x: &f64| {
+        // Labels sit at segment centres (i + 0.5); other ticks stay blank.
+        let i = x.floor();
+        if (x - i - 0.5).abs() < 1e-6 {
+            names.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(2 * n + 1)
+        .x_label_formatter(&label)
+        .y_desc("data-block reads per missing get")
+        .y_label_formatter(&|v| sig3(*v))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    let bar = |i: usize, side: usize, v: f64, c: RGBColor| {
+        let x0 = i as f64 + 0.12 + side as f64 * 0.38;
+        Rectangle::new([(x0, ymin), (x0 + 0.36, v.max(ymin))], c.filled())
+    };
+    chart
+        .draw_series(
+            rows.iter()
+                .enumerate()
+                .map(|(i, r)| bar(i, 0, r.reads_per_missing_get(), BLUE_)),
+        )?
+        .label("measured")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], BLUE_.filled()));
+    chart
+        .draw_series(
+            rows.iter()
+                .enumerate()
+                .map(|(i, r)| bar(i, 1, r.predicted_reads_per_missing_get(), ORANGE_)),
+        )?
+        .label("predicted (sum of modelled FPRs)")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], ORANGE_.filled()));
+    let value_style =
+        TextStyle::from(("sans-serif", 11).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+    for (i, r) in rows.iter().enumerate() {
+        for (side, v) in [
+            (0, r.reads_per_missing_get()),
+            (1, r.predicted_reads_per_missing_get()),
+        ] {
+            let x = i as f64 + 0.12 + side as f64 * 0.38 + 0.18;
+            chart.draw_series(std::iter::once(Text::new(
+                short(v),
+                (x, v.max(ymin) * 1.15),
+                value_style.clone(),
+            )))?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    Ok(())
+}

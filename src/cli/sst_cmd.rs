@@ -1,0 +1,418 @@
+//! `bloomlsm sst`: look inside single SSTable files, like RocksDB's `sst_dump`.
+//!
+//! - `dump FILE`: footer, properties, filter parameters and predicted FPR,
+//!   data-block sizes, key range; `--blocks` and `--entries` list more.
+//! - `verify FILE...`: reads every block and checks every checksum; a failure
+//!   names the first bad block's offset and makes the exit status non-zero.
+//! - `filter-test FILE`: measures the file's filter FPR with random keys that
+//!   are not in the table, next to the model's prediction.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use super::escape::{escape, internal_key};
+use super::report::{bytes, count, percent};
+use super::{CliError, CliResult};
+use crate::filter::{Filter, key_hash};
+use crate::sst::format::BLOCK_TRAILER_LEN;
+use crate::sst::{KeyFormat, Table, TableOpenOptions};
+use crate::workload::SplitMix64;
+
+/// The `sst` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SstCommand {
+    /// Print a table's footer, properties, filter, blocks and key range.
+    Dump(DumpArgs),
+    /// Read every block of each file and check every checksum; non-zero exit
+    /// status if any file fails.
+    Verify(VerifyArgs),
+    /// Measure a table's filter false-positive rate with keys not in the table.
+    FilterTest(FilterTestArgs),
+}
+
+/// Arguments of `sst dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The SSTable file.
+    pub file: PathBuf,
+    /// Also print every entry (escaped; internal keys as `user_key @seq kind`).
+    #[arg(long)]
+    pub entries: bool,
+    /// Also list every data block (offset, size, last key).
+    #[arg(long)]
+    pub blocks: bool,
+    /// Print at most this many entries / blocks.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+}
+
+/// Arguments of `sst verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The SSTable files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+/// Arguments of `sst filter-test`.
+#[derive(Debug, Args)]
+pub struct FilterTestArgs {
+    /// The SSTable file.
+    pub file: PathBuf,
+    /// Number of absent keys to probe the filter with.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub probes: u64,
+    /// Length of the random probe keys in bytes.
+    #[arg(long, default_value_t = 16, value_name = "BYTES")]
+    pub key_len: usize,
+    /// Seed of the random probe keys.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl SstCommand {
+    /// Runs the command, writing its report to `out`.
+    pub fn run(&self, out: &mut dyn Write) -> CliResult {
+        match self {
+            SstCommand::Dump(a) => dump(a, out),
+            SstCommand::Verify(a) => verify(a, out),
+            SstCommand::FilterTest(a) => filter_test(a, out),
+        }
+    }
+}
+
+/// Opens a table for inspection (no block cache: every read is from disk).
+pub fn open_table(path: &Path) -> CliResult<Table> {
+    if !path.exists() {
+        return Err(CliError::new(format!("{}: no such file", path.display())));
+    }
+    Ok(Table::open(path, TableOpenOptions::default())?)
+}
+
+/// One line describing a table's filter: policy, k, keys, memory, bits per
+/// key and predicted FPR.
+pub fn describe_filter(t: &Table) -> String {
+    let p = t.properties();
+    let name = t
+        .filter_policy_name()
+        .or(p.filter_policy.as_deref())
+        .unwrap_or("?");
+    match t.filter() {
+        None => "none (every lookup inside the key range reads a data block)".to_string(),
+        Some(Filter::Unusable { reason }) => {
+            format!("{name}: unusable by this build ({reason}); read as if absent")
+        }
+        Some(f) => format!(
+            "{name}: {} bits/key requested, k={}, {} keys, {} in memory ({:.2} bits/key), predicted FPR {}",
+            p.filter_bits_per_key,
+            f.num_probes(),
+            count(f.key_count()),
+            bytes(f.memory_bytes() as u64),
+            f.bits_per_key(),
+            percent(Some(f.predicted_fpr())),
+        ),
+    }
+}
+
+fn show_key(fmt: KeyFormat, k: &[u8]) -> String {
+    match fmt {
+        KeyFormat::Plain => escape(k),
+        KeyFormat::Internal => internal_key(k),
+    }
+}
+
+fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
+    let t = open_table(&a.file)?;
+    let p = t.properties();
+    let f = t.footer();
+    let fmt = t.key_format();
+    let sizes: Vec<u64> = t.index_entries().map(|(_, h)| h.size).collect();
+    let data_total: u64 = sizes.iter().map(|s| s + BLOCK_TRAILER_LEN as u64).sum();
+    let kv = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
+
+    kv(
+        out,
+        "file",
+        format!("{} ({} bytes)", a.file.display(), count(t.file_size())),
+    )?;
+    kv(
+        out,
+        "format version",
+        format!(
+            "{} (footer), {} (properties)",
+            f.format_version, p.format_version
+        ),
+    )?;
+    kv(out, "checksum", t.checksum_type().name().to_string())?;
+    kv(
+        out,
+        "footer",
+        format!(
+            "metaindex @{} +{}, index @{} +{}",
+            f.metaindex.offset, f.metaindex.size, f.index.offset, f.index.size
+        ),
+    )?;
+    kv(out, "key format", fmt.name().to_string())?;
+    let deletions = p
+        .deletions
+        .map_or(String::new(), |d| format!(" ({} deletions)", count(d)));
+    kv(out, "entries", format!("{}{deletions}", count(p.entries)))?;
+    kv(
+        out,
+        "raw sizes",
+        format!(
+            "keys {}, values {}",
+            bytes(p.raw_key_bytes),
+            bytes(p.raw_value_bytes)
+        ),
+    )?;
+    let blocks = if sizes.is_empty() {
+        "0".to_string()
+    } else {
+        let min = sizes.iter().min().copied().unwrap_or(0);
+        let max = sizes.iter().max().copied().unwrap_or(0);
+        format!(
+            "{}, {} with trailers (payload min {} B, avg {} B, max {} B)",
+            count(sizes.len() as u64),
+            bytes(data_total),
+            min,
+            sizes.iter().sum::<u64>() / sizes.len() as u64,
+            max
+        )
+    };
+    kv(out, "data blocks", blocks)?;
+    kv(
+        out,
+        "index block",
+        format!(
+            "{} on disk, {} in memory",
+            bytes(p.index_size),
+            bytes(t.index_memory_bytes() as u64)
+        ),
+    )?;
+    let filter_disk = match t.filter_handle() {
+        Some(h) => format!(
+            " [block @{} +{}, {} on disk]",
+            h.offset,
+            h.size,
+            bytes(p.filter_size)
+        ),
+        None => String::new(),
+    };
+    kv(
+        out,
+        "filter",
+        format!("{}{filter_disk}", describe_filter(&t)),
+    )?;
+    if p.entries > 0 {
+        kv(
+            out,
+            "key range",
+            format!(
+                "{} .. {}",
+                show_key(fmt, t.smallest_key()),
+                show_key(fmt, t.largest_key())
+            ),
+        )?;
+    } else {
+        kv(out, "key range", "(empty table)".to_string())?;
+    }
+    kv(
+        out,
+        "created",
+        format!("{} (unix seconds)", p.creation_time),
+    )?;
+
+    let limit = a.limit.unwrap_or(u64::MAX);
+    if a.blocks {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:>6}  {:>10}  {:>6}  last key",
+            "block", "offset", "size"
+        )?;
+        for (i, (k, h)) in t.index_entries().enumerate().take(limit as usize) {
+            writeln!(
+                out,
+                "{i:>6}  {:>10}  {:>6}  {}",
+                h.offset,
+                h.size,
+                show_key(fmt, k)
+            )?;
+        }
+    }
+    if a.entries {
+        writeln!(out)?;
+        for (n, e) in t.iter().enumerate() {
+            if n as u64 >= limit {
+                break;
+            }
+            let (k, v) = e?;
+            writeln!(out, "{} => {}", show_key(fmt, &k), escape(&v))?;
+        }
+    }
+    Ok(())
+}
+
+fn verify(a: &VerifyArgs, out: &mut dyn Write) -> CliResult {
+    let mut failed = 0;
+    for path in &a.files {
+        let r = open_table(path).and_then(|t| {
+            t.verify_all()?;
+            Ok(t)
+        });
+        match r {
+            Ok(t) => writeln!(
+                out,
+                "OK      {} ({} entries, {} data blocks)",
+                path.display(),
+                count(t.entries()),
+                count(t.data_blocks() as u64)
+            )?,
+            Err(e) => {
+                failed += 1;
+                writeln!(out, "FAILED  {}: {}", path.display(), e.message)?;
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(CliError::new(format!(
+            "{failed} of {} files failed verification",
+            a.files.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The outcome of probing a filter with keys known to be absent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FprMeasurement {
+    /// Absent keys probed.
+    pub probes: u64,
+    /// Probes that answered "may contain".
+    pub false_positives: u64,
+}
+
+impl FprMeasurement {
+    /// The measured false-positive rate.
+    pub fn fpr(&self) -> f64 {
+        if self.probes == 0 {
+            0.0
+        } else {
+            self.false_positives as f64 / self.probes as f64
+        }
+    }
+
+    /// The Wilson score 95% confidence interval of the rate.
+    pub fn interval95(&self) -> (f64, f64) {
+        let n = self.probes as f64;
+        if n == 0.0 {
+            return (0.0, 1.0);
+        }
+        let z = 1.96f64;
+        let p = self.fpr();
+        let d = 1.0 + z * z / n;
+        let c = (p + z * z / (2.0 * n)) / d;
+        let h = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / d;
+        ((c - h).max(0.0), (c + h).min(1.0))
+    }
+}
+
+fn filter_test(a: &FilterTestArgs, out: &mut dyn Write) -> CliResult {
+    let t = open_table(&a.file)?;
+    let filter = match t.filter() {
+        None => {
+            return Err(CliError::new(format!(
+                "{} has no filter block",
+                a.file.display()
+            )));
+        }
+        Some(Filter::Unusable { reason }) => {
+            return Err(CliError::new(format!(
+                "{}: filter unusable by this build: {reason}",
+                a.file.display()
+            )));
+        }
+        Some(f) => f,
+    };
+    if a.key_len == 0 {
+        return Err(CliError::usage("--key-len must be at least 1"));
+    }
+    // The filter covers user keys; collect them so that a random key that
+    // happens to be in the table is skipped rather than counted.
+    let fmt = t.key_format();
+    let mut present: HashSet<Vec<u8>> = HashSet::with_capacity(t.entries() as usize);
+    for e in t.iter() {
+        let (k, _) = e?;
+        present.insert(fmt.user_key(&k).to_vec());
+    }
+    let mut rng = SplitMix64::new(a.seed);
+    let mut key = vec![0u8; a.key_len];
+    let (mut m, mut skipped) = (
+        FprMeasurement {
+            probes: 0,
+            false_positives: 0,
+        },
+        0u64,
+    );
+    while m.probes < a.probes {
+        rng.fill(&mut key);
+        if present.contains(&key) {
+            skipped += 1;
+            if skipped > a.probes.max(1000) {
+                return Err(CliError::new(
+                    "random keys keep hitting the table; use a different --key-len",
+                ));
+            }
+            continue;
+        }
+        m.probes += 1;
+        m.false_positives += u64::from(filter.may_contain(key_hash(&key)));
+    }
+    let (lo, hi) = m.interval95();
+    let kv = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
+    kv(out, "file", a.file.display().to_string())?;
+    kv(out, "filter", describe_filter(&t))?;
+    kv(
+        out,
+        "probes",
+        format!(
+            "{} random {}-byte keys not in the table ({} in-table keys skipped), seed {}",
+            count(m.probes),
+            a.key_len,
+            count(skipped),
+            a.seed
+        ),
+    )?;
+    kv(out, "false positives", count(m.false_positives))?;
+    kv(
+        out,
+        "measured FPR",
+        format!(
+            "{} (95% interval {} .. {})",
+            percent(Some(m.fpr())),
+            percent(Some(lo)),
+            percent(Some(hi))
+        ),
+    )?;
+    kv(out, "predicted FPR", percent(Some(filter.predicted_fpr())))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_interval_brackets_the_rate() {
+        let m = FprMeasurement {
+            probes: 100_000,
+            false_positives: 1_000,
+        };
+        let (lo, hi) = m.interval95();
+        assert!(lo < 0.01 && 0.01 < hi && hi - lo < 0.002, "{lo} {hi}");
+    }
+}
