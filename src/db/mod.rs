@@ -157,6 +157,19 @@ impl Db {
         // 1. The manifest: which files live where.
         let recovered = match Manifest::recover(&dir) {
             Ok((state, _report)) => state,
+            // Only a missing CURRENT means "no store here yet". A CURRENT that
+            // names a missing manifest is damage: starting empty would delete
+            // every table below as stale.
+            Err(Error::Io { source, context })
+                if source.kind() == std::io::ErrorKind::NotFound
+                    && filename::current_file(&dir).exists() =>
+            {
+                return Err(Error::corruption(
+                    filename::current_file(&dir),
+                    0,
+                    format!("CURRENT names a manifest that does not exist ({context}: {source})"),
+                ));
+            }
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 RecoveredState {
                     levels: vec![Vec::new(); manifest::NUM_LEVELS],
