@@ -156,7 +156,28 @@ impl Db {
 
         // 1. The manifest: which files live where.
         let recovered = match Manifest::recover(&dir) {
-            Ok((state, _report)) => state,
+            Ok((state, report)) => {
+                // The manifest names the oldest WAL still needed, and a flush
+                // deletes a WAL only after its edit (which advances that
+                // number) is durable. A real torn tail (a crash during an
+                // append) therefore always leaves the named WAL in place; if
+                // it is gone, the dropped "tail" was a damaged edit whose
+                // flushed writes would silently vanish.
+                if let Some(t) = report.tail_dropped
+                    && state.log_number > 0
+                    && !filename::log_file(&dir, state.log_number).exists()
+                {
+                    return Err(Error::corruption(
+                        filename::manifest_file(&dir, report.manifest_number),
+                        t.offset,
+                        format!(
+                            "damaged last edit: the WAL {} it leaves in use is gone",
+                            state.log_number
+                        ),
+                    ));
+                }
+                state
+            }
             // Only a missing CURRENT means "no store here yet". A CURRENT that
             // names a missing manifest is damage: starting empty would delete
             // every table below as stale.
