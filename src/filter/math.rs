@@ -202,6 +202,28 @@ pub fn bits_per_key_for_fpr(kind: FilterKind, fpr: f64) -> f64 {
 /// Grid of the Monkey allocation, in bits per key.
 const MONKEY_STEP: f64 = 0.0625;
 
+/// `best_fpr(kind, s · MONKEY_STEP)` for every step of the grid, computed once
+/// per process: it depends on nothing else, and for blocked512 it costs
+/// seconds (high bits per key need k > 20, i.e. the Markov chain), far too
+/// much to repeat for every flush and compaction that picks a Monkey policy.
+fn monkey_grid(kind: FilterKind) -> &'static [f64] {
+    use rayon::prelude::*;
+    use std::sync::OnceLock;
+    static BLOCKED: OnceLock<Vec<f64>> = OnceLock::new();
+    static CLASSIC: OnceLock<Vec<f64>> = OnceLock::new();
+    let cell = match kind {
+        FilterKind::Blocked512 => &BLOCKED,
+        FilterKind::Bloom => &CLASSIC,
+    };
+    cell.get_or_init(|| {
+        let steps = (MAX_BITS_PER_KEY / MONKEY_STEP) as usize;
+        (0..=steps)
+            .into_par_iter()
+            .map(|s| best_fpr(kind, s as f64 * MONKEY_STEP))
+            .collect()
+    })
+}
+
 /// Monkey's allocation (Dayan, Athanassoulis, Idreos, SIGMOD 2017): split a
 /// memory budget of `avg_bits_per_key` over all keys between levels holding
 /// `level_keys[i]` keys so that the sum of the levels' FPRs — the expected
@@ -220,10 +242,8 @@ pub fn monkey_allocation(kind: FilterKind, level_keys: &[u64], avg_bits_per_key:
         return vec![0.0; level_keys.len()];
     }
     let budget = avg_bits_per_key.min(MAX_BITS_PER_KEY) * total_keys;
-    let steps = (MAX_BITS_PER_KEY / MONKEY_STEP) as usize;
-    let fpr_at: Vec<f64> = (0..=steps)
-        .map(|s| best_fpr(kind, s as f64 * MONKEY_STEP))
-        .collect();
+    let fpr_at = monkey_grid(kind);
+    let steps = fpr_at.len() - 1;
     let choose = |mu: f64| -> Vec<usize> {
         level_keys
             .iter()
