@@ -466,6 +466,8 @@ impl Db {
                     number: f.number(),
                     file_bytes: f.meta.file_size,
                     entries: f.meta.entries,
+                    smallest: f.smallest_user_key().to_vec(),
+                    largest: f.largest_user_key().to_vec(),
                     filter: f.table.filter_policy_name().unwrap_or("none").to_string(),
                     bits_per_key: filter
                         .filter(|x| x.is_usable())
