@@ -259,6 +259,10 @@ pub struct FileStats {
     pub file_bytes: u64,
     /// Entries.
     pub entries: u64,
+    /// Smallest user key in the file.
+    pub smallest: Vec<u8>,
+    /// Largest user key in the file.
+    pub largest: Vec<u8>,
     /// Filter policy name (`"none"` if the file has no filter).
     pub filter: String,
     /// Filter bits per key (0 without a usable filter).

@@ -156,7 +156,41 @@ impl Db {
 
         // 1. The manifest: which files live where.
         let recovered = match Manifest::recover(&dir) {
-            Ok((state, _report)) => state,
+            Ok((state, report)) => {
+                // The manifest names the oldest WAL still needed, and a flush
+                // deletes a WAL only after its edit (which advances that
+                // number) is durable. A real torn tail (a crash during an
+                // append) therefore always leaves the named WAL in place; if
+                // it is gone, the dropped "tail" was a damaged edit whose
+                // flushed writes would silently vanish.
+                if let Some(t) = report.tail_dropped
+                    && state.log_number > 0
+                    && !filename::log_file(&dir, state.log_number).exists()
+                {
+                    return Err(Error::corruption(
+                        filename::manifest_file(&dir, report.manifest_number),
+                        t.offset,
+                        format!(
+                            "damaged last edit: the WAL {} it leaves in use is gone",
+                            state.log_number
+                        ),
+                    ));
+                }
+                state
+            }
+            // Only a missing CURRENT means "no store here yet". A CURRENT that
+            // names a missing manifest is damage: starting empty would delete
+            // every table below as stale.
+            Err(Error::Io { source, context })
+                if source.kind() == std::io::ErrorKind::NotFound
+                    && filename::current_file(&dir).exists() =>
+            {
+                return Err(Error::corruption(
+                    filename::current_file(&dir),
+                    0,
+                    format!("CURRENT names a manifest that does not exist ({context}: {source})"),
+                ));
+            }
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 RecoveredState {
                     levels: vec![Vec::new(); manifest::NUM_LEVELS],
@@ -432,6 +466,8 @@ impl Db {
                     number: f.number(),
                     file_bytes: f.meta.file_size,
                     entries: f.meta.entries,
+                    smallest: f.smallest_user_key().to_vec(),
+                    largest: f.largest_user_key().to_vec(),
                     filter: f.table.filter_policy_name().unwrap_or("none").to_string(),
                     bits_per_key: filter
                         .filter(|x| x.is_usable())

@@ -1,0 +1,275 @@
+//! Exact read-path accounting: the counters of `stats()` and `file_stats()`
+//! must equal what the lookups did, computed independently from the files'
+//! key ranges. Counters, not timings; the block cache is off so every data
+//! block read is a disk read.
+
+use bloomlsm::workload::SplitMix64;
+use bloomlsm::{Db, FileStats, FilterOptions, FilterPolicy, IoCounters, Options};
+
+mod common;
+use common::scratch_dir;
+
+fn options(filters: FilterOptions) -> Options {
+    Options {
+        write_buffer_size: 8 << 10,
+        target_file_size: 4096,
+        level1_max_bytes: 16 << 10,
+        level_size_multiplier: 3,
+        block_size: 512,
+        block_cache_capacity: 0,
+        background_compaction: false,
+        filters,
+        ..Options::default()
+    }
+}
+
+/// Present keys are even, missing keys odd.
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// A store with several levels and some L0 files, everything flushed. Keys
+/// written more than once live in several files (all versions equal here,
+/// since only the newest is ever read). Returns the present key numbers.
+fn build(db: &Db) -> Vec<u64> {
+    let mut rng = SplitMix64::new(0xACC);
+    let mut present = Vec::new();
+    for round in 0..3 {
+        for _ in 0..1500 {
+            let i = 2 * rng.below(4000);
+            db.put(key(i), format!("v{i}")).unwrap();
+            present.push(i);
+        }
+        if round < 2 {
+            db.maintain().unwrap();
+        } else {
+            db.flush().unwrap();
+        }
+    }
+    present.sort_unstable();
+    present.dedup();
+    let s = db.stats();
+    assert!(s.levels[0].files >= 2, "{:?}", s.levels);
+    assert!(
+        s.levels.iter().skip(1).filter(|l| l.files > 0).count() >= 2,
+        "{:?}",
+        s.levels
+    );
+    present
+}
+
+/// For a lookup of `k` that finds nothing: (files considered, files whose
+/// range covers `k`), from the files' key ranges and the engine's rule
+/// (every L0 file; on deeper levels the first file whose largest key ≥ k).
+fn candidates(files: &[FileStats], k: &[u8]) -> (u64, Vec<u64>) {
+    let mut considered = 0;
+    let mut covering = Vec::new();
+    let deepest = files.iter().map(|f| f.level).max().unwrap_or(0);
+    for level in 0..=deepest {
+        let mut on_level: Vec<&FileStats> = files.iter().filter(|f| f.level == level).collect();
+        if level > 0 {
+            on_level.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            on_level = on_level
+                .into_iter()
+                .filter(|f| f.largest.as_slice() >= k)
+                .take(1)
+                .collect();
+        }
+        for f in on_level {
+            considered += 1;
+            if f.smallest.as_slice() <= k && k <= f.largest.as_slice() {
+                covering.push(f.number);
+            }
+        }
+    }
+    (considered, covering)
+}
+
+fn missing_keys() -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = (0..2000).map(|i| key(4 * i + 1)).collect();
+    // Outside every file's range: before, after.
+    v.push(b"a".to_vec());
+    v.push(b"key".to_vec());
+    v.push(b"zzz".to_vec());
+    v
+}
+
+#[test]
+fn without_filters_a_missing_key_reads_one_block_per_covering_file() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options(FilterOptions::none())).unwrap();
+    build(&db);
+    let files = db.file_stats();
+    db.reset_stats();
+    let (mut considered, mut covering_total) = (0, 0);
+    let mut per_file: std::collections::HashMap<u64, u64> = Default::default();
+    let keys = missing_keys();
+    for k in &keys {
+        assert_eq!(db.get(k).unwrap(), None);
+        let (c, cov) = candidates(&files, k);
+        considered += c;
+        covering_total += cov.len() as u64;
+        for n in cov {
+            *per_file.entry(n).or_default() += 1;
+        }
+    }
+    let s = db.stats();
+    assert_eq!(s.gets, keys.len() as u64);
+    assert_eq!(s.gets_found, 0);
+    assert_eq!(s.memtable_answers, 0);
+    assert!(
+        covering_total > keys.len() as u64,
+        "several candidates per key"
+    );
+    assert_eq!(s.missing_get_block_reads, covering_total);
+    assert_eq!(s.missing_get_disk_reads, covering_total);
+    assert_eq!(s.total.block_reads, covering_total);
+    assert_eq!(s.total.cache_hits, 0);
+    assert_eq!(s.total.files_considered, considered);
+    assert_eq!(s.total.key_range_skips, considered - covering_total);
+    assert_eq!(s.total.unfiltered_reads, covering_total);
+    assert_eq!(s.total.filter_checks, 0);
+    // Without filters the model predicts one read per covering file.
+    assert!((s.missing_get_predicted_reads - covering_total as f64).abs() < 1e-6);
+    for f in db.file_stats() {
+        let want = per_file.get(&f.number).copied().unwrap_or(0);
+        assert_eq!(f.io.block_reads, want, "{f:?}");
+        assert_eq!(f.io.unfiltered_reads, want, "{f:?}");
+        assert!(f.io.bytes_read >= want * 16, "{f:?}");
+    }
+    // Levels add up to the total.
+    let mut sum = IoCounters::default();
+    for l in &s.levels {
+        sum.add(&l.io);
+    }
+    assert_eq!(sum, s.total);
+}
+
+#[test]
+fn with_filters_missing_key_reads_equal_false_positives() {
+    let dir = scratch_dir();
+    // Few bits per key: plenty of false positives to count.
+    let filters = FilterOptions::uniform(Some(FilterPolicy::blocked512(3.0)));
+    let db = Db::open(dir.path(), options(filters)).unwrap();
+    build(&db);
+    let files = db.file_stats();
+    db.reset_stats();
+    let keys = missing_keys();
+    let (mut considered, mut covering_total) = (0, 0);
+    for k in &keys {
+        assert_eq!(db.get(k).unwrap(), None);
+        let (c, cov) = candidates(&files, k);
+        considered += c;
+        covering_total += cov.len() as u64;
+    }
+    let s = db.stats();
+    let t = s.total;
+    assert!(t.false_positives > 0 && t.filter_negatives > 0, "{t:?}");
+    assert_eq!(s.missing_get_block_reads, t.false_positives, "{t:?}");
+    assert_eq!(t.block_reads, t.false_positives, "{t:?}");
+    assert_eq!(t.filter_checks, covering_total, "{t:?}");
+    assert_eq!(t.filter_negatives + t.false_positives, t.filter_checks);
+    assert_eq!(t.filter_positives, t.false_positives);
+    assert_eq!(t.files_considered, considered);
+    assert_eq!(t.key_range_skips, considered - covering_total);
+    assert_eq!(t.unfiltered_reads + t.unusable_filter_reads, 0);
+    for f in db.file_stats() {
+        let io = f.io;
+        assert_eq!(io.block_reads, io.false_positives, "{f:?}");
+        assert_eq!(io.filter_negatives + io.false_positives, io.filter_checks);
+        assert_eq!(io.observed_fpr().is_some(), io.filter_checks > 0);
+    }
+    // The prediction is the sum of the covering files' modelled FPRs.
+    let fpr: std::collections::HashMap<u64, f64> =
+        files.iter().map(|f| (f.number, f.predicted_fpr)).collect();
+    let predicted: f64 = keys
+        .iter()
+        .flat_map(|k| candidates(&files, k).1)
+        .map(|n| fpr[&n])
+        .sum();
+    assert!(
+        (s.missing_get_predicted_reads - predicted).abs() < 1e-6 * keys.len() as f64,
+        "{} vs {predicted}",
+        s.missing_get_predicted_reads
+    );
+}
+
+#[test]
+fn existing_keys_read_one_block_in_the_file_that_holds_them() {
+    let dir = scratch_dir();
+    let filters = FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0)));
+    let db = Db::open(dir.path(), options(filters)).unwrap();
+    let present = build(&db);
+    db.reset_stats();
+    for &i in &present {
+        let before = db.file_stats();
+        let v = db.get(key(i)).unwrap();
+        assert_eq!(v.as_deref(), Some(format!("v{i}").as_bytes()));
+        let after = db.file_stats();
+        // Exactly one file found it (a true positive) with one block read;
+        // every other block read was a false positive of a file above it.
+        let mut true_pos = 0;
+        for (b, a) in before.iter().zip(&after) {
+            assert_eq!(a.number, b.number);
+            let d = |f: fn(&IoCounters) -> u64| f(&a.io) - f(&b.io);
+            let tp = d(|c| c.filter_positives) - d(|c| c.false_positives);
+            if tp == 1 {
+                true_pos += 1;
+                assert_eq!(d(|c| c.block_reads), 1, "{a:?}");
+                assert!(a.smallest <= key(i) && key(i) <= a.largest);
+            } else {
+                assert_eq!(d(|c| c.block_reads), d(|c| c.false_positives), "{a:?}");
+            }
+        }
+        assert_eq!(true_pos, 1, "key {i}");
+    }
+    let s = db.stats();
+    let n = present.len() as u64;
+    assert_eq!(s.gets_found, n);
+    assert_eq!(s.total.block_reads, n + s.total.false_positives);
+    assert_eq!(s.total.filter_positives - s.total.false_positives, n);
+    assert_eq!(s.missing_get_block_reads, 0);
+}
+
+#[test]
+fn memtable_answers_cost_no_io_and_reset_zeroes_everything() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
+    build(&db);
+    db.put(b"fresh", b"1").unwrap();
+    db.delete(key(0)).unwrap();
+    db.reset_stats();
+    assert_eq!(db.get(b"fresh").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(key(0)).unwrap(), None);
+    let s = db.stats();
+    assert_eq!((s.gets, s.gets_found, s.memtable_answers), (2, 1, 2));
+    assert_eq!(s.total, IoCounters::default());
+    // Lots of traffic, then a reset: every counter is zero again.
+    for k in missing_keys().iter().take(300) {
+        db.get(k).unwrap();
+    }
+    for i in 0..300 {
+        db.get(key(2 * i)).unwrap();
+    }
+    assert_ne!(db.stats().total, IoCounters::default());
+    db.reset_stats();
+    let s = db.stats();
+    assert_eq!(
+        (
+            s.gets,
+            s.gets_found,
+            s.memtable_answers,
+            s.missing_get_block_reads,
+            s.missing_get_disk_reads
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    assert_eq!(s.missing_get_predicted_reads, 0.0);
+    assert_eq!(s.total, IoCounters::default());
+    assert!(s.levels.iter().all(|l| l.io == IoCounters::default()));
+    assert!(
+        db.file_stats()
+            .iter()
+            .all(|f| f.io == IoCounters::default())
+    );
+}

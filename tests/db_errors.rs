@@ -1,0 +1,176 @@
+//! Argument and option errors, and the directory lock. (Operations after
+//! `close` cannot be written: `close` consumes the handle.)
+
+use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use bloomlsm::{Db, Error, Options, WriteBatch};
+
+mod common;
+use common::scratch_dir;
+
+fn invalid<T>(r: bloomlsm::Result<T>) -> bool {
+    matches!(r, Err(Error::InvalidArgument(_)))
+}
+
+#[test]
+fn bad_keys_and_values_are_invalid_arguments() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let long_key = vec![b'k'; MAX_KEY_LEN + 1];
+    assert_eq!(long_key.len(), 65537);
+    let max_key = vec![b'k'; MAX_KEY_LEN];
+    let huge_value = vec![0u8; MAX_VALUE_LEN + 1];
+
+    assert!(invalid(db.put(b"", b"v")));
+    assert!(invalid(db.put(&long_key, b"v")));
+    assert!(invalid(db.put(b"k", &huge_value)));
+    assert!(invalid(db.delete(b"")));
+    assert!(invalid(db.delete(&long_key)));
+    assert!(invalid(db.get(b"")));
+    assert!(invalid(db.get(&long_key)));
+    // One bad op fails the whole batch, and nothing of it is applied.
+    let mut b = WriteBatch::new();
+    b.put(b"good", b"1");
+    b.put(b"", b"2");
+    assert!(invalid(db.write(b)));
+    let mut b = WriteBatch::new();
+    b.put(b"good", b"1");
+    b.put(b"big", &huge_value);
+    assert!(invalid(db.write(b)));
+    assert_eq!(db.get(b"good").unwrap(), None);
+
+    // The limits themselves are accepted, and survive a flush and reopen.
+    db.put(&max_key, b"max key").unwrap();
+    db.put(b"empty", b"").unwrap();
+    db.write(WriteBatch::new()).unwrap(); // an empty batch is a no-op
+    db.flush().unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(&max_key).unwrap().as_deref(), Some(&b"max key"[..]));
+    assert_eq!(db.get(b"empty").unwrap().as_deref(), Some(&b""[..]));
+}
+
+#[test]
+fn value_at_the_limit_is_accepted() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let v = vec![7u8; MAX_VALUE_LEN];
+    db.put(b"big", &v).unwrap();
+    assert_eq!(
+        db.get(b"big").unwrap().map(|b| b.len()),
+        Some(MAX_VALUE_LEN)
+    );
+    db.flush().unwrap();
+    assert_eq!(db.get(b"big").unwrap().as_deref(), Some(v.as_slice()));
+}
+
+#[test]
+fn a_locked_store_cannot_be_opened_twice() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::Locked(p)) => assert_eq!(p, dir.path()),
+        other => panic!("expected Locked, got {:?}", other.err()),
+    }
+    db.close().unwrap();
+    // Released by close.
+    Db::open(dir.path(), Options::default()).unwrap();
+}
+
+#[test]
+fn option_validation() {
+    let ok = Options::default();
+    ok.validate().unwrap();
+    let bad: Vec<(&str, Options)> = vec![
+        (
+            "write_buffer_size",
+            Options {
+                write_buffer_size: 4095,
+                ..Options::default()
+            },
+        ),
+        (
+            "target_file_size",
+            Options {
+                target_file_size: 4095,
+                ..Options::default()
+            },
+        ),
+        (
+            "level_size_multiplier",
+            Options {
+                level_size_multiplier: 1,
+                ..Options::default()
+            },
+        ),
+        (
+            "block_size",
+            Options {
+                block_size: 63,
+                ..Options::default()
+            },
+        ),
+        (
+            "max_levels",
+            Options {
+                max_levels: 1,
+                ..Options::default()
+            },
+        ),
+        (
+            "l0_compaction_trigger",
+            Options {
+                l0_compaction_trigger: 0,
+                ..Options::default()
+            },
+        ),
+        (
+            "l0 triggers",
+            Options {
+                l0_compaction_trigger: 8,
+                l0_slowdown_trigger: 4,
+                ..Options::default()
+            },
+        ),
+        (
+            "l0 triggers",
+            Options {
+                l0_slowdown_trigger: 8,
+                l0_stop_trigger: 7,
+                ..Options::default()
+            },
+        ),
+    ];
+    let dir = scratch_dir();
+    for (what, o) in bad {
+        assert!(invalid(o.validate()), "{what}: {o:?}");
+        // Open refuses them too, before touching the directory.
+        let sub = dir.path().join(what.replace(' ', "_"));
+        assert!(invalid(Db::open(&sub, o)), "{what}");
+        assert!(!sub.exists(), "{what}");
+    }
+    // The smallest accepted sizes work.
+    let tiny = Options {
+        write_buffer_size: 4096,
+        target_file_size: 4096,
+        level_size_multiplier: 2,
+        ..Options::default()
+    };
+    tiny.validate().unwrap();
+    let db = Db::open(dir.path().join("tiny"), tiny).unwrap();
+    for i in 0..2000u32 {
+        db.put(i.to_be_bytes(), [1u8; 20]).unwrap();
+    }
+    db.compact().unwrap();
+    assert_eq!(db.scan::<[u8], _>(..).count(), 2000);
+}
+
+#[test]
+fn missing_directory_without_create_if_missing() {
+    let dir = scratch_dir();
+    let o = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    assert!(invalid(Db::open(dir.path().join("nope"), o)));
+    assert!(!dir.path().join("nope").exists());
+}

@@ -1,0 +1,368 @@
+//! Filters in the store: options changed across reopens (files of several
+//! policies coexist and stay correct), a file whose filter this build cannot
+//! read, per-level overrides, `skip_last_level`, and the Monkey allocation.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use bloomlsm::db::{FileKind, filename};
+use bloomlsm::sst::{Table, TableOpenOptions, format};
+use bloomlsm::workload::SplitMix64;
+use bloomlsm::{Db, FileStats, FilterKind, FilterOptions, FilterPolicy, Options};
+
+mod common;
+use common::scratch_dir;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn options(filters: FilterOptions) -> Options {
+    Options {
+        write_buffer_size: 8 << 10,
+        target_file_size: 4096,
+        level1_max_bytes: 16 << 10,
+        level_size_multiplier: 4,
+        block_size: 1024,
+        block_cache_capacity: 0,
+        background_compaction: false,
+        filters,
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn write_some(db: &Db, model: &mut Model, rng: &mut SplitMix64, n: usize, tag: &str) {
+    for _ in 0..n {
+        let k = key(rng.below(3000));
+        if rng.below(8) == 0 {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let mut v = format!("{}:{tag}:", String::from_utf8_lossy(&k)).into_bytes();
+            v.resize(v.len() + rng.below(80) as usize, b'x');
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+}
+
+fn check_model(db: &Db, model: &Model) {
+    for i in 0..3100 {
+        let k = key(i);
+        assert_eq!(
+            db.get(&k).unwrap().as_deref(),
+            model.get(&k).map(Vec::as_slice),
+            "key {i}"
+        );
+    }
+    let all: Vec<(Vec<u8>, Vec<u8>)> = db
+        .scan::<[u8], _>(..)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+        .collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert!(all == want, "scan differs from the model");
+}
+
+/// Whether a file's effective bits per key match the configured `want`:
+/// filters round up to whole 512-bit lines (blocked) or 64-bit words (bloom),
+/// which adds up to 512 bits per file.
+fn bits_close(f: &FileStats, want: f64) -> bool {
+    f.bits_per_key >= want - 0.5 && f.bits_per_key <= want + 0.5 + 512.0 / f.entries as f64
+}
+
+fn policies(files: &[FileStats]) -> Vec<String> {
+    let mut p: Vec<String> = files.iter().map(|f| f.filter.clone()).collect();
+    p.sort();
+    p.dedup();
+    p
+}
+
+#[test]
+fn filter_options_changed_across_reopen() {
+    let dir = scratch_dir();
+    let mut rng = SplitMix64::new(0xF11);
+    let mut model = Model::new();
+    let blocked = FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0)));
+    let bloom = FilterOptions::uniform(Some(FilterPolicy::bloom(6.0)));
+    {
+        let db = Db::open(dir.path(), options(blocked)).unwrap();
+        write_some(&db, &mut model, &mut rng, 3000, "a");
+        db.maintain().unwrap();
+        db.close().unwrap();
+    }
+    {
+        let db = Db::open(dir.path(), options(bloom)).unwrap();
+        check_model(&db, &model);
+        write_some(&db, &mut model, &mut rng, 600, "b");
+        db.flush().unwrap();
+        let fs = db.file_stats();
+        // Old files keep (and report) their own policy next to the new ones.
+        assert_eq!(policies(&fs), ["blocked512", "bloom"], "{fs:#?}");
+        for f in &fs {
+            assert!(f.filter_usable);
+            let want = if f.filter == "bloom" { 6.0 } else { 10.0 };
+            assert!(bits_close(f, want), "{f:?}");
+        }
+        let s = db.stats();
+        assert!(
+            s.levels[0].policies.contains("bloom") && !s.levels[1].policies.contains("bloom"),
+            "{:?}",
+            s.levels.iter().map(|l| &l.policies).collect::<Vec<_>>()
+        );
+        check_model(&db, &model);
+        db.close().unwrap();
+    }
+    {
+        let db = Db::open(dir.path(), options(FilterOptions::none())).unwrap();
+        write_some(&db, &mut model, &mut rng, 600, "c");
+        db.flush().unwrap();
+        assert_eq!(
+            policies(&db.file_stats()),
+            ["blocked512", "bloom", "none"],
+            "{:#?}",
+            db.file_stats()
+        );
+        check_model(&db, &model);
+        // Partial compaction: some files are rewritten (without a filter),
+        // others keep theirs.
+        db.maintain().unwrap();
+        check_model(&db, &model);
+        let fs = db.file_stats();
+        assert!(fs.iter().any(|f| f.filter == "none"), "{fs:#?}");
+        // Unfiltered files are read without a filter, and counted.
+        db.reset_stats();
+        check_model(&db, &model);
+        assert!(db.stats().total.unfiltered_reads > 0);
+        db.compact().unwrap();
+        check_model(&db, &model);
+        assert_eq!(policies(&db.file_stats()), ["none"]);
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
+    check_model(&db, &model);
+    db.verify().unwrap();
+}
+
+/// Rewrites the version byte of the filter trailer of the table at `path`
+/// (and the block's checksum), making the filter unreadable to this build
+/// while the file stays valid: what a file from a later version looks like.
+fn make_filter_unusable(path: &Path) {
+    let t = Table::open(
+        path,
+        TableOpenOptions {
+            file_id: 0,
+            cache: None,
+        },
+    )
+    .unwrap();
+    let h = t.filter_handle().expect("table has a filter");
+    let checksum = t.checksum_type();
+    drop(t);
+    let mut bytes = std::fs::read(path).unwrap();
+    let (start, end) = (h.offset as usize, (h.offset + h.size) as usize);
+    let version_at = end - bloomlsm::filter::FILTER_TRAILER_LEN + 18;
+    assert_eq!(bytes[version_at], bloomlsm::filter::FILTER_VERSION);
+    bytes[version_at] = 99;
+    let block_type = bytes[end];
+    let trailer = format::block_trailer(checksum, &bytes[start..end], block_type, h.offset);
+    bytes[end..end + format::BLOCK_TRAILER_LEN].copy_from_slice(&trailer);
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn unusable_filter_reads_correctly_and_is_counted() {
+    let dir = scratch_dir();
+    let mut rng = SplitMix64::new(0xF12);
+    let mut model = Model::new();
+    {
+        let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
+        write_some(&db, &mut model, &mut rng, 3000, "a");
+        db.maintain().unwrap();
+        db.close().unwrap();
+    }
+    // Damage-free but unreadable filters in half of the tables.
+    let mut tables: Vec<_> = filename::list_store_files(dir.path())
+        .unwrap()
+        .into_iter()
+        .filter(|(k, _, _)| *k == FileKind::Table)
+        .collect();
+    tables.sort_by_key(|t| t.1);
+    let patched: Vec<u64> = tables.iter().step_by(2).map(|t| t.1).collect();
+    for (_, n, p) in tables.iter().step_by(2) {
+        let _ = n;
+        make_filter_unusable(p);
+    }
+    let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
+    db.verify().unwrap();
+    for f in db.file_stats() {
+        let unusable = patched.contains(&f.number);
+        assert_eq!(f.filter_usable, !unusable, "{f:?}");
+        assert_eq!(f.filter, "blocked512");
+        if unusable {
+            assert_eq!(f.predicted_fpr, 1.0);
+            assert_eq!(f.bits_per_key, 0.0);
+        }
+    }
+    let s = db.stats();
+    assert_eq!(
+        s.levels.iter().map(|l| l.unfiltered_files).sum::<usize>(),
+        patched.len()
+    );
+    check_model(&db, &model);
+    let s = db.stats();
+    assert!(s.total.unusable_filter_reads > 0, "{:?}", s.total);
+    let fs = db.file_stats();
+    for f in &fs {
+        if patched.contains(&f.number) {
+            // Never filtered: every in-range probe reads a block.
+            assert_eq!(f.io.filter_checks, 0, "{f:?}");
+            assert_eq!(
+                f.io.unusable_filter_reads,
+                f.io.files_considered - f.io.key_range_skips,
+                "{f:?}"
+            );
+        } else {
+            assert_eq!(f.io.unusable_filter_reads, 0, "{f:?}");
+        }
+    }
+    // Compaction rewrites those it merges (the deepest level's stay as
+    // they are: a full compaction ends there), with a usable filter.
+    let unusable = |db: &Db| db.file_stats().iter().filter(|f| !f.filter_usable).count();
+    let before = unusable(&db);
+    db.compact().unwrap();
+    assert!(unusable(&db) < before, "{:#?}", db.file_stats());
+    check_model(&db, &model);
+}
+
+fn level_policy(fs: &[FileStats], level: usize) -> Vec<String> {
+    policies(
+        &fs.iter()
+            .filter(|f| f.level == level)
+            .cloned()
+            .collect::<Vec<_>>(),
+    )
+}
+
+#[test]
+fn per_level_overrides() {
+    let dir = scratch_dir();
+    let mut rng = SplitMix64::new(0xF13);
+    let mut model = Model::new();
+    let filters = FilterOptions {
+        policy: Some(FilterPolicy::blocked512(8.0)),
+        per_level: vec![(0, Some(FilterPolicy::bloom(5.0))), (1, None)],
+        skip_last_level: false,
+        monkey_avg_bits_per_key: None,
+    };
+    let db = Db::open(dir.path(), options(filters)).unwrap();
+    for round in 0..4 {
+        write_some(&db, &mut model, &mut rng, 2000, &format!("r{round}"));
+        db.maintain().unwrap();
+    }
+    write_some(&db, &mut model, &mut rng, 200, "last");
+    db.flush().unwrap();
+    let fs = db.file_stats();
+    let deepest = fs.iter().map(|f| f.level).max().unwrap();
+    assert!(deepest >= 3, "{fs:#?}");
+    assert_eq!(level_policy(&fs, 0), ["bloom"]);
+    assert_eq!(level_policy(&fs, 1), ["none"]);
+    for l in 2..=deepest {
+        assert_eq!(level_policy(&fs, l), ["blocked512"], "level {l}");
+    }
+    for f in &fs {
+        match f.level {
+            0 => assert!(bits_close(f, 5.0), "{f:?}"),
+            1 => assert_eq!(f.bits_per_key, 0.0),
+            _ => assert!(bits_close(f, 8.0), "{f:?}"),
+        }
+    }
+    check_model(&db, &model);
+}
+
+#[test]
+fn skip_last_level() {
+    let dir = scratch_dir();
+    let mut rng = SplitMix64::new(0xF14);
+    let mut model = Model::new();
+    let filters = FilterOptions {
+        skip_last_level: true,
+        ..FilterOptions::default()
+    };
+    let db = Db::open(dir.path(), options(filters)).unwrap();
+    for round in 0..4 {
+        write_some(&db, &mut model, &mut rng, 2000, &format!("r{round}"));
+        db.maintain().unwrap();
+    }
+    let fs = db.file_stats();
+    let deepest = fs.iter().map(|f| f.level).max().unwrap();
+    assert!(deepest >= 2, "{fs:#?}");
+    assert_eq!(level_policy(&fs, deepest), ["none"], "{fs:#?}");
+    check_model(&db, &model);
+    db.compact().unwrap();
+    assert_eq!(policies(&db.file_stats()), ["none"]);
+    // New L0 files are not on the last level: they get the filter.
+    write_some(&db, &mut model, &mut rng, 200, "late");
+    db.flush().unwrap();
+    let fs = db.file_stats();
+    assert_eq!(level_policy(&fs, 0), ["blocked512"], "{fs:#?}");
+    check_model(&db, &model);
+}
+
+#[test]
+fn monkey_gives_smaller_levels_more_bits() {
+    let dir = scratch_dir();
+    let mut rng = SplitMix64::new(0xF15);
+    // Files of ~1000 keys, so that rounding filters up to whole 512-bit lines
+    // does not blur the allocation.
+    let db = Db::open(
+        dir.path(),
+        Options {
+            write_buffer_size: 64 << 10,
+            target_file_size: 32 << 10,
+            level1_max_bytes: 32 << 10,
+            level_size_multiplier: 4,
+            block_cache_capacity: 0,
+            background_compaction: false,
+            filters: FilterOptions::monkey(FilterKind::Blocked512, 10.0),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let mut model = Model::new();
+    for _ in 0..5 {
+        for _ in 0..5000 {
+            let k = key(rng.below(1_000_000));
+            let v = rng.next_u64().to_le_bytes().to_vec();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        db.maintain().unwrap();
+    }
+    let s = db.stats();
+    let levels: Vec<(usize, u64, f64)> = s
+        .levels
+        .iter()
+        .filter(|l| l.level > 0 && l.files > 0)
+        .map(|l| (l.level, l.entries, l.filter_bits_per_key()))
+        .collect();
+    assert!(levels.len() >= 2, "{levels:?}");
+    let (first, last) = (levels[0], levels[levels.len() - 1]);
+    assert!(first.1 < last.1, "{levels:?}");
+    assert!(
+        first.2 > last.2 + 1.0,
+        "smaller level gets more bits/key: {levels:?}"
+    );
+    assert!(last.2 < 10.0, "{levels:?}");
+    // The average stays near the budget.
+    let keys: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
+    let avg = s.filter_bytes as f64 * 8.0 / keys as f64;
+    assert!(
+        (8.0..12.0).contains(&avg),
+        "average {avg} bits/key: {levels:?}"
+    );
+    for (k, v) in model.iter().step_by(7) {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()));
+    }
+}

@@ -1,0 +1,355 @@
+//! Model test: random sequences of puts, deletes, batches, gets, scans,
+//! flushes, compactions, maintenance and reopens, checked step by step
+//! against a `BTreeMap`. Tiny memtables, files and level targets make several
+//! levels appear; fixed seeds make every failure reproducible.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+
+use bloomlsm::workload::SplitMix64;
+
+mod common;
+use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, WriteBatch};
+use common::scratch_dir;
+
+/// Distinct keys in the key space: small, so overwrites and deletes collide.
+const KEY_SPACE: u64 = 900;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn key(i: u64) -> Vec<u8> {
+    // Variable-length keys sharing prefixes (exercise prefix compression and
+    // key-range comparisons between keys of different lengths).
+    let mut k = format!("k{:03}", i / 3).into_bytes();
+    for _ in 0..(i % 3) {
+        k.push(b'a' + (i % 7) as u8);
+    }
+    k
+}
+
+fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
+    match rng.below(20) {
+        // Keys outside the space: before, after, between.
+        0 => b"a".to_vec(),
+        1 => b"zzz".to_vec(),
+        2 => {
+            let mut k = key(rng.below(KEY_SPACE));
+            k.push(0);
+            k
+        }
+        _ => key(rng.below(KEY_SPACE)),
+    }
+}
+
+/// A value naming its key and the op that wrote it (so a stale or misplaced
+/// value is recognisable), of varied length, sometimes empty.
+fn value(rng: &mut SplitMix64, k: &[u8], op: usize) -> Vec<u8> {
+    let len = match rng.below(10) {
+        0 => 0,
+        1..=6 => rng.below(64) as usize,
+        7 | 8 => 64 + rng.below(300) as usize,
+        _ => 400 + rng.below(1600) as usize,
+    };
+    let mut v = format!("{}@{op}:", String::from_utf8_lossy(k)).into_bytes();
+    v.resize(len.max(v.len()), b'.');
+    if len == 0 {
+        v.clear();
+    }
+    v
+}
+
+fn options(rng: &mut SplitMix64, background: bool) -> Options {
+    let filters = match rng.below(4) {
+        0 => FilterOptions::none(),
+        1 => FilterOptions::uniform(Some(FilterPolicy::bloom(6.0))),
+        _ => FilterOptions::default(),
+    };
+    Options {
+        write_buffer_size: [4096, 8192, 16384][rng.below(3) as usize],
+        target_file_size: 4096,
+        level1_max_bytes: 16 << 10,
+        level_size_multiplier: 2 + rng.below(3),
+        l0_compaction_trigger: 2 + rng.below(3) as usize,
+        block_size: [256, 1024, 4096][rng.below(3) as usize],
+        block_cache_capacity: [0, 16 << 10, 1 << 20][rng.below(3) as usize],
+        background_compaction: background,
+        filters,
+        ..Options::default()
+    }
+}
+
+fn in_bounds(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Included(s) => k >= &s[..],
+        Bound::Excluded(s) => k > &s[..],
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(e) => k <= &e[..],
+        Bound::Excluded(e) => k < &e[..],
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+fn random_bound(rng: &mut SplitMix64) -> Bound<Vec<u8>> {
+    match rng.below(3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(random_key(rng)),
+        _ => Bound::Excluded(random_key(rng)),
+    }
+}
+
+fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn check_scan(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, ctx: &str) {
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db
+        .scan::<[u8], _>((as_slice(lo), as_slice(hi)))
+        .map(|r| {
+            let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan error {e}"));
+            (k.to_vec(), v.to_vec())
+        })
+        .collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model
+        .iter()
+        .filter(|(k, _)| in_bounds(k, lo, hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if got != want {
+        let gk: Vec<String> = got
+            .iter()
+            .map(|(k, _)| String::from_utf8_lossy(k).into())
+            .collect();
+        let wk: Vec<String> = want
+            .iter()
+            .map(|(k, _)| String::from_utf8_lossy(k).into())
+            .collect();
+        let first_diff = got.iter().zip(&want).position(|(a, b)| a != b);
+        panic!(
+            "{ctx}: scan {lo:?}..{hi:?} differs: got {} entries, want {}; first difference at {first_diff:?}\n got keys {:?}\nwant keys {:?}",
+            got.len(),
+            want.len(),
+            &gk[..gk.len().min(40)],
+            &wk[..wk.len().min(40)],
+        );
+    }
+}
+
+fn check_all(db: &Db, model: &Model, ctx: &str) {
+    check_scan(db, model, &Bound::Unbounded, &Bound::Unbounded, ctx);
+    for (k, v) in model {
+        let got = db.get(k).unwrap_or_else(|e| panic!("{ctx}: get error {e}"));
+        assert_eq!(
+            got.as_deref(),
+            Some(v.as_slice()),
+            "{ctx}: key {}",
+            String::from_utf8_lossy(k)
+        );
+    }
+}
+
+fn levels_with_files(db: &Db) -> (usize, usize) {
+    let s = db.stats();
+    let n = s.levels.iter().filter(|l| l.files > 0).count();
+    let deepest = s.levels.iter().rposition(|l| l.files > 0).unwrap_or(0);
+    (n, deepest)
+}
+
+/// Runs one seed; returns the most levels holding files at once and the
+/// deepest level reached.
+fn run(seed: u64, ops: usize, background: bool, dir: &Path) -> (usize, usize) {
+    let mut rng = SplitMix64::new(seed);
+    let opts = options(&mut rng, background);
+    let mut db = Db::open(dir, opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut recent: Vec<String> = Vec::new();
+    let (mut max_levels, mut deepest) = (0, 0);
+    for op in 0..ops {
+        let ctx =
+            || format!("seed {seed} bg {background} op {op} (opts {opts:?}) recent {recent:?}");
+        let dice = rng.below(1000);
+        let desc: String;
+        match dice {
+            0..=349 => {
+                let k = random_key(&mut rng);
+                let v = value(&mut rng, &k, op);
+                desc = format!("put {} ({} B)", String::from_utf8_lossy(&k), v.len());
+                db.put(&k, &v).unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+                model.insert(k, v);
+            }
+            350..=479 => {
+                let k = random_key(&mut rng);
+                desc = format!("delete {}", String::from_utf8_lossy(&k));
+                db.delete(&k).unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+                model.remove(&k);
+            }
+            480..=559 => {
+                let n = 1 + rng.below(12);
+                let mut b = WriteBatch::new();
+                let mut applied = Vec::new();
+                for _ in 0..n {
+                    let k = random_key(&mut rng);
+                    if rng.below(4) == 0 {
+                        b.delete(&k);
+                        applied.push((k, None));
+                    } else {
+                        let v = value(&mut rng, &k, op);
+                        b.put(&k, &v);
+                        applied.push((k, Some(v)));
+                    }
+                }
+                desc = format!("batch of {n}");
+                db.write(b).unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+                // Later ops of a batch win over earlier ones on the same key.
+                for (k, v) in applied {
+                    match v {
+                        Some(v) => model.insert(k, v),
+                        None => model.remove(&k),
+                    };
+                }
+            }
+            560..=819 => {
+                let k = random_key(&mut rng);
+                desc = format!("get {}", String::from_utf8_lossy(&k));
+                let got = db.get(&k).unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+                assert_eq!(
+                    got.as_deref(),
+                    model.get(&k).map(Vec::as_slice),
+                    "{}: get {}",
+                    ctx(),
+                    String::from_utf8_lossy(&k)
+                );
+            }
+            820..=919 => {
+                let lo = random_bound(&mut rng);
+                let hi = random_bound(&mut rng);
+                desc = format!("scan {lo:?}..{hi:?}");
+                check_scan(&db, &model, &lo, &hi, &ctx());
+            }
+            920..=954 => {
+                desc = "flush".into();
+                db.flush().unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+            }
+            955..=961 => {
+                desc = "compact".into();
+                db.compact().unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+            }
+            962..=991 => {
+                desc = "maintain".into();
+                db.maintain().unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+            }
+            _ => {
+                desc = "reopen".into();
+                db.close()
+                    .unwrap_or_else(|e| panic!("{}: close: {e}", ctx()));
+                db = Db::open(dir, opts.clone()).unwrap_or_else(|e| panic!("{}: open: {e}", ctx()));
+                db.verify()
+                    .unwrap_or_else(|e| panic!("{}: verify: {e}", ctx()));
+                check_all(&db, &model, &ctx());
+            }
+        }
+        recent.push(desc);
+        if recent.len() > 12 {
+            recent.remove(0);
+        }
+        if op % 50 == 0 {
+            let (n, d) = levels_with_files(&db);
+            max_levels = max_levels.max(n);
+            deepest = deepest.max(d);
+        }
+    }
+    let ctx = format!("seed {seed} bg {background} end");
+    check_all(&db, &model, &ctx);
+    db.verify().unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir, opts).unwrap();
+    db.verify().unwrap();
+    check_all(&db, &model, &format!("{ctx} after reopen"));
+    (max_levels, deepest)
+}
+
+fn run_seeds(background: bool) {
+    let seeds: Vec<u64> = (0..16).map(|i| 0x5eed_0000 + i).collect();
+    let mut shapes = Vec::new();
+    for &seed in &seeds {
+        let dir = scratch_dir();
+        shapes.push(run(seed, 3000, background, dir.path()));
+    }
+    eprintln!("bg {background}: shapes {shapes:?}");
+    // The sizes are small enough that the tree grows several levels deep.
+    let deep = shapes.iter().filter(|(n, _)| *n >= 3).count();
+    assert!(
+        deep >= seeds.len() / 2 && shapes.iter().any(|(_, d)| *d >= 3),
+        "only {deep} of {} seeds reached 3 levels with files: {shapes:?}",
+        seeds.len()
+    );
+}
+
+#[test]
+fn model_background_compaction_off() {
+    run_seeds(false);
+}
+
+#[test]
+fn model_background_compaction_on() {
+    run_seeds(true);
+}
+
+/// Scan edge cases a random walk may miss: empty and inverted ranges, bounds
+/// equal to existing keys, prefixes of keys.
+#[test]
+fn scan_edge_bounds() {
+    let dir = scratch_dir();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            write_buffer_size: 4096,
+            target_file_size: 4096,
+            background_compaction: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let mut model = Model::new();
+    for i in 0..300u64 {
+        let k = key(i);
+        let v = format!("v{i}").into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    for i in (0..300u64).step_by(4) {
+        db.delete(key(i)).unwrap();
+        model.remove(&key(i));
+    }
+    let probes = [key(0), key(1), key(2), key(150), key(299), b"k".to_vec()];
+    for mem_or_disk in 0..2 {
+        if mem_or_disk == 1 {
+            db.compact().unwrap();
+        }
+        for a in &probes {
+            for b in &probes {
+                for lo in [
+                    Bound::Included(a.clone()),
+                    Bound::Excluded(a.clone()),
+                    Bound::Unbounded,
+                ] {
+                    for hi in [
+                        Bound::Included(b.clone()),
+                        Bound::Excluded(b.clone()),
+                        Bound::Unbounded,
+                    ] {
+                        check_scan(&db, &model, &lo, &hi, "edge");
+                    }
+                }
+            }
+        }
+    }
+}
