@@ -174,3 +174,38 @@ fn missing_directory_without_create_if_missing() {
     assert!(invalid(Db::open(dir.path().join("nope"), o)));
     assert!(!dir.path().join("nope").exists());
 }
+
+#[test]
+fn lost_current_with_data_is_corruption_not_a_new_store() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    std::fs::remove_file(dir.path().join("CURRENT")).unwrap();
+    let err = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    // The table is still there for a human to recover.
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".sst"))
+    );
+}
+
+#[test]
+fn create_if_missing_false_refuses_an_empty_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = bloomlsm::Options {
+        create_if_missing: false,
+        ..bloomlsm::Options::default()
+    };
+    assert!(matches!(
+        bloomlsm::Db::open(dir.path(), opts),
+        Err(bloomlsm::Error::InvalidArgument(_))
+    ));
+}

@@ -192,6 +192,30 @@ impl Db {
                 ));
             }
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                // No CURRENT. A first open that crashed leaves at most empty
+                // logs and a manifest; tables or logs with writes mean CURRENT
+                // was lost, and starting empty would delete them as stale.
+                let leftovers = filename::list_store_files(&dir)?;
+                if let Some((_, _, path)) = leftovers.iter().find(|(kind, _, path)| {
+                    *kind == FileKind::Table
+                        || (*kind == FileKind::Log
+                            && std::fs::metadata(path).is_ok_and(|m| m.len() > 0))
+                }) {
+                    return Err(Error::corruption(
+                        filename::current_file(&dir),
+                        0,
+                        format!(
+                            "CURRENT is missing but the store holds data ({})",
+                            path.display()
+                        ),
+                    ));
+                }
+                if !opts.create_if_missing {
+                    return Err(Error::invalid(format!(
+                        "{} holds no store (no CURRENT) and create_if_missing is false",
+                        dir.display()
+                    )));
+                }
                 RecoveredState {
                     levels: vec![Vec::new(); manifest::NUM_LEVELS],
                     log_number: 0,
@@ -532,6 +556,12 @@ impl Db {
             return Err(Error::Poisoned(e));
         }
         sync
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.inner.dir).finish_non_exhaustive()
     }
 }
 
