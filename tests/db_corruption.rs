@@ -487,7 +487,7 @@ fn wal_salvage_skips_mid_file_damage() {
             std::fs::write(&target, &bytes).unwrap();
             let r = Db::open(work.path(), options(salvage));
             if !salvage {
-                let e = r.err().expect("mid-file WAL damage must fail the open");
+                let e = r.expect_err("mid-file WAL damage must fail the open");
                 assert!(e.is_corruption(), "{e}");
                 continue;
             }
