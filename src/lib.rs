@@ -1,6 +1,7 @@
 //! bloomlsm: an embeddable log-structured key-value store whose immutable
 //! SSTables each carry a cache-blocked Bloom filter, built to measure how much
-//! disk I/O filters save.
+//! disk I/O filters save. The README follows (its Rust example is a doctest).
+#![doc = include_str!("../README.md")]
 
 #![warn(missing_docs)]
 
