@@ -2,7 +2,6 @@
 //! SSTables each carry a cache-blocked Bloom filter, built to measure how much
 //! disk I/O filters save. The README follows (its Rust example is a doctest).
 #![doc = include_str!("../README.md")]
-
 #![warn(missing_docs)]
 
 pub mod cli;

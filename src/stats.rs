@@ -1,8 +1,10 @@
 //! Read-path accounting: what every lookup cost, per level and per file.
 //!
-//! Counters are relaxed atomics, always on. A lookup tallies its own costs in
-//! a local [`IoCounters`] and adds them once per file it touched, so the
-//! overhead is a handful of uncontended atomic adds per lookup.
+//! Counters are relaxed atomics, always on, kept per file: a lookup adds its
+//! costs once to each file it touched (one atomic add for a file whose filter
+//! rules the key out), plus two global adds. Level totals are sums over the
+//! level's files at [`crate::Db::stats`] time, plus the counts of files that
+//! compactions removed from the level.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -58,28 +60,35 @@ impl IoCounters {
     }
 }
 
-/// [`IoCounters`] as shared atomics.
+/// [`IoCounters`] as shared atomics, one set per file. Only independent
+/// counts are stored (`files_considered` and `filter_checks` are sums of
+/// others), so a probe that a filter rules out costs one atomic add.
 #[derive(Debug, Default)]
 pub(crate) struct AtomicIo {
-    c: [AtomicU64; 11],
+    key_range_skips: AtomicU64,
+    filter_negatives: AtomicU64,
+    filter_positives: AtomicU64,
+    false_positives: AtomicU64,
+    unusable_filter_reads: AtomicU64,
+    unfiltered_reads: AtomicU64,
+    block_reads: AtomicU64,
+    cache_hits: AtomicU64,
+    bytes_read: AtomicU64,
 }
 
 impl AtomicIo {
     pub(crate) fn add(&self, o: &IoCounters) {
-        let vals = [
-            o.files_considered,
-            o.key_range_skips,
-            o.filter_checks,
-            o.filter_negatives,
-            o.filter_positives,
-            o.false_positives,
-            o.unusable_filter_reads,
-            o.unfiltered_reads,
-            o.block_reads,
-            o.cache_hits,
-            o.bytes_read,
-        ];
-        for (a, v) in self.c.iter().zip(vals) {
+        for (a, v) in [
+            (&self.key_range_skips, o.key_range_skips),
+            (&self.filter_negatives, o.filter_negatives),
+            (&self.filter_positives, o.filter_positives),
+            (&self.false_positives, o.false_positives),
+            (&self.unusable_filter_reads, o.unusable_filter_reads),
+            (&self.unfiltered_reads, o.unfiltered_reads),
+            (&self.block_reads, o.block_reads),
+            (&self.cache_hits, o.cache_hits),
+            (&self.bytes_read, o.bytes_read),
+        ] {
             if v != 0 {
                 a.fetch_add(v, Relaxed);
             }
@@ -87,24 +96,41 @@ impl AtomicIo {
     }
 
     pub(crate) fn load(&self) -> IoCounters {
-        let v: Vec<u64> = self.c.iter().map(|a| a.load(Relaxed)).collect();
+        let c = IoCounters {
+            key_range_skips: self.key_range_skips.load(Relaxed),
+            filter_negatives: self.filter_negatives.load(Relaxed),
+            filter_positives: self.filter_positives.load(Relaxed),
+            false_positives: self.false_positives.load(Relaxed),
+            unusable_filter_reads: self.unusable_filter_reads.load(Relaxed),
+            unfiltered_reads: self.unfiltered_reads.load(Relaxed),
+            block_reads: self.block_reads.load(Relaxed),
+            cache_hits: self.cache_hits.load(Relaxed),
+            bytes_read: self.bytes_read.load(Relaxed),
+            ..IoCounters::default()
+        };
         IoCounters {
-            files_considered: v[0],
-            key_range_skips: v[1],
-            filter_checks: v[2],
-            filter_negatives: v[3],
-            filter_positives: v[4],
-            false_positives: v[5],
-            unusable_filter_reads: v[6],
-            unfiltered_reads: v[7],
-            block_reads: v[8],
-            cache_hits: v[9],
-            bytes_read: v[10],
+            filter_checks: c.filter_negatives + c.filter_positives,
+            files_considered: c.key_range_skips
+                + c.filter_negatives
+                + c.filter_positives
+                + c.unusable_filter_reads
+                + c.unfiltered_reads,
+            ..c
         }
     }
 
     pub(crate) fn reset(&self) {
-        for a in &self.c {
+        for a in [
+            &self.key_range_skips,
+            &self.filter_negatives,
+            &self.filter_positives,
+            &self.false_positives,
+            &self.unusable_filter_reads,
+            &self.unfiltered_reads,
+            &self.block_reads,
+            &self.cache_hits,
+            &self.bytes_read,
+        ] {
             a.store(0, Relaxed);
         }
     }
@@ -162,7 +188,9 @@ pub struct LevelStats {
     /// Expected FPR of a probe of this level: the key-weighted mean of its
     /// files' modelled FPRs (1.0 for files without a usable filter).
     pub predicted_fpr: f64,
-    /// Lookup costs on this level since the last reset.
+    /// Lookup costs on this level since the last reset: those of its current
+    /// files (a file moved down by a compaction takes its counts along) and
+    /// of the files compacted away from it.
     pub io: IoCounters,
 }
 

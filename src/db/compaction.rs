@@ -321,30 +321,28 @@ pub(crate) fn run(
 }
 
 /// User keys at which to split `c` into shards: none for a compaction smaller
-/// than four output files or with sub-compactions off.
+/// than four output files or with sub-compactions off. The inputs' index keys
+/// (the last key of every data block, already in memory) sample the key
+/// distribution of the bytes to merge, about one key per 4 KiB; their
+/// quantiles give shards of nearly equal size even when, as with L0 files, all
+/// inputs span the same key range.
 fn shard_bounds(c: &Compaction, opts: &Options) -> Vec<Vec<u8>> {
     let total: u64 = c.all_inputs().map(|f| f.meta.file_size).sum();
-    let shards = opts.max_subcompactions.max(1) as u64;
+    let shards = opts.max_subcompactions.max(1);
     if shards == 1 || total < 4 * opts.target_file_size {
         return Vec::new();
     }
-    let mut files: Vec<&Arc<FileHandle>> = c.all_inputs().collect();
-    files.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
-    let per_shard = total / shards;
-    let first = c.range().0;
+    let mut samples: Vec<&[u8]> = c
+        .all_inputs()
+        .flat_map(|f| f.table.index_entries().map(|(k, _)| key::user_key(k)))
+        .collect();
+    samples.sort_unstable();
     let mut bounds: Vec<Vec<u8>> = Vec::new();
-    let mut acc = 0u64;
-    for f in files {
-        if acc >= per_shard * (bounds.len() as u64 + 1)
-            && bounds.len() + 1 < shards as usize
-            && bounds
-                .last()
-                .is_none_or(|b| b.as_slice() < f.smallest_user_key())
-            && f.smallest_user_key() > first.as_slice()
-        {
-            bounds.push(f.smallest_user_key().to_vec());
+    for i in 1..shards {
+        let q = samples[samples.len() * i / shards];
+        if bounds.last().is_none_or(|b| b.as_slice() < q) && q > samples[0] {
+            bounds.push(q.to_vec());
         }
-        acc += f.meta.file_size;
     }
     bounds
 }

@@ -80,7 +80,8 @@ struct Inner {
     /// Held by whoever runs a flush or compaction.
     work: Mutex<()>,
     gets: GetCounters,
-    level_io: Vec<AtomicIo>,
+    /// Counts of files that compactions removed, per level they left.
+    retired_io: Vec<AtomicIo>,
     flushes: AtomicU64,
     compactions: AtomicU64,
     bytes_compacted: AtomicU64,
@@ -343,7 +344,7 @@ impl Db {
             next_file: AtomicU64::new(next_file),
             work: Mutex::new(()),
             gets: GetCounters::default(),
-            level_io: (0..levels).map(|_| AtomicIo::default()).collect(),
+            retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
@@ -509,7 +510,7 @@ impl Db {
     pub fn reset_stats(&self) {
         let inner = &self.inner;
         inner.gets.reset();
-        for l in &inner.level_io {
+        for l in &inner.retired_io {
             l.reset();
         }
         for f in inner.super_version().version.levels.iter().flatten() {
@@ -561,7 +562,9 @@ impl Db {
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("path", &self.inner.dir).finish_non_exhaustive()
+        f.debug_struct("Db")
+            .field("path", &self.inner.dir)
+            .finish_non_exhaustive()
     }
 }
 
@@ -718,7 +721,7 @@ impl Inner {
                 }
             };
             for f in candidates {
-                if let Some(found) = self.probe(f, level, &lookup, hash, &mut cost)? {
+                if let Some(found) = self.probe(f, &lookup, hash, &mut cost)? {
                     answer = Some(found);
                     break 'levels;
                 }
@@ -732,10 +735,12 @@ impl Inner {
             Some(None) => Ok(None),
             None => {
                 let g = &self.gets;
-                g.missing_block_reads
-                    .fetch_add(cost.blocks, Ordering::Relaxed);
-                g.missing_disk_reads
-                    .fetch_add(cost.disk_blocks, Ordering::Relaxed);
+                if cost.blocks > 0 {
+                    g.missing_block_reads
+                        .fetch_add(cost.blocks, Ordering::Relaxed);
+                    g.missing_disk_reads
+                        .fetch_add(cost.disk_blocks, Ordering::Relaxed);
+                }
                 g.missing_predicted_nano
                     .fetch_add((cost.predicted * 1e9).round() as u64, Ordering::Relaxed);
                 Ok(None)
@@ -748,7 +753,6 @@ impl Inner {
     fn probe(
         &self,
         f: &FileHandle,
-        level: usize,
         lookup: &[u8],
         hash: u64,
         cost: &mut GetCost,
@@ -769,7 +773,6 @@ impl Inner {
             bytes_read: r.bytes_read,
         };
         f.io.add(&c);
-        self.level_io[level].add(&c);
         if !r.key_range_skipped {
             cost.predicted += f.predicted_fpr();
         }
@@ -1055,6 +1058,16 @@ impl Inner {
         }
         st.version = Arc::new(nv);
         let mem_now = self.super_version().mem.clone();
+        if !trivial {
+            // The inputs leave the version: keep their lookup counts in their
+            // levels' totals.
+            for f in &c.inputs {
+                self.retired_io[c.level].add(&f.io.load());
+            }
+            for f in &c.next_inputs {
+                self.retired_io[out_level].add(&f.io.load());
+            }
+        }
         self.install(&st, mem_now);
         drop(st);
         self.compactions.fetch_add(1, Ordering::Relaxed);
@@ -1096,12 +1109,13 @@ impl Inner {
             let mut l = LevelStats {
                 level,
                 files: files.len(),
-                io: self.level_io[level].load(),
+                io: self.retired_io[level].load(),
                 ..LevelStats::default()
             };
             let mut weighted = 0.0;
             let mut policies: Vec<(String, usize)> = Vec::new();
             for f in files {
+                l.io.add(&f.io.load());
                 l.entries += f.meta.entries;
                 l.file_bytes += f.meta.file_size;
                 l.filter_bytes += f.table.filter_memory_bytes() as u64;
