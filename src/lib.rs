@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod coding;
 pub mod db;
 pub mod error;
 pub mod filter;

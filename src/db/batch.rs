@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use crate::db::coding::{Decoder, put_length_prefixed};
+use crate::coding::{Decoder, put_length_prefixed};
 use crate::error::{Error, Result};
 use crate::key::{MAX_SEQUENCE, ValueKind};
 

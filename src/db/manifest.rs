@@ -25,7 +25,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::db::coding::{Decoder, put_length_prefixed, put_varint64};
+use crate::coding::{Decoder, put_length_prefixed, put_varint64};
 use crate::db::filename::{
     FileKind, current_file, current_tmp_file, manifest_file, manifest_name, parse_file_name,
     sync_dir,

@@ -3,7 +3,6 @@
 //! write and compaction paths and the durability promises.
 
 pub mod batch;
-pub mod coding;
 pub(crate) mod compaction;
 pub mod filename;
 pub mod iter;

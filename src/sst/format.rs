@@ -21,43 +21,7 @@ pub const MAX_HANDLE_LEN: usize = 20;
 
 // ---------------------------------------------------------------- varints
 
-/// Appends `v` as a LEB128 varint (7 bits per byte, low first, high bit = more).
-pub fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Appends `v` as a varint (same encoding as [`put_varint64`], at most 5 bytes).
-pub fn put_varint32(out: &mut Vec<u8>, v: u32) {
-    put_varint64(out, u64::from(v));
-}
-
-/// Decodes a varint64 at the start of `buf`: `(value, bytes used)`, or `None`
-/// if it is truncated, longer than 10 bytes or overflows 64 bits.
-pub fn get_varint64(buf: &[u8]) -> Option<(u64, usize)> {
-    let mut v: u64 = 0;
-    for (i, &b) in buf.iter().enumerate().take(10) {
-        let part = u64::from(b & 0x7f);
-        // The 10th byte may only carry the single remaining bit.
-        if i == 9 && part > 1 {
-            return None;
-        }
-        v |= part << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
-/// Decodes a varint32: like [`get_varint64`] but at most 5 bytes and `<= u32::MAX`.
-pub fn get_varint32(buf: &[u8]) -> Option<(u32, usize)> {
-    let (v, n) = get_varint64(&buf[..buf.len().min(5)])?;
-    Some((u32::try_from(v).ok()?, n))
-}
+pub use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 
 // ---------------------------------------------------------------- handles
 

@@ -1,6 +1,8 @@
-//! Little helpers for the varint-based encodings of the WAL batch payload and the
-//! MANIFEST's version edits. Decoding never panics: every read is bounds-checked
-//! and reports where it failed so callers can build an [`crate::Error::Corruption`].
+//! Varints and a bounds-checked decoder, shared by every on-disk encoding: the
+//! SSTable's block handles and entries, the WAL batch payload and the
+//! MANIFEST's version edits. Decoding never panics: every read is
+//! bounds-checked and reports where it failed so callers can build an
+//! [`crate::Error::Corruption`].
 
 /// Longest LEB128 encoding of a `u64`.
 pub const MAX_VARINT64_LEN: usize = 10;
@@ -13,6 +15,34 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     dst.push(v as u8);
+}
+
+/// Appends `v` as a varint (same encoding as [`put_varint64`], at most 5 bytes).
+pub fn put_varint32(out: &mut Vec<u8>, v: u32) {
+    put_varint64(out, u64::from(v));
+}
+
+/// Decodes a varint64 at the start of `buf`: `(value, bytes used)`, or `None`
+/// if it is truncated, longer than 10 bytes or overflows 64 bits.
+pub fn get_varint64(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    for (i, &b) in buf.iter().enumerate().take(MAX_VARINT64_LEN) {
+        // The 10th byte may only carry the single top bit of a u64.
+        if i == MAX_VARINT64_LEN - 1 && b > 1 {
+            return None;
+        }
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// Decodes a varint32: like [`get_varint64`] but at most 5 bytes and `<= u32::MAX`.
+pub fn get_varint32(buf: &[u8]) -> Option<(u32, usize)> {
+    let (v, n) = get_varint64(&buf[..buf.len().min(5)])?;
+    Some((u32::try_from(v).ok()?, n))
 }
 
 /// Number of bytes [`put_varint64`] writes for `v`.
@@ -92,20 +122,17 @@ impl<'a> Decoder<'a> {
     /// Reads a LEB128 varint; rejects encodings longer than 10 bytes and
     /// values that overflow 64 bits.
     pub fn varint64(&mut self) -> Result<u64, &'static str> {
-        let mut v: u64 = 0;
-        for i in 0..MAX_VARINT64_LEN {
-            let b = self.u8()?;
-            let bits = (b & 0x7f) as u64;
-            // The 10th byte may only carry the single top bit of a u64.
-            if i == MAX_VARINT64_LEN - 1 && b > 1 {
-                return Err("varint overflows 64 bits");
+        let rest = &self.buf[self.pos..];
+        match get_varint64(rest) {
+            Some((v, n)) => {
+                self.pos += n;
+                Ok(v)
             }
-            v |= bits << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
+            None if rest.len() < MAX_VARINT64_LEN && rest.iter().all(|b| b & 0x80 != 0) => {
+                Err("truncated varint")
             }
+            None => Err("varint overflows 64 bits or is longer than 10 bytes"),
         }
-        Err("varint longer than 10 bytes")
     }
 
     /// Reads a varint that must fit a `u32`.
