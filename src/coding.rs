@@ -196,4 +196,34 @@ mod tests {
                 .is_err()
         );
     }
+
+    #[test]
+    fn get_varint_truncation_and_limits() {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            put_varint64(&mut b, v);
+            assert_eq!(get_varint64(&b), Some((v, b.len())));
+            // Every strict prefix is truncated.
+            for cut in 0..b.len() {
+                assert_eq!(get_varint64(&b[..cut]), None);
+            }
+        }
+        assert_eq!(get_varint64(&[0xff; 10]), None, "overflows 64 bits");
+        assert_eq!(get_varint64(&[0x80; 11]), None, "too long");
+        let mut b = Vec::new();
+        put_varint64(&mut b, u64::from(u32::MAX) + 1);
+        assert_eq!(get_varint32(&b), None);
+        put_varint32(&mut b, 5);
+        assert_eq!(get_varint32(&[5]), Some((5, 1)));
+    }
 }

@@ -674,19 +674,25 @@ impl Inner {
                 drop(g);
                 continue;
             }
-            // Freeze the memtable; new writes go to a new log.
-            let number = self.next_file.fetch_add(1, Ordering::SeqCst);
-            let wal = Wal::create(&self.dir, number)?;
-            let old_wal = std::mem::replace(&mut w.wal, wal);
-            drop(old_wal); // its records are durable as the sync mode promised
-            let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
-            let old_wal = st.wal_number;
-            st.imm.push((frozen, old_wal));
-            st.wal_number = number;
-            self.install(&st, w.mem.clone());
+            self.freeze_memtable(w, &mut st)?;
             self.cv.notify_all();
             return Ok(());
         }
+    }
+
+    /// Freezes the active memtable (it joins the flush queue) and starts a
+    /// new one with a new log. The old log is synced first, so a frozen
+    /// memtable's writes are on disk whatever the sync mode.
+    fn freeze_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
+        let number = self.next_file.fetch_add(1, Ordering::SeqCst);
+        let wal = Wal::create(&self.dir, number)?;
+        w.wal.sync()?;
+        w.wal = wal;
+        let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
+        st.imm.push((frozen, st.wal_number));
+        st.wal_number = number;
+        self.install(st, w.mem.clone());
+        Ok(())
     }
 
     fn get(&self, user_key: &[u8]) -> Result<Option<Bytes>> {
@@ -837,15 +843,7 @@ impl Inner {
                 if let Some(e) = &st.bg_error {
                     return Err(Error::Poisoned(e.clone()));
                 }
-                let number = self.next_file.fetch_add(1, Ordering::SeqCst);
-                let wal = Wal::create(&self.dir, number)?;
-                w.wal.sync()?;
-                w.wal = wal;
-                let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
-                let old_wal = st.wal_number;
-                st.imm.push((frozen, old_wal));
-                st.wal_number = number;
-                self.install(&st, w.mem.clone());
+                self.freeze_memtable(&mut w, &mut st)?;
             }
         }
         self.cv.notify_all();
