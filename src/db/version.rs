@@ -119,17 +119,14 @@ impl Version {
             .collect()
     }
 
-    /// Bytes of the files of `level`, not counting their filter blocks: level
-    /// targets are about data, so the shape of the tree does not depend on the
-    /// filter configuration.
+    /// Bytes of the data blocks of the files of `level`: level targets are
+    /// about data, so the tree's shape does not depend on the filter
+    /// configuration (filter blocks, and the properties that describe them,
+    /// differ in size between configurations).
     pub fn level_bytes(&self, level: usize) -> u64 {
         self.levels[level]
             .iter()
-            .map(|f| {
-                f.meta
-                    .file_size
-                    .saturating_sub(f.table.properties().filter_size)
-            })
+            .map(|f| f.table.properties().data_size)
             .sum()
     }
 
