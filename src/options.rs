@@ -150,6 +150,17 @@ pub struct Options {
     /// Run compactions on the background thread. When false, they only run in
     /// [`crate::Db::compact`] (tests and experiments). Default true.
     pub background_compaction: bool,
+    /// Size levels from the bottom up (RocksDB's
+    /// `level_compaction_dynamic_level_bytes`): the last level
+    /// (`max_levels - 1`) targets its actual data bytes, each level above it
+    /// `level_size_multiplier` times less, up to the *base level*, the highest
+    /// level whose target is still at least `level1_max_bytes` (the last level
+    /// itself while it is smaller). L0 compacts into the base level; the
+    /// levels between L1 and the base stay empty, so the data sits in the
+    /// fewest, deepest levels and a lookup probes fewer files. See
+    /// [`Options::dynamic_level_targets`]. Default false: fixed targets
+    /// `level1_max_bytes · multiplier^(n-1)` and L0 compacts into L1.
+    pub dynamic_level_bytes: bool,
 }
 
 impl Default for Options {
@@ -172,6 +183,7 @@ impl Default for Options {
             salvage_wal: false,
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             background_compaction: true,
+            dynamic_level_bytes: false,
         }
     }
 }
@@ -184,6 +196,30 @@ impl Options {
             b = b.saturating_mul(self.level_size_multiplier);
         }
         b
+    }
+
+    /// The level targets of [`Options::dynamic_level_bytes`] when the last
+    /// level holds `bottom_bytes` of data: `(base, targets)`, where `base` is
+    /// the level L0 compacts into and `targets[l]` is level l's target in
+    /// bytes: `bottom_bytes` for the last level, the target of the level below
+    /// divided by `level_size_multiplier` for the levels from `base` up, and 0
+    /// for L0 and the (empty) levels above `base`. Walking up from the last
+    /// level, `base` is the highest level whose target is still at least
+    /// `level1_max_bytes`; the last level while it is smaller than that.
+    pub fn dynamic_level_targets(&self, bottom_bytes: u64) -> (usize, Vec<u64>) {
+        let bottom = self.max_levels - 1;
+        let mut targets = vec![0u64; self.max_levels];
+        targets[bottom] = bottom_bytes;
+        let mut base = bottom;
+        for l in (1..bottom).rev() {
+            let t = targets[l + 1] / self.level_size_multiplier;
+            if t < self.level1_max_bytes {
+                break;
+            }
+            targets[l] = t;
+            base = l;
+        }
+        (base, targets)
     }
 
     /// Checks that the options make sense.
@@ -228,6 +264,41 @@ mod tests {
         assert_eq!(f.policy_for(2, &runs, 3), Some(FilterPolicy::bloom(6.0)));
         assert_eq!(f.policy_for(3, &runs, 3), None);
         assert_eq!(FilterOptions::none().policy_for(1, &runs, 3), None);
+    }
+
+    #[test]
+    fn dynamic_targets_fill_from_the_bottom() {
+        let o = Options {
+            max_levels: 7,
+            level1_max_bytes: 100,
+            level_size_multiplier: 10,
+            ..Options::default()
+        };
+        // Smaller than level1_max_bytes: the last level is the base.
+        assert_eq!(o.dynamic_level_targets(0), (6, vec![0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(o.dynamic_level_targets(99), (6, vec![0, 0, 0, 0, 0, 0, 99]));
+        // L5 would target 99 < 100: still the last level.
+        assert_eq!(
+            o.dynamic_level_targets(999),
+            (6, vec![0, 0, 0, 0, 0, 0, 999])
+        );
+        assert_eq!(
+            o.dynamic_level_targets(1000),
+            (5, vec![0, 0, 0, 0, 0, 100, 1000])
+        );
+        assert_eq!(
+            o.dynamic_level_targets(12_345),
+            (4, vec![0, 0, 0, 0, 123, 1234, 12_345])
+        );
+        // Huge: the base stops at L1, whose target then exceeds level1_max_bytes.
+        let (base, t) = o.dynamic_level_targets(10_000_000_000);
+        assert_eq!(base, 1);
+        assert_eq!(t[1], 100_000);
+        assert_eq!(t[0], 0);
+        // Each level from the base down is `multiplier` times the one above.
+        for l in base..6 {
+            assert_eq!(t[l], t[l + 1] / 10);
+        }
     }
 
     #[test]

@@ -177,6 +177,8 @@ pub struct LevelStats {
     pub entries: u64,
     /// Bytes of those files on disk.
     pub file_bytes: u64,
+    /// Bytes of their data blocks (what level targets count).
+    pub data_bytes: u64,
     /// Bytes of filter bits held in memory for them.
     pub filter_bytes: u64,
     /// Keys covered by usable filters.
@@ -224,6 +226,9 @@ pub struct Stats {
     pub missing_get_predicted_reads: f64,
     /// Per level, L0 first.
     pub levels: Vec<LevelStats>,
+    /// The level L0 compacts into: 1, or with
+    /// [`crate::Options::dynamic_level_bytes`] the base level.
+    pub base_level: usize,
     /// Sum of the per-level lookup costs.
     pub total: IoCounters,
     /// Bytes of filter bits in memory, all levels.

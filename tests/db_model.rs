@@ -162,11 +162,48 @@ fn levels_with_files(db: &Db) -> (usize, usize) {
     (n, deepest)
 }
 
+/// With dynamic level sizes: L0 compacts into the base level, the levels
+/// between L1 and the base are empty, and the base is no deeper than the one
+/// the bottom level's size calls for (`settled`, after maintenance: exactly
+/// that one).
+fn check_dynamic_shape(db: &Db, opts: &Options, settled: bool, ctx: &str) -> usize {
+    let s = db.stats();
+    let bottom = opts.max_levels - 1;
+    let base = s.base_level;
+    assert!((1..=bottom).contains(&base), "{ctx}: base {base}");
+    for l in 1..base {
+        assert_eq!(
+            s.levels[l].files, 0,
+            "{ctx}: level {l} above base {base} has files"
+        );
+    }
+    let (want, _) = opts.dynamic_level_targets(s.levels[bottom].data_bytes);
+    assert!(base <= want, "{ctx}: base {base}, bottom calls for {want}");
+    if settled {
+        assert_eq!(base, want, "{ctx}: levels above the base hold data");
+    }
+    base
+}
+
 /// Runs one seed; returns the most levels holding files at once and the
 /// deepest level reached.
 fn run(seed: u64, ops: usize, background: bool, dir: &Path) -> (usize, usize) {
+    run_with(seed, ops, background, false, dir).0
+}
+
+/// [`run`], optionally with dynamic level sizes; then also returns the
+/// shallowest base level seen and the levels ≥ 1 holding files at the end.
+fn run_with(
+    seed: u64,
+    ops: usize,
+    background: bool,
+    dynamic: bool,
+    dir: &Path,
+) -> ((usize, usize), usize, Vec<usize>) {
     let mut rng = SplitMix64::new(seed);
-    let opts = options(&mut rng, background);
+    let mut opts = options(&mut rng, background);
+    opts.dynamic_level_bytes = dynamic;
+    let mut min_base = usize::MAX;
     let mut db = Db::open(dir, opts.clone()).unwrap();
     let mut model = Model::new();
     let mut recent: Vec<String> = Vec::new();
@@ -240,10 +277,24 @@ fn run(seed: u64, ops: usize, background: bool, dir: &Path) -> (usize, usize) {
             955..=961 => {
                 desc = "compact".into();
                 db.compact().unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+                if dynamic && !background {
+                    // Everything is in one level (none if all was deleted).
+                    let s = db.stats();
+                    let full: Vec<usize> = s
+                        .levels
+                        .iter()
+                        .filter(|l| l.files > 0)
+                        .map(|l| l.level)
+                        .collect();
+                    assert!(full.len() <= 1, "{}: after compact {full:?}", ctx());
+                }
             }
             962..=991 => {
                 desc = "maintain".into();
                 db.maintain().unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+                if dynamic && !background {
+                    check_dynamic_shape(&db, &opts, true, &ctx());
+                }
             }
             _ => {
                 desc = "reopen".into();
@@ -263,16 +314,32 @@ fn run(seed: u64, ops: usize, background: bool, dir: &Path) -> (usize, usize) {
             let (n, d) = levels_with_files(&db);
             max_levels = max_levels.max(n);
             deepest = deepest.max(d);
+            if dynamic && !background {
+                let ctx = format!("seed {seed} op {op} (opts {opts:?}) recent {recent:?}");
+                min_base = min_base.min(check_dynamic_shape(&db, &opts, false, &ctx));
+            }
         }
     }
-    let ctx = format!("seed {seed} bg {background} end");
+    let ctx = format!("seed {seed} bg {background} dyn {dynamic} end");
     check_all(&db, &model, &ctx);
     db.verify().unwrap();
+    if dynamic {
+        db.maintain().unwrap();
+        min_base = min_base.min(check_dynamic_shape(&db, &opts, true, &ctx));
+    }
+    let end_levels: Vec<usize> = db
+        .stats()
+        .levels
+        .iter()
+        .skip(1)
+        .filter(|l| l.files > 0)
+        .map(|l| l.level)
+        .collect();
     db.close().unwrap();
     let db = Db::open(dir, opts).unwrap();
     db.verify().unwrap();
     check_all(&db, &model, &format!("{ctx} after reopen"));
-    (max_levels, deepest)
+    ((max_levels, deepest), min_base, end_levels)
 }
 
 fn run_seeds(background: bool) {
@@ -290,6 +357,44 @@ fn run_seeds(background: bool) {
         "only {deep} of {} seeds reached 3 levels with files: {shapes:?}",
         seeds.len()
     );
+}
+
+/// The model test with dynamic level sizes: the data fills the tree from the
+/// bottom level up, the levels above the base stay empty.
+fn run_seeds_dynamic(background: bool, n: u64) {
+    let mut shapes = Vec::new();
+    for i in 0..n {
+        let dir = scratch_dir();
+        shapes.push(run_with(0xd1a_0000 + i, 3000, background, true, dir.path()));
+    }
+    eprintln!("dynamic bg {background}: (shape, min base, end levels) {shapes:?}");
+    let bottom = Options::default().max_levels - 1;
+    for ((_, deepest), min_base, end) in &shapes {
+        // Data reaches the last level, and never a level above the base.
+        assert_eq!(*deepest, bottom, "{shapes:?}");
+        if !background {
+            assert!(end.iter().all(|&l| l >= *min_base), "{shapes:?}");
+        }
+    }
+    // The tree grows past one level below L0 and the base moves up from the
+    // bottom, yet stays below L1.
+    assert!(
+        shapes
+            .iter()
+            .any(|(_, b, end)| *b < bottom && end.len() >= 2),
+        "{shapes:?}"
+    );
+    assert!(shapes.iter().all(|(_, b, _)| *b > 1), "{shapes:?}");
+}
+
+#[test]
+fn model_dynamic_levels_background_off() {
+    run_seeds_dynamic(false, 6);
+}
+
+#[test]
+fn model_dynamic_levels_background_on() {
+    run_seeds_dynamic(true, 3);
 }
 
 #[test]

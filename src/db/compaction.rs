@@ -8,6 +8,10 @@
 //! size/target score goes first. The output keeps only the newest version of
 //! each user key (there are no snapshots to preserve older ones) and drops
 //! tombstones when no deeper level could hold an older value of the key.
+//!
+//! With `Options::dynamic_level_bytes` the targets come from the bottom up
+//! instead ([`shape`]): L0 compacts into the *base level*, and the levels
+//! between L1 and the base stay empty.
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -30,14 +34,18 @@ pub(crate) struct Compaction {
     pub level: usize,
     /// Files of `level` to merge.
     pub inputs: Vec<Arc<FileHandle>>,
-    /// Overlapping files of `level + 1`.
+    /// Overlapping files of the output level.
     pub next_inputs: Vec<Arc<FileHandle>>,
+    /// The level the output goes to: `level + 1`, except for L0 under dynamic
+    /// level sizes (the base level) and for a full compaction, which skips
+    /// empty levels.
+    pub output_level: usize,
 }
 
 impl Compaction {
     /// The level the output goes to.
     pub fn output_level(&self) -> usize {
-        self.level + 1
+        self.output_level
     }
 
     /// Every input file.
@@ -61,16 +69,80 @@ impl Compaction {
     }
 }
 
+/// The level sizing in force for a version: where L0 compacts to, and each
+/// level's target bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Shape {
+    /// The level L0 compacts into (1 with fixed sizes).
+    pub base: usize,
+    /// Target data bytes of each level (unused for L0; 0 above `base`).
+    pub targets: Vec<u64>,
+    /// The base level the last level's size calls for (= `base` unless
+    /// levels above it hold data, which is then compacted down regardless of
+    /// its size, until they are empty).
+    pub settled_base: usize,
+}
+
+/// The level sizing of `v`: fixed targets, or with `dynamic_level_bytes`
+/// [`Options::dynamic_level_targets`] of the last level's data bytes. The base
+/// level is never below the first level ≥ 1 that holds data: L0 output must
+/// not pass a level that may hold older versions of its keys (such data is
+/// left over when the last level shrank, e.g. by deletes, or from a store
+/// built with fixed sizes); such levels are drained downward whatever their
+/// size (their targets continue the chain from the bottom, below
+/// `level1_max_bytes`).
+pub(crate) fn shape(v: &Version, opts: &Options) -> Shape {
+    let n = v.levels.len();
+    if !opts.dynamic_level_bytes {
+        let targets = (0..n)
+            .map(|l| if l == 0 { 0 } else { opts.level_max_bytes(l) })
+            .collect();
+        return Shape {
+            base: 1,
+            targets,
+            settled_base: 1,
+        };
+    }
+    let bottom = n - 1;
+    let (dynamic_base, mut targets) = opts.dynamic_level_targets(v.level_bytes(bottom));
+    targets.resize(n, 0);
+    let first = (1..bottom)
+        .find(|&l| !v.levels[l].is_empty())
+        .unwrap_or(bottom);
+    let base = dynamic_base.min(first);
+    for l in (base..dynamic_base).rev() {
+        targets[l] = targets[l + 1] / opts.level_size_multiplier;
+    }
+    Shape {
+        base,
+        targets,
+        settled_base: dynamic_base,
+    }
+}
+
 /// Size score of each level: L0 by file count, deeper levels by bytes over
-/// target. The last level never compacts further.
+/// target (0 for the empty levels above the base level; at least 1 for a level
+/// holding data above the base the last level calls for). The last level never
+/// compacts further.
 pub(crate) fn scores(v: &Version, opts: &Options) -> Vec<f64> {
-    let last = opts.max_levels - 1;
+    scores_of(v, opts, &shape(v, opts))
+}
+
+fn scores_of(v: &Version, opts: &Options, shape: &Shape) -> Vec<f64> {
+    let last = v.levels.len() - 1;
     (0..last)
         .map(|l| {
             if l == 0 {
                 v.levels[0].len() as f64 / opts.l0_compaction_trigger as f64
+            } else if l < shape.base {
+                0.0
             } else {
-                v.level_bytes(l) as f64 / opts.level_max_bytes(l) as f64
+                let score = v.level_bytes(l) as f64 / shape.targets[l].max(1) as f64;
+                if l < shape.settled_base && !v.levels[l].is_empty() {
+                    score.max(1.0)
+                } else {
+                    score
+                }
             }
         })
         .collect()
@@ -79,7 +151,8 @@ pub(crate) fn scores(v: &Version, opts: &Options) -> Vec<f64> {
 /// Picks the most urgent compaction, if any level's score is ≥ 1.
 /// `pointers[l]` is the largest user key last compacted out of level l.
 pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<Compaction> {
-    let scores = scores(v, opts);
+    let shape = shape(v, opts);
+    let scores = scores_of(v, opts, &shape);
     let (level, score) = scores
         .iter()
         .enumerate()
@@ -88,17 +161,22 @@ pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<
     if score < 1.0 {
         return None;
     }
-    Some(whole_or_next(v, level, pointers, false))
+    let output = if level == 0 { shape.base } else { level + 1 };
+    Some(whole_or_next(v, level, output, pointers, false))
 }
 
-/// A compaction of `level`: every file (L0, or `all`) or the next file after
-/// the level's round-robin pointer.
+/// A compaction of `level` into `output` (> `level`): every file (L0, or
+/// `all`) or the next file after the level's round-robin pointer, with the
+/// files of `output` they overlap. The levels between the two must be empty.
 pub(crate) fn whole_or_next(
     v: &Version,
     level: usize,
+    output: usize,
     pointers: &[Vec<u8>],
     all: bool,
 ) -> Compaction {
+    debug_assert!(output > level && output < v.levels.len());
+    debug_assert!((level + 1..output).all(|l| v.levels[l].is_empty()));
     let inputs: Vec<Arc<FileHandle>> = if level == 0 || all {
         v.levels[level].clone()
     } else {
@@ -114,15 +192,14 @@ pub(crate) fn whole_or_next(
     let lo = inputs.iter().map(|f| f.smallest_user_key()).min();
     let hi = inputs.iter().map(|f| f.largest_user_key()).max();
     let next_inputs = match (lo, hi) {
-        (Some(lo), Some(hi)) if level + 1 < v.levels.len() => {
-            v.overlapping(level + 1, Some(lo), Some(hi))
-        }
+        (Some(lo), Some(hi)) => v.overlapping(output, Some(lo), Some(hi)),
         _ => Vec::new(),
     };
     Compaction {
         level,
         inputs,
         next_inputs,
+        output_level: output,
     }
 }
 

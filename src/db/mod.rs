@@ -967,15 +967,34 @@ impl Inner {
         Ok(true)
     }
 
+    /// Merges every level into one: each non-empty level in turn, top down,
+    /// into the next non-empty level below it (empty levels in between are
+    /// skipped, not rewritten), ending in the deepest level holding data. With
+    /// fixed level sizes that is at least L1; with dynamic sizes, when only L0
+    /// holds data, the base level (the last level while the store is small).
     fn compact_all(&self) -> Result<()> {
         let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
-        let target = self.state().version.last_nonempty_level().max(1);
+        let target = {
+            let st = self.state();
+            let last = st.version.last_nonempty_level();
+            if last > 0 {
+                last
+            } else if self.opts.dynamic_level_bytes {
+                compaction::shape(&st.version, &self.opts).base
+            } else {
+                1
+            }
+        };
         for level in 0..target {
             let (c, v) = {
                 let st = self.state();
+                let v = &st.version;
+                let output = (level + 1..target)
+                    .find(|&l| !v.levels[l].is_empty())
+                    .unwrap_or(target);
                 (
-                    compaction::whole_or_next(&st.version, level, &st.pointers, true),
-                    st.version.clone(),
+                    compaction::whole_or_next(v, level, output, &st.pointers, true),
+                    v.clone(),
                 )
             };
             if !c.inputs.is_empty() {
@@ -1102,6 +1121,7 @@ impl Inner {
                 .sum(),
             ..Stats::default()
         };
+        s.base_level = compaction::shape(&sv.version, &self.opts).base;
         for (level, files) in sv.version.levels.iter().enumerate() {
             let mut l = LevelStats {
                 level,
@@ -1115,6 +1135,7 @@ impl Inner {
                 l.io.add(&f.io.load());
                 l.entries += f.meta.entries;
                 l.file_bytes += f.meta.file_size;
+                l.data_bytes += f.table.properties().data_size;
                 l.filter_bytes += f.table.filter_memory_bytes() as u64;
                 s.index_bytes += f.table.index_memory_bytes() as u64;
                 let usable = f.table.filter().filter(|x| x.is_usable());
