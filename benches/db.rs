@@ -4,7 +4,13 @@
 //! store's own counters: data-block reads per missing get, measured and
 //! predicted (Σ of the probed files' modelled FPRs).
 //!
-//! `cargo bench --bench db`; `BLOOMLSM_BENCH_KEYS=N` changes the key count.
+//! Each filter configuration runs with fixed level sizes and again with
+//! `dynamic_level_bytes` (names ending in `_dyn`), which fills the levels from
+//! the bottom up.
+//!
+//! `cargo bench --bench db`; `BLOOMLSM_BENCH_KEYS=N` changes the key count;
+//! `cargo bench --bench db -- nomatch` skips the timings and prints only the
+//! counters.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -23,9 +29,11 @@ fn keys() -> u64 {
 }
 
 /// Level shape: small L1 and a ×8 fan-out, so that 1M keys fill four levels
-/// below L0 (about 4k, 32k, 256k and the rest).
-fn options(filters: FilterOptions) -> Options {
+/// below L0 (about 4k, 32k, 256k and the rest). `dynamic`: level sizes from
+/// the bottom up instead.
+fn options(filters: FilterOptions, dynamic: bool) -> Options {
     Options {
+        dynamic_level_bytes: dynamic,
         write_buffer_size: 2 << 20,
         target_file_size: 512 << 10,
         level1_max_bytes: 512 << 10,
@@ -37,8 +45,8 @@ fn options(filters: FilterOptions) -> Options {
     }
 }
 
-fn fill(dir: &std::path::Path, filters: FilterOptions, n: u64) -> (Db, Duration) {
-    let db = Db::open(dir, options(filters)).unwrap();
+fn fill(dir: &std::path::Path, filters: FilterOptions, dynamic: bool, n: u64) -> (Db, Duration) {
+    let db = Db::open(dir, options(filters, dynamic)).unwrap();
     let t = Instant::now();
     let mut value = vec![0u8; 100];
     let mut rng = SplitMix64::new(SEED);
@@ -77,9 +85,19 @@ fn main() {
         ),
     ];
     let mut summary = Vec::new();
-    for (name, filters) in configs {
+    let runs = [false, true].into_iter().flat_map(|dynamic| {
+        configs.iter().map(move |(name, filters)| {
+            let name = if dynamic {
+                format!("{name}_dyn")
+            } else {
+                name.to_string()
+            };
+            (name, filters.clone(), dynamic)
+        })
+    });
+    for (name, filters, dynamic) in runs {
         let dir = tempfile::tempdir().unwrap();
-        let (db, load) = fill(dir.path(), filters, n);
+        let (db, load) = fill(dir.path(), filters, dynamic, n);
         let shape: Vec<String> = db
             .stats()
             .levels
@@ -123,12 +141,13 @@ fn main() {
         }
         let s = db.stats();
         summary.push(format!(
-            "{name:<22} load {:>6.1}s  filter {:>7.2} MiB  reads/missing get {:.4} (predicted {:.4})  observed FPR {:.3}%  shape {}",
+            "{name:<26} load {:>6.1}s  filter {:>7.2} MiB  reads/missing get {:.4} (predicted {:.4})  observed FPR {:.3}%  base L{}  shape {}",
             load.as_secs_f64(),
             s.filter_bytes as f64 / (1u64 << 20) as f64,
             s.block_reads_per_missing_get(),
             s.predicted_block_reads_per_missing_get(),
             s.total.observed_fpr().unwrap_or(0.0) * 100.0,
+            s.base_level,
             shape.join(" ")
         ));
     }

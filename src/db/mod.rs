@@ -455,9 +455,11 @@ impl Db {
         self.inner.flush()
     }
 
-    /// Full manual compaction: flushes, then merges level by level until all
-    /// data sits in the deepest level that holds any (at least L1), dropping
-    /// shadowed versions and tombstones.
+    /// Full manual compaction: flushes, then merges each non-empty level into
+    /// the next non-empty one below it until all data sits in the deepest
+    /// level that holds any (when only L0 does: L1, or with
+    /// [`Options::dynamic_level_bytes`] the base level), dropping shadowed
+    /// versions and tombstones.
     pub fn compact(&self) -> Result<()> {
         self.inner.flush()?;
         self.inner.compact_all()
