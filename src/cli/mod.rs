@@ -2,7 +2,7 @@
 //! only argument parsing and dispatch, and so that tests and examples can call
 //! the same code.
 //!
-//! - [`bench`]: the filter / disk-I/O study (`bloomlsm bench`).
+//! - [`bench`](mod@bench): the filter / disk-I/O study (`bloomlsm bench`).
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
 //! - [`db_cmd`]: `bloomlsm db put | get | delete | scan | load | stats | verify | compact`.
 //! - [`report`]: text tables, JSON lines, CSV and number formats.

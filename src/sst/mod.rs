@@ -1,7 +1,7 @@
 //! SSTables: immutable sorted files of key/value entries, each with one
 //! filter block, an in-memory index and checksummed blocks.
 //!
-//! - [`format`]: varints, block handles, trailers and checksums, the footer,
+//! - [`format`](mod@format): varints, block handles, trailers and checksums, the footer,
 //!   key orders.
 //! - [`block`]: prefix-compressed sorted blocks with restart points.
 //! - [`builder`]: [`TableBuilder`] writes a table.
