@@ -291,12 +291,20 @@ fn trial(
     }
 }
 
-fn flip_trials(
+/// Bytes of a file, changed in place.
+type Edit = Box<dyn Fn(&mut Vec<u8>)>;
+/// One way to damage a file: given the trial's RNG and the file's length,
+/// the damage to apply, a description, and the offset it starts at.
+type Damage<'a> = dyn Fn(&mut SplitMix64, u64) -> (Edit, String, usize) + 'a;
+
+/// `n` trials, each damaging one of `files` (round-robin) as `damage` says.
+fn damage_trials(
     p: &Pristine,
     files: &[PathBuf],
     n: usize,
     seed: u64,
     may_lose: &dyn Fn(&Path, usize) -> MayLose,
+    damage: &Damage<'_>,
 ) -> (Tally, Vec<String>) {
     install_panic_hook();
     let mut rng = SplitMix64::new(seed);
@@ -305,24 +313,35 @@ fn flip_trials(
     for t in 0..n {
         let file = &files[t % files.len()];
         let len = std::fs::metadata(file).unwrap().len();
-        let off = rng.below(len) as usize;
-        let x = 1 + rng.below(255) as u8;
-        let what = format!(
-            "flip {x:#04x} at {off} of {}",
-            file.file_name().unwrap().to_string_lossy()
-        );
+        let (apply, what, at) = damage(&mut rng, len);
+        let what = format!("{what} of {}", file.file_name().unwrap().to_string_lossy());
         trial(
             p,
             file,
-            &|b: &mut Vec<u8>| b[off] ^= x,
+            &*apply,
             &what,
-            may_lose(file, off),
+            may_lose(file, at),
             false,
             &mut tally,
             &mut failures,
         );
     }
     (tally, failures)
+}
+
+fn flip_trials(
+    p: &Pristine,
+    files: &[PathBuf],
+    n: usize,
+    seed: u64,
+    may_lose: &dyn Fn(&Path, usize) -> MayLose,
+) -> (Tally, Vec<String>) {
+    damage_trials(p, files, n, seed, may_lose, &|rng, len| {
+        let off = rng.below(len) as usize;
+        let x = 1 + rng.below(255) as u8;
+        let apply: Edit = Box::new(move |b| b[off] ^= x);
+        (apply, format!("flip {x:#04x} at {off}"), off)
+    })
 }
 
 fn truncate_trials(
@@ -332,30 +351,11 @@ fn truncate_trials(
     seed: u64,
     may_lose: &dyn Fn(&Path, usize) -> MayLose,
 ) -> (Tally, Vec<String>) {
-    install_panic_hook();
-    let mut rng = SplitMix64::new(seed);
-    let mut tally = Tally::default();
-    let mut failures = Vec::new();
-    for t in 0..n {
-        let file = &files[t % files.len()];
-        let len = std::fs::metadata(file).unwrap().len();
+    damage_trials(p, files, n, seed, may_lose, &|rng, len| {
         let cut = rng.below(len) as usize;
-        let what = format!(
-            "truncate to {cut} of {}",
-            file.file_name().unwrap().to_string_lossy()
-        );
-        trial(
-            p,
-            file,
-            &|b: &mut Vec<u8>| b.truncate(cut),
-            &what,
-            may_lose(file, cut),
-            false,
-            &mut tally,
-            &mut failures,
-        );
-    }
-    (tally, failures)
+        let apply: Edit = Box::new(move |b| b.truncate(cut));
+        (apply, format!("truncate to {cut}"), cut)
+    })
 }
 
 fn report(kind: &str, tally: &Tally, failures: &[String]) {

@@ -374,7 +374,8 @@ impl Manifest {
         self.writer.path()
     }
 
-    /// Bytes in the manifest (the store rotates when it grows too large).
+    /// Bytes in the manifest. (The store starts a new manifest at every open;
+    /// it does not rotate one that grows while open.)
     pub fn size(&self) -> u64 {
         self.writer.len()
     }
