@@ -127,6 +127,28 @@ impl BloomFilter {
         true
     }
 
+    /// Probes many hashes; `out[i]` receives `may_contain(hashes[i])`. The
+    /// words of the first two probes of the key 8 positions ahead are
+    /// prefetched (an absent key stops at one of them three times in four),
+    /// so the baseline gets the same batching as
+    /// [`super::Blocked512Filter::may_contain_batch`] when they are compared.
+    pub fn may_contain_batch(&self, hashes: &[u64], out: &mut [bool]) {
+        assert_eq!(hashes.len(), out.len(), "one output per hash");
+        const AHEAD: usize = 8;
+        let m = self.num_bits;
+        for (i, (&h, o)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+            if m > 0
+                && let Some(&next) = hashes.get(i + AHEAD)
+            {
+                let first = fastrange64(next, m);
+                let second = fastrange64(next.wrapping_add(second_hash(next)), m);
+                super::prefetch_read(&self.words[(first >> 6) as usize]);
+                super::prefetch_read(&self.words[(second >> 6) as usize]);
+            }
+            *o = self.may_contain(h);
+        }
+    }
+
     /// Number of bits.
     pub fn num_bits(&self) -> u64 {
         self.num_bits
@@ -159,6 +181,23 @@ pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::filter::{Filter, FilterPolicy, key_hash};
+
+    #[test]
+    fn batch_agrees_with_single() {
+        let keys: Vec<u64> = (0..5000u64).map(|i| key_hash(&i.to_le_bytes())).collect();
+        let f = BloomFilter::from_hashes(&keys[..2500], 6.0, 4);
+        let mut out = vec![false; keys.len()];
+        f.may_contain_batch(&keys, &mut out);
+        for (h, o) in keys.iter().zip(&out) {
+            assert_eq!(*o, f.may_contain(*h));
+        }
+        assert!(out[..2500].iter().all(|&b| b));
+        assert!(out[2500..].iter().any(|&b| !b));
+        let empty = BloomFilter::from_hashes(&[], 10.0, 7);
+        let mut one = [true];
+        empty.may_contain_batch(&[1], &mut one);
+        assert!(!one[0]);
+    }
 
     #[test]
     fn roundtrip_and_members() {

@@ -26,6 +26,21 @@ pub fn key_hash(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
+/// Hints the CPU to load the cache line holding `*x` (no effect elsewhere).
+#[inline(always)]
+pub(crate) fn prefetch_read<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(
+            (x as *const T).cast::<i8>(),
+            core::arch::x86_64::_MM_HINT_T0,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// Length in bytes of the trailer that ends every serialized filter.
 pub const FILTER_TRAILER_LEN: usize = 20;
 /// Current version of both filter encodings.
