@@ -288,8 +288,8 @@ impl Blocked512Filter {
     ///
     /// A build for a CPU with AVX2 (`-C target-cpu=native` or
     /// `-C target-feature=+avx2`) inlines the AVX2 test into the caller; a
-    /// generic x86-64 build detects AVX2 at run time and calls it, which costs
-    /// about a nanosecond more per probe. [`Self::may_contain_batch`] gets the
+    /// generic x86-64 build detects AVX2 at run time and calls it, which cost
+    /// 1.6 ns more per probe in a loop at 10^6 keys (docs/filters.md). [`Self::may_contain_batch`] gets the
     /// inlined loop either way.
     #[inline]
     pub fn may_contain(&self, hash: u64) -> bool {
