@@ -25,6 +25,18 @@ proptest! {
         for h in &hashes {
             prop_assert!(f.may_contain(*h));
         }
+        // The batch probes answer as the single probe does, for the keys and
+        // for as many others (groups of 64 with a partial last one).
+        let probes: Vec<Vec<u8>> = keys.iter().cloned().chain(keys.iter().map(|k| [k.as_slice(), b"~"].concat())).collect();
+        let probe_hashes: Vec<u64> = probes.iter().map(|k| key_hash(k)).collect();
+        let mut batch = vec![false; probes.len()];
+        f.may_contain_batch(&probe_hashes, &mut batch);
+        let mut by_key = vec![false; probes.len()];
+        f.may_contain_keys(&probes, &mut by_key);
+        for (i, h) in probe_hashes.iter().enumerate() {
+            prop_assert_eq!(batch[i], f.may_contain(*h));
+            prop_assert_eq!(by_key[i], batch[i]);
+        }
     }
 
     #[test]
@@ -50,6 +62,12 @@ fn unknown_kind_version_or_hash_is_unusable_and_says_maybe() {
         let f = Filter::open(&bad).unwrap();
         assert!(!f.is_usable(), "byte {at} = {value}");
         assert!(f.may_contain(key_hash(b"anything")));
+        let mut out = [false; 3];
+        f.may_contain_batch(&[1, 2, 3], &mut out);
+        assert_eq!(out, [true; 3]);
+        let mut out = [false; 2];
+        f.may_contain_keys(&[b"a", b"b"], &mut out);
+        assert_eq!(out, [true; 2]);
         assert_eq!(f.predicted_fpr(), 1.0);
     }
 }

@@ -18,7 +18,9 @@
 //! mispredict about half its branches, and the line is already in cache after
 //! the first probe, so the remaining probes cost only a few ALU operations.
 
-use super::{FILTER_VERSION, FilterDecodeError, FilterKind, FilterTrailer, HASH_XXH3_64};
+use super::{
+    BATCH_GROUP, FILTER_VERSION, FilterDecodeError, FilterKind, FilterTrailer, HASH_XXH3_64,
+};
 
 /// Multiplier that advances the probe hash (32-bit golden ratio).
 const GOLDEN32: u32 = 0x9e37_79b9;
@@ -65,51 +67,104 @@ mod avx2 {
         // SAFETY: `Line` is 64-byte aligned and 64 bytes long.
         let (lo, hi) = unsafe { (_mm256_load_si256(ptr), _mm256_load_si256(ptr.add(1))) };
         let h = _mm256_set1_epi32(h2 as i32);
-        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let mut done = 0u32;
-        let mut all = 1i32;
+        // Bits the probes want but the line lacks, ORed over the steps and
+        // tested once at the end: a test per step became a branch on the
+        // loaded line, which cost 5x in a probe loop (docs/filters.md). The
+        // first eight probes need no loop (k <= 8 up to 11 bits/key).
+        let mut missing = missing_bits(lo, hi, h, 0, k);
+        let mut done = 8;
         while done < k {
-            // SAFETY: done + 8 <= 32 because k <= MAX_PROBES (30) rounds up to 32.
-            let pow = unsafe { _mm256_loadu_si256(POW.as_ptr().add(done as usize).cast()) };
-            let bit = _mm256_srli_epi32::<23>(_mm256_mullo_epi32(h, pow));
-            let word = _mm256_srli_epi32::<5>(bit);
-            let from_lo = _mm256_permutevar8x32_epi32(lo, word);
-            let from_hi = _mm256_permutevar8x32_epi32(hi, word);
-            // Word index bit 3 chooses the upper half; blendv reads the sign bit.
-            let upper = _mm256_slli_epi32::<28>(word);
-            let w = _mm256_castps_si256(_mm256_blendv_ps(
-                _mm256_castsi256_ps(from_lo),
-                _mm256_castsi256_ps(from_hi),
-                _mm256_castsi256_ps(upper),
-            ));
-            let one = _mm256_set1_epi32(1);
-            let mask = _mm256_sllv_epi32(one, _mm256_and_si256(bit, _mm256_set1_epi32(31)));
-            let live = _mm256_cmpgt_epi32(_mm256_set1_epi32((k - done) as i32), lanes);
-            let mask = _mm256_and_si256(mask, live);
-            // testc: 1 iff every bit of `mask` is set in `w`. ANDed, not
-            // branched on, so a probe has no data-dependent branch.
-            all &= _mm256_testc_si256(w, mask);
+            missing = _mm256_or_si256(missing, missing_bits(lo, hi, h, done, k));
             done += 8;
         }
-        all != 0
+        _mm256_testz_si256(missing, missing) != 0
     }
 
-    /// [`super::Blocked512Filter::may_contain_batch`] with the check inlined
-    /// into one AVX2 loop: no call per key, so many keys' cache misses are in
-    /// flight at once.
+    /// Probes `done..min(done + 8, k)` of probe hash `h` (broadcast) against the
+    /// line `lo:hi`: the bits they want that are clear, one probe per lane.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn missing_bits(lo: __m256i, hi: __m256i, h: __m256i, done: u32, k: u32) -> __m256i {
+        debug_assert!(done <= 24, "k <= MAX_PROBES (30) keeps done + 8 <= 32");
+        // SAFETY: done + 8 <= 32 = POW.len() (k <= MAX_PROBES rounds up to 32).
+        let pow = unsafe { _mm256_loadu_si256(POW.as_ptr().add(done as usize).cast()) };
+        let bit = _mm256_srli_epi32::<23>(_mm256_mullo_epi32(h, pow));
+        let word = _mm256_srli_epi32::<5>(bit);
+        let from_lo = _mm256_permutevar8x32_epi32(lo, word);
+        let from_hi = _mm256_permutevar8x32_epi32(hi, word);
+        // Word index bit 3 chooses the upper half; blendv reads the sign bit.
+        let upper = _mm256_slli_epi32::<28>(word);
+        let w = _mm256_castps_si256(_mm256_blendv_ps(
+            _mm256_castsi256_ps(from_lo),
+            _mm256_castsi256_ps(from_hi),
+            _mm256_castsi256_ps(upper),
+        ));
+        let one = _mm256_set1_epi32(1);
+        let mask = _mm256_sllv_epi32(one, _mm256_and_si256(bit, _mm256_set1_epi32(31)));
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let live = _mm256_cmpgt_epi32(_mm256_set1_epi32(k as i32 - done as i32), lanes);
+        _mm256_andnot_si256(w, _mm256_and_si256(mask, live))
+    }
+
+    /// [`super::Blocked512Filter::may_contain`]: line choice and test in one
+    /// AVX2 function, so a generic build pays one call per probe.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub unsafe fn may_contain(lines: &[super::Line], k: u32, hash: u64) -> bool {
+        if lines.is_empty() {
+            return false;
+        }
+        let line = &lines[super::fastrange32(hash as u32, lines.len())];
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { check_line(line, (hash >> 32) as u32, k) }
+    }
+
+    /// A probe of `(lines, k, hash)`; see [`probe_for`].
+    pub type Probe = unsafe fn(&[super::Line], u32, u64) -> bool;
+
+    /// [`may_contain`] for a constant probe count (its `k` argument is
+    /// ignored): the lane mask and the loop fold away, a few instructions
+    /// fewer per probe, which is worth ~1 ns in a loop of probes whose cache
+    /// misses overlap (docs/filters.md).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn may_contain_k<const K: u32>(lines: &[super::Line], _k: u32, hash: u64) -> bool {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { may_contain(lines, K, hash) }
+    }
+
+    /// The AVX2 probe for filters of `k` probes, or `None` if this CPU lacks
+    /// AVX2.
+    pub fn probe_for(k: u32) -> Option<Probe> {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return None;
+        }
+        Some(match k {
+            4 => may_contain_k::<4>,
+            5 => may_contain_k::<5>,
+            6 => may_contain_k::<6>,
+            7 => may_contain_k::<7>,
+            8 => may_contain_k::<8>,
+            9 => may_contain_k::<9>,
+            _ => may_contain,
+        })
+    }
+
+    /// Tests `hashes` whose lines the caller has prefetched, with the test
+    /// inlined into one AVX2 loop (no call per key).
     ///
     /// # Safety
     /// The CPU must support AVX2; `lines` must not be empty.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn batch(lines: &[super::Line], k: u32, hashes: &[u64], out: &mut [bool]) {
-        let n = lines.len();
-        for (i, (&h, o)) in hashes.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(&next) = hashes.get(i + super::BATCH_AHEAD) {
-                super::prefetch(&lines[super::fastrange32(next as u32, n)]);
-            }
-            let line = &lines[super::fastrange32(h as u32, n)];
+    pub unsafe fn check_group(lines: &[super::Line], k: u32, hashes: &[u64], out: &mut [bool]) {
+        for (&h, o) in hashes.iter().zip(out.iter_mut()) {
             // SAFETY: the caller guarantees AVX2.
-            *o = unsafe { check_line(line, (h >> 32) as u32, k) };
+            *o = unsafe { may_contain(lines, k, h) };
         }
     }
 }
@@ -148,19 +203,10 @@ pub struct Blocked512Filter {
     lines: Box<[Line]>,
     key_count: u64,
     num_probes: u32,
-    /// Whether this CPU has AVX2, looked up once when the filter is made.
-    avx2: bool,
-}
-
-fn cpu_has_avx2() -> bool {
+    /// The AVX2 probe for this filter's k, if the CPU has AVX2 (looked up
+    /// once when the filter is made).
     #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    avx2: Option<avx2::Probe>,
 }
 
 #[inline(always)]
@@ -180,6 +226,30 @@ fn probe_mask(mut h2: u32, k: u32) -> [u64; 8] {
     mask
 }
 
+/// Filters larger than this build with a longer prefetch distance.
+const BUILD_FAR_BYTES: usize = 4 << 20;
+
+/// Sets every key's probe bits, prefetching the line of the key `AHEAD`
+/// positions on.
+fn set_bits<const AHEAD: usize>(lines: &mut [Line], hashes: &[u64], num_probes: u32) {
+    let n = lines.len();
+    if n == 0 {
+        return;
+    }
+    for (i, &h) in hashes.iter().enumerate() {
+        if let Some(&next) = hashes.get(i + AHEAD) {
+            prefetch(&lines[fastrange32(next as u32, n)]);
+        }
+        let line = &mut lines[fastrange32(h as u32, n)].0;
+        let mut h2 = (h >> 32) as u32;
+        for _ in 0..num_probes {
+            let bit = h2 >> (32 - 9);
+            line[(bit >> 6) as usize] |= 1u64 << (bit & 63);
+            h2 = h2.wrapping_mul(GOLDEN32);
+        }
+    }
+}
+
 /// Number of 512-bit lines for `keys` keys at `bits_per_key` (at least one line
 /// when there is a key; the trailer stores the count as 64-bit but fastrange
 /// needs it below 2^32).
@@ -191,9 +261,6 @@ pub fn lines_for(keys: usize, bits_per_key: f64) -> usize {
     lines.clamp(1.0, u32::MAX as f64) as usize
 }
 
-/// How many keys ahead the batch probe prefetches.
-const BATCH_AHEAD: usize = 8;
-
 #[inline(always)]
 fn prefetch(line: &Line) {
     super::prefetch_read(line);
@@ -204,28 +271,26 @@ impl Blocked512Filter {
     pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Self {
         let n = lines_for(hashes.len(), bits_per_key);
         let mut lines = vec![Line::default(); n].into_boxed_slice();
-        // Large filters do not fit in cache: prefetch the line of a key a few
+        // Large filters do not fit in cache: prefetch the line of a key some
         // positions ahead so the misses overlap (as RocksDB's builder does).
-        const AHEAD: usize = 8;
-        if n > 0 {
-            for (i, &h) in hashes.iter().enumerate() {
-                if let Some(&next) = hashes.get(i + AHEAD) {
-                    prefetch(&lines[fastrange32(next as u32, n)]);
-                }
-                let line = &mut lines[fastrange32(h as u32, n)].0;
-                let mut h2 = (h >> 32) as u32;
-                for _ in 0..num_probes {
-                    let bit = h2 >> (32 - 9);
-                    line[(bit >> 6) as usize] |= 1u64 << (bit & 63);
-                    h2 = h2.wrapping_mul(GOLDEN32);
-                }
-            }
+        // Measured (docs/filters.md): 8 ahead is best up to 10^6 keys, 32 ahead
+        // nearly doubles the rate at 10^7 keys. Prefetching a group then
+        // writing it, as the batch probe does, was slower here.
+        if n * 64 > BUILD_FAR_BYTES {
+            set_bits::<32>(&mut lines, hashes, num_probes);
+        } else {
+            set_bits::<8>(&mut lines, hashes, num_probes);
         }
+        Self::new(lines, hashes.len() as u64, num_probes)
+    }
+
+    fn new(lines: Box<[Line]>, key_count: u64, num_probes: u32) -> Self {
         Blocked512Filter {
             lines,
-            key_count: hashes.len() as u64,
+            key_count,
             num_probes,
-            avx2: cpu_has_avx2(),
+            #[cfg(target_arch = "x86_64")]
+            avx2: avx2::probe_for(num_probes),
         }
     }
 
@@ -275,12 +340,7 @@ impl Blocked512Filter {
                 l
             })
             .collect();
-        Ok(Blocked512Filter {
-            lines,
-            key_count: t.key_count,
-            num_probes: u32::from(t.num_probes),
-            avx2: cpu_has_avx2(),
-        })
+        Ok(Self::new(lines, t.key_count, u32::from(t.num_probes)))
     }
 
     /// False only if `hash` was certainly not added. Uses AVX2 where the CPU
@@ -288,31 +348,37 @@ impl Blocked512Filter {
     ///
     /// A build for a CPU with AVX2 (`-C target-cpu=native` or
     /// `-C target-feature=+avx2`) inlines the AVX2 test into the caller; a
-    /// generic x86-64 build detects AVX2 at run time and calls it, which cost
-    /// 1.6 ns more per probe in a loop at 10^6 keys (docs/filters.md). [`Self::may_contain_batch`] gets the
-    /// inlined loop either way.
+    /// generic x86-64 build calls an AVX2 function chosen once per filter for
+    /// its k. To probe many keys, [`Self::may_contain_batch`] and
+    /// [`Self::may_contain_keys`] are faster per key (docs/filters.md).
     #[inline]
     pub fn may_contain(&self, hash: u64) -> bool {
-        let n = self.lines.len();
-        if n == 0 {
-            return false;
-        }
         #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
         {
-            let line = &self.lines[fastrange32(hash as u32, n)];
             // SAFETY: this build targets CPUs with AVX2.
-            unsafe { avx2::check_line(line, (hash >> 32) as u32, self.num_probes) }
+            unsafe { avx2::may_contain(&self.lines, self.num_probes, hash) }
         }
         #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
         {
             #[cfg(target_arch = "x86_64")]
-            if self.avx2 {
-                let line = &self.lines[fastrange32(hash as u32, n)];
-                // SAFETY: `avx2` is true only if the CPU reported AVX2.
-                return unsafe { avx2::check_line(line, (hash >> 32) as u32, self.num_probes) };
+            {
+                // SAFETY: `avx2` is set only if the CPU reported AVX2.
+                match self.avx2 {
+                    Some(probe) => unsafe { probe(&self.lines, self.num_probes, hash) },
+                    None => self.may_contain_scalar_call(hash),
+                }
             }
+            #[cfg(not(target_arch = "x86_64"))]
             self.may_contain_portable(hash)
         }
+    }
+
+    /// The scalar probe, kept out of line on x86-64 so that `may_contain`
+    /// stays small enough to inline into its callers' loops.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(never)]
+    fn may_contain_scalar_call(&self, hash: u64) -> bool {
+        self.may_contain_portable(hash)
     }
 
     /// The portable (scalar) probe; public so benchmarks can compare paths.
@@ -338,26 +404,58 @@ impl Blocked512Filter {
         }
     }
 
-    /// Probes many hashes, prefetching lines ahead so cache misses overlap;
-    /// `out[i]` receives `may_contain(hashes[i])`. With AVX2 the whole loop is
-    /// one function with the test inlined (no call per key).
+    /// Probes many hashes; `out[i]` receives `may_contain(hashes[i])`.
+    ///
+    /// Keys go in groups of [`BATCH_GROUP`]: first every line of the group is
+    /// prefetched, then each is tested, so the group's cache misses are in
+    /// flight together instead of one per loop iteration (at 10^7 keys this
+    /// is 4x faster than prefetching a fixed distance ahead; docs/filters.md).
     pub fn may_contain_batch(&self, hashes: &[u64], out: &mut [bool]) {
-        let n = self.lines.len();
         assert_eq!(hashes.len(), out.len(), "one output per hash");
+        let n = self.lines.len();
         if n == 0 {
             out.fill(false);
             return;
         }
-        #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: `avx2` is true only if the CPU reported AVX2; n > 0.
-            unsafe { avx2::batch(&self.lines, self.num_probes, hashes, out) };
+        for (hs, os) in hashes.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP)) {
+            for &h in hs {
+                prefetch(&self.lines[fastrange32(h as u32, n)]);
+            }
+            self.check_group(hs, os);
+        }
+    }
+
+    /// [`Self::may_contain_batch`] for keys: hashes each group's keys with
+    /// [`super::key_hash`] and prefetches their lines, then tests them.
+    pub fn may_contain_keys<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [bool]) {
+        assert_eq!(keys.len(), out.len(), "one output per key");
+        let n = self.lines.len();
+        if n == 0 {
+            out.fill(false);
             return;
         }
-        for (i, (&h, o)) in hashes.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(&next) = hashes.get(i + BATCH_AHEAD) {
-                prefetch(&self.lines[fastrange32(next as u32, n)]);
+        let mut group = [0u64; BATCH_GROUP];
+        for (ks, os) in keys.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP)) {
+            let hs = &mut group[..ks.len()];
+            for (h, k) in hs.iter_mut().zip(ks) {
+                *h = super::key_hash(k.as_ref());
+                prefetch(&self.lines[fastrange32(*h as u32, n)]);
             }
+            self.check_group(hs, os);
+        }
+    }
+
+    /// Tests a group of hashes whose lines were prefetched; `lines` not empty.
+    #[inline]
+    fn check_group(&self, hashes: &[u64], out: &mut [bool]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2.is_some() {
+            // SAFETY: `avx2` is set only if the CPU reported AVX2; the callers
+            // return early on an empty filter.
+            unsafe { avx2::check_group(&self.lines, self.num_probes, hashes, out) };
+            return;
+        }
+        for (&h, o) in hashes.iter().zip(out.iter_mut()) {
             *o = self.may_contain_portable(h);
         }
     }
@@ -480,14 +578,42 @@ mod tests {
 
     #[test]
     fn batch_agrees_with_single() {
-        let keys: Vec<u64> = (0..5000u64).map(|i| key_hash(&i.to_le_bytes())).collect();
-        let f = Blocked512Filter::from_hashes(&keys[..2500], 8.0, 5);
-        let mut out = vec![false; keys.len()];
-        f.may_contain_batch(&keys, &mut out);
-        for (h, o) in keys.iter().zip(&out) {
-            assert_eq!(*o, f.may_contain(*h));
+        // 5000 keys: 78 full groups and a partial one.
+        let raw: Vec<[u8; 8]> = (0..5000u64).map(|i| i.to_le_bytes()).collect();
+        let keys: Vec<u64> = raw.iter().map(|k| key_hash(k)).collect();
+        for k in [1, 5, 6, 9, 12, 30] {
+            let f = Blocked512Filter::from_hashes(&keys[..2500], 8.0, k);
+            let mut out = vec![false; keys.len()];
+            f.may_contain_batch(&keys, &mut out);
+            let mut by_key = vec![false; keys.len()];
+            f.may_contain_keys(&raw, &mut by_key);
+            for (i, h) in keys.iter().enumerate() {
+                assert_eq!(out[i], f.may_contain(*h), "k={k} key {i}");
+                assert_eq!(by_key[i], out[i], "k={k} key {i}");
+            }
+            assert!(out[..2500].iter().all(|&b| b), "k={k}");
+            assert!(out[2500..].iter().any(|&b| !b), "k={k}");
+            // The scalar dispatch (a CPU without AVX2) answers alike.
+            #[cfg(target_arch = "x86_64")]
+            {
+                let mut scalar = f.clone();
+                scalar.avx2 = None;
+                let mut s_out = vec![false; keys.len()];
+                scalar.may_contain_batch(&keys, &mut s_out);
+                assert_eq!(s_out, out, "k={k}");
+                scalar.may_contain_keys(&raw, &mut s_out);
+                assert_eq!(s_out, out, "k={k}");
+                assert!(
+                    keys.iter()
+                        .zip(&out)
+                        .all(|(&h, &o)| scalar.may_contain(h) == o)
+                );
+            }
         }
-        assert!(out[..2500].iter().all(|&b| b));
+        let empty = Blocked512Filter::from_hashes(&[], 10.0, 6);
+        let mut one = [true];
+        empty.may_contain_keys(&[b"x"], &mut one);
+        assert!(!one[0]);
     }
 
     #[test]

@@ -26,6 +26,13 @@ pub fn key_hash(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
+/// Keys per group of the batch probes
+/// ([`Blocked512Filter::may_contain_batch`], [`BloomFilter::may_contain_batch`]):
+/// each group's cache lines are prefetched before any is tested. 64 kept more
+/// misses in flight than 16 or 32 at 10^7 keys and cost nothing at 10^6
+/// (docs/filters.md).
+pub const BATCH_GROUP: usize = 64;
+
 /// Hints the CPU to load the cache line holding `*x` (no effect elsewhere).
 #[inline(always)]
 pub(crate) fn prefetch_read<T>(x: &T) {
@@ -366,6 +373,39 @@ impl Filter {
             Filter::Blocked512(f) => f.may_contain(hash),
             Filter::Bloom(f) => f.may_contain(hash),
             Filter::Unusable { .. } => true,
+        }
+    }
+
+    /// Probes many hashes at once; `out[i]` receives `may_contain(hashes[i])`.
+    /// Faster per key than one call each: a group's cache misses overlap.
+    pub fn may_contain_batch(&self, hashes: &[u64], out: &mut [bool]) {
+        match self {
+            Filter::Blocked512(f) => f.may_contain_batch(hashes, out),
+            Filter::Bloom(f) => f.may_contain_batch(hashes, out),
+            Filter::Unusable { .. } => {
+                assert_eq!(hashes.len(), out.len(), "one output per hash");
+                out.fill(true)
+            }
+        }
+    }
+
+    /// [`Self::may_contain_batch`] for keys, hashed with [`key_hash`] a group
+    /// at a time.
+    pub fn may_contain_keys<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [bool]) {
+        assert_eq!(keys.len(), out.len(), "one output per key");
+        match self {
+            Filter::Blocked512(f) => f.may_contain_keys(keys, out),
+            Filter::Bloom(f) => {
+                let mut group = [0u64; BATCH_GROUP];
+                for (ks, os) in keys.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP)) {
+                    let hs = &mut group[..ks.len()];
+                    for (h, k) in hs.iter_mut().zip(ks) {
+                        *h = key_hash(k.as_ref());
+                    }
+                    f.may_contain_batch(hs, os);
+                }
+            }
+            Filter::Unusable { .. } => out.fill(true),
         }
     }
 
