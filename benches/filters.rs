@@ -195,6 +195,27 @@ fn paired_ns(
     (med(ta), med(tb), med(ratio))
 }
 
+/// A cache line of the same size and alignment as a blocked512 line.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Line64([u64; 8]);
+
+/// The memory floor of a probe at this moment: ns per key of a loop that only
+/// loads one word of each key's line from a buffer of `lines` lines (the
+/// filter's size and access pattern, no test). On a shared VM this moves
+/// with the neighbours; a probe's distance from it is what the code costs.
+fn load_floor(lines: usize, hashes: &[u64]) -> f64 {
+    let mut rng = SplitMix64::new(SEED);
+    let mem: Vec<Line64> = (0..lines).map(|_| Line64([rng.next_u64(); 8])).collect();
+    let n = mem.len() as u64;
+    median_ns(31, hashes.len(), || {
+        hashes
+            .iter()
+            .map(|&h| (mem[((u64::from(h as u32) * n) >> 32) as usize].0[0] & 1) as usize)
+            .sum()
+    })
+}
+
 /// The targets, on medians of this run (never asserted in tests).
 fn check_targets() {
     let h6 = hashes(1_000_000);
@@ -252,6 +273,7 @@ fn check_targets() {
             out2.iter().filter(|&&x| x).count()
         },
     );
+    let floor6 = load_floor(b6.memory_bytes() / 64, &pre6);
     let row = |what: &str, got: String, target: &str, ok: bool| {
         println!(
             "{what:<52} {got:>14}  {target:<14} {}",
@@ -259,6 +281,9 @@ fn check_targets() {
         );
     };
     println!("\nTargets (medians of this run):");
+    println!(
+        "(memory floor at 1e6 keys: a loop that only loads each key's line costs {floor6:.2} ns)"
+    );
     row(
         "blocked512 absent probe, 1e6 keys, hashing",
         format!("{hashing:.2} ns"),

@@ -68,9 +68,9 @@ mod avx2 {
         let (lo, hi) = unsafe { (_mm256_load_si256(ptr), _mm256_load_si256(ptr.add(1))) };
         let h = _mm256_set1_epi32(h2 as i32);
         // Bits the probes want but the line lacks, ORed over the steps and
-        // tested once at the end: a test per step became a branch on the
-        // loaded line, which cost 5x in a probe loop (docs/filters.md). The
-        // first eight probes need no loop (k <= 8 up to 11 bits/key).
+        // tested once at the end: a test per step compiled to a branch on the
+        // loaded line (7% slower in a probe loop, docs/filters.md). The first
+        // eight probes need no loop (k <= 8 up to 11 bits/key).
         let mut missing = missing_bits(lo, hi, h, 0, k);
         let mut done = 8;
         while done < k {
@@ -226,12 +226,14 @@ fn probe_mask(mut h2: u32, k: u32) -> [u64; 8] {
     mask
 }
 
-/// Filters larger than this build with a longer prefetch distance.
-const BUILD_FAR_BYTES: usize = 4 << 20;
-
-/// Sets every key's probe bits, prefetching the line of the key `AHEAD`
-/// positions on.
-fn set_bits<const AHEAD: usize>(lines: &mut [Line], hashes: &[u64], num_probes: u32) {
+/// Sets every key's probe bits. Large filters do not fit in cache, so the
+/// line of the key 32 positions on is prefetched and the misses overlap (as
+/// RocksDB's builder does, 8 ahead there). Measured (docs/filters.md): 32
+/// ahead doubles the rate at 10^7 keys against 8 ahead (100 vs 50 M keys/s)
+/// and costs nothing at 10^4 or 10^6; prefetching a group of keys and then
+/// writing it, as the batch probe does, was no better.
+fn set_bits(lines: &mut [Line], hashes: &[u64], num_probes: u32) {
+    const AHEAD: usize = 32;
     let n = lines.len();
     if n == 0 {
         return;
@@ -271,16 +273,7 @@ impl Blocked512Filter {
     pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Self {
         let n = lines_for(hashes.len(), bits_per_key);
         let mut lines = vec![Line::default(); n].into_boxed_slice();
-        // Large filters do not fit in cache: prefetch the line of a key some
-        // positions ahead so the misses overlap (as RocksDB's builder does).
-        // Measured (docs/filters.md): 8 ahead is best up to 10^6 keys, 32 ahead
-        // nearly doubles the rate at 10^7 keys. Prefetching a group then
-        // writing it, as the batch probe does, was slower here.
-        if n * 64 > BUILD_FAR_BYTES {
-            set_bits::<32>(&mut lines, hashes, num_probes);
-        } else {
-            set_bits::<8>(&mut lines, hashes, num_probes);
-        }
+        set_bits(&mut lines, hashes, num_probes);
         Self::new(lines, hashes.len() as u64, num_probes)
     }
 

@@ -26,11 +26,10 @@ pub fn key_hash(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
-/// Keys per group of the batch probes
-/// ([`Blocked512Filter::may_contain_batch`], [`BloomFilter::may_contain_batch`]):
-/// each group's cache lines are prefetched before any is tested. 64 kept more
-/// misses in flight than 16 or 32 at 10^7 keys and cost nothing at 10^6
-/// (docs/filters.md).
+/// Keys per group of the blocked filter's batch probes
+/// ([`Blocked512Filter::may_contain_batch`]): each group's cache lines are
+/// prefetched before any is tested. 64 kept more misses in flight than 16 or
+/// 32 at 10^7 keys and cost nothing at 10^6 (docs/filters.md).
 pub const BATCH_GROUP: usize = 64;
 
 /// Hints the CPU to load the cache line holding `*x` (no effect elsewhere).
