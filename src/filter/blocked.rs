@@ -126,9 +126,9 @@ mod avx2 {
     pub type Probe = unsafe fn(&[super::Line], u32, u64) -> bool;
 
     /// [`may_contain`] for a constant probe count (its `k` argument is
-    /// ignored): the lane mask and the loop fold away, a few instructions
-    /// fewer per probe, which is worth ~1 ns in a loop of probes whose cache
-    /// misses overlap (docs/filters.md).
+    /// ignored): the lane mask and the loop fold away. Fewer instructions per
+    /// probe let a loop of probes keep more cache misses in flight
+    /// (docs/filters.md, "What limits a probe").
     ///
     /// # Safety
     /// The CPU must support AVX2.
