@@ -401,8 +401,10 @@ impl Blocked512Filter {
     ///
     /// Keys go in groups of [`BATCH_GROUP`]: first every line of the group is
     /// prefetched, then each is tested, so the group's cache misses are in
-    /// flight together instead of one per loop iteration (at 10^7 keys this
-    /// is 4x faster than prefetching a fixed distance ahead; docs/filters.md).
+    /// flight together instead of one per loop iteration. At 10^7 keys with
+    /// the filter in L3 this measured 2.9–3.9 ns per key against 7.4–18 ns
+    /// for prefetching 8 keys ahead; with the filter cold the two were alike
+    /// (docs/filters.md).
     pub fn may_contain_batch(&self, hashes: &[u64], out: &mut [bool]) {
         assert_eq!(hashes.len(), out.len(), "one output per hash");
         let n = self.lines.len();
