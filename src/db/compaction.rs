@@ -205,8 +205,8 @@ pub(crate) fn whole_or_next(
 
 /// Allocates file numbers for outputs (and reserves them against deletion).
 pub(crate) trait FileNumbers {
-    /// A fresh file number.
-    fn next_file_number(&self) -> u64;
+    /// A fresh file number (reserved in the MANIFEST before it is returned).
+    fn next_file_number(&self) -> Result<u64>;
 }
 
 /// What a flush or compaction produced.
@@ -260,7 +260,7 @@ pub(crate) fn write_outputs(
         let b = match &mut builder {
             Some(b) => b,
             None => {
-                let number = numbers.next_file_number();
+                let number = numbers.next_file_number()?;
                 let path = filename::table_file(dir, number);
                 let file = OpenOptions::new()
                     .write(true)

@@ -13,7 +13,9 @@
 //! # Recovery
 //!
 //! [`Manifest::recover`] reads `CURRENT`, replays every edit of the manifest it
-//! names and returns the resulting [`RecoveredState`]. A torn tail (an edit
+//! names (through the builder `version_set.rs` also applies run-time edits
+//! with) and returns the resulting [`RecoveredState`]; `recovery.rs` then
+//! checks the directory against it. A torn tail (an edit
 //! whose append was cut by a crash, never acknowledged) is dropped; damage in
 //! the middle is [`Error::Corruption`] — there is no salvage mode for the
 //! manifest, because skipping an edit would silently resurrect deleted files
@@ -31,6 +33,7 @@ use crate::db::filename::{
     sync_dir,
 };
 use crate::db::log::{LogReader, LogWriter, TailDropped};
+use crate::db::version_set::Builder;
 use crate::error::{Error, Result};
 use crate::filter::{FilterKind, FilterPolicy};
 use crate::key::{self, compare_internal};
@@ -39,8 +42,14 @@ use crate::key::{self, compare_internal};
 pub const NUM_LEVELS: usize = 7;
 
 /// Name of the key order and file format, recorded in the first edit of every
-/// manifest; a store written with another name is refused.
-pub const FORMAT_NAME: &str = "bloomlsm.internal-key-bytewise.v1";
+/// manifest; a store written with another name is refused. `v2` added the
+/// WAL-tracking field ([`VersionEdit::new_logs`]); a `v1` manifest
+/// ([`FORMAT_NAME_V1`]) is still read.
+pub const FORMAT_NAME: &str = "bloomlsm.internal-key-bytewise.v2";
+
+/// The format name of manifests written before WALs were tracked; read, never
+/// written.
+pub const FORMAT_NAME_V1: &str = "bloomlsm.internal-key-bytewise.v1";
 
 /// Version-edit field tags (see `docs/format.md (§11–14)`).
 mod tag {
@@ -50,6 +59,7 @@ mod tag {
     pub const LAST_SEQUENCE: u64 = 4;
     pub const DELETED_FILE: u64 = 5;
     pub const NEW_FILE: u64 = 6;
+    pub const NEW_LOG: u64 = 7;
 }
 
 /// The filter an SSTable was built with, as recorded in the manifest. Kept as
@@ -115,6 +125,10 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(usize, u64)>,
     /// Files added: `(level, meta)`.
     pub new_files: Vec<(usize, FileMeta)>,
+    /// Write-ahead logs created (each already on disk, its directory entry
+    /// synced). A tracked log stays required until the log number passes it:
+    /// recovery refuses a store missing one.
+    pub new_logs: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -161,6 +175,10 @@ impl VersionEdit {
                     put_varint64(&mut b, m.num_probes as u64);
                 }
             }
+        }
+        for &n in &self.new_logs {
+            put_varint64(&mut b, tag::NEW_LOG);
+            put_varint64(&mut b, n);
         }
         b
     }
@@ -212,6 +230,7 @@ impl VersionEdit {
                     let f = decode_file(&mut d).map_err(bad)?;
                     e.new_files.push((level, f));
                 }
+                tag::NEW_LOG => e.new_logs.push(c(d.varint64())?),
                 _ => return Err(bad(&format!("unknown version edit tag {t}"))),
             }
         }
@@ -285,9 +304,23 @@ pub struct RecoveredState {
     pub next_file_number: u64,
     /// Highest sequence number in the SSTables and retired logs.
     pub last_sequence: u64,
+    /// Write-ahead logs the manifest tracks (all at or above `log_number`),
+    /// ascending: each must exist.
+    pub logs: Vec<u64>,
 }
 
 impl RecoveredState {
+    /// The state of a store with no files yet.
+    pub fn empty() -> Self {
+        RecoveredState {
+            levels: vec![Vec::new(); NUM_LEVELS],
+            log_number: 0,
+            next_file_number: 1,
+            last_sequence: 0,
+            logs: Vec::new(),
+        }
+    }
+
     /// A full snapshot edit of this state: what a new manifest starts with.
     pub fn snapshot_edit(&self) -> VersionEdit {
         VersionEdit {
@@ -302,6 +335,7 @@ impl RecoveredState {
                 .enumerate()
                 .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f.clone())))
                 .collect(),
+            new_logs: self.logs.clone(),
         }
     }
 }
@@ -393,7 +427,7 @@ impl Manifest {
             let at = reader.last_record_offset();
             let edit = VersionEdit::decode_in(&rec, &path, at)?;
             match (&edit.comparator, edits) {
-                (Some(c), _) if c != FORMAT_NAME => {
+                (Some(c), _) if c != FORMAT_NAME && c != FORMAT_NAME_V1 => {
                     return Err(Error::invalid(format!(
                         "{} was written with format {c:?}; this build reads {FORMAT_NAME:?}",
                         path.display()
@@ -430,76 +464,6 @@ impl Manifest {
                 tail_dropped: reader.tail_dropped(),
             },
         ))
-    }
-}
-
-/// Accumulates edits into a state.
-#[derive(Default)]
-struct Builder {
-    levels: [Vec<FileMeta>; NUM_LEVELS],
-    log_number: Option<u64>,
-    next_file_number: Option<u64>,
-    last_sequence: Option<u64>,
-}
-
-impl Builder {
-    fn apply(&mut self, e: &VersionEdit) -> std::result::Result<(), String> {
-        if let Some(n) = e.log_number {
-            self.log_number = Some(n);
-        }
-        if let Some(n) = e.next_file_number {
-            self.next_file_number = Some(n);
-        }
-        if let Some(s) = e.last_sequence {
-            self.last_sequence = Some(s);
-        }
-        // Deletions first, so an edit may move a file between levels.
-        for &(level, number) in &e.deleted_files {
-            let files = &mut self.levels[level];
-            match files.iter().position(|f| f.number == number) {
-                Some(i) => {
-                    files.remove(i);
-                }
-                None => return Err(format!("edit deletes file {number} absent from L{level}")),
-            }
-        }
-        for (level, f) in &e.new_files {
-            if self.levels.iter().flatten().any(|g| g.number == f.number) {
-                return Err(format!("edit adds file {} twice", f.number));
-            }
-            self.levels[*level].push(f.clone());
-        }
-        Ok(())
-    }
-
-    fn finish(self, manifest_number: u64) -> std::result::Result<RecoveredState, String> {
-        let log_number = self
-            .log_number
-            .ok_or("manifest never sets the log number")?;
-        let next = self
-            .next_file_number
-            .ok_or("manifest never sets the next file number")?;
-        let last_sequence = self
-            .last_sequence
-            .ok_or("manifest never sets the last sequence")?;
-        let mut levels: Vec<Vec<FileMeta>> = self.levels.into_iter().collect();
-        let max_used = levels
-            .iter()
-            .flatten()
-            .map(|f| f.number)
-            .chain([manifest_number, log_number])
-            .max()
-            .unwrap_or(0);
-        levels[0].sort_by_key(|f| f.number);
-        for l in levels.iter_mut().skip(1) {
-            l.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
-        }
-        Ok(RecoveredState {
-            levels,
-            log_number,
-            next_file_number: next.max(max_used.saturating_add(1)),
-            last_sequence,
-        })
     }
 }
 
@@ -649,9 +613,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let mut m = Manifest::create(d, 1, &base_edit()).unwrap();
-        for i in 0..3 {
+        for (i, (lo, hi)) in [("a", "b"), ("c", "d"), ("e", "f")].into_iter().enumerate() {
             let mut e = VersionEdit::new();
-            e.new_files.push((2, file(10 + i, "a", "b")));
+            e.new_files.push((2, file(10 + i as u64, lo, hi)));
             m.append(&e).unwrap();
         }
         drop(m);
@@ -778,15 +742,19 @@ mod tests {
             prop::option::of(0u64..=key::MAX_SEQUENCE),
             prop::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..5),
             prop::collection::vec((0..NUM_LEVELS, arb_file()), 0..5),
+            prop::collection::vec(any::<u64>(), 0..3),
         )
             .prop_map(
-                |(comparator, log_number, next_file_number, last_sequence, d, n)| VersionEdit {
-                    comparator,
-                    log_number,
-                    next_file_number,
-                    last_sequence,
-                    deleted_files: d,
-                    new_files: n,
+                |(comparator, log_number, next_file_number, last_sequence, d, n, logs)| {
+                    VersionEdit {
+                        comparator,
+                        log_number,
+                        next_file_number,
+                        last_sequence,
+                        deleted_files: d,
+                        new_files: n,
+                        new_logs: logs,
+                    }
                 },
             )
     }

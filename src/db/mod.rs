@@ -9,7 +9,9 @@ pub mod iter;
 pub mod log;
 pub mod manifest;
 pub mod memtable;
+mod recovery;
 pub mod version;
+pub(crate) mod version_set;
 pub mod wal;
 
 pub use batch::{BatchOp, WriteBatch};
@@ -35,11 +37,12 @@ use crate::error::{Error, Result};
 use crate::filter::key_hash;
 use crate::key::{self, ValueKind};
 use crate::options::Options;
-use crate::sst::{BlockCache, Table, TableOpenOptions};
+use crate::sst::BlockCache;
 use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Stats};
 use compaction::{Compaction, FileNumbers};
 use iter::{MergeIter, Source};
 use version::{FileHandle, Version};
+use version_set::VersionSet;
 
 /// Largest accepted key, in bytes (64 KiB).
 pub const MAX_KEY_LEN: usize = 64 << 10;
@@ -75,7 +78,6 @@ struct Inner {
     cv: Condvar,
     sv: RwLock<Arc<SuperVersion>>,
     last_seq: AtomicU64,
-    next_file: AtomicU64,
     /// Held by whoever runs a flush or compaction.
     work: Mutex<()>,
     gets: GetCounters,
@@ -99,20 +101,19 @@ struct Writer {
 struct State {
     /// Frozen memtables awaiting flush, oldest first, with their WAL numbers.
     imm: Vec<(Arc<MemTable>, u64)>,
-    version: Arc<Version>,
-    manifest: Manifest,
+    /// The file set, the MANIFEST and the file numbers.
+    vs: VersionSet,
     /// WAL of the active memtable.
     wal_number: u64,
-    /// Round-robin compaction pointers per level (user keys).
-    pointers: Vec<Vec<u8>>,
     /// First background error; writes fail with it afterwards.
     bg_error: Option<String>,
     shutting_down: bool,
 }
 
 impl FileNumbers for Inner {
-    fn next_file_number(&self) -> u64 {
-        self.next_file.fetch_add(1, Ordering::SeqCst)
+    fn next_file_number(&self) -> Result<u64> {
+        let seq = self.last_seq.load(Ordering::Acquire);
+        self.state().vs.new_file_number(seq)
     }
 }
 
@@ -154,182 +155,23 @@ impl Db {
         let cache = (opts.block_cache_capacity > 0)
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
 
-        // 1. The manifest: which files live where.
-        let recovered = match Manifest::recover(&dir) {
-            Ok((state, report)) => {
-                // The manifest names the oldest WAL still needed, and a flush
-                // deletes a WAL only after its edit (which advances that
-                // number) is durable. A real torn tail (a crash during an
-                // append) therefore always leaves the named WAL in place; if
-                // it is gone, the dropped "tail" was a damaged edit whose
-                // flushed writes would silently vanish.
-                if let Some(t) = report.tail_dropped
-                    && state.log_number > 0
-                    && !filename::log_file(&dir, state.log_number).exists()
-                {
-                    return Err(Error::corruption(
-                        filename::manifest_file(&dir, report.manifest_number),
-                        t.offset,
-                        format!(
-                            "damaged last edit: the WAL {} it leaves in use is gone",
-                            state.log_number
-                        ),
-                    ));
-                }
-                state
-            }
-            // Only a missing CURRENT means "no store here yet". A CURRENT that
-            // names a missing manifest is damage: starting empty would delete
-            // every table below as stale.
-            Err(Error::Io { source, context })
-                if source.kind() == std::io::ErrorKind::NotFound
-                    && filename::current_file(&dir).exists() =>
-            {
-                return Err(Error::corruption(
-                    filename::current_file(&dir),
-                    0,
-                    format!("CURRENT names a manifest that does not exist ({context}: {source})"),
-                ));
-            }
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                // No CURRENT. A first open that crashed leaves at most empty
-                // logs and a manifest; tables or logs with writes mean CURRENT
-                // was lost, and starting empty would delete them as stale.
-                let leftovers = filename::list_store_files(&dir)?;
-                if let Some((_, _, path)) = leftovers.iter().find(|(kind, _, path)| {
-                    *kind == FileKind::Table
-                        || (*kind == FileKind::Log
-                            && std::fs::metadata(path).is_ok_and(|m| m.len() > 0))
-                }) {
-                    return Err(Error::corruption(
-                        filename::current_file(&dir),
-                        0,
-                        format!(
-                            "CURRENT is missing but the store holds data ({})",
-                            path.display()
-                        ),
-                    ));
-                }
-                if !opts.create_if_missing {
-                    return Err(Error::invalid(format!(
-                        "{} holds no store (no CURRENT) and create_if_missing is false",
-                        dir.display()
-                    )));
-                }
-                RecoveredState {
-                    levels: vec![Vec::new(); manifest::NUM_LEVELS],
-                    log_number: 0,
-                    next_file_number: 1,
-                    last_sequence: 0,
-                }
-            }
-            Err(e) => return Err(e),
-        };
-        let mut version = Version::empty(opts.max_levels);
-        for (level, files) in recovered.levels.iter().enumerate() {
-            if !files.is_empty() && level >= opts.max_levels {
-                return Err(Error::invalid(format!(
-                    "the store has files on level {level}; open it with max_levels > {level}"
-                )));
-            }
-            for meta in files {
-                let path = filename::table_file(&dir, meta.number);
-                let table = Table::open(
-                    &path,
-                    TableOpenOptions {
-                        file_id: meta.number,
-                        cache: cache.clone(),
-                    },
-                )?;
-                version.levels[level]
-                    .push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
-            }
-        }
-        version.sort();
-        let mut next_file = recovered.next_file_number.max(1);
-        let mut last_seq = recovered.last_sequence;
-
-        // 2. The logs: writes not yet in any table.
-        let files = filename::list_store_files(&dir)?;
-        let mut logs: Vec<u64> = files
-            .iter()
-            .filter(|(k, n, _)| *k == FileKind::Log && *n >= recovered.log_number)
-            .map(|(_, n, _)| *n)
-            .collect();
-        logs.sort_unstable();
+        let rec = recovery::recover(&dir, &opts, cache.clone())?;
+        let last_seq = rec.last_sequence;
+        let wal_number = rec.wal.number();
         let mem = Arc::new(MemTable::new());
-        let (mut tail_dropped, mut salvaged) = (0u64, 0u64);
-        for &n in &logs {
-            let report = wal::replay(&filename::log_file(&dir, n), opts.salvage_wal, |batch| {
-                mem.insert_batch(&batch);
-                Ok(())
-            })?;
-            last_seq = last_seq.max(report.last_seq);
-            tail_dropped += report.tail_dropped.map_or(0, |t| t.bytes);
-            salvaged += report.salvaged.len() as u64;
-            next_file = next_file.max(n + 1);
-        }
-        for (_, n, _) in &files {
-            next_file = next_file.max(n + 1);
-        }
-
-        // 3. A fresh manifest and log; the replayed writes go to an L0 file.
-        let manifest_number = next_file;
-        let wal_number = next_file + 1;
-        let flush_number = next_file + 2;
-        let next_file = next_file + 3;
-        let flushed = if mem.is_empty() {
-            None
-        } else {
-            flush_memtable(&dir, &opts, &mem, flush_number, &version, cache.clone())?
-        };
-        if let Some(fh) = flushed {
-            version.levels[0].push(fh);
-            version.sort();
-        }
-        let mut snapshot = RecoveredState {
-            levels: vec![Vec::new(); manifest::NUM_LEVELS],
-            log_number: wal_number,
-            next_file_number: next_file,
-            last_sequence: last_seq,
-        };
-        for (l, files) in version.levels.iter().enumerate() {
-            snapshot.levels[l] = files.iter().map(|f| f.meta.clone()).collect();
-        }
-        let wal = Wal::create(&dir, wal_number)?;
-        let manifest = Manifest::create(&dir, manifest_number, &snapshot.snapshot_edit())?;
-        // Everything older is now redundant.
-        let live: HashSet<u64> = version.file_numbers().collect();
-        for (kind, n, path) in filename::list_store_files(&dir)? {
-            let stale = match kind {
-                FileKind::Table => !live.contains(&n),
-                FileKind::Log => n != wal_number,
-                FileKind::Manifest => n != manifest_number,
-                FileKind::CurrentTmp => true,
-                FileKind::Current | FileKind::Lock => false,
-            };
-            if stale {
-                let _ = std::fs::remove_file(&path);
-            }
-        }
-        filename::sync_dir(&dir)?;
-
-        let mem = Arc::new(MemTable::new());
-        let version = Arc::new(version);
+        let version = rec.vs.current().clone();
         let levels = opts.max_levels;
         let inner = Arc::new(Inner {
             dir,
             cache,
             writer: Mutex::new(Writer {
-                wal,
+                wal: rec.wal,
                 mem: mem.clone(),
             }),
             state: Mutex::new(State {
                 imm: Vec::new(),
-                version: version.clone(),
-                manifest,
+                vs: rec.vs,
                 wal_number,
-                pointers: vec![Vec::new(); levels],
                 bg_error: None,
                 shutting_down: false,
             }),
@@ -340,7 +182,6 @@ impl Db {
                 version,
             })),
             last_seq: AtomicU64::new(last_seq),
-            next_file: AtomicU64::new(next_file),
             work: Mutex::new(()),
             gets: GetCounters::default(),
             retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
@@ -349,8 +190,8 @@ impl Db {
             bytes_compacted: AtomicU64::new(0),
             slowdowns: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
-            wal_tail_dropped: tail_dropped,
-            wal_salvaged: salvaged,
+            wal_tail_dropped: rec.wal_tail_dropped,
+            wal_salvaged: rec.wal_salvaged,
             closed: AtomicBool::new(false),
             _lock: lock,
             opts,
@@ -601,8 +442,8 @@ fn flush_memtable(
     /// A flush writes exactly one file: its size limit is lifted below.
     struct Fixed(u64);
     impl FileNumbers for Fixed {
-        fn next_file_number(&self) -> u64 {
-            self.0
+        fn next_file_number(&self) -> Result<u64> {
+            Ok(self.0)
         }
     }
     let mut runs = v.runs();
@@ -639,7 +480,7 @@ impl Inner {
         let sv = SuperVersion {
             mem,
             imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
-            version: st.version.clone(),
+            version: st.vs.current().clone(),
         };
         *self.sv.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(sv);
     }
@@ -653,7 +494,7 @@ impl Inner {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Poisoned(e.clone()));
             }
-            let l0 = st.version.levels[0].len();
+            let l0 = st.vs.current().levels[0].len();
             let compacting = self.opts.background_compaction;
             if compacting && !delayed && l0 >= self.opts.l0_slowdown_trigger {
                 // Give compaction some CPU, once per write, before stopping.
@@ -686,9 +527,21 @@ impl Inner {
     /// new one with a new log. The old log is synced first, so a frozen
     /// memtable's writes are on disk whatever the sync mode.
     fn freeze_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
-        let number = self.next_file.fetch_add(1, Ordering::SeqCst);
+        let seq = self.last_seq.load(Ordering::Acquire);
+        let number = st.vs.new_file_number(seq)?;
         let wal = Wal::create(&self.dir, number)?;
+        filename::sync_dir(&self.dir)?;
         w.wal.sync()?;
+        // Tracked once it exists: recovery refuses a store missing it.
+        let edit = VersionEdit {
+            new_logs: vec![number],
+            ..VersionEdit::default()
+        };
+        if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
+            st.bg_error
+                .get_or_insert_with(|| format!("MANIFEST append failed: {e}"));
+            return Err(e);
+        }
         w.wal = wal;
         let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
         st.imm.push((frozen, st.wal_number));
@@ -902,7 +755,7 @@ impl Inner {
 
     fn compaction_due(&self, st: &State) -> bool {
         self.opts.background_compaction
-            && compaction::scores(&st.version, &self.opts)
+            && compaction::scores(st.vs.current(), &self.opts)
                 .iter()
                 .any(|&s| s >= 1.0)
     }
@@ -913,11 +766,11 @@ impl Inner {
         let (mem, version) = {
             let st = self.state();
             match st.imm.first() {
-                Some((m, _)) => (m.clone(), st.version.clone()),
+                Some((m, _)) => (m.clone(), st.vs.current().clone()),
                 None => return Ok(false),
             }
         };
-        let number = self.next_file_number();
+        let number = self.next_file_number()?;
         let fh = flush_memtable(
             &self.dir,
             &self.opts,
@@ -928,25 +781,22 @@ impl Inner {
         )?;
         filename::sync_dir(&self.dir)?;
         let mut st = self.state();
-        let (_, flushed_wal) = st.imm.remove(0);
-        let log_number = st.imm.first().map_or(st.wal_number, |(_, n)| *n);
+        let flushed_wal = st.imm[0].1;
+        // The next frozen memtable's log, or the active one's.
+        let log_number = st.imm.get(1).map_or(st.wal_number, |(_, n)| *n);
         let mut edit = VersionEdit::new();
         edit.log_number = Some(log_number);
-        edit.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
-        edit.last_sequence = Some(self.last_seq.load(Ordering::Acquire));
-        let mut v = (*st.version).clone();
-        if let Some(fh) = &fh {
+        let opened: Vec<Arc<FileHandle>> = fh.into_iter().collect();
+        for fh in &opened {
             edit.new_files.push((0, fh.meta.clone()));
+        }
+        st.vs
+            .log_and_apply(edit, &opened, self.last_seq.load(Ordering::Acquire))?;
+        st.imm.remove(0);
+        for fh in &opened {
             self.bytes_compacted
                 .fetch_add(fh.meta.file_size, Ordering::Relaxed);
-            v.levels[0].push(fh.clone());
-            v.sort();
         }
-        if let Err(e) = st.manifest.append(&edit) {
-            st.imm.insert(0, (mem, flushed_wal));
-            return Err(e);
-        }
-        st.version = Arc::new(v);
         let mem_now = self.super_version().mem.clone();
         self.install(&st, mem_now);
         drop(st);
@@ -960,8 +810,8 @@ impl Inner {
         let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
         let (c, v) = {
             let st = self.state();
-            match compaction::pick(&st.version, &self.opts, &st.pointers) {
-                Some(c) => (c, st.version.clone()),
+            match compaction::pick(st.vs.current(), &self.opts, &st.vs.pointers) {
+                Some(c) => (c, st.vs.current().clone()),
                 None => return Ok(false),
             }
         };
@@ -978,11 +828,11 @@ impl Inner {
         let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
         let target = {
             let st = self.state();
-            let last = st.version.last_nonempty_level();
+            let last = st.vs.current().last_nonempty_level();
             if last > 0 {
                 last
             } else if self.opts.dynamic_level_bytes {
-                compaction::shape(&st.version, &self.opts).base
+                compaction::shape(st.vs.current(), &self.opts).base
             } else {
                 1
             }
@@ -990,12 +840,12 @@ impl Inner {
         for level in 0..target {
             let (c, v) = {
                 let st = self.state();
-                let v = &st.version;
+                let v = st.vs.current();
                 let output = (level + 1..target)
                     .find(|&l| !v.levels[l].is_empty())
                     .unwrap_or(target);
                 (
-                    compaction::whole_or_next(v, level, output, &st.pointers, true),
+                    compaction::whole_or_next(v, level, output, &st.vs.pointers, true),
                     v.clone(),
                 )
             };
@@ -1056,25 +906,14 @@ impl Inner {
         for f in &new_files {
             edit.new_files.push((out_level, f.meta.clone()));
         }
-        edit.next_file_number = Some(self.next_file.load(Ordering::SeqCst));
         let mut st = self.state();
-        st.manifest.append(&edit)?;
-        let mut nv = (*st.version).clone();
+        let opened = if trivial { &[][..] } else { &new_files[..] };
+        st.vs
+            .log_and_apply(edit, opened, self.last_seq.load(Ordering::Acquire))?;
         let gone: HashSet<u64> = c.all_inputs().map(|f| f.number()).collect();
-        for level in nv.levels.iter_mut() {
-            level.retain(|f| !gone.contains(&f.number()));
-        }
-        nv.levels[out_level].extend(new_files.iter().cloned());
-        nv.sort();
-        if let Err(msg) = nv.check_invariants() {
-            return Err(Error::invalid(format!(
-                "compaction broke level invariants: {msg}"
-            )));
-        }
         if let Some(last) = c.inputs.iter().map(|f| f.largest_user_key()).max() {
-            st.pointers[c.level] = last.to_vec();
+            st.vs.pointers[c.level] = last.to_vec();
         }
-        st.version = Arc::new(nv);
         let mem_now = self.super_version().mem.clone();
         if !trivial {
             // The inputs leave the version: keep their lookup counts in their

@@ -1,0 +1,343 @@
+//! Opening a store: reading the MANIFEST, checking the directory against it,
+//! replaying the write-ahead logs, and starting a new MANIFEST.
+//!
+//! Recovery refuses, with [`Error::Corruption`] naming the file and before it
+//! writes or deletes anything, every state a crash cannot produce but lost or
+//! damaged files can (docs/design.md, "Recovery"):
+//!
+//! - a table, log or manifest numbered at or past the next-file number the
+//!   MANIFEST records: the store reserves numbers in the MANIFEST before it
+//!   uses them, so such a file means the MANIFEST lost the edits that made it;
+//! - a table the MANIFEST names that is missing or has another size;
+//! - a write-ahead log the MANIFEST tracks (or names as its log number) that
+//!   is missing;
+//! - logs whose sequence numbers leave a gap: a log cut short before a later
+//!   one (only the last log may lose its tail, as a crash leaves it), or a
+//!   first log that starts past the MANIFEST's last sequence.
+//!
+//! Only then does it write: a new MANIFEST holding the recovered state (so
+//! every number used below is reserved), the replayed writes as an L0 table,
+//! a new log, one edit naming both, and finally the deletion of files the new
+//! MANIFEST does not need.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::db::filename::{self, FileKind};
+use crate::db::manifest::{Manifest, RecoveredState, VersionEdit};
+use crate::db::memtable::MemTable;
+use crate::db::version::{FileHandle, Version};
+use crate::db::version_set::{RESERVE, VersionSet};
+use crate::db::wal::{self, Wal};
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::sst::{BlockCache, Table, TableOpenOptions};
+
+/// An opened store, ready to take writes.
+pub(crate) struct Recovered {
+    pub vs: VersionSet,
+    /// The new, empty log of the active memtable.
+    pub wal: Wal,
+    pub last_sequence: u64,
+    /// Bytes of torn log tails dropped.
+    pub wal_tail_dropped: u64,
+    /// Damaged log records skipped (salvage mode).
+    pub wal_salvaged: u64,
+}
+
+/// Recovers the store in `dir` (see the module docs). The caller holds the
+/// directory lock.
+pub(crate) fn recover(
+    dir: &Path,
+    opts: &Options,
+    cache: Option<Arc<BlockCache>>,
+) -> Result<Recovered> {
+    let state = match read_manifest(dir, opts)? {
+        Some(state) => {
+            check_files(dir, &state)?;
+            state
+        }
+        None => RecoveredState::empty(),
+    };
+    let version = open_tables(dir, opts, &state, cache.clone())?;
+    let replay = replay_logs(dir, opts, &state)?;
+    let last_sequence = replay.last_sequence.max(state.last_sequence);
+
+    // Nothing written so far. The new manifest reserves the numbers used below.
+    let manifest_number = state.next_file_number;
+    let mut snapshot = state.clone();
+    snapshot.next_file_number = manifest_number + 1 + RESERVE;
+    snapshot.last_sequence = last_sequence;
+    let manifest = Manifest::create(dir, manifest_number, &snapshot.snapshot_edit())?;
+    let mut vs = VersionSet::new(manifest, snapshot, version);
+
+    let mut edit = VersionEdit::new();
+    let mut opened: Vec<Arc<FileHandle>> = Vec::new();
+    if !replay.mem.is_empty() {
+        let number = vs.new_file_number(last_sequence)?;
+        if let Some(fh) =
+            super::flush_memtable(dir, opts, &replay.mem, number, vs.current(), cache)?
+        {
+            edit.new_files.push((0, fh.meta.clone()));
+            opened.push(fh);
+        }
+    }
+    let wal_number = vs.new_file_number(last_sequence)?;
+    let wal = Wal::create(dir, wal_number)?;
+    // The table and the log exist before an edit names them.
+    filename::sync_dir(dir)?;
+    edit.log_number = Some(wal_number);
+    edit.new_logs.push(wal_number);
+    vs.log_and_apply(edit, &opened, last_sequence)?;
+
+    delete_obsolete(dir, &vs, manifest_number)?;
+    Ok(Recovered {
+        vs,
+        wal,
+        last_sequence,
+        wal_tail_dropped: replay.tail_dropped,
+        wal_salvaged: replay.salvaged,
+    })
+}
+
+/// The MANIFEST's state, or `None` for a directory that holds no store yet
+/// (and may be given one).
+fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<RecoveredState>> {
+    match Manifest::recover(dir) {
+        Ok((state, _report)) => Ok(Some(state)),
+        // Only a missing CURRENT means "no store here yet". A CURRENT that
+        // names a missing manifest is damage: starting empty would lose every
+        // table below.
+        Err(Error::Io { source, context })
+            if source.kind() == std::io::ErrorKind::NotFound
+                && filename::current_file(dir).exists() =>
+        {
+            Err(Error::corruption(
+                filename::current_file(dir),
+                0,
+                format!("CURRENT names a manifest that does not exist ({context}: {source})"),
+            ))
+        }
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            // No CURRENT. A first open that crashed leaves at most a manifest
+            // and empty logs; tables or logs with writes mean CURRENT was
+            // lost.
+            let leftovers = filename::list_store_files(dir)?;
+            if let Some((_, _, path)) = leftovers.iter().find(|(kind, _, path)| {
+                *kind == FileKind::Table
+                    || (*kind == FileKind::Log
+                        && std::fs::metadata(path).is_ok_and(|m| m.len() > 0))
+            }) {
+                return Err(Error::corruption(
+                    filename::current_file(dir),
+                    0,
+                    format!(
+                        "CURRENT is missing but the store holds data ({})",
+                        path.display()
+                    ),
+                ));
+            }
+            if !opts.create_if_missing {
+                return Err(Error::invalid(format!(
+                    "{} holds no store (no CURRENT) and create_if_missing is false",
+                    dir.display()
+                )));
+            }
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Refuses a directory whose files contradict the MANIFEST (module docs).
+fn check_files(dir: &Path, state: &RecoveredState) -> Result<()> {
+    let manifest = filename::manifest_file(dir, crate::db::manifest::read_current(dir)?);
+    let next = state.next_file_number;
+    for (kind, n, path) in filename::list_store_files(dir)? {
+        let newer = match kind {
+            FileKind::Table | FileKind::Log => n >= next,
+            // A manifest numbered exactly `next` is what an open that crashed
+            // before switching CURRENT leaves; this open replaces it.
+            FileKind::Manifest => n > next,
+            _ => false,
+        };
+        if newer {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!(
+                    "file number {n} is at or past the next file number {next} that {} \
+                     records: the manifest has lost the edits that made this file \
+                     (nothing was deleted)",
+                    manifest.display()
+                ),
+            ));
+        }
+    }
+    for meta in state.levels.iter().flatten() {
+        let path = filename::table_file(dir, meta.number);
+        match std::fs::metadata(&path) {
+            Ok(m) if m.len() == meta.file_size => {}
+            Ok(m) => {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!(
+                        "{} records this table as {} bytes; it has {}",
+                        manifest.display(),
+                        meta.file_size,
+                        m.len()
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!("{} names this table; it is missing", manifest.display()),
+                ));
+            }
+            Err(e) => return Err(Error::io(format!("stat {}", path.display()), e)),
+        }
+    }
+    let required = state
+        .logs
+        .iter()
+        .copied()
+        .chain((state.log_number > 0).then_some(state.log_number));
+    for n in required {
+        let path = filename::log_file(dir, n);
+        if !path.exists() {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!(
+                    "{} requires this write-ahead log (its writes are in no table); it is missing",
+                    manifest.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Opens every table the state names.
+fn open_tables(
+    dir: &Path,
+    opts: &Options,
+    state: &RecoveredState,
+    cache: Option<Arc<BlockCache>>,
+) -> Result<Version> {
+    let mut version = Version::empty(opts.max_levels);
+    for (level, files) in state.levels.iter().enumerate() {
+        if !files.is_empty() && level >= opts.max_levels {
+            return Err(Error::invalid(format!(
+                "the store has files on level {level}; open it with max_levels > {level}"
+            )));
+        }
+        for meta in files {
+            let path = filename::table_file(dir, meta.number);
+            let table = Table::open(
+                &path,
+                TableOpenOptions {
+                    file_id: meta.number,
+                    cache: cache.clone(),
+                },
+            )?;
+            version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
+        }
+    }
+    version.sort();
+    Ok(version)
+}
+
+struct Replay {
+    mem: MemTable,
+    last_sequence: u64,
+    tail_dropped: u64,
+    salvaged: u64,
+}
+
+/// Replays every log at or above the log number into one memtable, oldest
+/// first, checking that their sequence numbers run on without a gap (unless
+/// salvaging, which skips damaged records on purpose).
+fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Replay> {
+    let mut logs: Vec<u64> = filename::list_store_files(dir)?
+        .into_iter()
+        .filter(|(k, n, _)| *k == FileKind::Log && *n >= state.log_number)
+        .map(|(_, n, _)| n)
+        .collect();
+    logs.sort_unstable();
+    let mut out = Replay {
+        mem: MemTable::new(),
+        last_sequence: 0,
+        tail_dropped: 0,
+        salvaged: 0,
+    };
+    // The sequence the next batch must start at (at most, for the first).
+    let mut expect: Option<u64> = None;
+    let mut first_log_tail: Option<(u64, u64)> = None;
+    for &n in &logs {
+        let path = filename::log_file(dir, n);
+        let report = wal::replay(&path, opts.salvage_wal, |batch| {
+            if !opts.salvage_wal && !batch.is_empty() {
+                let first = batch.sequence();
+                let gap = match expect {
+                    None => first > state.last_sequence + 1,
+                    Some(e) => first != e,
+                };
+                if gap {
+                    let after = expect.map_or(state.last_sequence, |e| e - 1);
+                    let cut = match first_log_tail {
+                        Some((log, _)) if log != n => {
+                            format!("; log {log} lost its tail, which only the newest log may")
+                        }
+                        _ => String::new(),
+                    };
+                    return Err(Error::corruption(
+                        &path,
+                        0,
+                        format!(
+                            "a batch at sequence {first} follows sequence {after}: the writes \
+                             between are in no log or table{cut}"
+                        ),
+                    ));
+                }
+            }
+            if let Some(last) = batch.last_sequence() {
+                expect = Some(last + 1);
+            }
+            out.mem.insert_batch(&batch);
+            Ok(())
+        })?;
+        if let Some(t) = report.tail_dropped {
+            out.tail_dropped += t.bytes;
+            first_log_tail.get_or_insert((n, t.offset));
+        }
+        out.last_sequence = out.last_sequence.max(report.last_seq);
+        out.salvaged += report.salvaged.len() as u64;
+    }
+    Ok(out)
+}
+
+/// Deletes what the new MANIFEST does not need: tables no version holds
+/// (outputs of a flush or compaction a crash cut short, all numbered below
+/// the recovered next-file number), logs below the log number (now in
+/// tables), older manifests and a leftover `CURRENT.tmp`.
+fn delete_obsolete(dir: &Path, vs: &VersionSet, manifest_number: u64) -> Result<()> {
+    let live: HashSet<u64> = vs.current().file_numbers().collect();
+    for (kind, n, path) in filename::list_store_files(dir)? {
+        let stale = match kind {
+            FileKind::Table => !live.contains(&n),
+            FileKind::Log => n < vs.log_number(),
+            FileKind::Manifest => n != manifest_number,
+            FileKind::CurrentTmp => true,
+            FileKind::Current | FileKind::Lock => false,
+        };
+        if stale {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    filename::sync_dir(dir)
+}

@@ -1,0 +1,357 @@
+//! Damage that once opened silently into an older state (issue 11 §1): a
+//! MANIFEST, WAL or CURRENT cut at any length, any one file deleted, a file
+//! numbered past what the MANIFEST knows. Each trial damages a copy of one
+//! closed store and opens it. The open must either
+//!
+//! - fail with `Corruption` and leave every file exactly as it was (nothing
+//!   deleted, nothing rewritten), or
+//! - succeed with every acknowledged write — except that a cut WAL may lose
+//!   the writes of its cut-off tail, and only as a suffix: the store then
+//!   holds exactly the state after some prefix of the log's batches, and a
+//!   longer cut never yields a shorter prefix.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use bloomlsm::{Db, Error, Options, WriteBatch};
+
+mod common;
+use common::scratch_dir;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// File name -> contents.
+type Snapshot = BTreeMap<String, Vec<u8>>;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 16 << 10,
+        target_file_size: 4096,
+        level1_max_bytes: 16 << 10,
+        level_size_multiplier: 2,
+        block_size: 1024,
+        block_cache_capacity: 0,
+        background_compaction: false,
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn val(rng: &mut Rng, k: &[u8], tag: &str) -> Vec<u8> {
+    let mut v = format!("{}={tag}|", String::from_utf8_lossy(k)).into_bytes();
+    v.extend(std::iter::repeat_n(b'v', rng.below(100) as usize));
+    v
+}
+
+/// One write of the final session, kept in the WAL.
+enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+}
+
+struct Pristine {
+    dir: tempfile::TempDir,
+    /// Every acknowledged write applied.
+    model: Model,
+    /// The state before the WAL's batches, and the batches, in log order.
+    before_wal: Model,
+    wal_batches: Vec<Vec<Op>>,
+}
+
+impl Pristine {
+    /// The state after the first `j` WAL batches.
+    fn after(&self, j: usize) -> Model {
+        let mut m = self.before_wal.clone();
+        for batch in &self.wal_batches[..j] {
+            for op in batch {
+                match op {
+                    Op::Put(k, v) => {
+                        m.insert(k.clone(), v.clone());
+                    }
+                    Op::Delete(k) => {
+                        m.remove(k);
+                    }
+                }
+            }
+        }
+        m
+    }
+}
+
+/// Three sessions: tables on several levels, a MANIFEST with a snapshot
+/// followed by flush and compaction edits, deletions of keys that live in
+/// tables, and a last WAL of multi-write batches.
+fn build() -> Pristine {
+    let dir = scratch_dir();
+    let mut rng = Rng(0x0051_0711);
+    let mut model = Model::new();
+    let churn = |db: &Db, rng: &mut Rng, model: &mut Model, n: usize, tag: &str| {
+        for _ in 0..n {
+            let k = key(rng.below(900));
+            if rng.below(5) == 0 {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                let v = val(rng, &k, tag);
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+    };
+    for session in 0..2 {
+        let db = Db::open(dir.path(), options()).unwrap();
+        for round in 0..3 {
+            churn(
+                &db,
+                &mut rng,
+                &mut model,
+                500,
+                &format!("s{session}r{round}"),
+            );
+            db.maintain().unwrap();
+        }
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    churn(&db, &mut rng, &mut model, 400, "s2");
+    db.flush().unwrap();
+    let before_wal = model.clone();
+    let mut wal_batches = Vec::new();
+    for _ in 0..16 {
+        let mut batch = WriteBatch::new();
+        let mut ops = Vec::new();
+        for _ in 0..1 + rng.below(3) {
+            let k = key(rng.below(900));
+            if rng.below(3) == 0 {
+                batch.delete(&k);
+                model.remove(&k);
+                ops.push(Op::Delete(k));
+            } else {
+                let v = format!("wal{}", rng.below(1000)).into_bytes();
+                batch.put(&k, &v);
+                model.insert(k.clone(), v.clone());
+                ops.push(Op::Put(k, v));
+            }
+        }
+        db.write(batch).unwrap();
+        wal_batches.push(ops);
+    }
+    let s = db.stats();
+    assert!(
+        s.levels.iter().filter(|l| l.files > 0).count() >= 2,
+        "{s:?}"
+    );
+    db.close().unwrap();
+    Pristine {
+        dir,
+        model,
+        before_wal,
+        wal_batches,
+    }
+}
+
+fn files_named(dir: &Path, pred: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| pred(n))
+        .collect();
+    v.sort();
+    v
+}
+
+fn snapshot(dir: &Path) -> Snapshot {
+    files_named(dir, |n| n != "LOCK")
+        .into_iter()
+        .map(|n| {
+            let bytes = std::fs::read(dir.join(&n)).unwrap();
+            (n, bytes)
+        })
+        .collect()
+}
+
+fn restore(to: &Path, s: &Snapshot) {
+    for (name, bytes) in s {
+        std::fs::write(to.join(name), bytes).unwrap();
+    }
+}
+
+/// Everything the store returns, by scan and by get of every key either
+/// model knows.
+fn contents(db: &Db, keys: &[&Vec<u8>]) -> Result<Model, Error> {
+    let mut m = Model::new();
+    for item in db.scan::<[u8], _>(..) {
+        let (k, v) = item?;
+        m.insert(k.to_vec(), v.to_vec());
+    }
+    for k in keys {
+        let got = db.get(k)?;
+        if got.as_deref() != m.get(*k).map(Vec::as_slice) {
+            panic!(
+                "get {} disagrees with scan",
+                String::from_utf8_lossy(k.as_slice())
+            );
+        }
+    }
+    Ok(m)
+}
+
+/// How one damaged open ended.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// Refused with Corruption, every file untouched.
+    Refused,
+    /// Opened holding this state.
+    Opened(Model),
+}
+
+/// Writes `damaged` into a fresh directory, opens it, and checks the refusal
+/// rule; returns what the open gave.
+fn trial(p: &Pristine, damaged: &Snapshot, what: &str) -> Outcome {
+    let work = scratch_dir();
+    restore(work.path(), damaged);
+    match Db::open(work.path(), options()) {
+        Err(e) => {
+            assert!(e.is_corruption(), "{what}: not Corruption: {e}");
+            assert!(
+                snapshot(work.path()) == *damaged,
+                "{what}: a refused open changed the directory ({e})"
+            );
+            Outcome::Refused
+        }
+        Ok(db) => {
+            let keys: Vec<&Vec<u8>> = p.model.keys().chain(p.before_wal.keys()).collect();
+            let m = contents(&db, &keys).unwrap_or_else(|e| panic!("{what}: read failed: {e}"));
+            db.close().unwrap();
+            Outcome::Opened(m)
+        }
+    }
+}
+
+fn the_one(dir: &Path, prefix: &str) -> String {
+    let v = files_named(dir, |n| n.starts_with(prefix) || n.ends_with(prefix));
+    assert_eq!(v.len(), 1, "{prefix}: {v:?}");
+    v.into_iter().next().unwrap()
+}
+
+fn cut_sweep(p: &Pristine, name: &str) -> Vec<Outcome> {
+    let base = snapshot(p.dir.path());
+    let len = base[name].len();
+    (0..=len)
+        .map(|cut| {
+            let mut d = base.clone();
+            d.get_mut(name).unwrap().truncate(cut);
+            trial(p, &d, &format!("{name} cut to {cut} of {len}"))
+        })
+        .collect()
+}
+
+#[test]
+fn manifest_cut_anywhere_is_refused_or_complete() {
+    let p = build();
+    let name = the_one(p.dir.path(), "MANIFEST-");
+    let outcomes = cut_sweep(&p, &name);
+    let mut refused = 0;
+    for (cut, o) in outcomes.iter().enumerate() {
+        match o {
+            Outcome::Refused => refused += 1,
+            Outcome::Opened(m) => assert!(*m == p.model, "{name} cut to {cut}: an older state"),
+        }
+    }
+    let len = outcomes.len() - 1;
+    assert_eq!(outcomes[len], Outcome::Opened(p.model.clone()));
+    // Every cut that loses an edit naming files is refused; only cuts inside
+    // edits that change no data (log tracking, reservations) may open.
+    assert!(refused * 10 >= len * 9, "{refused} of {len} cuts refused");
+}
+
+#[test]
+fn current_cut_anywhere_is_refused() {
+    let p = build();
+    let outcomes = cut_sweep(&p, "CURRENT");
+    let n = outcomes.len() - 1;
+    assert!(outcomes[..n].iter().all(|o| *o == Outcome::Refused));
+    assert_eq!(outcomes[n], Outcome::Opened(p.model.clone()));
+}
+
+#[test]
+fn wal_cut_anywhere_loses_only_a_suffix() {
+    let p = build();
+    let name = the_one(p.dir.path(), ".log");
+    let states: Vec<Model> = (0..=p.wal_batches.len()).map(|j| p.after(j)).collect();
+    let mut last_prefix = 0;
+    let mut seen = vec![false; states.len()];
+    for (cut, o) in cut_sweep(&p, &name).into_iter().enumerate() {
+        let Outcome::Opened(m) = o else {
+            panic!("{name} cut to {cut}: refused; a cut log is a torn tail");
+        };
+        let j = (last_prefix..states.len())
+            .find(|&j| states[j] == m)
+            .unwrap_or_else(|| {
+                panic!("{name} cut to {cut}: not the state after any longer prefix of the log")
+            });
+        // Equal neighbours (a batch that changed nothing) count as one.
+        for (i, s) in states.iter().enumerate().skip(j) {
+            if *s == states[j] {
+                seen[i] = true;
+            }
+        }
+        last_prefix = j;
+    }
+    assert_eq!(states[last_prefix], p.model, "the whole log replays");
+    assert!(seen.iter().all(|&s| s), "every prefix reached: {seen:?}");
+    assert_eq!(states[p.wal_batches.len()], p.model);
+}
+
+#[test]
+fn any_deleted_file_is_refused() {
+    let p = build();
+    let base = snapshot(p.dir.path());
+    let mut refused = Vec::new();
+    for name in base.keys() {
+        let mut d = base.clone();
+        d.remove(name);
+        match trial(&p, &d, &format!("{name} deleted")) {
+            Outcome::Refused => refused.push(name.clone()),
+            Outcome::Opened(m) => panic!("{name} deleted: opened with {} keys", m.len()),
+        }
+    }
+    assert_eq!(refused.len(), base.len());
+    assert!(refused.iter().any(|n| n.ends_with(".log")));
+    assert!(refused.iter().filter(|n| n.ends_with(".sst")).count() >= 3);
+}
+
+#[test]
+fn a_file_past_the_next_file_number_is_refused() {
+    let p = build();
+    let base = snapshot(p.dir.path());
+    let table = base.keys().find(|n| n.ends_with(".sst")).unwrap().clone();
+    let log = the_one(p.dir.path(), ".log");
+    for (from, to) in [(&table, "999999.sst"), (&log, "999999.log")] {
+        let mut d = base.clone();
+        d.insert(to.to_string(), base[from].clone());
+        let work = scratch_dir();
+        restore(work.path(), &d);
+        let e = Db::open(work.path(), options()).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+        assert!(e.to_string().contains(to), "names the file: {e}");
+        assert!(snapshot(work.path()) == d, "nothing deleted");
+    }
+}
