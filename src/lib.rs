@@ -9,6 +9,7 @@ pub mod coding;
 pub mod db;
 pub mod error;
 pub mod filter;
+pub mod fs;
 pub mod key;
 pub mod options;
 pub mod sst;

@@ -1,6 +1,9 @@
 //! Store options: memory, files, levels, durability, and the filter of each level.
 
+use std::sync::Arc;
+
 use crate::filter::{FilterKind, FilterPolicy, math};
+use crate::fs::{FileSystem, RealFs};
 
 /// Checksum algorithm of new SSTable blocks (each file names its own).
 pub use crate::sst::ChecksumType;
@@ -161,6 +164,10 @@ pub struct Options {
     /// [`Options::dynamic_level_targets`]. Default false: fixed targets
     /// `level1_max_bytes · multiplier^(n-1)` and L0 compacts into L1.
     pub dynamic_level_bytes: bool,
+    /// Every file operation of the store goes through this. Default: the
+    /// operating system's ([`crate::fs::RealFs`]); tests put a fault-injecting
+    /// one here.
+    pub fs: Arc<dyn FileSystem>,
 }
 
 impl Default for Options {
@@ -184,6 +191,7 @@ impl Default for Options {
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             background_compaction: true,
             dynamic_level_bytes: false,
+            fs: RealFs::shared(),
         }
     }
 }

@@ -149,14 +149,7 @@ fn filter_options_changed_across_reopen() {
 /// (and the block's checksum), making the filter unreadable to this build
 /// while the file stays valid: what a file from a later version looks like.
 fn make_filter_unusable(path: &Path) {
-    let t = Table::open(
-        path,
-        TableOpenOptions {
-            file_id: 0,
-            cache: None,
-        },
-    )
-    .unwrap();
+    let t = Table::open(path, TableOpenOptions::default()).unwrap();
     let h = t.filter_handle().expect("table has a filter");
     let checksum = t.checksum_type();
     drop(t);

@@ -280,6 +280,7 @@ fn concurrent_readers_share_table_and_cache() {
             TableOpenOptions {
                 file_id: 1,
                 cache: Some(cache.clone()),
+                ..TableOpenOptions::default()
             },
         )
         .unwrap(),

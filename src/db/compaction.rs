@@ -13,7 +13,6 @@
 //! instead ([`shape`]): L0 compacts into the *base level*, and the levels
 //! between L1 and the base stay empty.
 
-use std::fs::OpenOptions;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -236,7 +235,7 @@ pub(crate) fn write_outputs(
     let finish = |b: TableBuilder, out: &mut Outputs| -> Result<()> {
         let summary = b.finish()?;
         out.bytes_written += summary.file_size;
-        out.files.push(open_output(summary, &cache)?);
+        out.files.push(open_output(summary, &cache, &opts.fs)?);
         Ok(())
     };
     for entry in merge {
@@ -262,12 +261,11 @@ pub(crate) fn write_outputs(
             None => {
                 let number = numbers.next_file_number()?;
                 let path = filename::table_file(dir, number);
-                let file = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
+                let file = opts
+                    .fs
+                    .create_new(&path)
                     .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
-                builder.insert(TableBuilder::new(
+                builder.insert(TableBuilder::with_file(
                     file,
                     path,
                     TableBuilderOptions {
@@ -292,6 +290,7 @@ pub(crate) fn write_outputs(
 fn open_output(
     summary: TableSummary,
     cache: &Option<Arc<crate::sst::BlockCache>>,
+    fs: &Arc<dyn crate::fs::FileSystem>,
 ) -> Result<Arc<FileHandle>> {
     let number = filename::parse_file_name(
         summary
@@ -307,6 +306,7 @@ fn open_output(
         crate::sst::TableOpenOptions {
             file_id: number,
             cache: cache.clone(),
+            fs: Some(fs.clone()),
         },
     )?;
     let meta = file_meta(number, &table);

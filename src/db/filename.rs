@@ -15,10 +15,10 @@
 //! canonical spelling so that foreign files (`12.log`, `000012.log.bak`) are never
 //! mistaken for ours and deleted.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::fs::{FileSystem, RealFs};
 
 /// What a file in the store directory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -108,15 +108,24 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
 /// leftovers (tables and logs no manifest refers to, stale manifests,
 /// `CURRENT.tmp`) to delete.
 pub fn list_store_files(dir: &Path) -> Result<Vec<(FileKind, u64, PathBuf)>> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Error::io(format!("list {}", dir.display()), e))?;
-    let mut out = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io(format!("list {}", dir.display()), e))?;
-        let name = entry.file_name();
-        if let Some((kind, n)) = name.to_str().and_then(parse_file_name) {
-            out.push((kind, n, entry.path()));
-        }
-    }
+    list_store_files_in(&RealFs, dir)
+}
+
+/// [`list_store_files`] through `fs`.
+pub fn list_store_files_in(
+    fs: &dyn FileSystem,
+    dir: &Path,
+) -> Result<Vec<(FileKind, u64, PathBuf)>> {
+    let names = fs
+        .list_dir(dir)
+        .map_err(|e| Error::io(format!("list {}", dir.display()), e))?;
+    let mut out: Vec<(FileKind, u64, PathBuf)> = names
+        .iter()
+        .filter_map(|name| {
+            let (kind, n) = name.to_str().and_then(parse_file_name)?;
+            Some((kind, n, dir.join(name)))
+        })
+        .collect();
     out.sort();
     Ok(out)
 }
@@ -124,9 +133,13 @@ pub fn list_store_files(dir: &Path) -> Result<Vec<(FileKind, u64, PathBuf)>> {
 /// fsyncs a directory so that creations, renames and deletions of its entries
 /// are durable (a file's own fsync does not cover its directory entry).
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    let ctx = || format!("fsync directory {}", dir.display());
-    let f = File::open(dir).map_err(|e| Error::io(ctx(), e))?;
-    f.sync_all().map_err(|e| Error::io(ctx(), e))
+    sync_dir_in(&RealFs, dir)
+}
+
+/// [`sync_dir`] through `fs`.
+pub fn sync_dir_in(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
+        .map_err(|e| Error::io(format!("fsync directory {}", dir.display()), e))
 }
 
 #[cfg(test)]

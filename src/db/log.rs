@@ -46,14 +46,14 @@
 //! hand that embedded image back as a record, which its consumer must validate
 //! (WAL batches and version edits are fully validated when decoded).
 
-use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::fs::OpenOptions;
+use std::io::{Seek, SeekFrom};
 use std::ops::Deref;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::fs::{FileSystem, ReadableFile, RealFs, WritableFile};
 
 /// Size of a log block.
 pub const BLOCK_SIZE: usize = 32 * 1024;
@@ -121,7 +121,7 @@ fn skip_trailer(p: u64) -> u64 {
 /// may have dropped dirty pages, so neither retrying nor appending is safe.
 #[derive(Debug)]
 pub struct LogWriter {
-    file: File,
+    file: Box<dyn WritableFile>,
     path: PathBuf,
     /// Offset within the current block where the next header goes.
     block_offset: usize,
@@ -137,10 +137,13 @@ impl LogWriter {
     /// (a log is never silently overwritten). The caller syncs the directory
     /// if the file's existence must be durable.
     pub fn create(path: &Path) -> Result<Self> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
+        Self::create_in(&RealFs, path)
+    }
+
+    /// [`LogWriter::create`] through `fs`.
+    pub fn create_in(fs: &dyn FileSystem, path: &Path) -> Result<Self> {
+        let file = fs
+            .create_new(path)
             .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
         Ok(LogWriter {
             file,
@@ -181,7 +184,7 @@ impl LogWriter {
         file.seek(SeekFrom::Start(valid_len))
             .map_err(|e| Error::io(ctx("seek"), e))?;
         Ok(LogWriter {
-            file,
+            file: crate::fs::real_writable(file),
             path: path.to_path_buf(),
             block_offset: (valid_len % BLOCK_SIZE as u64) as usize,
             len: valid_len,
@@ -326,7 +329,7 @@ impl Deref for BlockRef {
 }
 
 enum Source {
-    File(File),
+    File(Arc<dyn ReadableFile>),
     Mem(Arc<Vec<u8>>),
 }
 
@@ -371,12 +374,17 @@ impl LogReader {
     /// Opens the log at `path`. With `salvage`, mid-file corruption is skipped
     /// and reported ([`LogReader::skipped`]) instead of failing the read.
     pub fn open(path: &Path, salvage: bool) -> Result<Self> {
-        let file =
-            File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        Self::open_in(&RealFs, path, salvage)
+    }
+
+    /// [`LogReader::open`] through `fs`.
+    pub fn open_in(fs: &dyn FileSystem, path: &Path, salvage: bool) -> Result<Self> {
+        let file = fs
+            .open_read(path)
+            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         let file_len = file
-            .metadata()
-            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
-            .len();
+            .len()
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
         Ok(Self::with_source(
             Source::File(file),
             path,

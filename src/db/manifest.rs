@@ -23,19 +23,18 @@
 //! append to a recovered manifest: it rotates to a new one with
 //! [`RecoveredState::snapshot_edit`].
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::coding::{Decoder, put_length_prefixed, put_varint64};
 use crate::db::filename::{
     FileKind, current_file, current_tmp_file, manifest_file, manifest_name, parse_file_name,
-    sync_dir,
+    sync_dir_in,
 };
 use crate::db::log::{LogReader, LogWriter, TailDropped};
 use crate::db::version_set::Builder;
 use crate::error::{Error, Result};
 use crate::filter::{FilterKind, FilterPolicy};
+use crate::fs::FileSystem;
 use crate::key::{self, compare_internal};
 
 /// Number of levels (L0 … L6).
@@ -363,7 +362,12 @@ impl Manifest {
     /// the whole state; its format name is filled in if absent), fsyncs it and
     /// atomically points `CURRENT` at it. A stale file of that name (a
     /// leftover of a crashed rotation) is replaced; the live manifest never is.
-    pub fn create(dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<Manifest> {
+    pub fn create(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+        snapshot: &VersionEdit,
+    ) -> Result<Manifest> {
         let mut snapshot = snapshot.clone();
         match &snapshot.comparator {
             None => snapshot.comparator = Some(FORMAT_NAME.to_string()),
@@ -375,20 +379,20 @@ impl Manifest {
             }
         }
         let path = manifest_file(dir, number);
-        if path.exists() {
-            if matches!(read_current(dir), Ok(n) if n == number) {
+        if fs.file_len(&path).is_ok() {
+            if matches!(read_current(fs, dir), Ok(n) if n == number) {
                 return Err(Error::invalid(format!(
                     "{} is the live manifest",
                     path.display()
                 )));
             }
-            std::fs::remove_file(&path)
+            fs.remove_file(&path)
                 .map_err(|e| Error::io(format!("remove {}", path.display()), e))?;
         }
-        let mut writer = LogWriter::create(&path)?;
+        let mut writer = LogWriter::create_in(fs, &path)?;
         writer.add_record(&snapshot.encode())?;
         writer.sync()?;
-        set_current(dir, number)?;
+        set_current(fs, dir, number)?;
         Ok(Manifest { writer, number })
     }
 
@@ -417,10 +421,10 @@ impl Manifest {
     /// Reads `CURRENT` and replays the manifest it names (see the module
     /// docs). A missing `CURRENT` is an [`Error::Io`] of kind `NotFound`: no
     /// store here yet.
-    pub fn recover(dir: &Path) -> Result<(RecoveredState, RecoverReport)> {
-        let number = read_current(dir)?;
+    pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(RecoveredState, RecoverReport)> {
+        let number = read_current(fs, dir)?;
         let path = manifest_file(dir, number);
-        let mut reader = LogReader::open(&path, false)?;
+        let mut reader = LogReader::open_in(fs, &path, false)?;
         let mut b = Builder::default();
         let mut edits = 0u64;
         while let Some(rec) = reader.next_record()? {
@@ -468,10 +472,10 @@ impl Manifest {
 }
 
 /// Reads `CURRENT`: exactly `MANIFEST-NNNNNN\n`. Anything else is corruption.
-pub fn read_current(dir: &Path) -> Result<u64> {
+pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     let path = current_file(dir);
-    let data =
-        std::fs::read(&path).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    let data = crate::fs::read_all(fs, &path)
+        .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
     let bad = || {
         Error::corruption(
             &path,
@@ -489,29 +493,30 @@ pub fn read_current(dir: &Path) -> Result<u64> {
 
 /// Points `CURRENT` at `MANIFEST-<number>` atomically and durably: write and
 /// fsync `CURRENT.tmp`, rename it over `CURRENT`, fsync the directory.
-pub fn set_current(dir: &Path, number: u64) -> Result<()> {
+pub fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
     let tmp = current_tmp_file(dir);
     let ctx = |what: &str, p: &PathBuf| format!("{what} {}", p.display());
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
+    let mut f = fs
+        .create_truncate(&tmp)
         .map_err(|e| Error::io(ctx("create", &tmp), e))?;
     f.write_all(format!("{}\n", manifest_name(number)).as_bytes())
         .map_err(|e| Error::io(ctx("write", &tmp), e))?;
-    f.sync_all().map_err(|e| Error::io(ctx("fsync", &tmp), e))?;
+    f.sync_data()
+        .map_err(|e| Error::io(ctx("fsync", &tmp), e))?;
     drop(f);
     let cur = current_file(dir);
-    std::fs::rename(&tmp, &cur).map_err(|e| Error::io(ctx("rename onto", &cur), e))?;
-    sync_dir(dir)
+    fs.rename(&tmp, &cur)
+        .map_err(|e| Error::io(ctx("rename onto", &cur), e))?;
+    sync_dir_in(fs, dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::RealFs;
     use crate::key::{ValueKind, make_internal_key};
     use proptest::prelude::*;
+    use std::fs::OpenOptions;
 
     fn file(number: u64, lo: &str, hi: &str) -> FileMeta {
         FileMeta {
@@ -539,8 +544,8 @@ mod tests {
     fn create_append_recover_and_rotate() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let mut m = Manifest::create(d, 1, &base_edit()).unwrap();
-        assert_eq!(read_current(d).unwrap(), 1);
+        let mut m = Manifest::create(&RealFs, d, 1, &base_edit()).unwrap();
+        assert_eq!(read_current(&RealFs, d).unwrap(), 1);
         let mut e = VersionEdit::new();
         e.new_files.push((0, file(4, "a", "m")));
         e.new_files.push((0, file(5, "c", "z")));
@@ -558,7 +563,7 @@ mod tests {
         let size = m.size();
         drop(m);
 
-        let (st, rep) = Manifest::recover(d).unwrap();
+        let (st, rep) = Manifest::recover(&RealFs, d).unwrap();
         assert_eq!(rep.manifest_number, 1);
         assert_eq!(rep.edits, 3);
         assert_eq!(rep.tail_dropped, None);
@@ -579,26 +584,26 @@ mod tests {
         // Rotate to manifest 10 with a snapshot; the state is unchanged.
         let mut st2 = st.clone();
         st2.next_file_number = 11;
-        let m2 = Manifest::create(d, 10, &st2.snapshot_edit()).unwrap();
-        assert_eq!(read_current(d).unwrap(), 10);
+        let m2 = Manifest::create(&RealFs, d, 10, &st2.snapshot_edit()).unwrap();
+        assert_eq!(read_current(&RealFs, d).unwrap(), 10);
         assert!(!current_tmp_file(d).exists());
         assert!(
-            Manifest::create(d, 10, &base_edit()).is_err(),
+            Manifest::create(&RealFs, d, 10, &base_edit()).is_err(),
             "live manifest kept"
         );
         drop(m2);
-        let (st3, rep) = Manifest::recover(d).unwrap();
+        let (st3, rep) = Manifest::recover(&RealFs, d).unwrap();
         assert_eq!(rep.manifest_number, 10);
         assert_eq!(st3, st2);
 
         // A torn tail of the old manifest only drops its last edit.
-        set_current(d, 1).unwrap();
+        set_current(&RealFs, d, 1).unwrap();
         let f = OpenOptions::new()
             .write(true)
             .open(manifest_file(d, 1))
             .unwrap();
         f.set_len(size - 3).unwrap();
-        let (st4, rep) = Manifest::recover(d).unwrap();
+        let (st4, rep) = Manifest::recover(&RealFs, d).unwrap();
         assert!(rep.tail_dropped.is_some());
         assert_eq!(rep.edits, 2);
         assert_eq!(
@@ -612,7 +617,7 @@ mod tests {
     fn mid_file_damage_and_bad_current_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let mut m = Manifest::create(d, 1, &base_edit()).unwrap();
+        let mut m = Manifest::create(&RealFs, d, 1, &base_edit()).unwrap();
         for (i, (lo, hi)) in [("a", "b"), ("c", "d"), ("e", "f")].into_iter().enumerate() {
             let mut e = VersionEdit::new();
             e.new_files.push((2, file(10 + i as u64, lo, hi)));
@@ -624,9 +629,9 @@ mod tests {
         let mut bad = good.clone();
         bad[20] ^= 0x40; // inside the first edit; three edits follow
         std::fs::write(&path, &bad).unwrap();
-        assert!(Manifest::recover(d).unwrap_err().is_corruption());
+        assert!(Manifest::recover(&RealFs, d).unwrap_err().is_corruption());
         std::fs::write(&path, &good).unwrap();
-        Manifest::recover(d).unwrap();
+        Manifest::recover(&RealFs, d).unwrap();
 
         for junk in [
             &b"MANIFEST-000001"[..],
@@ -636,36 +641,39 @@ mod tests {
             b"\xff\n",
         ] {
             std::fs::write(current_file(d), junk).unwrap();
-            assert!(Manifest::recover(d).unwrap_err().is_corruption());
+            assert!(Manifest::recover(&RealFs, d).unwrap_err().is_corruption());
         }
         std::fs::remove_file(current_file(d)).unwrap();
-        assert!(matches!(Manifest::recover(d), Err(Error::Io { .. })));
+        assert!(matches!(
+            Manifest::recover(&RealFs, d),
+            Err(Error::Io { .. })
+        ));
     }
 
     #[test]
     fn inconsistent_edits_are_corruption() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let mut m = Manifest::create(d, 1, &base_edit()).unwrap();
+        let mut m = Manifest::create(&RealFs, d, 1, &base_edit()).unwrap();
         let mut e = VersionEdit::new();
         e.deleted_files.push((3, 77));
         m.append(&e).unwrap();
         drop(m);
-        assert!(Manifest::recover(d).unwrap_err().is_corruption());
+        assert!(Manifest::recover(&RealFs, d).unwrap_err().is_corruption());
 
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let mut m = Manifest::create(d, 1, &VersionEdit::new()).unwrap();
+        let mut m = Manifest::create(&RealFs, d, 1, &VersionEdit::new()).unwrap();
         m.append(&VersionEdit::new()).unwrap();
         drop(m);
-        let err = Manifest::recover(d).unwrap_err();
+        let err = Manifest::recover(&RealFs, d).unwrap_err();
         assert!(err.to_string().contains("never sets"), "{err}");
 
         let bad_name = VersionEdit {
             comparator: Some("other".into()),
             ..base_edit()
         };
-        assert!(Manifest::create(d, 5, &bad_name).is_err());
+        assert!(Manifest::create(&RealFs, d, 5, &bad_name).is_err());
     }
 
     #[test]

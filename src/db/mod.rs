@@ -23,7 +23,6 @@ pub use memtable::{LookupResult, MemTable};
 pub use wal::{ReplayReport, Wal};
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,6 +34,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::filter::key_hash;
+use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
 use crate::options::Options;
 use crate::sst::BlockCache;
@@ -69,7 +69,7 @@ struct SuperVersion {
 struct Inner {
     dir: PathBuf,
     opts: Options,
-    _lock: File,
+    _lock: Box<dyn FileLock>,
     cache: Option<Arc<BlockCache>>,
     /// Serializes writers; holds the WAL.
     writer: Mutex<Writer>,
@@ -130,28 +130,20 @@ impl Db {
             )));
         }
         let dir = path.as_ref().to_path_buf();
-        if !dir.exists() {
+        let fs = opts.fs.clone();
+        if fs.list_dir(&dir).is_err() {
             if !opts.create_if_missing {
                 return Err(Error::invalid(format!("{} does not exist", dir.display())));
             }
-            std::fs::create_dir_all(&dir)
+            fs.create_dir_all(&dir)
                 .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
         }
         let lock_path = filename::lock_file(&dir);
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(|e| Error::io(format!("open {}", lock_path.display()), e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir)),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(Error::io(format!("lock {}", lock_path.display()), e));
-            }
-        }
+        let lock = match fs.lock(&lock_path) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => return Err(Error::Locked(dir)),
+            Err(e) => return Err(Error::io(format!("lock {}", lock_path.display()), e)),
+        };
         let cache = (opts.block_cache_capacity > 0)
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
 
@@ -468,6 +460,10 @@ fn flush_memtable(
 }
 
 impl Inner {
+    fn fs(&self) -> &dyn FileSystem {
+        self.opts.fs.as_ref()
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -529,8 +525,7 @@ impl Inner {
     fn freeze_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
         let seq = self.last_seq.load(Ordering::Acquire);
         let number = st.vs.new_file_number(seq)?;
-        let wal = Wal::create(&self.dir, number)?;
-        filename::sync_dir(&self.dir)?;
+        let wal = Wal::create_in(self.fs(), &self.dir, number)?;
         w.wal.sync()?;
         // Tracked once it exists: recovery refuses a store missing it.
         let edit = VersionEdit {
@@ -779,7 +774,7 @@ impl Inner {
             &version,
             self.cache.clone(),
         )?;
-        filename::sync_dir(&self.dir)?;
+        filename::sync_dir_in(self.fs(), &self.dir)?;
         let mut st = self.state();
         let flushed_wal = st.imm[0].1;
         // The next frozen memtable's log, or the active one's.
@@ -801,7 +796,9 @@ impl Inner {
         self.install(&st, mem_now);
         drop(st);
         self.flushes.fetch_add(1, Ordering::Relaxed);
-        let _ = std::fs::remove_file(filename::log_file(&self.dir, flushed_wal));
+        let _ = self
+            .fs()
+            .remove_file(&filename::log_file(&self.dir, flushed_wal));
         Ok(true)
     }
 
@@ -890,7 +887,7 @@ impl Inner {
                 self,
                 self.cache.clone(),
             )?;
-            filename::sync_dir(&self.dir)?;
+            filename::sync_dir_in(self.fs(), &self.dir)?;
             self.bytes_compacted
                 .fetch_add(out.bytes_written, Ordering::Relaxed);
             new_files = out.files;
@@ -931,7 +928,7 @@ impl Inner {
         if !trivial {
             // Readers holding an older version keep their open descriptors.
             for n in gone {
-                let _ = std::fs::remove_file(filename::table_file(&self.dir, n));
+                let _ = self.fs().remove_file(&filename::table_file(&self.dir, n));
             }
         }
         Ok(())

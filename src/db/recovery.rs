@@ -31,6 +31,7 @@ use crate::db::version::{FileHandle, Version};
 use crate::db::version_set::{RESERVE, VersionSet};
 use crate::db::wal::{self, Wal};
 use crate::error::{Error, Result};
+use crate::fs::FileSystem;
 use crate::options::Options;
 use crate::sst::{BlockCache, Table, TableOpenOptions};
 
@@ -53,9 +54,10 @@ pub(crate) fn recover(
     opts: &Options,
     cache: Option<Arc<BlockCache>>,
 ) -> Result<Recovered> {
+    let fs = opts.fs.as_ref();
     let state = match read_manifest(dir, opts)? {
         Some(state) => {
-            check_files(dir, &state)?;
+            check_files(fs, dir, &state)?;
             state
         }
         None => RecoveredState::empty(),
@@ -69,7 +71,7 @@ pub(crate) fn recover(
     let mut snapshot = state.clone();
     snapshot.next_file_number = manifest_number + 1 + RESERVE;
     snapshot.last_sequence = last_sequence;
-    let manifest = Manifest::create(dir, manifest_number, &snapshot.snapshot_edit())?;
+    let manifest = Manifest::create(fs, dir, manifest_number, &snapshot.snapshot_edit())?;
     let mut vs = VersionSet::new(manifest, snapshot, version);
 
     let mut edit = VersionEdit::new();
@@ -84,14 +86,14 @@ pub(crate) fn recover(
         }
     }
     let wal_number = vs.new_file_number(last_sequence)?;
-    let wal = Wal::create(dir, wal_number)?;
-    // The table and the log exist before an edit names them.
-    filename::sync_dir(dir)?;
+    let wal = Wal::create_in(fs, dir, wal_number)?;
+    // The table and the log exist before an edit names them (the new
+    // table's entry is synced with the log's).
     edit.log_number = Some(wal_number);
     edit.new_logs.push(wal_number);
     vs.log_and_apply(edit, &opened, last_sequence)?;
 
-    delete_obsolete(dir, &vs, manifest_number)?;
+    delete_obsolete(fs, dir, &vs, manifest_number)?;
     Ok(Recovered {
         vs,
         wal,
@@ -104,14 +106,15 @@ pub(crate) fn recover(
 /// The MANIFEST's state, or `None` for a directory that holds no store yet
 /// (and may be given one).
 fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<RecoveredState>> {
-    match Manifest::recover(dir) {
+    let fs = opts.fs.as_ref();
+    match Manifest::recover(fs, dir) {
         Ok((state, _report)) => Ok(Some(state)),
         // Only a missing CURRENT means "no store here yet". A CURRENT that
         // names a missing manifest is damage: starting empty would lose every
         // table below.
         Err(Error::Io { source, context })
             if source.kind() == std::io::ErrorKind::NotFound
-                && filename::current_file(dir).exists() =>
+                && fs.file_len(&filename::current_file(dir)).is_ok() =>
         {
             Err(Error::corruption(
                 filename::current_file(dir),
@@ -123,11 +126,10 @@ fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<RecoveredState>> {
             // No CURRENT. A first open that crashed leaves at most a manifest
             // and empty logs; tables or logs with writes mean CURRENT was
             // lost.
-            let leftovers = filename::list_store_files(dir)?;
+            let leftovers = filename::list_store_files_in(fs, dir)?;
             if let Some((_, _, path)) = leftovers.iter().find(|(kind, _, path)| {
                 *kind == FileKind::Table
-                    || (*kind == FileKind::Log
-                        && std::fs::metadata(path).is_ok_and(|m| m.len() > 0))
+                    || (*kind == FileKind::Log && fs.file_len(path).is_ok_and(|n| n > 0))
             }) {
                 return Err(Error::corruption(
                     filename::current_file(dir),
@@ -151,10 +153,10 @@ fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<RecoveredState>> {
 }
 
 /// Refuses a directory whose files contradict the MANIFEST (module docs).
-fn check_files(dir: &Path, state: &RecoveredState) -> Result<()> {
-    let manifest = filename::manifest_file(dir, crate::db::manifest::read_current(dir)?);
+fn check_files(fs: &dyn FileSystem, dir: &Path, state: &RecoveredState) -> Result<()> {
+    let manifest = filename::manifest_file(dir, crate::db::manifest::read_current(fs, dir)?);
     let next = state.next_file_number;
-    for (kind, n, path) in filename::list_store_files(dir)? {
+    for (kind, n, path) in filename::list_store_files_in(fs, dir)? {
         let newer = match kind {
             FileKind::Table | FileKind::Log => n >= next,
             // A manifest numbered exactly `next` is what an open that crashed
@@ -177,9 +179,9 @@ fn check_files(dir: &Path, state: &RecoveredState) -> Result<()> {
     }
     for meta in state.levels.iter().flatten() {
         let path = filename::table_file(dir, meta.number);
-        match std::fs::metadata(&path) {
-            Ok(m) if m.len() == meta.file_size => {}
-            Ok(m) => {
+        match fs.file_len(&path) {
+            Ok(len) if len == meta.file_size => {}
+            Ok(len) => {
                 return Err(Error::corruption(
                     &path,
                     0,
@@ -187,7 +189,7 @@ fn check_files(dir: &Path, state: &RecoveredState) -> Result<()> {
                         "{} records this table as {} bytes; it has {}",
                         manifest.display(),
                         meta.file_size,
-                        m.len()
+                        len
                     ),
                 ));
             }
@@ -208,7 +210,7 @@ fn check_files(dir: &Path, state: &RecoveredState) -> Result<()> {
         .chain((state.log_number > 0).then_some(state.log_number));
     for n in required {
         let path = filename::log_file(dir, n);
-        if !path.exists() {
+        if fs.file_len(&path).is_err() {
             return Err(Error::corruption(
                 &path,
                 0,
@@ -243,6 +245,7 @@ fn open_tables(
                 TableOpenOptions {
                     file_id: meta.number,
                     cache: cache.clone(),
+                    fs: Some(opts.fs.clone()),
                 },
             )?;
             version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
@@ -263,7 +266,8 @@ struct Replay {
 /// first, checking that their sequence numbers run on without a gap (unless
 /// salvaging, which skips damaged records on purpose).
 fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Replay> {
-    let mut logs: Vec<u64> = filename::list_store_files(dir)?
+    let fs = opts.fs.as_ref();
+    let mut logs: Vec<u64> = filename::list_store_files_in(fs, dir)?
         .into_iter()
         .filter(|(k, n, _)| *k == FileKind::Log && *n >= state.log_number)
         .map(|(_, n, _)| n)
@@ -280,7 +284,7 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
     let mut first_log_tail: Option<(u64, u64)> = None;
     for &n in &logs {
         let path = filename::log_file(dir, n);
-        let report = wal::replay(&path, opts.salvage_wal, |batch| {
+        let report = wal::replay_in(fs, &path, opts.salvage_wal, |batch| {
             if !opts.salvage_wal && !batch.is_empty() {
                 let first = batch.sequence();
                 let gap = match expect {
@@ -325,9 +329,14 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
 /// (outputs of a flush or compaction a crash cut short, all numbered below
 /// the recovered next-file number), logs below the log number (now in
 /// tables), older manifests and a leftover `CURRENT.tmp`.
-fn delete_obsolete(dir: &Path, vs: &VersionSet, manifest_number: u64) -> Result<()> {
+fn delete_obsolete(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    vs: &VersionSet,
+    manifest_number: u64,
+) -> Result<()> {
     let live: HashSet<u64> = vs.current().file_numbers().collect();
-    for (kind, n, path) in filename::list_store_files(dir)? {
+    for (kind, n, path) in filename::list_store_files_in(fs, dir)? {
         let stale = match kind {
             FileKind::Table => !live.contains(&n),
             FileKind::Log => n < vs.log_number(),
@@ -336,8 +345,8 @@ fn delete_obsolete(dir: &Path, vs: &VersionSet, manifest_number: u64) -> Result<
             FileKind::Current | FileKind::Lock => false,
         };
         if stale {
-            let _ = std::fs::remove_file(&path);
+            let _ = fs.remove_file(&path);
         }
     }
-    filename::sync_dir(dir)
+    filename::sync_dir_in(fs, dir)
 }

@@ -314,7 +314,8 @@ mod tests {
             next_file_number: 3,
             ..RecoveredState::empty()
         };
-        let m = Manifest::create(dir.path(), 1, &state.snapshot_edit()).unwrap();
+        let m =
+            Manifest::create(&crate::fs::RealFs, dir.path(), 1, &state.snapshot_edit()).unwrap();
         let mut vs = VersionSet::new(m, state, Version::empty(NUM_LEVELS));
         let size = vs.manifest.size();
         for bad in [
@@ -337,7 +338,7 @@ mod tests {
         assert_eq!(n, 3);
         assert!(vs.manifest.size() > size);
         drop(vs);
-        let (st, _) = Manifest::recover(dir.path()).unwrap();
+        let (st, _) = Manifest::recover(&crate::fs::RealFs, dir.path()).unwrap();
         assert_eq!(st.next_file_number, 3 + RESERVE);
         assert_eq!(st.last_sequence, 5);
     }

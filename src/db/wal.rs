@@ -25,9 +25,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::db::batch::WriteBatch;
-use crate::db::filename::{log_file, sync_dir};
+use crate::db::filename::{log_file, sync_dir_in};
 use crate::db::log::{LogReader, LogWriter, Skipped, TailDropped};
 use crate::error::{Error, Result};
+use crate::fs::{FileSystem, RealFs};
 
 /// An open write-ahead log being appended to.
 #[derive(Debug)]
@@ -40,8 +41,13 @@ impl Wal {
     /// Creates `dir/NNNNNN.log` (it must not exist) and fsyncs `dir`, so that
     /// the new file is still there after a crash.
     pub fn create(dir: &Path, number: u64) -> Result<Wal> {
-        let writer = LogWriter::create(&log_file(dir, number))?;
-        sync_dir(dir)?;
+        Self::create_in(&RealFs, dir, number)
+    }
+
+    /// [`Wal::create`] through `fs`.
+    pub fn create_in(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<Wal> {
+        let writer = LogWriter::create_in(fs, &log_file(dir, number))?;
+        sync_dir_in(fs, dir)?;
         Ok(Wal { writer, number })
     }
 
@@ -115,9 +121,19 @@ pub struct ReplayReport {
 pub fn replay(
     path: &Path,
     salvage: bool,
+    apply: impl FnMut(WriteBatch) -> Result<()>,
+) -> Result<ReplayReport> {
+    replay_in(&RealFs, path, salvage, apply)
+}
+
+/// [`replay`] through `fs`.
+pub fn replay_in(
+    fs: &dyn FileSystem,
+    path: &Path,
+    salvage: bool,
     mut apply: impl FnMut(WriteBatch) -> Result<()>,
 ) -> Result<ReplayReport> {
-    let mut reader = LogReader::open(path, salvage)?;
+    let mut reader = LogReader::open_in(fs, path, salvage)?;
     let mut report = ReplayReport::default();
     let mut extra_skips = Vec::new();
     while let Some(rec) = reader.next_record()? {

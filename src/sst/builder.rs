@@ -17,6 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 use crate::filter::{FilterPolicy, key_hash};
+use crate::fs::{WritableFile, WriteAdapter};
 use crate::key;
 
 use super::block::BlockBuilder;
@@ -86,7 +87,7 @@ pub struct TableSummary {
 /// Builds one SSTable. Keys must be added in strictly increasing order of the
 /// configured [`KeyFormat`].
 pub struct TableBuilder {
-    out: BufWriter<File>,
+    out: BufWriter<WriteAdapter>,
     path: PathBuf,
     opts: TableBuilderOptions,
     offset: u64,
@@ -119,11 +120,20 @@ impl TableBuilder {
     /// A builder writing to `file` (an empty file opened for writing), which
     /// lives at `path` (used in error messages and the summary).
     pub fn new(file: File, path: impl Into<PathBuf>, opts: TableBuilderOptions) -> Self {
+        Self::with_file(crate::fs::real_writable(file), path, opts)
+    }
+
+    /// A builder writing to `file`, a new file of a [`crate::fs::FileSystem`].
+    pub fn with_file(
+        file: Box<dyn WritableFile>,
+        path: impl Into<PathBuf>,
+        opts: TableBuilderOptions,
+    ) -> Self {
         let mut opts = opts;
         opts.block_size = opts.block_size.max(1);
         opts.restart_interval = opts.restart_interval.max(1);
         TableBuilder {
-            out: BufWriter::with_capacity(64 * 1024, file),
+            out: BufWriter::with_capacity(64 * 1024, WriteAdapter(file)),
             path: path.into(),
             data: BlockBuilder::new(opts.restart_interval),
             // Index keys are binary-searched one by one: no prefix compression.
@@ -337,11 +347,12 @@ impl TableBuilder {
             .write_all(&footer.encode(self.offset))
             .map_err(|e| Error::io(ctx(), e))?;
         self.offset += super::format::FOOTER_LEN as u64;
-        let file = self
+        let mut file = self
             .out
             .into_inner()
             .map_err(|e| Error::io(format!("write {}", self.path.display()), e.into_error()))?;
-        file.sync_all()
+        file.0
+            .sync_data()
             .map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
 
         Ok(TableSummary {

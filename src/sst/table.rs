@@ -7,9 +7,7 @@
 //! (`read_exact_at`), so a `&Table` is shared by many threads without a lock.
 
 use std::cmp::Ordering;
-use std::fs::File;
 use std::ops::Deref;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +15,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterKind, key_hash};
+use crate::fs::{FileSystem, ReadableFile, RealFs};
 
 use super::block::{Block, BlockError, BlockIter};
 use super::builder::{META_FILTER_PREFIX, META_PROPERTIES};
@@ -34,6 +33,8 @@ pub struct TableOpenOptions {
     pub file_id: u64,
     /// The shared block cache for data blocks; `None` reads every block from disk.
     pub cache: Option<Arc<BlockCache>>,
+    /// The file system to read through; `None`: the operating system's.
+    pub fs: Option<Arc<dyn FileSystem>>,
 }
 
 /// Data-block I/O done by one lookup or one iterator.
@@ -108,7 +109,7 @@ struct IndexEntry {
 /// An open SSTable.
 pub struct Table {
     path: PathBuf,
-    file: File,
+    file: Arc<dyn ReadableFile>,
     file_id: u64,
     file_size: u64,
     cache: Option<Arc<BlockCache>>,
@@ -153,12 +154,14 @@ impl Table {
     /// verified when read; [`verify_all`](Self::verify_all) checks them all.
     pub fn open(path: impl AsRef<Path>, opts: TableOpenOptions) -> Result<Table> {
         let path = path.as_ref().to_path_buf();
-        let file =
-            File::open(&path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        let file = match &opts.fs {
+            Some(fs) => fs.open_read(&path),
+            None => RealFs.open_read(&path),
+        }
+        .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         let file_size = file
-            .metadata()
-            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?
-            .len();
+            .len()
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
         let footer_offset = file_size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
             Error::corruption(
                 &path,
@@ -167,7 +170,7 @@ impl Table {
             )
         })?;
         let mut raw = [0u8; FOOTER_LEN];
-        read_at(&file, &path, &mut raw, footer_offset)?;
+        read_at(file.as_ref(), &path, &mut raw, footer_offset)?;
         let footer = Footer::decode(&raw, footer_offset)
             .map_err(|(off, what)| Error::corruption(&path, footer_offset + off, what))?;
 
@@ -365,7 +368,7 @@ impl Table {
         // Bounded by the file size above, so a corrupt length cannot make us
         // allocate more than the file holds.
         let mut buf = vec![0u8; h.size as usize + BLOCK_TRAILER_LEN];
-        read_at(&self.file, &self.path, &mut buf, h.offset)?;
+        read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
         let n = verify_block(self.footer.checksum, &buf, h.offset)
             .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))?;
         buf.truncate(n);
@@ -671,7 +674,7 @@ impl Table {
     }
 }
 
-fn read_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
+fn read_at(file: &dyn ReadableFile, path: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
     file.read_exact_at(buf, offset).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
             // The file is shorter than its own structure says: truncated
@@ -828,6 +831,7 @@ impl<T: Deref<Target = Table>> std::fmt::Debug for TableIter<T> {
 mod tests {
     use super::*;
     use crate::sst::{TableBuilder, TableBuilderOptions};
+    use std::fs::File;
 
     fn _assert_send_sync() {
         fn is<T: Send + Sync>() {}
@@ -862,6 +866,7 @@ mod tests {
             TableOpenOptions {
                 file_id: 7,
                 cache: Some(cache.clone()),
+                ..TableOpenOptions::default()
             },
         )
         .unwrap();
