@@ -4,16 +4,14 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
-pub mod cli;
-pub mod coding;
+pub(crate) mod coding;
 pub mod db;
 pub mod error;
 pub mod filter;
-pub mod key;
+pub(crate) mod key;
 pub mod options;
 pub mod sst;
 pub mod stats;
-pub mod workload;
 
 pub use db::{Db, DbIter, WriteBatch};
 pub use error::{Error, Result};

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use bloomlsm::db::{FileKind, LogReader, filename};
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 

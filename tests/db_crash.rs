@@ -14,11 +14,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options, WriteBatch};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 const ENV: &str = "BLOOMLSM_CRASH_CHILD";
 const KEY_SPACE: u64 = 300;

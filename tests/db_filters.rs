@@ -7,11 +7,11 @@ use std::path::Path;
 
 use bloomlsm::db::{FileKind, filename};
 use bloomlsm::sst::{Table, TableOpenOptions, format};
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, FileStats, FilterKind, FilterOptions, FilterPolicy, Options};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 

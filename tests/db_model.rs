@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-use bloomlsm::workload::SplitMix64;
-
 mod common;
 use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, WriteBatch};
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 /// Distinct keys in the key space: small, so overwrites and deletes collide.
 const KEY_SPACE: u64 = 900;

@@ -29,7 +29,7 @@ pub const META_FILTER_PREFIX: &str = "filter.";
 
 // ---------------------------------------------------------------- varints
 
-pub use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
+pub(crate) use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 
 // ---------------------------------------------------------------- handles
 
@@ -288,7 +288,7 @@ pub enum KeyFormat {
     /// Bytewise order; the user key is the whole key.
     #[default]
     Plain,
-    /// Internal keys ([`crate::key`]): user key ascending, then the 8-byte
+    /// Internal keys ([`InternalKey`](super::InternalKey)): user key ascending, then the 8-byte
     /// trailer descending; the user key is all but the last 8 bytes.
     Internal,
 }
