@@ -35,7 +35,7 @@ fn build(dir: &std::path::Path, subcompactions: usize) -> Db {
     let mut batch = WriteBatch::new();
     for i in 0..KEYS {
         rng.fill(&mut value);
-        batch.put(&present_key(1, rng.below(KEYS)), &value);
+        batch.put(present_key(1, rng.below(KEYS)), value);
         if batch.len() == 1000 {
             db.write(std::mem::take(&mut batch)).unwrap();
         }

@@ -64,7 +64,7 @@ fn fill(dir: &std::path::Path, filters: FilterOptions, dynamic: bool, n: u64) ->
     let mut batch = WriteBatch::new();
     for i in 0..n {
         rng.fill(&mut value);
-        batch.put(&present_key(SEED, i), &value);
+        batch.put(present_key(SEED, i), &value);
         if batch.len() == 1000 {
             db.write(std::mem::take(&mut batch)).unwrap();
         }

@@ -74,8 +74,8 @@ fn writer(s: &Shared, w: usize) {
             let v = s.pair_version.fetch_add(1, Ordering::Relaxed) + 1;
             let p = rng.below(PAIRS);
             let mut b = WriteBatch::new();
-            b.put(&pair_key(p, b'a'), v.to_string().as_bytes());
-            b.put(&pair_key(p, b'b'), v.to_string().as_bytes());
+            b.put(pair_key(p, b'a'), v.to_string().as_bytes());
+            b.put(pair_key(p, b'b'), v.to_string().as_bytes());
             s.db.write(b).unwrap();
         } else if i.is_multiple_of(4) {
             let d = s.deleted.load(Ordering::Relaxed);

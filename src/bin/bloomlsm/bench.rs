@@ -390,7 +390,7 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
         let mut batch = WriteBatch::new();
         for j in i..end {
             value_for(j, &template, &mut value);
-            batch.put(&present_key(args.seed, j), &value);
+            batch.put(present_key(args.seed, j), &value);
         }
         let before = db.stats().memtable_bytes;
         if let Some(b) = per_batch
