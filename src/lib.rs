@@ -14,6 +14,7 @@ pub mod sst;
 pub mod stats;
 
 pub use bytes::Bytes;
+pub use db::iter::ScanRange;
 pub use db::{Db, DbIter, WriteBatch};
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};

@@ -222,7 +222,7 @@ fn check(
     }
     let mut want = model.iter();
     let mut scan_error = false;
-    for item in db.scan::<[u8], _>(..) {
+    for item in db.scan(..) {
         match item {
             Err(_) => {
                 scan_error = true;

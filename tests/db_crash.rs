@@ -218,7 +218,7 @@ fn check_recovered(db: &Db, model: &Model, in_flight: &Op, ctx: &str) -> Model {
     let mut with_flight = model.clone();
     apply(&mut with_flight, in_flight);
     let got: Model = db
-        .scan::<[u8], _>(..)
+        .scan(..)
         .map(|r| {
             let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
             (k.to_vec(), v.to_vec())

@@ -110,7 +110,7 @@ fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 fn check_scan(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, ctx: &str) {
     let got: Vec<(Vec<u8>, Vec<u8>)> = db
-        .scan::<[u8], _>((as_slice(lo), as_slice(hi)))
+        .scan((as_slice(lo), as_slice(hi)))
         .map(|r| {
             let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan error {e}"));
             (k.to_vec(), v.to_vec())

@@ -292,7 +292,7 @@ fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
     let hi = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let limit = a.limit.unwrap_or(u64::MAX);
     let mut out = std::io::BufWriter::new(out);
-    for (n, e) in db.scan::<[u8], _>((lo, hi)).enumerate() {
+    for (n, e) in db.scan((lo, hi)).enumerate() {
         if n as u64 >= limit {
             break;
         }
