@@ -7,8 +7,13 @@
 
 use std::time::{Duration, Instant};
 
-use bloomlsm::workload::{SplitMix64, present_key};
 use bloomlsm::{Db, Options, WriteBatch};
+
+// The `bench` command's key generator (not part of the library's API).
+#[allow(dead_code)]
+#[path = "../src/bin/bloomlsm/workload.rs"]
+mod workload;
+use workload::{SplitMix64, present_key};
 
 const KEYS: u64 = 400_000;
 
@@ -30,7 +35,7 @@ fn build(dir: &std::path::Path, subcompactions: usize) -> Db {
     let mut batch = WriteBatch::new();
     for i in 0..KEYS {
         rng.fill(&mut value);
-        batch.put(&present_key(1, rng.below(KEYS)), &value);
+        batch.put(present_key(1, rng.below(KEYS)), value);
         if batch.len() == 1000 {
             db.write(std::mem::take(&mut batch)).unwrap();
         }

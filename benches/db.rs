@@ -21,9 +21,14 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlsm::filter::math;
-use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use bloomlsm::{Db, FilterKind, FilterOptions, FilterPolicy, Options, WriteBatch};
 use criterion::Criterion;
+
+// The `bench` command's key generator (not part of the library's API).
+#[allow(dead_code)]
+#[path = "../src/bin/bloomlsm/workload.rs"]
+mod workload;
+use workload::{SplitMix64, absent_key, present_key};
 
 const SEED: u64 = 7;
 
@@ -59,7 +64,7 @@ fn fill(dir: &std::path::Path, filters: FilterOptions, dynamic: bool, n: u64) ->
     let mut batch = WriteBatch::new();
     for i in 0..n {
         rng.fill(&mut value);
-        batch.put(&present_key(SEED, i), &value);
+        batch.put(present_key(SEED, i), &value);
         if batch.len() == 1000 {
             db.write(std::mem::take(&mut batch)).unwrap();
         }

@@ -8,8 +8,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlsm::filter::{Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, key_hash};
-use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use criterion::{BenchmarkId, Criterion, Throughput};
+
+// The `bench` command's key generator (not part of the library's API).
+#[allow(dead_code)]
+#[path = "../src/bin/bloomlsm/workload.rs"]
+mod workload;
+use workload::{SplitMix64, absent_key, present_key};
 
 const SEED: u64 = 42;
 const PROBES: usize = 1 << 16;

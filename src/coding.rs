@@ -45,16 +45,6 @@ pub fn get_varint32(buf: &[u8]) -> Option<(u32, usize)> {
     Some((u32::try_from(v).ok()?, n))
 }
 
-/// Number of bytes [`put_varint64`] writes for `v`.
-pub fn varint64_len(mut v: u64) -> usize {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
-}
-
 /// Appends a varint length followed by the bytes.
 pub fn put_length_prefixed(dst: &mut Vec<u8>, bytes: &[u8]) {
     put_varint64(dst, bytes.len() as u64);
@@ -151,6 +141,16 @@ impl<'a> Decoder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Number of bytes [`put_varint64`] writes for `v`.
+    fn varint64_len(mut v: u64) -> usize {
+        let mut n = 1;
+        while v >= 0x80 {
+            v >>= 7;
+            n += 1;
+        }
+        n
+    }
 
     #[test]
     fn varint_roundtrip_lengths_and_truncation() {

@@ -67,9 +67,22 @@ pub fn trailer(internal: &[u8]) -> u64 {
     }
 }
 
-/// A decoded internal key.
+/// A decoded internal key: the key of every entry in the store's memtables,
+/// logs and tables ([`KeyFormat::Internal`](crate::sst::KeyFormat::Internal)),
+/// encoded as the user key followed by the 8-byte little-endian trailer
+/// `(seq << 8) | kind`.
+///
+/// ```
+/// use bloomlsm::sst::{InternalKey, ValueKind};
+///
+/// let k = InternalKey { user_key: b"apple", seq: 42, kind: ValueKind::Value };
+/// let bytes = k.encode();
+/// assert_eq!(bytes.len(), 5 + 8);
+/// assert_eq!(InternalKey::parse(&bytes), Some(k));
+/// assert_eq!(InternalKey::parse(b"short"), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParsedKey<'a> {
+pub struct InternalKey<'a> {
     /// The user key.
     pub user_key: &'a [u8],
     /// Sequence number of the write.
@@ -78,14 +91,36 @@ pub struct ParsedKey<'a> {
     pub kind: ValueKind,
 }
 
+impl<'a> InternalKey<'a> {
+    /// Largest sequence number (56 bits).
+    pub const MAX_SEQUENCE: u64 = MAX_SEQUENCE;
+
+    /// Decodes an encoded internal key; `None` if it is shorter than the
+    /// 8-byte trailer or has an unknown kind byte.
+    pub fn parse(encoded: &'a [u8]) -> Option<Self> {
+        parse(encoded)
+    }
+
+    /// The encoding, `user_key ++ trailer(seq, kind)`. Internal keys sort by
+    /// user key ascending, then newest (highest `seq`) first.
+    ///
+    /// # Panics
+    ///
+    /// If `seq` is above [`MAX_SEQUENCE`](Self::MAX_SEQUENCE).
+    pub fn encode(&self) -> Vec<u8> {
+        assert!(self.seq <= MAX_SEQUENCE, "sequence number over 56 bits");
+        make_internal_key(self.user_key, self.seq, self.kind)
+    }
+}
+
 /// Decodes an internal key; `None` if it is shorter than a trailer or has an
 /// unknown kind byte.
-pub fn parse(internal: &[u8]) -> Option<ParsedKey<'_>> {
+pub fn parse(internal: &[u8]) -> Option<InternalKey<'_>> {
     if internal.len() < TRAILER_LEN {
         return None;
     }
     let t = trailer(internal);
-    Some(ParsedKey {
+    Some(InternalKey {
         user_key: user_key(internal),
         seq: t >> 8,
         kind: ValueKind::from_byte((t & 0xff) as u8)?,

@@ -4,18 +4,18 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
-pub mod cli;
-pub mod coding;
+pub(crate) mod coding;
 pub mod db;
 pub mod error;
 pub mod filter;
 pub mod fs;
-pub mod key;
+pub(crate) mod key;
 pub mod options;
 pub mod sst;
 pub mod stats;
-pub mod workload;
 
+pub use bytes::Bytes;
+pub use db::iter::ScanRange;
 pub use db::{Db, DbIter, WriteBatch};
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};

@@ -3,11 +3,11 @@
 //! key ranges. Counters, not timings; the block cache is off so every data
 //! block read is a disk read.
 
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, FileStats, FilterOptions, FilterPolicy, IoCounters, Options};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 fn options(filters: FilterOptions) -> Options {
     Options {

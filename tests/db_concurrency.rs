@@ -5,11 +5,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options, WriteBatch};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 const WRITERS: usize = 2;
 const READERS: usize = 3;
@@ -74,8 +74,8 @@ fn writer(s: &Shared, w: usize) {
             let v = s.pair_version.fetch_add(1, Ordering::Relaxed) + 1;
             let p = rng.below(PAIRS);
             let mut b = WriteBatch::new();
-            b.put(&pair_key(p, b'a'), v.to_string().as_bytes());
-            b.put(&pair_key(p, b'b'), v.to_string().as_bytes());
+            b.put(pair_key(p, b'a'), v.to_string().as_bytes());
+            b.put(pair_key(p, b'b'), v.to_string().as_bytes());
             s.db.write(b).unwrap();
         } else if i.is_multiple_of(4) {
             let d = s.deleted.load(Ordering::Relaxed);

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use bloomlsm::db::{FileKind, LogReader, filename};
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -222,7 +222,7 @@ fn check(
     }
     let mut want = model.iter();
     let mut scan_error = false;
-    for item in db.scan::<[u8], _>(..) {
+    for item in db.scan(..) {
         match item {
             Err(_) => {
                 scan_error = true;

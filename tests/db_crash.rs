@@ -14,11 +14,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options, WriteBatch};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 const ENV: &str = "BLOOMLSM_CRASH_CHILD";
 const KEY_SPACE: u64 = 300;
@@ -218,7 +218,7 @@ fn check_recovered(db: &Db, model: &Model, in_flight: &Op, ctx: &str) -> Model {
     let mut with_flight = model.clone();
     apply(&mut with_flight, in_flight);
     let got: Model = db
-        .scan::<[u8], _>(..)
+        .scan(..)
         .map(|r| {
             let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
             (k.to_vec(), v.to_vec())

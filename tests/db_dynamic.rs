@@ -25,7 +25,7 @@ fn key(i: u64) -> Vec<u8> {
 fn fill(db: &Db, range: std::ops::Range<u64>) {
     let mut b = WriteBatch::new();
     for i in range {
-        b.put(&key(i), &[b'v'; 100]);
+        b.put(key(i), [b'v'; 100]);
         if b.len() == 100 {
             db.write(std::mem::take(&mut b)).unwrap();
             db.maintain().unwrap();

@@ -161,7 +161,7 @@ fn option_validation() {
         db.put(i.to_be_bytes(), [1u8; 20]).unwrap();
     }
     db.compact().unwrap();
-    assert_eq!(db.scan::<[u8], _>(..).count(), 2000);
+    assert_eq!(db.scan(..).count(), 2000);
 }
 
 #[test]

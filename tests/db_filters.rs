@@ -7,11 +7,11 @@ use std::path::Path;
 
 use bloomlsm::db::{FileKind, filename};
 use bloomlsm::sst::{Table, TableOpenOptions, format};
-use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, FileStats, FilterKind, FilterOptions, FilterPolicy, Options};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -58,7 +58,7 @@ fn check_model(db: &Db, model: &Model) {
         );
     }
     let all: Vec<(Vec<u8>, Vec<u8>)> = db
-        .scan::<[u8], _>(..)
+        .scan(..)
         .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
         .collect();
     let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();

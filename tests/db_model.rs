@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-use bloomlsm::workload::SplitMix64;
-
 mod common;
 use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, WriteBatch};
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
 /// Distinct keys in the key space: small, so overwrites and deletes collide.
 const KEY_SPACE: u64 = 900;
@@ -111,7 +110,7 @@ fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 fn check_scan(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, ctx: &str) {
     let got: Vec<(Vec<u8>, Vec<u8>)> = db
-        .scan::<[u8], _>((as_slice(lo), as_slice(hi)))
+        .scan((as_slice(lo), as_slice(hi)))
         .map(|r| {
             let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan error {e}"));
             (k.to_vec(), v.to_vec())

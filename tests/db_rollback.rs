@@ -197,7 +197,7 @@ fn restore(to: &Path, s: &Snapshot) {
 /// model knows.
 fn contents(db: &Db, keys: &[&Vec<u8>]) -> Result<Model, Error> {
     let mut m = Model::new();
-    for item in db.scan::<[u8], _>(..) {
+    for item in db.scan(..) {
         let (k, v) = item?;
         m.insert(k.to_vec(), v.to_vec());
     }

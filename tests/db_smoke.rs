@@ -39,7 +39,7 @@ fn put_get_delete_across_flush_compact_and_reopen() {
         db.close().unwrap();
     }
     let db = Db::open(dir.path(), small_opts()).unwrap();
-    let all: Vec<_> = db.scan::<[u8], _>(..).map(|r| r.unwrap()).collect();
+    let all: Vec<_> = db.scan(..).map(|r| r.unwrap()).collect();
     assert_eq!(all.len() as u32, n - n.div_ceil(3));
     assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
     for i in 0..n {

@@ -7,10 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bloomlsm::filter::FilterPolicy;
-use bloomlsm::key::{MAX_SEQUENCE, ValueKind, compare_internal, make_internal_key};
 use bloomlsm::sst::{
-    BlockCache, ChecksumType, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableIter,
-    TableOpenOptions,
+    BlockCache, ChecksumType, InternalKey, KeyFormat, Table, TableBuilder, TableBuilderOptions,
+    TableIter, TableOpenOptions, ValueKind,
 };
 use bloomlsm::{Error, key_hash};
 use proptest::collection::{btree_map, btree_set, vec};
@@ -18,6 +17,20 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// `user_key ++ trailer(seq, kind)`.
+fn make_internal_key(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
+    InternalKey {
+        user_key,
+        seq,
+        kind,
+    }
+    .encode()
+}
+
+fn compare_internal(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    KeyFormat::Internal.compare(a, b)
+}
 
 fn config(cases: u32) -> Config {
     Config {
@@ -236,7 +249,7 @@ proptest! {
             let r = t.get(&target, key_hash(uk)).unwrap();
             prop_assert_eq!(r.entry.as_ref().map(|(k, v)| (k.to_vec(), v.to_vec())), expect.cloned());
             prop_assert_eq!(r.user_key_found, users.contains(uk));
-            let newest = make_internal_key(uk, MAX_SEQUENCE, ValueKind::Value);
+            let newest = make_internal_key(uk, InternalKey::MAX_SEQUENCE, ValueKind::Value);
             prop_assert_eq!(t.get(&newest, key_hash(uk)).unwrap().found(), users.contains(uk));
             let from: Entries = entries.iter().filter(|(k, _)| compare_internal(k, &target).is_ge()).cloned().collect();
             prop_assert_eq!(collect(t.iter_from(&target)), from);

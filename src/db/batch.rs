@@ -105,18 +105,34 @@ impl WriteBatch {
         self.set_count(n);
     }
 
-    /// Adds "set `key` to `value`".
-    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+    /// Adds "set `key` to `value`". Takes what [`Db::put`](crate::Db::put)
+    /// takes: byte slices, arrays, `Vec<u8>`, `&str`, `String`, `Bytes`.
+    ///
+    /// ```
+    /// let mut batch = bloomlsm::WriteBatch::new();
+    /// batch.put(b"apple", b"red");
+    /// batch.put("banana", String::from("yellow"));
+    /// batch.put(vec![0u8, 1], [2u8; 4]);
+    /// assert_eq!(batch.len(), 3);
+    /// ```
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         self.rep.push(ValueKind::Value as u8);
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, value);
+        put_length_prefixed(&mut self.rep, key.as_ref());
+        put_length_prefixed(&mut self.rep, value.as_ref());
         self.bump_count();
     }
 
-    /// Adds "delete `key`".
-    pub fn delete(&mut self, key: &[u8]) {
+    /// Adds "delete `key`" (like [`Db::delete`](crate::Db::delete)).
+    ///
+    /// ```
+    /// let mut batch = bloomlsm::WriteBatch::new();
+    /// batch.put("apple", "red");
+    /// batch.delete("apple");
+    /// assert_eq!(batch.len(), 2); // applied in order: apple ends up absent
+    /// ```
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
         self.rep.push(ValueKind::Deletion as u8);
-        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, key.as_ref());
         self.bump_count();
     }
 
@@ -277,7 +293,7 @@ mod tests {
         b.put(b"alpha", b"1");
         b.delete(b"beta");
         b.put(b"", b"");
-        b.put(&[0xff; 200], &[7; 300]);
+        b.put([0xff; 200], [7; 300]);
         b.delete(b"z");
         b.set_sequence(1234);
         b

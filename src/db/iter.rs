@@ -4,7 +4,9 @@
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
-use std::ops::Bound;
+use std::ops::{
+    Bound, Range, RangeBounds, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive,
+};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -214,6 +216,58 @@ impl Iterator for MergeIter {
         Some(Ok((top.key, top.value)))
     }
 }
+
+/// A range of user keys for [`Db::scan`](crate::Db::scan): `..`, `a..b`,
+/// `a..=b`, `a..`, `..b`, `..=b`, or a `(Bound, Bound)` pair, with keys of
+/// any type that is `AsRef<[u8]>`: `&[u8]`, `&[u8; N]`, `Vec<u8>`, `&str`,
+/// `String`, [`Bytes`].
+///
+/// ```
+/// use std::ops::Bound;
+/// use bloomlsm::ScanRange;
+///
+/// let (lo, hi) = ("a".."m").into_bounds();
+/// assert_eq!((lo, hi), (Bound::Included("a".into()), Bound::Excluded("m".into())));
+/// let (lo, hi) = (..).into_bounds();
+/// assert_eq!((lo, hi), (Bound::Unbounded, Bound::Unbounded));
+/// let (lo, _) = (Bound::Excluded(b"k".as_slice()), Bound::Unbounded).into_bounds();
+/// assert_eq!(lo, Bound::Excluded(bloomlsm::Bytes::from_static(b"k")));
+/// ```
+pub trait ScanRange {
+    /// The start and end bounds, as owned bytes.
+    fn into_bounds(self) -> (Bound<Bytes>, Bound<Bytes>);
+}
+
+impl ScanRange for RangeFull {
+    fn into_bounds(self) -> (Bound<Bytes>, Bound<Bytes>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+/// The bounds of `range`, copied.
+fn owned_bounds<K: AsRef<[u8]>>(range: &impl RangeBounds<K>) -> (Bound<Bytes>, Bound<Bytes>) {
+    let owned = |b: Bound<&K>| b.map(|k| Bytes::copy_from_slice(k.as_ref()));
+    (owned(range.start_bound()), owned(range.end_bound()))
+}
+
+macro_rules! scan_range_by_range_bounds {
+    ($($range:ty),* $(,)?) => {$(
+        impl<K: AsRef<[u8]>> ScanRange for $range {
+            fn into_bounds(self) -> (Bound<Bytes>, Bound<Bytes>) {
+                owned_bounds(&self)
+            }
+        }
+    )*};
+}
+
+scan_range_by_range_bounds!(
+    Range<K>,
+    RangeInclusive<K>,
+    RangeFrom<K>,
+    RangeTo<K>,
+    RangeToInclusive<K>,
+    (Bound<K>, Bound<K>),
+);
 
 /// The user's view of a merge: for each user key in `range` the newest
 /// version, tombstones hidden. Returned by [`crate::Db::scan`].

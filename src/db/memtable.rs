@@ -3,9 +3,10 @@
 //! once and readers never wait for a lock.
 //!
 //! Entries are internal keys (user key ++ `(seq << 8) | kind`, see
-//! [`crate::key`]) mapped to values; a tombstone maps to an empty value. Since
-//! every write gets a fresh sequence number, entries are never overwritten:
-//! readers choose the version they see by sequence number (a snapshot).
+//! [`InternalKey`](crate::sst::InternalKey)) mapped to values; a tombstone
+//! maps to an empty value. Since every write gets a fresh sequence number,
+//! entries are never overwritten: readers choose the version they see by
+//! sequence number (a snapshot).
 
 use std::cmp::Ordering;
 use std::ops::Bound;

@@ -23,7 +23,7 @@ pub use memtable::{LookupResult, MemTable};
 pub use wal::{ReplayReport, Wal};
 
 use std::collections::HashSet;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -121,6 +121,19 @@ impl Db {
     /// Opens (or creates) the store in `path`: takes the directory lock,
     /// replays the manifest and the write-ahead logs, flushes what the logs
     /// held into L0 files, and deletes files no manifest needs.
+    ///
+    /// ```
+    /// use bloomlsm::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.close()?;
+    /// // Reopening recovers what was written.
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// assert_eq!(db.get("apple")?, Some(bloomlsm::Bytes::from("red")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
         if opts.max_levels > manifest::NUM_LEVELS {
@@ -202,7 +215,18 @@ impl Db {
         Ok(db)
     }
 
-    /// Stores `value` under `key`.
+    /// Stores `value` under `key`: anything `AsRef<[u8]>` (`&[u8]`, byte
+    /// arrays, `Vec<u8>`, `&str`, `String`, `Bytes`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put(b"apple", b"red")?;
+    /// db.put("banana", String::from("yellow"))?;
+    /// db.put("apple", "green")?; // the newest write wins
+    /// assert_eq!(db.get("apple")?.as_deref(), Some(&b"green"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key.as_ref(), value.as_ref());
@@ -210,6 +234,16 @@ impl Db {
     }
 
     /// Removes `key` (a no-op if absent).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.delete("apple")?;
+    /// db.delete("never-written")?; // not an error
+    /// assert_eq!(db.get("apple")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key.as_ref());
@@ -218,6 +252,20 @@ impl Db {
 
     /// Applies `batch` atomically: after a crash, all of it or none of it is
     /// there. With `sync_writes`, it is on disk before this returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// use bloomlsm::WriteBatch;
+    ///
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("from", "0");
+    /// batch.put("to", "100");
+    /// batch.delete("pending");
+    /// db.write(batch)?; // all three, or none after a crash
+    /// assert_eq!(db.get("to")?.as_deref(), Some(&b"100"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&self, mut batch: WriteBatch) -> Result<()> {
         for op in batch.iter() {
             check_key(op.key())?;
@@ -259,31 +307,61 @@ impl Db {
 
     /// The value of `key`, or `None`. Hashes the key once and reuses the hash
     /// for the filter of every candidate file.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("apple", "red")?;
+    /// assert_eq!(db.get("apple")?, Some(bloomlsm::Bytes::from("red")));
+    /// assert_eq!(db.get(b"pear")?, None); // most likely answered by a filter
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let key = key.as_ref();
         check_key(key)?;
         self.inner.get(key)
     }
 
-    /// The live entries with user keys in `range`, in key order, as of now.
-    /// Write `db.scan::<[u8], _>(..)` for everything, or
-    /// `db.scan(b"a".as_slice()..b"m".as_slice())`.
-    pub fn scan<K, R>(&self, range: R) -> DbIter
-    where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
-    {
-        let to_bytes = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(Bytes::copy_from_slice(k.as_ref())),
-            Bound::Excluded(k) => Bound::Excluded(Bytes::copy_from_slice(k.as_ref())),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        self.inner
-            .scan(to_bytes(range.start_bound()), to_bytes(range.end_bound()))
+    /// The live entries with user keys in `range`, in key order, as of now:
+    /// `db.scan(..)` for everything, `db.scan("a".."m")`, `db.scan(k..)`,
+    /// with keys of any `AsRef<[u8]>` type (see [`ScanRange`](iter::ScanRange)).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, k.to_uppercase())?;
+    /// }
+    /// let keys = |it: bloomlsm::DbIter| -> bloomlsm::Result<Vec<bloomlsm::Bytes>> {
+    ///     it.map(|e| e.map(|(k, _v)| k)).collect()
+    /// };
+    /// assert_eq!(keys(db.scan(..))?, ["a", "b", "c", "d"]);
+    /// assert_eq!(keys(db.scan("b".."d"))?, ["b", "c"]);
+    /// assert_eq!(keys(db.scan(b"b".as_slice()..=b"d".as_slice()))?, ["b", "c", "d"]);
+    /// assert_eq!(keys(db.scan(b"c".to_vec()..))?, ["c", "d"]);
+    /// for entry in db.scan(..="b") {
+    ///     let (key, value) = entry?;
+    ///     println!("{key:?} = {value:?}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn scan(&self, range: impl iter::ScanRange) -> DbIter {
+        let (start, end) = range.into_bounds();
+        self.inner.scan(start, end)
     }
 
     /// Writes the memtable (if not empty) to an L0 file and waits until every
     /// frozen memtable is on disk.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.flush()?;
+    /// assert_eq!(db.stats().levels[0].files, 1); // one new L0 file
+    /// assert_eq!(db.stats().memtable_bytes, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flush(&self) -> Result<()> {
         self.inner.flush()
     }
@@ -293,6 +371,20 @@ impl Db {
     /// level that holds any (when only L0 does: L1, or with
     /// [`Options::dynamic_level_bytes`] the base level), dropping shadowed
     /// versions and tombstones.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// for round in 0..3 {
+    ///     db.put("apple", format!("v{round}"))?;
+    ///     db.flush()?;
+    /// }
+    /// db.compact()?;
+    /// let s = db.stats();
+    /// assert_eq!(s.levels[0].files, 0);
+    /// assert_eq!(s.levels[1].entries, 1); // older versions dropped
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compact(&self) -> Result<()> {
         self.inner.flush()?;
         self.inner.compact_all()
@@ -302,18 +394,59 @@ impl Db {
     /// until none is. With `background_compaction` off this makes the shape of
     /// the store a function of the writes alone (the `bench` command uses it so
     /// that every filter configuration gets the same levels).
+    ///
+    /// ```
+    /// use bloomlsm::{Db, Options};
+    ///
+    /// let opts = Options {
+    ///     background_compaction: false,
+    ///     ..Options::default()
+    /// };
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), opts)?;
+    /// db.put("apple", "red")?;
+    /// db.maintain()?; // flushes the memtable, then runs any due compaction
+    /// assert_eq!(db.stats().flushes, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn maintain(&self) -> Result<()> {
         self.inner.flush()?;
         while self.inner.compact_once()? {}
         Ok(())
     }
 
-    /// Counters and the shape of the store.
+    /// Counters and the shape of the store. `Display` prints a summary.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.flush()?;
+    /// db.get("apple")?;
+    /// db.get("pear")?;
+    /// let stats = db.stats();
+    /// assert_eq!((stats.gets, stats.gets_found), (2, 1));
+    /// println!("{stats}"); // lookups, memory, then one line per level
+    /// println!("{:.4}", stats.block_reads_per_missing_get());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> Stats {
         self.inner.stats()
     }
 
     /// Per-file shape and counters, L0 first.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.flush()?;
+    /// let files = db.file_stats();
+    /// assert_eq!(files.len(), 1);
+    /// assert_eq!(files[0].smallest, b"apple");
+    /// println!("{}", files[0]); // e.g. 000005.sst L0: 1 entries, ...
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn file_stats(&self) -> Vec<FileStats> {
         let sv = self.inner.super_version();
         let mut out = Vec::new();
@@ -341,6 +474,16 @@ impl Db {
     }
 
     /// Zeroes the lookup counters (global, per level and per file).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.get("apple")?;
+    /// assert_eq!(db.stats().gets, 1);
+    /// db.reset_stats();
+    /// assert_eq!(db.stats().gets, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reset_stats(&self) {
         let inner = &self.inner;
         inner.gets.reset();
@@ -353,6 +496,15 @@ impl Db {
     }
 
     /// Checks every block of every live file.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.flush()?;
+    /// db.verify()?; // an Err names the damaged file and offset
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn verify(&self) -> Result<()> {
         for f in self.inner.super_version().version.levels.iter().flatten() {
             f.table.verify_all()?;
@@ -361,6 +513,13 @@ impl Db {
     }
 
     /// The store's directory.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// assert_eq!(db.path(), dir.path());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.inner.dir
     }
@@ -368,6 +527,14 @@ impl Db {
     /// Stops background work, syncs the log and releases the lock, reporting
     /// any error (a background error, or a failed sync). Dropping a `Db` does
     /// the same but cannot report.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.close()?; // the directory lock is released: the store can be opened again
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }

@@ -203,7 +203,7 @@ mod tests {
             if i % 3 == 2 {
                 b.delete(format!("k{seq}-{i}").as_bytes());
             } else {
-                b.put(format!("k{seq}-{i}").as_bytes(), &vec![i as u8; i * 37]);
+                b.put(format!("k{seq}-{i}").as_bytes(), vec![i as u8; i * 37]);
             }
         }
         b.set_sequence(seq);

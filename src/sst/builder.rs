@@ -23,14 +23,9 @@ use crate::key;
 use super::block::BlockBuilder;
 use super::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION, Footer,
-    KeyFormat, block_trailer,
+    KeyFormat, META_FILTER_PREFIX, META_PROPERTIES, block_trailer, show_key,
 };
 use super::properties::TableProperties;
-
-/// Metaindex key of the properties block.
-pub const META_PROPERTIES: &str = "properties";
-/// Prefix of the metaindex key of the filter block (`filter.<policy name>`).
-pub const META_FILTER_PREFIX: &str = "filter.";
 
 /// How a table is built.
 #[derive(Clone, Debug)]
@@ -193,15 +188,15 @@ impl TableBuilder {
                 std::cmp::Ordering::Equal => {
                     return Err(Error::invalid(format!(
                         "duplicate key {:?} added to {}",
-                        crate::sst::table::show_key(key),
+                        show_key(key),
                         self.path.display()
                     )));
                 }
                 std::cmp::Ordering::Less => {
                     return Err(Error::invalid(format!(
                         "key {:?} added after {:?} to {}: keys must be added in order",
-                        crate::sst::table::show_key(key),
-                        crate::sst::table::show_key(&self.last_key),
+                        show_key(key),
+                        show_key(&self.last_key),
                         self.path.display()
                     )));
                 }

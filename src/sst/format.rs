@@ -1,6 +1,7 @@
 //! Low-level pieces of the SSTable format: varints, block handles, the 5-byte
-//! block trailer and its offset-mixed checksum, the fixed-size footer, and the
-//! key order a table is sorted by. `docs/format.md` describes every byte.
+//! block trailer and its offset-mixed checksum, the fixed-size footer, the
+//! key order a table is sorted by, and the metaindex names of the meta blocks.
+//! `docs/format.md` describes every byte.
 
 use std::cmp::Ordering;
 
@@ -19,9 +20,16 @@ pub const FOOTER_LEN: usize = 52;
 /// Longest varint encoding of a [`BlockHandle`] (two varint64s).
 pub const MAX_HANDLE_LEN: usize = 20;
 
+// ---------------------------------------------------------------- metaindex
+
+/// Metaindex key of the properties block.
+pub const META_PROPERTIES: &str = "properties";
+/// Prefix of the metaindex key of the filter block (`filter.<policy name>`).
+pub const META_FILTER_PREFIX: &str = "filter.";
+
 // ---------------------------------------------------------------- varints
 
-pub use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
+pub(crate) use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 
 // ---------------------------------------------------------------- handles
 
@@ -280,7 +288,7 @@ pub enum KeyFormat {
     /// Bytewise order; the user key is the whole key.
     #[default]
     Plain,
-    /// Internal keys ([`crate::key`]): user key ascending, then the 8-byte
+    /// Internal keys ([`InternalKey`](super::InternalKey)): user key ascending, then the 8-byte
     /// trailer descending; the user key is all but the last 8 bytes.
     Internal,
 }
@@ -320,6 +328,17 @@ impl KeyFormat {
             KeyFormat::Internal => key::user_key(k),
         }
     }
+}
+
+/// A key for error messages: printable ASCII kept, other bytes escaped, long
+/// keys cut.
+pub(crate) fn show_key(k: &[u8]) -> String {
+    let cut = &k[..k.len().min(64)];
+    let mut s = cut.escape_ascii().to_string();
+    if k.len() > cut.len() {
+        s.push_str(&format!("...({} bytes)", k.len()));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -9,6 +9,9 @@
 //! - [`properties`]: the properties block.
 //! - [`cache`]: the shared [`BlockCache`] of data blocks.
 //!
+//! Tables the store writes hold [`InternalKey`]s ([`KeyFormat::Internal`]):
+//! decode a key from [`Table::iter`] with [`InternalKey::parse`].
+//!
 //! The byte-level format is in `docs/format.md`.
 
 pub mod block;
@@ -18,6 +21,7 @@ pub mod format;
 pub mod properties;
 pub mod table;
 
+pub use crate::key::{InternalKey, ValueKind};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use cache::{BlockCache, CacheStats};
 pub use format::{BlockHandle, ChecksumType, FORMAT_VERSION, Footer, KeyFormat};

@@ -18,10 +18,10 @@ use crate::filter::{Filter, FilterKind, key_hash};
 use crate::fs::{FileSystem, ReadableFile, RealFs};
 
 use super::block::{Block, BlockError, BlockIter};
-use super::builder::{META_FILTER_PREFIX, META_PROPERTIES};
 use super::cache::BlockCache;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockHandle, ChecksumType, FOOTER_LEN, Footer, KeyFormat, verify_block,
+    BLOCK_TRAILER_LEN, BlockHandle, ChecksumType, FOOTER_LEN, Footer, KeyFormat,
+    META_FILTER_PREFIX, META_PROPERTIES, show_key, verify_block,
 };
 use super::properties::TableProperties;
 
@@ -135,17 +135,6 @@ impl std::fmt::Debug for Table {
             .field("filter", &self.filter)
             .finish()
     }
-}
-
-/// A key for error messages: printable ASCII kept, other bytes escaped, long
-/// keys cut.
-pub(crate) fn show_key(k: &[u8]) -> String {
-    let cut = &k[..k.len().min(64)];
-    let mut s = cut.escape_ascii().to_string();
-    if k.len() > cut.len() {
-        s.push_str(&format!("...({} bytes)", k.len()));
-    }
-    s
 }
 
 impl Table {

@@ -2,6 +2,12 @@
 
 use std::path::Path;
 
+/// The `bench` command's deterministic keys (`SplitMix64`, the present and
+/// absent key families); not part of the library's API.
+#[allow(dead_code)]
+#[path = "../../src/bin/bloomlsm/workload.rs"]
+pub mod workload;
+
 /// A scratch directory, in memory when the machine has `/dev/shm`: the store
 /// fsyncs on every flush, compaction and reopen, which a disk makes slow, and
 /// these tests are about logic, not devices.

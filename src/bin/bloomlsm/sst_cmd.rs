@@ -11,15 +11,15 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use bloomlsm::filter::{Filter, key_hash};
+use bloomlsm::sst::format::BLOCK_TRAILER_LEN;
+use bloomlsm::sst::{KeyFormat, Table, TableOpenOptions};
 use clap::{Args, Subcommand};
 
-use super::escape::{escape, internal_key};
-use super::report::{bytes, count, percent};
-use super::{CliError, CliResult};
-use crate::filter::{Filter, key_hash};
-use crate::sst::format::BLOCK_TRAILER_LEN;
-use crate::sst::{KeyFormat, Table, TableOpenOptions};
+use crate::escape::{escape, internal_key};
+use crate::report::{bytes, count, percent};
 use crate::workload::SplitMix64;
+use crate::{CliError, CliResult};
 
 /// The `sst` subcommands.
 #[derive(Debug, Subcommand)]

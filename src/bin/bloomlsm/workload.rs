@@ -1,6 +1,10 @@
-//! Deterministic workload generation for tests, benchmarks, examples and the
-//! `bench` command: a tiny seeded PRNG and 16-byte keys drawn from two disjoint
-//! families, "present" (to insert) and "absent" (never inserted).
+//! The `bench` command's deterministic workload: a tiny seeded PRNG and
+//! 16-byte keys drawn from two disjoint families, "present" (to insert) and
+//! "absent" (never inserted).
+//!
+//! Not part of the library: the integration tests, benchmarks and examples
+//! that want the same keys include this file with `#[path]`. Its tests are in
+//! `bench.rs`, so that they run once.
 
 /// SplitMix64: a fast, well-mixed 64-bit generator (Steele, Lea, Flood 2014).
 /// Deterministic for a seed; not for cryptography.
@@ -72,27 +76,4 @@ fn key16(seed: u64, x: u64) -> [u8; 16] {
     k[..8].copy_from_slice(&hi.to_be_bytes());
     k[8..].copy_from_slice(&lo.to_be_bytes());
     k
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    #[test]
-    fn families_are_disjoint_and_deterministic() {
-        let p: HashSet<[u8; 16]> = (0..10_000).map(|i| present_key(7, i)).collect();
-        assert_eq!(p.len(), 10_000);
-        assert!((0..10_000).all(|i| !p.contains(&absent_key(7, i))));
-        assert_eq!(present_key(7, 3), present_key(7, 3));
-        assert_ne!(present_key(7, 3), present_key(8, 3));
-    }
-
-    #[test]
-    fn below_is_in_range() {
-        let mut r = SplitMix64::new(1);
-        assert!((0..1000).all(|_| r.below(10) < 10));
-        let u = r.unit();
-        assert!((0.0..1.0).contains(&u));
-    }
 }

@@ -13,10 +13,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::bench::{BenchArgs, BenchRow, SweepPoint, model_curve};
-use super::report::{count, sig3};
-use super::{CliError, CliResult};
-use crate::filter::FilterKind;
+use bloomlsm::filter::FilterKind;
+
+use crate::report::{count, sig3};
+use crate::sweep::{SweepPoint, model_curve};
+use crate::{CliError, CliResult};
 
 const BLUE_: RGBColor = RGBColor(31, 119, 180);
 const ORANGE_: RGBColor = RGBColor(255, 127, 14);
@@ -29,21 +30,42 @@ fn kind_color(kind: FilterKind) -> RGBColor {
     }
 }
 
+/// What the chart shows.
+#[derive(Clone, Debug)]
+pub struct Chart<'a> {
+    /// The filter-only sweep (left panel).
+    pub sweep: &'a [SweepPoint],
+    /// Keys per filter in the sweep.
+    pub sweep_keys: u64,
+    /// One bar pair per store configuration (right panel).
+    pub bars: Vec<ReadsBar>,
+    /// Keys in each store.
+    pub keys: u64,
+    /// Missing-key gets per store.
+    pub lookups: u64,
+}
+
+/// A store configuration's data-block reads per missing get.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadsBar {
+    /// The configuration's name.
+    pub name: String,
+    /// Measured by the store's counters.
+    pub measured: f64,
+    /// Predicted: the sum of the modelled FPRs of the files each get probed.
+    pub predicted: f64,
+}
+
 /// Writes the two-panel chart to `path` (via a `.tmp` file renamed into place).
-pub fn write_chart(
-    path: &Path,
-    sweep: &[SweepPoint],
-    rows: &[BenchRow],
-    args: &BenchArgs,
-) -> CliResult {
+pub fn write_chart(path: &Path, chart: &Chart<'_>) -> CliResult {
     let tmp = path.with_extension("svg.tmp");
     let err = |e: String| CliError::new(format!("plot {}: {e}", path.display()));
     {
         let root = SVGBackend::new(&tmp, (1500, 600)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
         let (left, right) = root.split_horizontally(720);
-        fpr_panel(&left, sweep, args.sweep_keys).map_err(|e| err(e.to_string()))?;
-        reads_panel(&right, rows, args).map_err(|e| err(e.to_string()))?;
+        fpr_panel(&left, chart.sweep, chart.sweep_keys).map_err(|e| err(e.to_string()))?;
+        reads_panel(&right, chart).map_err(|e| err(e.to_string()))?;
         root.present().map_err(|e| err(e.to_string()))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))?;
@@ -149,18 +171,13 @@ fn fpr_panel(
 
 fn reads_panel(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
-    rows: &[BenchRow],
-    args: &BenchArgs,
+    chart_data: &Chart<'_>,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let rows = &chart_data.bars;
     let n = rows.len().max(1);
     let values: Vec<f64> = rows
         .iter()
-        .flat_map(|r| {
-            [
-                r.reads_per_missing_get(),
-                r.predicted_reads_per_missing_get(),
-            ]
-        })
+        .flat_map(|r| [r.measured, r.predicted])
         .filter(|v| *v > 0.0)
         .collect();
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
@@ -174,8 +191,8 @@ fn reads_panel(
         .caption(
             format!(
                 "Data-block reads per missing get ({} keys, {} gets)",
-                count(args.keys),
-                count(args.lookups)
+                count(chart_data.keys),
+                count(chart_data.lookups)
             ),
             ("sans-serif", 18),
         )
@@ -183,7 +200,7 @@ fn reads_panel(
         .x_label_area_size(44)
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..n as f64, (ymin..ymax).log_scale())?;
-    let names: Vec<String> = rows.iter().map(|r| r.config.name.clone()).collect();
+    let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
     let label = move |x: &f64| {
         // Labels sit at segment centres (i + 0.5); other ticks stay blank.
         let i = x.floor();
@@ -210,7 +227,7 @@ fn reads_panel(
         .draw_series(
             rows.iter()
                 .enumerate()
-                .map(|(i, r)| bar(i, 0, r.reads_per_missing_get(), BLUE_)),
+                .map(|(i, r)| bar(i, 0, r.measured, BLUE_)),
         )?
         .label("measured")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], BLUE_.filled()));
@@ -218,17 +235,14 @@ fn reads_panel(
         .draw_series(
             rows.iter()
                 .enumerate()
-                .map(|(i, r)| bar(i, 1, r.predicted_reads_per_missing_get(), ORANGE_)),
+                .map(|(i, r)| bar(i, 1, r.predicted, ORANGE_)),
         )?
         .label("predicted (sum of modelled FPRs)")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], ORANGE_.filled()));
     let value_style =
         TextStyle::from(("sans-serif", 11).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
     for (i, r) in rows.iter().enumerate() {
-        for (side, v) in [
-            (0, r.reads_per_missing_get()),
-            (1, r.predicted_reads_per_missing_get()),
-        ] {
+        for (side, v) in [(0, r.measured), (1, r.predicted)] {
             let x = i as f64 + 0.12 + side as f64 * 0.38 + 0.18;
             chart.draw_series(std::iter::once(Text::new(
                 short(v),

@@ -1,7 +1,7 @@
 //! `bloomlsm db`: operate on a store directory from the shell.
 //!
 //! Keys and values are given and printed in the escaped form of
-//! [`super::escape`] (`\xNN` for non-printable bytes, `\\` for a backslash), so
+//! [`escape`](crate::escape) (`\xNN` for non-printable bytes, `\\` for a backslash), so
 //! `db scan` output (`key<TAB>value` lines) can be fed back to `db load`.
 
 use std::fs::File;
@@ -9,14 +9,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use bloomlsm::{Db, Options, Stats, WriteBatch};
 use clap::{Args, Subcommand};
 
-use super::escape::{escape, unescape};
-use super::report::{TextTable, bytes, count, percent, sig3};
-use super::{CliError, CliResult, parse_bytes, progress};
-use crate::db::filename;
+use crate::escape::{escape, unescape};
+use crate::report::{TextTable, bytes, count, percent, sig3};
 use crate::workload::SplitMix64;
-use crate::{Db, Options, Stats, WriteBatch};
+use crate::{CliError, CliResult, parse_bytes, progress};
 
 /// The `db` subcommands.
 #[derive(Debug, Subcommand)]
@@ -174,7 +173,8 @@ impl DbCommand {
 /// Opens the store at `dir` with default options. Unless `create`, the
 /// directory must already hold a store: reading commands never create one.
 pub fn open(dir: &Path, create: bool) -> CliResult<Db> {
-    if !create && !filename::current_file(dir).exists() {
+    // `CURRENT` names the live manifest of every store (docs/format.md).
+    if !create && !dir.join("CURRENT").exists() {
         let why = if dir.exists() {
             "is not a bloomlsm store (no CURRENT file)"
         } else {
@@ -231,8 +231,8 @@ pub fn level_table(s: &Stats) -> TextTable {
         "disk reads",
         "cache hits",
     ])
-    .align(4, super::report::Align::Left);
-    let mut total = crate::LevelStats::default();
+    .align(4, crate::report::Align::Left);
+    let mut total = bloomlsm::LevelStats::default();
     for l in s.levels.iter().filter(|l| l.files > 0) {
         t.row(vec![
             format!("L{}", l.level),
@@ -292,7 +292,7 @@ fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
     let hi = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let limit = a.limit.unwrap_or(u64::MAX);
     let mut out = std::io::BufWriter::new(out);
-    for (n, e) in db.scan::<[u8], _>((lo, hi)).enumerate() {
+    for (n, e) in db.scan((lo, hi)).enumerate() {
         if n as u64 >= limit {
             break;
         }
@@ -426,7 +426,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
             "checks",
             "false pos",
         ])
-        .align(4, super::report::Align::Left);
+        .align(4, crate::report::Align::Left);
         for f in db.file_stats() {
             t.row(vec![
                 format!("{:06}.sst", f.number),

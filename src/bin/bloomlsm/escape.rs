@@ -9,6 +9,8 @@
 
 use std::fmt::Write as _;
 
+use bloomlsm::sst::{InternalKey, ValueKind};
+
 /// The printable form of `bytes` (see the module docs).
 pub fn escape(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len());
@@ -74,11 +76,11 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
 /// An internal key (`user key ++ 8-byte trailer`) as `user_key @seq kind`,
 /// e.g. `apple @42 put`; malformed keys fall back to [`escape`] with a note.
 pub fn internal_key(key: &[u8]) -> String {
-    match crate::key::parse(key) {
+    match InternalKey::parse(key) {
         Some(p) => {
             let kind = match p.kind {
-                crate::key::ValueKind::Value => "put",
-                crate::key::ValueKind::Deletion => "del",
+                ValueKind::Value => "put",
+                ValueKind::Deletion => "del",
             };
             format!("{} @{} {kind}", escape(p.user_key), p.seq)
         }
@@ -110,7 +112,12 @@ mod tests {
 
     #[test]
     fn shows_internal_keys() {
-        let k = crate::key::make_internal_key(b"k\x01", 42, crate::key::ValueKind::Value);
+        let k = InternalKey {
+            user_key: b"k\x01",
+            seq: 42,
+            kind: ValueKind::Value,
+        }
+        .encode();
         assert_eq!(internal_key(&k), "k\\x01 @42 put");
         assert!(internal_key(b"ab").contains("malformed"));
     }

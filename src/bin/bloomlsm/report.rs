@@ -50,16 +50,6 @@ impl TextTable {
         self.rows.push(cells);
     }
 
-    /// Number of data rows.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// True without data rows.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// The table as text: header, a rule, the rows; every line ends in `\n`.
     pub fn render(&self) -> String {
         let n = self.headers.len();
@@ -116,8 +106,6 @@ pub enum JsonValue {
     Float(f64),
     /// A string.
     Str(String),
-    /// A nested object, already rendered.
-    Raw(String),
 }
 
 impl From<&str> for JsonValue {
@@ -199,7 +187,6 @@ impl JsonObject {
                 }
                 JsonValue::Float(f) => json_float(&mut s, *f),
                 JsonValue::Str(t) => json_string(&mut s, t),
-                JsonValue::Raw(r) => s.push_str(r),
             }
         }
         s.push('}');

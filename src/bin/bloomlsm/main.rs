@@ -1,30 +1,116 @@
-//! The `bloomlsm` command's logic, kept in the library so that the binary is
-//! only argument parsing and dispatch, and so that tests and examples can call
-//! the same code.
+//! `bloomlsm`: the filter / disk-I/O study (`bench`), SSTable inspection
+//! (`sst`) and store commands (`db`), built on the library's public API only.
 //!
-//! - [`bench`](mod@bench): the filter / disk-I/O study (`bloomlsm bench`).
+//! - [`bench`](mod@bench): the filter / disk-I/O study (`bloomlsm bench`);
+//!   [`sweep`] is its filter-only FPR sweep, [`workload`] its keys.
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
 //! - [`db_cmd`]: `bloomlsm db put | get | delete | scan | load | stats | verify | compact`.
 //! - [`report`]: text tables, JSON lines, CSV and number formats.
 //! - [`plot`]: the SVG charts of `bench --plot`.
 //! - [`escape`]: printable escaping of binary keys and values.
 //!
-//! Every command writes its results to a caller-supplied `Write` (stdout in
-//! the binary) and returns a [`CliError`] on failure, which the binary prints
-//! as one line, `bloomlsm: <message>`, with a non-zero exit status.
+//! Every command writes its results to a caller-supplied `Write` (stdout
+//! here) and returns a [`CliError`] on failure, which `main` prints as one
+//! line, `bloomlsm: <message>`, with a non-zero exit status.
 
-pub mod bench;
-pub mod db_cmd;
-pub mod escape;
-pub mod plot;
-pub mod report;
-pub mod sst_cmd;
+mod bench;
+mod db_cmd;
+mod escape;
+mod plot;
+mod report;
+mod sst_cmd;
+mod sweep;
+mod workload;
 
 use std::fmt;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
 use std::time::Duration;
 
+use bench::BenchArgs;
+use clap::{Parser, Subcommand};
+use db_cmd::DbCommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sst_cmd::SstCommand;
+
+/// An LSM key-value store whose SSTables carry cache-blocked Bloom filters,
+/// and the tools to measure how much disk I/O those filters save.
+#[derive(Debug, Parser)]
+#[command(name = "bloomlsm", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build a store per filter configuration and measure filter FPR, data-block
+    /// reads per missing get and get latency (the study).
+    Bench(BenchArgs),
+    /// Inspect SSTable files: dump, verify, filter-test.
+    Sst {
+        #[command(subcommand)]
+        command: SstCommand,
+    },
+    /// Operate on a store directory: put, get, delete, scan, load, stats, verify, compact.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = match &cli.command {
+        Command::Bench(a) => bench::run(a, &mut out).map(drop),
+        Command::Sst { command } => command.run(&mut out),
+        Command::Db { command } => command.run(&mut out),
+    };
+    let result = result.and_then(|()| out.flush().map_err(CliError::from));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.broken_pipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bloomlsm: {}", one_line(&e.message));
+            ExitCode::from(e.code.clamp(1, 255) as u8)
+        }
+    }
+}
+
+/// `--help` and `--version` print as clap renders them; real usage errors
+/// become one line, `bloomlsm: <error>`, with exit status 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(EXIT_USAGE as u8)
+        }
+        _ => {
+            // clap's message is the paragraph before "Usage:" / "tip:";
+            // it may span lines (e.g. the list of missing arguments).
+            let text = e.to_string();
+            let para = text.trim_start().split("\n\n").next().unwrap_or_default();
+            let msg = one_line(para.strip_prefix("error:").unwrap_or(para));
+            let msg = if msg.is_empty() {
+                "invalid arguments".into()
+            } else {
+                msg
+            };
+            eprintln!("bloomlsm: {msg} (see --help)");
+            ExitCode::from(EXIT_USAGE as u8)
+        }
+    }
+}
 
 /// Exit status of a failed command (bad input data, corruption, I/O).
 pub const EXIT_FAILURE: i32 = 1;
@@ -69,10 +155,10 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-impl From<crate::Error> for CliError {
-    fn from(e: crate::Error) -> Self {
+impl From<bloomlsm::Error> for CliError {
+    fn from(e: bloomlsm::Error) -> Self {
         let code = match e {
-            crate::Error::InvalidArgument(_) => EXIT_USAGE,
+            bloomlsm::Error::InvalidArgument(_) => EXIT_USAGE,
             _ => EXIT_FAILURE,
         };
         CliError {
@@ -146,10 +232,10 @@ mod tests {
 
     #[test]
     fn errors_are_one_line() {
-        let e: CliError = crate::Error::corruption("/x.sst", 7, "bad\nthing").into();
+        let e: CliError = bloomlsm::Error::corruption("/x.sst", 7, "bad\nthing").into();
         assert_eq!(e.message, "corruption in /x.sst at offset 7: bad thing");
         assert_eq!(e.code, EXIT_FAILURE);
-        let e: CliError = crate::Error::invalid("nope").into();
+        let e: CliError = bloomlsm::Error::invalid("nope").into();
         assert_eq!(e.code, EXIT_USAGE);
         assert!(parse_bytes("key", "a\\q").is_err());
     }

@@ -12,21 +12,21 @@
 //!
 //! `--plot` adds a filter-only sweep (measured vs modelled FPR across bits per
 //! key for both filter kinds) and draws it with the per-configuration read
-//! costs as an SVG chart ([`super::plot`]).
+//! costs as an SVG chart ([`plot`](crate::plot)).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use bloomlsm::filter::{self, FilterKind, FilterPolicy};
+use bloomlsm::{Db, FilterOptions, Options, Stats, WriteBatch};
 use clap::Args;
-use rayon::prelude::*;
 
-use super::db_cmd::shape_line;
-use super::report::{self, JsonObject, TextTable, bytes, count, csv_line, percent, sig3};
-use super::{CliError, CliResult, progress};
-use crate::filter::{self, Filter, FilterKind, FilterPolicy, key_hash, math};
+use crate::db_cmd::shape_line;
+use crate::report::{self, JsonObject, TextTable, bytes, count, csv_line, percent, sig3};
+use crate::sweep::{fpr_sweep, sweep_table};
 use crate::workload::{SplitMix64, absent_key, present_key};
-use crate::{Db, FilterOptions, Options, Stats, WriteBatch};
+use crate::{CliError, CliResult, plot, progress};
 
 /// The configurations `bench` runs when `--configs` is not given.
 pub const DEFAULT_CONFIGS: &str = "none,bloom10,blocked6,blocked10,blocked16,monkey10";
@@ -390,7 +390,7 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
         let mut batch = WriteBatch::new();
         for j in i..end {
             value_for(j, &template, &mut value);
-            batch.put(&present_key(args.seed, j), &value);
+            batch.put(present_key(args.seed, j), &value);
         }
         let before = db.stats().memtable_bytes;
         if let Some(b) = per_batch
@@ -509,67 +509,6 @@ pub fn run_config(
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(row)
-}
-
-/// One point of the filter-only sweep.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SweepPoint {
-    /// Filter kind.
-    pub kind: FilterKind,
-    /// Bits per key asked for.
-    pub requested_bits_per_key: f64,
-    /// Bits per key the filter really has (rounded to whole lines / words).
-    pub bits_per_key: f64,
-    /// Probes per key.
-    pub probes_per_key: u32,
-    /// The model's FPR for the filter's real size.
-    pub predicted_fpr: f64,
-    /// Absent keys probed.
-    pub probes: u64,
-    /// Of which the filter let through.
-    pub false_positives: u64,
-}
-
-impl SweepPoint {
-    /// The measured FPR.
-    pub fn measured_fpr(&self) -> f64 {
-        self.false_positives as f64 / self.probes.max(1) as f64
-    }
-}
-
-/// The filter-only sweep: for each kind and each bits/key, builds a filter
-/// over `keys` present keys and probes it with `probes` absent keys.
-pub fn fpr_sweep(
-    kinds: &[FilterKind],
-    bits: &[f64],
-    keys: u64,
-    probes: u64,
-    seed: u64,
-) -> Vec<SweepPoint> {
-    let present: Vec<u64> = (0..keys).map(|i| key_hash(&present_key(seed, i))).collect();
-    let absent: Vec<u64> = (0..probes)
-        .map(|i| key_hash(&absent_key(seed, i)))
-        .collect();
-    let jobs: Vec<(FilterKind, f64)> = kinds
-        .iter()
-        .flat_map(|&k| bits.iter().map(move |&b| (k, b)))
-        .collect();
-    jobs.par_iter()
-        .map(|&(kind, b)| {
-            let policy = FilterPolicy::new(kind, b);
-            let f = Filter::open(&policy.build(&present)).expect("a freshly built filter opens");
-            let fp = absent.iter().filter(|&&h| f.may_contain(h)).count() as u64;
-            SweepPoint {
-                kind,
-                requested_bits_per_key: b,
-                bits_per_key: f.bits_per_key(),
-                probes_per_key: f.num_probes(),
-                predicted_fpr: f.predicted_fpr(),
-                probes,
-                false_positives: fp,
-            }
-        })
-        .collect()
 }
 
 /// Runs the study and writes the report (table, JSON lines or CSV) to `out`.
@@ -713,7 +652,21 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
             args.seed,
         );
         pb.finish_and_clear();
-        super::plot::write_chart(path, &sweep, &rows, args)?;
+        let chart = plot::Chart {
+            sweep: &sweep,
+            sweep_keys: args.sweep_keys,
+            bars: rows
+                .iter()
+                .map(|r| plot::ReadsBar {
+                    name: r.config.name.clone(),
+                    measured: r.reads_per_missing_get(),
+                    predicted: r.predicted_reads_per_missing_get(),
+                })
+                .collect(),
+            keys: args.keys,
+            lookups: args.lookups,
+        };
+        plot::write_chart(path, &chart)?;
         if text {
             writeln!(out)?;
             out.write_all(sweep_table(&sweep).render().as_bytes())?;
@@ -753,31 +706,6 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
             report::duration_ns(r.missing_get_ns),
             report::duration_ns(r.existing_get_ns),
             format!("{:.1} s", r.load_secs),
-        ]);
-    }
-    t
-}
-
-/// The `--plot` sweep as a table.
-pub fn sweep_table(sweep: &[SweepPoint]) -> TextTable {
-    let mut t = TextTable::new(&[
-        "filter",
-        "bits/key",
-        "k",
-        "pred FPR",
-        "meas FPR",
-        "probes",
-        "false pos",
-    ]);
-    for p in sweep {
-        t.row(vec![
-            p.kind.name().to_string(),
-            format!("{:.2}", p.bits_per_key),
-            p.probes_per_key.to_string(),
-            percent(Some(p.predicted_fpr)),
-            percent(Some(p.measured_fpr())),
-            count(p.probes),
-            count(p.false_positives),
         ]);
     }
     t
@@ -857,14 +785,10 @@ pub fn csv_row(r: &BenchRow, none: Option<&BenchRow>) -> Vec<String> {
     ]
 }
 
-/// The model's FPR at `bits_per_key` with the best probe count (curves of the
-/// chart).
-pub fn model_curve(kind: FilterKind, bits_per_key: f64) -> f64 {
-    math::best_fpr(kind, bits_per_key)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     #[test]
@@ -905,11 +829,19 @@ mod tests {
     }
 
     #[test]
-    fn sweep_measures_near_the_model() {
-        let s = fpr_sweep(&[FilterKind::Blocked512], &[8.0], 20_000, 100_000, 1);
-        let p = s[0];
-        assert!(p.false_positives > 0);
-        let ratio = p.measured_fpr() / p.predicted_fpr;
-        assert!((0.8..1.25).contains(&ratio), "{p:?}");
+    fn families_are_disjoint_and_deterministic() {
+        let p: HashSet<[u8; 16]> = (0..10_000).map(|i| present_key(7, i)).collect();
+        assert_eq!(p.len(), 10_000);
+        assert!((0..10_000).all(|i| !p.contains(&absent_key(7, i))));
+        assert_eq!(present_key(7, 3), present_key(7, 3));
+        assert_ne!(present_key(7, 3), present_key(8, 3));
+    }
+
+    #[test]
+    fn below_is_in_range() {
+        let mut r = SplitMix64::new(1);
+        assert!((0..1000).all(|_| r.below(10) < 10));
+        let u = r.unit();
+        assert!((0.0..1.0).contains(&u));
     }
 }
