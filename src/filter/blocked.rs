@@ -58,8 +58,13 @@ mod avx2 {
         p
     };
 
+    // Every k a filter can have, rounded up to whole groups of 8 lanes, stays
+    // inside `POW`: the bound that `check_line`'s callers rely on.
+    const _: () = assert!(crate::filter::MAX_PROBES.div_ceil(8) * 8 <= POW.len() as u32);
+
     /// # Safety
-    /// The CPU must support AVX2.
+    /// The CPU must support AVX2, and `k <= 32` (`POW`'s length): every
+    /// [`super::Blocked512Filter`] has k <= [`crate::filter::MAX_PROBES`].
     #[target_feature(enable = "avx2")]
     #[inline]
     pub unsafe fn check_line(line: &super::Line, h2: u32, k: u32) -> bool {
@@ -71,10 +76,12 @@ mod avx2 {
         // tested once at the end: a test per step compiled to a branch on the
         // loaded line (7% slower in a probe loop, docs/filters.md). The first
         // eight probes need no loop (k <= 8 up to 11 bits/key).
-        let mut missing = missing_bits(lo, hi, h, 0, k);
+        // SAFETY (both calls): `done` is 0, 8, 16 or 24 (it stays below
+        // k <= 32), so `done + 8 <= 32`.
+        let mut missing = unsafe { missing_bits(lo, hi, h, 0, k) };
         let mut done = 8;
         while done < k {
-            missing = _mm256_or_si256(missing, missing_bits(lo, hi, h, done, k));
+            missing = _mm256_or_si256(missing, unsafe { missing_bits(lo, hi, h, done, k) });
             done += 8;
         }
         _mm256_testz_si256(missing, missing) != 0
@@ -82,11 +89,14 @@ mod avx2 {
 
     /// Probes `done..min(done + 8, k)` of probe hash `h` (broadcast) against the
     /// line `lo:hi`: the bits they want that are clear, one probe per lane.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, and `done + 8 <= 32` (`POW`'s length).
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn missing_bits(lo: __m256i, hi: __m256i, h: __m256i, done: u32, k: u32) -> __m256i {
+    unsafe fn missing_bits(lo: __m256i, hi: __m256i, h: __m256i, done: u32, k: u32) -> __m256i {
         debug_assert!(done <= 24, "k <= MAX_PROBES (30) keeps done + 8 <= 32");
-        // SAFETY: done + 8 <= 32 = POW.len() (k <= MAX_PROBES rounds up to 32).
+        // SAFETY: done + 8 <= 32 = POW.len(), by the caller's contract.
         let pow = unsafe { _mm256_loadu_si256(POW.as_ptr().add(done as usize).cast()) };
         let bit = _mm256_srli_epi32::<23>(_mm256_mullo_epi32(h, pow));
         let word = _mm256_srli_epi32::<5>(bit);
@@ -110,15 +120,16 @@ mod avx2 {
     /// AVX2 function, so a generic build pays one call per probe.
     ///
     /// # Safety
-    /// The CPU must support AVX2; `lines` must not be empty.
+    /// The CPU must support AVX2; `lines` must not be empty; `k <= 32`.
     #[target_feature(enable = "avx2")]
     #[inline]
     pub unsafe fn may_contain(lines: &[super::Line], k: u32, hash: u64) -> bool {
-        // SAFETY: the caller guarantees AVX2 and a line.
+        // SAFETY: the caller guarantees AVX2, a line and k <= 32.
         unsafe { check_line(super::line_for(lines, hash), (hash >> 32) as u32, k) }
     }
 
-    /// A probe of `(lines, k, hash)`; see [`probe_for`].
+    /// A probe of `(lines, k, hash)`; see [`probe_for`]. Calling it has
+    /// [`may_contain`]'s safety contract.
     pub type Probe = unsafe fn(&[super::Line], u32, u64) -> bool;
 
     /// [`may_contain`] for a constant probe count (its `k` argument is
@@ -127,15 +138,16 @@ mod avx2 {
     /// (docs/filters.md, "What limits a probe").
     ///
     /// # Safety
-    /// The CPU must support AVX2.
+    /// The CPU must support AVX2; `lines` must not be empty.
     #[target_feature(enable = "avx2")]
     unsafe fn may_contain_k<const K: u32>(lines: &[super::Line], _k: u32, hash: u64) -> bool {
-        // SAFETY: the caller guarantees AVX2.
+        // SAFETY: the caller guarantees AVX2 and a line; K <= 9.
         unsafe { may_contain(lines, K, hash) }
     }
 
     /// The AVX2 probe for filters of `k` probes, or `None` if this CPU lacks
-    /// AVX2. Its `lines` must not be empty.
+    /// AVX2. Its `lines` must not be empty, and the `k` passed to it must be
+    /// this `k`, at most 32.
     pub fn probe_for(k: u32) -> Option<Probe> {
         if !std::arch::is_x86_feature_detected!("avx2") {
             return None;
@@ -155,11 +167,11 @@ mod avx2 {
     /// inlined into one AVX2 loop (no call per key).
     ///
     /// # Safety
-    /// The CPU must support AVX2; `lines` must not be empty.
+    /// The CPU must support AVX2; `lines` must not be empty; `k <= 32`.
     #[target_feature(enable = "avx2")]
     pub unsafe fn check_group(lines: &[super::Line], k: u32, hashes: &[u64], out: &mut [bool]) {
         for (&h, o) in hashes.iter().zip(out.iter_mut()) {
-            // SAFETY: the caller guarantees AVX2.
+            // SAFETY: the caller guarantees AVX2, a line and k <= 32.
             *o = unsafe { may_contain(lines, k, h) };
         }
     }
@@ -203,6 +215,9 @@ pub struct Blocked512Filter {
     /// Lines on disk: `lines.len()`, or 0 for the filter of no keys.
     num_lines: usize,
     key_count: u64,
+    /// In `1..=MAX_PROBES`, checked in [`Self::new`]: the AVX2 probe reads
+    /// its table of multipliers unchecked up to k rounded up to 8, and the
+    /// portable probe slices `GOLDEN_POW[..k]`.
     num_probes: u32,
     /// The AVX2 probe for this filter's k, if the CPU has AVX2 (looked up
     /// once when the filter is made).
@@ -270,11 +285,14 @@ fn set_bits(lines: &mut [Line], hashes: &[u64], num_probes: u32) {
 
 /// Number of 512-bit lines for `keys` keys at `bits_per_key` (at least one line
 /// when there is a key; the trailer stores the count as 64-bit but fastrange
-/// needs it below 2^32).
+/// needs it below 2^32, so it is clamped to `u32::MAX`). `bits_per_key` is
+/// clamped as [`FilterPolicy::new`](super::FilterPolicy::new) clamps it
+/// (NaN counts as [`MIN_BITS_PER_KEY`](super::MIN_BITS_PER_KEY)).
 pub fn lines_for(keys: usize, bits_per_key: f64) -> usize {
     if keys == 0 {
         return 0;
     }
+    let bits_per_key = super::clamp_bits(bits_per_key);
     let lines = (keys as f64 * bits_per_key / 512.0).ceil();
     lines.clamp(1.0, u32::MAX as f64) as usize
 }
@@ -286,17 +304,35 @@ fn prefetch(line: &Line) {
 
 impl Blocked512Filter {
     /// Builds the filter in memory from key hashes.
-    pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Self {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) unless
+    /// `num_probes` is in 1..=[`MAX_PROBES`](super::MAX_PROBES) and
+    /// `bits_per_key` in
+    /// [`MIN_BITS_PER_KEY`](super::MIN_BITS_PER_KEY)..=[`MAX_BITS_PER_KEY`](super::MAX_BITS_PER_KEY).
+    /// ([`FilterPolicy`](super::FilterPolicy) clamps both instead.)
+    pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> crate::Result<Self> {
+        super::check_params(FilterKind::Blocked512, bits_per_key, num_probes)?;
         let n = lines_for(hashes.len(), bits_per_key);
         let mut lines = vec![Line::default(); n].into_boxed_slice();
         set_bits(&mut lines, hashes, num_probes);
-        Self::new(lines, hashes.len() as u64, num_probes)
+        Ok(Self::new(lines, hashes.len() as u64, num_probes))
     }
 
     /// `lines` may be empty (no keys): it is replaced by one zero line, which
-    /// answers "absent" for any k >= 1 (stored filters have 1..=30; with
-    /// k = 0 every probe answers "may contain", as any filter of k = 0 does).
+    /// answers "absent" (k >= 1).
+    ///
+    /// # Panics
+    /// If `num_probes` is outside 1..=[`MAX_PROBES`](super::MAX_PROBES); both
+    /// callers check it first ([`Self::from_hashes`] returns an error,
+    /// [`super::Filter::open`] rejects the stored k).
     fn new(lines: Box<[Line]>, key_count: u64, num_probes: u32) -> Self {
+        // The invariant the probes' unchecked accesses rely on (see the
+        // `num_probes` field), enforced where every filter is made.
+        assert!(
+            (1..=super::MAX_PROBES).contains(&num_probes),
+            "blocked512 filter with {num_probes} probes"
+        );
         let num_lines = lines.len();
         let lines = if num_lines == 0 {
             vec![Line::default()].into_boxed_slice()
@@ -325,7 +361,7 @@ impl Blocked512Filter {
         FilterTrailer {
             units: self.num_lines as u64,
             key_count: self.key_count,
-            num_probes: self.num_probes as u8,
+            num_probes: u8::try_from(self.num_probes).expect("k <= MAX_PROBES"),
             hash: HASH_XXH3_64,
             version: FILTER_VERSION,
             kind: FilterKind::Blocked512 as u8,
@@ -334,7 +370,8 @@ impl Blocked512Filter {
     }
 
     /// Rebuilds the in-memory filter from a payload and its decoded trailer,
-    /// copying into aligned memory.
+    /// copying into aligned memory. The caller ([`super::Filter::open`]) has
+    /// checked that the stored k is in 1..=[`MAX_PROBES`](super::MAX_PROBES).
     pub(crate) fn from_parts(payload: &[u8], t: &FilterTrailer) -> Result<Self, FilterDecodeError> {
         if t.units > u64::from(u32::MAX) || t.units.checked_mul(64) != Some(payload.len() as u64) {
             return Err(FilterDecodeError(format!(
@@ -376,14 +413,17 @@ impl Blocked512Filter {
     pub fn may_contain(&self, hash: u64) -> bool {
         #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
         {
-            // SAFETY: this build targets CPUs with AVX2.
+            // SAFETY: this build targets CPUs with AVX2; `lines` is never
+            // empty and k <= MAX_PROBES (30) < 32, both from `Self::new`.
             unsafe { avx2::may_contain(&self.lines, self.num_probes, hash) }
         }
         #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
         {
             #[cfg(target_arch = "x86_64")]
             {
-                // SAFETY: `avx2` is set only if the CPU reported AVX2.
+                // SAFETY: `avx2` is set only if the CPU reported AVX2, by
+                // `probe_for(self.num_probes)`; `lines` is never empty and
+                // k <= MAX_PROBES (30) < 32, both from `Self::new`.
                 match self.avx2 {
                     Some(probe) => unsafe { probe(&self.lines, self.num_probes, hash) },
                     None => self.may_contain_scalar_call(hash),
@@ -424,6 +464,9 @@ impl Blocked512Filter {
 
     /// Probes many hashes; `out[i]` receives `may_contain(hashes[i])`.
     ///
+    /// # Panics
+    /// If `hashes` and `out` differ in length.
+    ///
     /// Keys go in groups of [`BATCH_GROUP`]: first every line of the group is
     /// prefetched, then each is tested, so the group's cache misses are in
     /// flight together instead of one per loop iteration. At 10^7 keys with
@@ -443,6 +486,9 @@ impl Blocked512Filter {
 
     /// [`Self::may_contain_batch`] for keys: hashes each group's keys with
     /// [`super::key_hash`] and prefetches their lines, then tests them.
+    ///
+    /// # Panics
+    /// If `keys` and `out` differ in length.
     pub fn may_contain_keys<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [bool]) {
         assert_eq!(keys.len(), out.len(), "one output per key");
         let mut group = [0u64; BATCH_GROUP];
@@ -463,7 +509,7 @@ impl Blocked512Filter {
         #[cfg(target_arch = "x86_64")]
         if self.avx2.is_some() {
             // SAFETY: `avx2` is set only if the CPU reported AVX2; `lines` is
-            // never empty.
+            // never empty and k <= MAX_PROBES (30) < 32, both from `Self::new`.
             unsafe { avx2::check_group(&self.lines, self.num_probes, hashes, out) };
             return;
         }
@@ -509,10 +555,15 @@ impl Blocked512Filter {
 }
 
 /// Builds the serialized filter over `hashes`.
-pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Vec<u8> {
+///
+/// # Errors
+/// As [`Blocked512Filter::from_hashes`]: `num_probes` outside
+/// 1..=[`MAX_PROBES`](super::MAX_PROBES) or `bits_per_key` outside the
+/// accepted range.
+pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> crate::Result<Vec<u8>> {
     let mut out = Vec::new();
-    Blocked512Filter::from_hashes(hashes, bits_per_key, num_probes).encode_to(&mut out);
-    out
+    Blocked512Filter::from_hashes(hashes, bits_per_key, num_probes)?.encode_to(&mut out);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -538,7 +589,7 @@ mod tests {
 
     #[test]
     fn lines_are_cache_aligned() {
-        let f = Blocked512Filter::from_hashes(&[1, 2, 3], 10.0, 6);
+        let f = Blocked512Filter::from_hashes(&[1, 2, 3], 10.0, 6).unwrap();
         assert_eq!(std::mem::align_of::<Line>(), 64);
         assert_eq!((f.lines.as_ptr() as usize) % 64, 0);
         let bytes = {
@@ -598,7 +649,7 @@ mod tests {
     fn simd_and_portable_paths_agree() {
         let keys: Vec<u64> = (0..20_000u64).map(|i| key_hash(&i.to_le_bytes())).collect();
         for k in 1..=crate::filter::MAX_PROBES {
-            let f = Blocked512Filter::from_hashes(&keys[..5000], 6.0, k);
+            let f = Blocked512Filter::from_hashes(&keys[..5000], 6.0, k).unwrap();
             for &h in &keys {
                 assert_eq!(f.may_contain(h), f.may_contain_portable(h), "k={k}");
             }
@@ -612,7 +663,7 @@ mod tests {
         let raw: Vec<[u8; 8]> = (0..5000u64).map(|i| i.to_le_bytes()).collect();
         let keys: Vec<u64> = raw.iter().map(|k| key_hash(k)).collect();
         for k in [1, 5, 6, 9, 12, 30] {
-            let f = Blocked512Filter::from_hashes(&keys[..2500], 8.0, k);
+            let f = Blocked512Filter::from_hashes(&keys[..2500], 8.0, k).unwrap();
             let mut out = vec![false; keys.len()];
             f.may_contain_batch(&keys, &mut out);
             let mut by_key = vec![false; keys.len()];
@@ -640,7 +691,7 @@ mod tests {
                 );
             }
         }
-        let empty = Blocked512Filter::from_hashes(&[], 10.0, 6);
+        let empty = Blocked512Filter::from_hashes(&[], 10.0, 6).unwrap();
         let mut one = [true];
         empty.may_contain_keys(&[b"x"], &mut one);
         assert!(!one[0]);
