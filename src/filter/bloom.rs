@@ -206,7 +206,65 @@ pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> crate::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::test_vectors::fixed_hashes;
     use crate::filter::{Filter, FilterPolicy, key_hash};
+    use xxhash_rust::xxh3::xxh3_64;
+
+    /// Filters of 1000 fixed hashes at `(bits per key, k)`, pinned by their
+    /// encoding's length and XXH3-64 and by the answers for 4096 fixed absent
+    /// hashes (how many pass, the first three that do, XXH3-64 of the answers
+    /// as 0/1 bytes), copied from this code's output when they were added.
+    #[allow(clippy::type_complexity)]
+    const PINNED: [((f64, u32), usize, u64, usize, [usize; 3], u64); 3] = [
+        (
+            (2.0, 1),
+            276,
+            0xbae34433a75e4b7a,
+            1630,
+            [2, 7, 9],
+            0xe3c2ec8fd27a6fc9,
+        ),
+        (
+            (10.0, 6),
+            1276,
+            0xa1df26e4b0dcdbf8,
+            24,
+            [92, 113, 364],
+            0x5b40e5b1a6761288,
+        ),
+        (
+            (8.0, 30),
+            1020,
+            0x5bea19bad2fd18bb,
+            1983,
+            [0, 4, 5],
+            0xd4393d611295c770,
+        ),
+    ];
+
+    #[test]
+    fn pinned_filters_encode_and_probe() {
+        let keys = fixed_hashes(0x0b10_0f11_7e25, 1000);
+        let absent = fixed_hashes(0x00ab_5e17, 4096);
+        for ((bits, k), len, digest, hits, first_hits, answers_digest) in PINNED {
+            let bytes = build(&keys, bits, k).unwrap();
+            assert_eq!(bytes.len(), len, "k={k}");
+            assert_eq!(xxh3_64(&bytes), digest, "k={k}");
+            let Filter::Bloom(f) = Filter::open(&bytes).unwrap() else {
+                panic!("k={k}: not a bloom filter")
+            };
+            assert!(keys.iter().all(|&h| f.may_contain(h)), "k={k}");
+            let answers: Vec<bool> = absent.iter().map(|&h| f.may_contain(h)).collect();
+            let mut batch = vec![false; absent.len()];
+            f.may_contain_batch(&absent, &mut batch);
+            assert_eq!(batch, answers, "k={k}");
+            let got: Vec<usize> = (0..answers.len()).filter(|&i| answers[i]).collect();
+            assert_eq!(got.len(), hits, "k={k}");
+            assert_eq!(got[..3], first_hits, "k={k}");
+            let as_bytes: Vec<u8> = answers.iter().map(|&a| u8::from(a)).collect();
+            assert_eq!(xxh3_64(&as_bytes), answers_digest, "k={k}");
+        }
+    }
 
     #[test]
     fn batch_agrees_with_single() {

@@ -508,3 +508,41 @@ impl Filter {
         }
     }
 }
+
+/// Inputs of the filters' pinned test vectors.
+#[cfg(test)]
+pub(crate) mod test_vectors {
+    /// `n` SplitMix64 outputs from `seed`, written out here so that the
+    /// vectors' inputs depend on nothing else in the crate.
+    pub fn fixed_hashes(seed: u64, n: usize) -> Vec<u64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = s;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^ (z >> 31)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn inputs_are_fixed() {
+        assert_eq!(fixed_hashes(0, 2), [0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4]);
+    }
+
+    /// Every stored filter was built from these hashes of its keys: XXH3-64,
+    /// seed 0 (values copied from the function's output).
+    #[test]
+    fn key_hash_is_pinned() {
+        for (key, hash) in [
+            (&b""[..], 0x2d06800538d394c2),
+            (b"a", 0xe6c632b61e964e1f),
+            (b"bloomlsm", 0xdb6476c8fe9435a6),
+            (b"0123456789abcdef0123456789abcdef-key", 0x0acb307cc0509e05),
+        ] {
+            assert_eq!(super::key_hash(key), hash, "{key:?}");
+        }
+    }
+}
