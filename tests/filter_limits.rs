@@ -4,7 +4,7 @@
 
 use bloomlsm::Error;
 use bloomlsm::filter::math::{
-    FULL_LINE_BITS_PER_KEY, blocked512_fpr, blocked512_putze_fpr, classic_fpr,
+    blocked512_fpr, blocked512_putze_fpr, classic_fpr, full_line_bits_per_key,
 };
 use bloomlsm::filter::{
     Blocked512Filter, BloomFilter, FILTER_TRAILER_LEN, Filter, FilterKind, FilterPolicy,
@@ -239,8 +239,9 @@ fn models_take_any_input() {
         -1.0,
         0.0,
         1e-300,
-        FULL_LINE_BITS_PER_KEY * 0.999,
-        0.5,
+        0.01,
+        0.3,
+        2.0,
         10.0,
         1e300,
         f64::INFINITY,
@@ -253,6 +254,7 @@ fn models_take_any_input() {
     ];
     for (name, model) in models {
         for b in bits {
+            let at_max = model(b, MAX_PROBES);
             for k in ks {
                 let r = model(b, k);
                 assert!((0.0..=1.0).contains(&r), "{name}({b}, {k}) = {r}");
@@ -260,7 +262,7 @@ fn models_take_any_input() {
                     assert_eq!(r, 1.0, "{name}({b}, {k}): no filter");
                 }
                 if k > MAX_PROBES {
-                    assert_eq!(r, model(b, MAX_PROBES), "{name}({b}, {k})");
+                    assert_eq!(r, at_max, "{name}({b}, {k})");
                 }
             }
             assert!(model(f64::NAN, 6).is_nan(), "{name}");
@@ -268,15 +270,22 @@ fn models_take_any_input() {
         }
         assert!(model(f64::INFINITY, 6) < 1e-12, "{name}: infinite memory");
     }
-    // Below the cutoff the blocked models answer 1.0 without summing; at it
-    // the exact model (closed form: k <= 20) already gives 1.0, and Putze's
-    // within its rounding (its Poisson weights, summed in log space over ~35k
-    // terms, add up to 1 - 8.6e-11 there).
-    for k in 1..=20 {
-        for (model, tol) in [(blocked512_fpr as Model, 0.0), (blocked512_putze_fpr, 1e-9)] {
-            assert_eq!(model(FULL_LINE_BITS_PER_KEY * 0.999, k), 1.0, "k={k}");
-            let at = model(FULL_LINE_BITS_PER_KEY, k);
-            assert!((1.0 - at).abs() <= tol, "k={k}: {at}");
+    // At or below the cutoff the blocked models answer 1.0 without summing;
+    // just above it their sums give 1.0 too, to within rounding: the exact
+    // model's closed form (k <= 20) exactly, its Markov chain (k > 20) to
+    // 1e-12, and Putze's to 1e-9 (its Poisson weights, summed in log space
+    // over up to ~35k terms, add up to 1 - 8.6e-11 at k = 1).
+    assert_eq!(full_line_bits_per_key(1), 1.0 / 64.0);
+    assert!((full_line_bits_per_key(30) - 0.455).abs() < 1e-3);
+    assert_eq!(full_line_bits_per_key(u32::MAX), full_line_bits_per_key(30));
+    for k in [1, 2, 6, 20, 21, 30] {
+        let cut = full_line_bits_per_key(k);
+        assert!(cut < MIN_BITS_PER_KEY);
+        let tol = if k <= 20 { 0.0 } else { 1e-12 };
+        for (model, tol) in [(blocked512_fpr as Model, tol), (blocked512_putze_fpr, 1e-9)] {
+            assert_eq!(model(cut, k), 1.0, "k={k}");
+            let above = model(cut * 1.0001, k);
+            assert!((1.0 - above).abs() <= tol, "k={k}: {above}");
         }
     }
     for kind in KINDS {

@@ -16,21 +16,28 @@
 //! or k = 0, give 1.0 (no filter); NaN bits per key give NaN; k above
 //! [`MAX_PROBES`] is evaluated as [`MAX_PROBES`] (no filter has more probes,
 //! and the exact blocked model's cost grows with k³); and the blocked models
-//! give 1.0 below [`FULL_LINE_BITS_PER_KEY`], where every bit is set to double
-//! precision (their sums grow with the keys per line).
+//! give 1.0 at or below [`full_line_bits_per_key`], where every bit is set to
+//! double precision (their sums grow with the keys per line).
 
 use super::{FilterKind, MAX_BITS_PER_KEY, MAX_PROBES, MIN_BITS_PER_KEY};
 
 /// Bits in one blocked-filter line.
 pub const LINE_BITS: f64 = 512.0;
 
-/// Below this many bits per key (1/64: more than 2^15 keys per 512-bit line
-/// on average) the blocked models answer 1.0 without summing. A given bit of
-/// a line is then clear with probability at most `e^-64` (`exp(-λ·(1 -
-/// (1 - 1/512)^k))` with `λ > 2^15`, k >= 1), so by the union bound a query's
-/// at most 30 bits are all set with probability above `1 - 30·e^-64`, which is
-/// 1.0 in `f64`.
-pub const FULL_LINE_BITS_PER_KEY: f64 = LINE_BITS / 32768.0;
+/// The bits per key at or below which the blocked models answer 1.0 for `k`
+/// probes without summing: `8·(1 - (1 - 1/512)^k)`, 1/64 for k = 1, 0.093
+/// for k = 6, 0.455 for k = 30 (always below [`MIN_BITS_PER_KEY`]).
+///
+/// With `λ = 512 / b` keys per line on average, a given bit of a line is
+/// clear with probability `exp(-λ·(1 - (1 - 1/512)^k))` (Poisson keys, `k`
+/// uniform bits each), at most `e^-64` here; by the union bound a query's at
+/// most 30 bits are then all set with probability above `1 - 30·e^-64`, which
+/// is 1.0 in `f64` (Putze's approximation is bounded the same way). The sums
+/// that the models would otherwise evaluate grow with λ.
+pub fn full_line_bits_per_key(k: u32) -> f64 {
+    let k = k.min(MAX_PROBES);
+    LINE_BITS / 64.0 * (1.0 - (1.0 - 1.0 / LINE_BITS).powi(k as i32))
+}
 
 /// The classic Bloom-filter FPR, `(1 - e^(-k/b))^k`, for `b` bits per key and
 /// `k` probes (0.819% at b = 10, k = 7). Out-of-range inputs as in the
@@ -86,7 +93,7 @@ fn binomial(n: usize, r: usize) -> f64 {
 /// quantity is computed by a (slower, cancellation-free) Markov chain.
 /// Out-of-range inputs as in the [module docs](self).
 pub fn blocked512_fpr(bits_per_key: f64, k: u32) -> f64 {
-    if bits_per_key < FULL_LINE_BITS_PER_KEY || k == 0 {
+    if k == 0 || bits_per_key <= full_line_bits_per_key(k) {
         return 1.0;
     }
     let k = k.min(MAX_PROBES);
@@ -154,7 +161,7 @@ fn poisson_weights(lambda: f64, n_max: usize) -> Vec<f64> {
 /// `Σ_n Pois(n; 512/b) · (1 - (1 - 1/512)^(n·k))^k`. Kept for comparison.
 /// Out-of-range inputs as in the [module docs](self).
 pub fn blocked512_putze_fpr(bits_per_key: f64, k: u32) -> f64 {
-    if bits_per_key < FULL_LINE_BITS_PER_KEY || k == 0 {
+    if k == 0 || bits_per_key <= full_line_bits_per_key(k) {
         return 1.0;
     }
     let k = k.min(MAX_PROBES);
