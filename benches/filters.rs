@@ -57,9 +57,11 @@ fn build(c: &mut Criterion) {
             let k = kind.best_probes(10.0);
             g.bench_with_input(BenchmarkId::new(kind.name(), n), &hs, |b, hs| match kind {
                 FilterKind::Blocked512 => {
-                    b.iter(|| Blocked512Filter::from_hashes(black_box(hs), 10.0, k))
+                    b.iter(|| Blocked512Filter::from_hashes(black_box(hs), 10.0, k).unwrap())
                 }
-                FilterKind::Bloom => b.iter(|| BloomFilter::from_hashes(black_box(hs), 10.0, k)),
+                FilterKind::Bloom => {
+                    b.iter(|| BloomFilter::from_hashes(black_box(hs), 10.0, k).unwrap())
+                }
             });
         }
     }
@@ -137,9 +139,9 @@ fn huge(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(30));
     g.throughput(Throughput::Elements(n));
     g.bench_function("blocked512_build", |b| {
-        b.iter(|| Blocked512Filter::from_hashes(&hs, 10.0, 6))
+        b.iter(|| Blocked512Filter::from_hashes(&hs, 10.0, 6).unwrap())
     });
-    let f = Blocked512Filter::from_hashes(&hs, 10.0, 6);
+    let f = Blocked512Filter::from_hashes(&hs, 10.0, 6).unwrap();
     assert!(
         hs.iter().step_by(997).all(|&h| f.may_contain(h)),
         "false negative at 1e8 keys"
@@ -320,10 +322,14 @@ fn check_targets() {
         unreachable!("one median per loop")
     };
     let build4 = median_ns(31, h4.len(), || {
-        Blocked512Filter::from_hashes(&h4, 10.0, 6).num_lines()
+        Blocked512Filter::from_hashes(&h4, 10.0, 6)
+            .unwrap()
+            .num_lines()
     });
     let build7 = median_ns(5, h7.len(), || {
-        Blocked512Filter::from_hashes(&h7, 10.0, 6).num_lines()
+        Blocked512Filter::from_hashes(&h7, 10.0, 6)
+            .unwrap()
+            .num_lines()
     });
     let (blocked7, classic7, ratio7) = paired_ns(
         31,

@@ -1,9 +1,15 @@
 //! Readers (gets and scans) running against writers while background flushes
 //! and compactions reshape the store: published writes are always visible,
 //! deletes stay deleted, scans are sorted and never show half a batch.
+//!
+//! The run ends on events, not after a time: it lasts [`ROUNDS`] rounds, and a
+//! round ends once the store has completed [`ROUND_FLUSHES`] more flushes and
+//! [`ROUND_COMPACTIONS`] more compactions and every reader has made
+//! [`ROUND_CHECKS`] more checks, so reads keep interleaving with the
+//! reshaping to the end. A slow machine runs longer; it cannot fail for it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bloomlsm::{Db, Options, WriteBatch};
 
@@ -14,7 +20,14 @@ use common::workload::SplitMix64;
 const WRITERS: usize = 2;
 const READERS: usize = 3;
 const PAIRS: u64 = 16;
-const RUN: Duration = Duration::from_millis(1500);
+/// Rounds of the run (see the module docs).
+const ROUNDS: usize = 10;
+/// Flushes the store completes per round.
+const ROUND_FLUSHES: u64 = 10;
+/// Compactions the store completes per round.
+const ROUND_COMPACTIONS: u64 = 10;
+/// Checks each reader makes per round.
+const ROUND_CHECKS: u64 = 100;
 
 #[allow(dead_code)]
 fn assert_send_sync<T: Send + Sync>() {}
@@ -60,6 +73,8 @@ struct Shared {
     deleted: AtomicU64,
     /// Highest pair version written so far.
     pair_version: AtomicU64,
+    /// Per reader: checks made so far.
+    checks: Vec<AtomicU64>,
 }
 
 fn writer(s: &Shared, w: usize) {
@@ -87,9 +102,8 @@ fn writer(s: &Shared, w: usize) {
     }
 }
 
-fn reader(s: &Shared, r: usize) -> u64 {
+fn reader(s: &Shared, r: usize) {
     let mut rng = SplitMix64::new(0x4EAD + r as u64);
-    let mut checks = 0u64;
     let mut last_seen = vec![0u64; PAIRS as usize];
     while !s.stop.load(Ordering::Relaxed) {
         match rng.below(10) {
@@ -149,9 +163,8 @@ fn reader(s: &Shared, r: usize) -> u64 {
                 assert!(expect >= n.min(from + 500), "scan ended early");
             }
         }
-        checks += 1;
+        s.checks[r].fetch_add(1, Ordering::Relaxed);
     }
-    checks
 }
 
 #[test]
@@ -163,28 +176,57 @@ fn readers_writers_and_background_compaction() {
         published: (0..WRITERS).map(|_| AtomicU64::new(0)).collect(),
         deleted: AtomicU64::new(0),
         pair_version: AtomicU64::new(0),
+        checks: (0..READERS).map(|_| AtomicU64::new(0)).collect(),
     };
-    let start = Instant::now();
-    let checks: u64 = std::thread::scope(|scope| {
+    // Flushes, compactions and each reader's checks so far.
+    let progress = || -> Vec<u64> {
+        let st = s.db.stats();
+        [st.flushes, st.compactions]
+            .into_iter()
+            .chain(s.checks.iter().map(|c| c.load(Ordering::Relaxed)))
+            .collect()
+    };
+    // How much of each a round must add.
+    let wanted: Vec<u64> = [ROUND_FLUSHES, ROUND_COMPACTIONS]
+        .into_iter()
+        .chain([ROUND_CHECKS; READERS])
+        .collect();
+    let grew = |from: &[u64], to: &[u64]| {
+        to.iter()
+            .zip(from)
+            .zip(&wanted)
+            .all(|((t, f), w)| t - f >= *w)
+    };
+    let mut rounds = Vec::new();
+    std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for w in 0..WRITERS {
             let s = &s;
-            scope.spawn(move || writer(s, w));
+            handles.push(scope.spawn(move || writer(s, w)));
         }
         for r in 0..READERS {
             let s = &s;
             handles.push(scope.spawn(move || reader(s, r)));
         }
-        // Stop when time is up, or at once if a reader failed.
-        while start.elapsed() < RUN && handles.iter().all(|h| !h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(10));
+        // Until `stop`, a thread ends only by panicking: then stop at once
+        // (the join below reports it).
+        let failed = || handles.iter().any(|h| h.is_finished());
+        rounds.push(progress());
+        while rounds.len() <= ROUNDS && !failed() {
+            let now = progress();
+            if grew(rounds.last().unwrap(), &now) {
+                rounds.push(now);
+            } else {
+                std::thread::sleep(Duration::from_millis(5));
+            }
         }
         s.stop.store(true, Ordering::Relaxed);
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
+        for h in handles {
+            h.join().unwrap();
+        }
     });
-    let st = s.db.stats();
-    assert!(checks > 1000, "{checks}");
-    assert!(st.flushes > 3 && st.compactions > 0, "{st:?}");
+    // No thread failed, so every round reached its goals before `stop`.
+    assert_eq!(rounds.len(), ROUNDS + 1, "{rounds:?}");
     s.db.verify().unwrap();
     let published: Vec<u64> = s
         .published

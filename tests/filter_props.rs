@@ -72,18 +72,44 @@ fn unknown_kind_version_or_hash_is_unusable_and_says_maybe() {
     }
 }
 
+/// A bloom filter of 4 keys at 10 bits/key is one 8-byte word and the
+/// 20-byte trailer: `units` 64 (bytes 8..16), `key_count` 4 (16..24), then
+/// k = 7, hash 1, version 1, kind 2 (bytes 24..28). A prefix shorter than the
+/// trailer is an error. A longer one is opened with its last 20 bytes read as
+/// the trailer, so its kind byte is byte `len - 1` of the filter and the
+/// hash and version bytes the two before: zeros up to 24 bytes (unknown kind
+/// 0), then k = 7 as the kind, then kind 1 (blocked512) with version 7, then
+/// kind 1 with version 1 and hash 7. Each is unusable (answers "may contain"),
+/// never a usable filter of the wrong size. (Nothing in 20 bytes says a
+/// filter was cut short; in a table the block checksum does.)
 #[test]
-fn truncated_filter_is_an_error() {
+fn truncated_filter_is_an_error_or_unusable() {
     let good = FilterPolicy::bloom(10.0).build(&[1, 2, 3, 4]);
+    assert_eq!(good.len(), 28);
+    assert_eq!(good[24..], [7, 1, 1, 2]);
     for len in 0..good.len() {
-        // Short of the trailer: error. Otherwise the trailer is garbage: error
-        // or unusable, never a panic or a false negative on a usable filter.
-        match Filter::open(&good[..len]) {
-            Ok(f) => {
-                assert!(len >= 20, "opened {len} bytes");
-                assert!(!f.is_usable() || [1u64, 2, 3, 4].iter().all(|&h| f.may_contain(h)));
+        let opened = Filter::open(&good[..len]);
+        let reason = match len {
+            0..20 => {
+                let err = opened.err().unwrap_or_else(|| panic!("{len} bytes opened"));
+                assert_eq!(
+                    err.0,
+                    format!("filter of {len} bytes is shorter than its 20-byte trailer")
+                );
+                continue;
             }
-            Err(_) => assert!(len < good.len()),
+            20..=24 => "unknown filter kind 0",
+            25 => "unknown filter kind 7",
+            26 => "blocked512 filter version 7 is not supported",
+            27 => "blocked512 filter uses unknown hash function 7",
+            _ => unreachable!(),
+        };
+        match opened {
+            Ok(Filter::Unusable { reason: got }) => assert_eq!(got, reason, "{len} bytes"),
+            other => panic!("{len} bytes: expected unusable ({reason}), got {other:?}"),
         }
     }
+    let f = Filter::open(&good).unwrap();
+    assert_eq!(f.kind(), Some(FilterKind::Bloom));
+    assert!([1u64, 2, 3, 4].iter().all(|&h| f.may_contain(h)));
 }

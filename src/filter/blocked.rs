@@ -58,8 +58,13 @@ mod avx2 {
         p
     };
 
+    // Every k a filter can have, rounded up to whole groups of 8 lanes, stays
+    // inside `POW`: the bound that `check_line`'s callers rely on.
+    const _: () = assert!(crate::filter::MAX_PROBES.div_ceil(8) * 8 <= POW.len() as u32);
+
     /// # Safety
-    /// The CPU must support AVX2.
+    /// The CPU must support AVX2, and `k <= 32` (`POW`'s length): every
+    /// [`super::Blocked512Filter`] has k <= [`crate::filter::MAX_PROBES`].
     #[target_feature(enable = "avx2")]
     #[inline]
     pub unsafe fn check_line(line: &super::Line, h2: u32, k: u32) -> bool {
@@ -71,10 +76,12 @@ mod avx2 {
         // tested once at the end: a test per step compiled to a branch on the
         // loaded line (7% slower in a probe loop, docs/filters.md). The first
         // eight probes need no loop (k <= 8 up to 11 bits/key).
-        let mut missing = missing_bits(lo, hi, h, 0, k);
+        // SAFETY (both calls): `done` is 0, 8, 16 or 24 (it stays below
+        // k <= 32), so `done + 8 <= 32`.
+        let mut missing = unsafe { missing_bits(lo, hi, h, 0, k) };
         let mut done = 8;
         while done < k {
-            missing = _mm256_or_si256(missing, missing_bits(lo, hi, h, done, k));
+            missing = _mm256_or_si256(missing, unsafe { missing_bits(lo, hi, h, done, k) });
             done += 8;
         }
         _mm256_testz_si256(missing, missing) != 0
@@ -82,11 +89,14 @@ mod avx2 {
 
     /// Probes `done..min(done + 8, k)` of probe hash `h` (broadcast) against the
     /// line `lo:hi`: the bits they want that are clear, one probe per lane.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, and `done + 8 <= 32` (`POW`'s length).
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn missing_bits(lo: __m256i, hi: __m256i, h: __m256i, done: u32, k: u32) -> __m256i {
+    unsafe fn missing_bits(lo: __m256i, hi: __m256i, h: __m256i, done: u32, k: u32) -> __m256i {
         debug_assert!(done <= 24, "k <= MAX_PROBES (30) keeps done + 8 <= 32");
-        // SAFETY: done + 8 <= 32 = POW.len() (k <= MAX_PROBES rounds up to 32).
+        // SAFETY: done + 8 <= 32 = POW.len(), by the caller's contract.
         let pow = unsafe { _mm256_loadu_si256(POW.as_ptr().add(done as usize).cast()) };
         let bit = _mm256_srli_epi32::<23>(_mm256_mullo_epi32(h, pow));
         let word = _mm256_srli_epi32::<5>(bit);
@@ -110,15 +120,16 @@ mod avx2 {
     /// AVX2 function, so a generic build pays one call per probe.
     ///
     /// # Safety
-    /// The CPU must support AVX2; `lines` must not be empty.
+    /// The CPU must support AVX2; `lines` must not be empty; `k <= 32`.
     #[target_feature(enable = "avx2")]
     #[inline]
     pub unsafe fn may_contain(lines: &[super::Line], k: u32, hash: u64) -> bool {
-        // SAFETY: the caller guarantees AVX2 and a line.
+        // SAFETY: the caller guarantees AVX2, a line and k <= 32.
         unsafe { check_line(super::line_for(lines, hash), (hash >> 32) as u32, k) }
     }
 
-    /// A probe of `(lines, k, hash)`; see [`probe_for`].
+    /// A probe of `(lines, k, hash)`; see [`probe_for`]. Calling it has
+    /// [`may_contain`]'s safety contract.
     pub type Probe = unsafe fn(&[super::Line], u32, u64) -> bool;
 
     /// [`may_contain`] for a constant probe count (its `k` argument is
@@ -127,15 +138,16 @@ mod avx2 {
     /// (docs/filters.md, "What limits a probe").
     ///
     /// # Safety
-    /// The CPU must support AVX2.
+    /// The CPU must support AVX2; `lines` must not be empty.
     #[target_feature(enable = "avx2")]
     unsafe fn may_contain_k<const K: u32>(lines: &[super::Line], _k: u32, hash: u64) -> bool {
-        // SAFETY: the caller guarantees AVX2.
+        // SAFETY: the caller guarantees AVX2 and a line; K <= 9.
         unsafe { may_contain(lines, K, hash) }
     }
 
     /// The AVX2 probe for filters of `k` probes, or `None` if this CPU lacks
-    /// AVX2. Its `lines` must not be empty.
+    /// AVX2. Its `lines` must not be empty, and the `k` passed to it must be
+    /// this `k`, at most 32.
     pub fn probe_for(k: u32) -> Option<Probe> {
         if !std::arch::is_x86_feature_detected!("avx2") {
             return None;
@@ -155,11 +167,11 @@ mod avx2 {
     /// inlined into one AVX2 loop (no call per key).
     ///
     /// # Safety
-    /// The CPU must support AVX2; `lines` must not be empty.
+    /// The CPU must support AVX2; `lines` must not be empty; `k <= 32`.
     #[target_feature(enable = "avx2")]
     pub unsafe fn check_group(lines: &[super::Line], k: u32, hashes: &[u64], out: &mut [bool]) {
         for (&h, o) in hashes.iter().zip(out.iter_mut()) {
-            // SAFETY: the caller guarantees AVX2.
+            // SAFETY: the caller guarantees AVX2, a line and k <= 32.
             *o = unsafe { may_contain(lines, k, h) };
         }
     }
@@ -203,6 +215,9 @@ pub struct Blocked512Filter {
     /// Lines on disk: `lines.len()`, or 0 for the filter of no keys.
     num_lines: usize,
     key_count: u64,
+    /// In `1..=MAX_PROBES`, checked in [`Self::new`]: the AVX2 probe reads
+    /// its table of multipliers unchecked up to k rounded up to 8, and the
+    /// portable probe slices `GOLDEN_POW[..k]`.
     num_probes: u32,
     /// The AVX2 probe for this filter's k, if the CPU has AVX2 (looked up
     /// once when the filter is made).
@@ -228,18 +243,6 @@ unsafe fn line_for(lines: &[Line], hash: u64) -> &Line {
     // pre-hashed probe at 10^6 keys, bench binaries alternated
     // (docs/filters.md, "What limits a probe").
     unsafe { lines.get_unchecked(fastrange32(hash as u32, lines.len())) }
-}
-
-/// The 512-bit mask of the `k` bits a key with probe hash `h2` sets (tests).
-#[cfg(test)]
-fn probe_mask(mut h2: u32, k: u32) -> [u64; 8] {
-    let mut mask = [0u64; 8];
-    for _ in 0..k {
-        let bit = h2 >> (32 - 9);
-        mask[(bit >> 6) as usize] |= 1u64 << (bit & 63);
-        h2 = h2.wrapping_mul(GOLDEN32);
-    }
-    mask
 }
 
 /// Sets every key's probe bits. Large filters do not fit in cache, so the
@@ -270,11 +273,14 @@ fn set_bits(lines: &mut [Line], hashes: &[u64], num_probes: u32) {
 
 /// Number of 512-bit lines for `keys` keys at `bits_per_key` (at least one line
 /// when there is a key; the trailer stores the count as 64-bit but fastrange
-/// needs it below 2^32).
+/// needs it below 2^32, so it is clamped to `u32::MAX`). `bits_per_key` is
+/// clamped as [`FilterPolicy::new`](super::FilterPolicy::new) clamps it
+/// (NaN counts as [`MIN_BITS_PER_KEY`](super::MIN_BITS_PER_KEY)).
 pub fn lines_for(keys: usize, bits_per_key: f64) -> usize {
     if keys == 0 {
         return 0;
     }
+    let bits_per_key = super::clamp_bits(bits_per_key);
     let lines = (keys as f64 * bits_per_key / 512.0).ceil();
     lines.clamp(1.0, u32::MAX as f64) as usize
 }
@@ -286,17 +292,35 @@ fn prefetch(line: &Line) {
 
 impl Blocked512Filter {
     /// Builds the filter in memory from key hashes.
-    pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Self {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) unless
+    /// `num_probes` is in 1..=[`MAX_PROBES`](super::MAX_PROBES) and
+    /// `bits_per_key` in
+    /// [`MIN_BITS_PER_KEY`](super::MIN_BITS_PER_KEY)..=[`MAX_BITS_PER_KEY`](super::MAX_BITS_PER_KEY).
+    /// ([`FilterPolicy`](super::FilterPolicy) clamps both instead.)
+    pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> crate::Result<Self> {
+        super::check_params(FilterKind::Blocked512, bits_per_key, num_probes)?;
         let n = lines_for(hashes.len(), bits_per_key);
         let mut lines = vec![Line::default(); n].into_boxed_slice();
         set_bits(&mut lines, hashes, num_probes);
-        Self::new(lines, hashes.len() as u64, num_probes)
+        Ok(Self::new(lines, hashes.len() as u64, num_probes))
     }
 
     /// `lines` may be empty (no keys): it is replaced by one zero line, which
-    /// answers "absent" for any k >= 1 (stored filters have 1..=30; with
-    /// k = 0 every probe answers "may contain", as any filter of k = 0 does).
+    /// answers "absent" (k >= 1).
+    ///
+    /// # Panics
+    /// If `num_probes` is outside 1..=[`MAX_PROBES`](super::MAX_PROBES); both
+    /// callers check it first ([`Self::from_hashes`] returns an error,
+    /// [`super::Filter::open`] rejects the stored k).
     fn new(lines: Box<[Line]>, key_count: u64, num_probes: u32) -> Self {
+        // The invariant the probes' unchecked accesses rely on (see the
+        // `num_probes` field), enforced where every filter is made.
+        assert!(
+            (1..=super::MAX_PROBES).contains(&num_probes),
+            "blocked512 filter with {num_probes} probes"
+        );
         let num_lines = lines.len();
         let lines = if num_lines == 0 {
             vec![Line::default()].into_boxed_slice()
@@ -325,7 +349,7 @@ impl Blocked512Filter {
         FilterTrailer {
             units: self.num_lines as u64,
             key_count: self.key_count,
-            num_probes: self.num_probes as u8,
+            num_probes: u8::try_from(self.num_probes).expect("k <= MAX_PROBES"),
             hash: HASH_XXH3_64,
             version: FILTER_VERSION,
             kind: FilterKind::Blocked512 as u8,
@@ -334,7 +358,8 @@ impl Blocked512Filter {
     }
 
     /// Rebuilds the in-memory filter from a payload and its decoded trailer,
-    /// copying into aligned memory.
+    /// copying into aligned memory. The caller ([`super::Filter::open`]) has
+    /// checked that the stored k is in 1..=[`MAX_PROBES`](super::MAX_PROBES).
     pub(crate) fn from_parts(payload: &[u8], t: &FilterTrailer) -> Result<Self, FilterDecodeError> {
         if t.units > u64::from(u32::MAX) || t.units.checked_mul(64) != Some(payload.len() as u64) {
             return Err(FilterDecodeError(format!(
@@ -376,14 +401,17 @@ impl Blocked512Filter {
     pub fn may_contain(&self, hash: u64) -> bool {
         #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
         {
-            // SAFETY: this build targets CPUs with AVX2.
+            // SAFETY: this build targets CPUs with AVX2; `lines` is never
+            // empty and k <= MAX_PROBES (30) < 32, both from `Self::new`.
             unsafe { avx2::may_contain(&self.lines, self.num_probes, hash) }
         }
         #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
         {
             #[cfg(target_arch = "x86_64")]
             {
-                // SAFETY: `avx2` is set only if the CPU reported AVX2.
+                // SAFETY: `avx2` is set only if the CPU reported AVX2, by
+                // `probe_for(self.num_probes)`; `lines` is never empty and
+                // k <= MAX_PROBES (30) < 32, both from `Self::new`.
                 match self.avx2 {
                     Some(probe) => unsafe { probe(&self.lines, self.num_probes, hash) },
                     None => self.may_contain_scalar_call(hash),
@@ -424,6 +452,9 @@ impl Blocked512Filter {
 
     /// Probes many hashes; `out[i]` receives `may_contain(hashes[i])`.
     ///
+    /// # Panics
+    /// If `hashes` and `out` differ in length.
+    ///
     /// Keys go in groups of [`BATCH_GROUP`]: first every line of the group is
     /// prefetched, then each is tested, so the group's cache misses are in
     /// flight together instead of one per loop iteration. At 10^7 keys with
@@ -443,6 +474,9 @@ impl Blocked512Filter {
 
     /// [`Self::may_contain_batch`] for keys: hashes each group's keys with
     /// [`super::key_hash`] and prefetches their lines, then tests them.
+    ///
+    /// # Panics
+    /// If `keys` and `out` differ in length.
     pub fn may_contain_keys<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [bool]) {
         assert_eq!(keys.len(), out.len(), "one output per key");
         let mut group = [0u64; BATCH_GROUP];
@@ -463,7 +497,7 @@ impl Blocked512Filter {
         #[cfg(target_arch = "x86_64")]
         if self.avx2.is_some() {
             // SAFETY: `avx2` is set only if the CPU reported AVX2; `lines` is
-            // never empty.
+            // never empty and k <= MAX_PROBES (30) < 32, both from `Self::new`.
             unsafe { avx2::check_group(&self.lines, self.num_probes, hashes, out) };
             return;
         }
@@ -509,36 +543,291 @@ impl Blocked512Filter {
 }
 
 /// Builds the serialized filter over `hashes`.
-pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Vec<u8> {
+///
+/// # Errors
+/// As [`Blocked512Filter::from_hashes`]: `num_probes` outside
+/// 1..=[`MAX_PROBES`](super::MAX_PROBES) or `bits_per_key` outside the
+/// accepted range.
+pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> crate::Result<Vec<u8>> {
     let mut out = Vec::new();
-    Blocked512Filter::from_hashes(hashes, bits_per_key, num_probes).encode_to(&mut out);
-    out
+    Blocked512Filter::from_hashes(hashes, bits_per_key, num_probes)?.encode_to(&mut out);
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::test_vectors::fixed_hashes;
     use crate::filter::{Filter, FilterPolicy, key_hash};
+    use xxhash_rust::xxh3::xxh3_64;
+
+    /// `f`'s answers for `probes` on every probe path this machine can run,
+    /// which must all agree: the portable probe; `may_contain` (the AVX2 probe
+    /// inlined in a build for an AVX2 CPU, else the AVX2 function chosen for
+    /// this k at run time); the scalar dispatch of a CPU without AVX2
+    /// (`avx2 = None`; in a build for AVX2 `may_contain` ignores it); the
+    /// batch probe with and without AVX2; and the AVX2 functions called
+    /// directly, general and chosen for k.
+    fn answers_on_every_path(f: &Blocked512Filter, probes: &[u64]) -> Vec<bool> {
+        let k = f.num_probes;
+        let want: Vec<bool> = probes.iter().map(|&h| f.may_contain_portable(h)).collect();
+        let check = |path: &str, got: &[bool]| assert_eq!(got, &want[..], "k={k}: {path}");
+        check(
+            "may_contain",
+            &probes.iter().map(|&h| f.may_contain(h)).collect::<Vec<_>>(),
+        );
+        let mut out = vec![false; probes.len()];
+        f.may_contain_batch(probes, &mut out);
+        check("may_contain_batch", &out);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut scalar = f.clone();
+            scalar.avx2 = None;
+            let got: Vec<bool> = probes.iter().map(|&h| scalar.may_contain(h)).collect();
+            check("may_contain without AVX2", &got);
+            scalar.may_contain_batch(probes, &mut out);
+            check("may_contain_batch without AVX2", &out);
+            if std::arch::is_x86_feature_detected!("avx2") {
+                let probe = avx2::probe_for(k).expect("AVX2 detected");
+                // SAFETY: the CPU has AVX2, `lines` is never empty, k <= 30.
+                let got: Vec<bool> = probes
+                    .iter()
+                    .map(|&h| unsafe { avx2::may_contain(&f.lines, k, h) })
+                    .collect();
+                check("avx2::may_contain", &got);
+                // SAFETY: as above; `probe` was chosen for this k.
+                let got: Vec<bool> = probes
+                    .iter()
+                    .map(|&h| unsafe { probe(&f.lines, k, h) })
+                    .collect();
+                check("avx2::probe_for", &got);
+            } else {
+                eprintln!("this CPU has no AVX2: only the portable paths ran");
+            }
+        }
+        want
+    }
+
+    /// Two-line filters written out word by word, with the production probe's
+    /// answers for 256 fixed absent hashes as a bit mask: values copied from
+    /// this code's output when the vectors were added, not recomputed. The
+    /// test opens the filter from these bytes, so the probe is pinned on its
+    /// own; that the builder (from `keys` hashes of seed `0x7a3_0000 + k`)
+    /// still writes them is checked too.
+    struct RawVector {
+        k: u32,
+        keys: usize,
+        bits_per_key: f64,
+        words: [u64; 16],
+        absent_mask: [u64; 4],
+    }
+
+    #[rustfmt::skip]
+    const RAW_VECTORS: [RawVector; 3] = [
+        RawVector {
+            k: 1,
+            keys: 512,
+            bits_per_key: 2.0,
+            words: [
+                0x6622d0d0e8013f32, 0x00eea18a58111d20, 0x4ae962480c843280, 0x3e4d0500f82e2306,
+                0x4592501c2f1397cf, 0x7d88e928805c2210, 0xa33927369b596543, 0x9a0582d013e0534c,
+                0x04088806c8641e60, 0xac714e01a760c172, 0x12446dc5ee2b557d, 0x3a0d67b842dd200d,
+                0x729500c160a82e18, 0xc6a201c9c087ea31, 0xfc207c153421340e, 0x0d62023716981206,
+            ],
+            absent_mask: [
+                0x331826c273bd7124, 0x62342817d45056a1, 0x2fa185cf3c89ab57, 0x5160c019c5091321,
+            ],
+        },
+        RawVector {
+            k: 6,
+            keys: 150,
+            bits_per_key: 6.8,
+            words: [
+                0xece7bbdf7f751e81, 0xfc712b6c4b5ffaf7, 0xdd1637b9df6dd3cb, 0x2f85fa27f62ff2bf,
+                0xe9e55f461bf69ef6, 0x8debd19829f8b76e, 0xa3aceedef8f227c3, 0x2a989daa194ef7ee,
+                0xaef8e709199dff5f, 0xc41fdf875f0e7560, 0xee39db884ddae3f7, 0xf799f5f1ec21c589,
+                0xde659fd1251af8dd, 0x485ed6b6b373955f, 0xf8be17efeae49cd0, 0x3497720aaff65ad9,
+            ],
+            absent_mask: [
+                0x8008100060000000, 0x0000080008880080, 0x002012200100040c, 0x0400000000800000,
+            ],
+        },
+        RawVector {
+            k: 30,
+            keys: 96,
+            bits_per_key: 10.6,
+            words: [
+                0xffeffffffffffff7, 0xfff7fffffffffdff, 0xff7fffffffcfefff, 0x9f9fffbfffffffff,
+                0xffebffffffffffff, 0xfbffbffffffefff7, 0xfffbfeffffefffff, 0xffffdfffffffff7f,
+                0xdeffffffffffffde, 0xfbeffff6ffff7fff, 0xfffffdbfbfbffeff, 0xfbbbfffffffdffef,
+                0xfffffffff7ffffd7, 0xdffbfffffdbfffff, 0xfffff6bff5ffffef, 0xfffffffffff5ffff,
+            ],
+            absent_mask: [
+                0x041001400c060208, 0x240ca80800110210, 0x91880800a4001150, 0x0050248b02088943,
+            ],
+        },
+    ];
 
     #[test]
-    fn probe_bits_match_rocksdb_scheme() {
-        // Bit positions are the top 9 bits of h2, h2*golden, h2*golden^2, ...
-        let h2: u32 = 0xdead_beef;
-        let mask = probe_mask(h2, 3);
-        let mut expect = [0u64; 8];
-        let mut h = h2;
-        for _ in 0..3 {
-            let bit = (h >> 23) as usize;
-            expect[bit / 64] |= 1 << (bit % 64);
-            h = h.wrapping_mul(0x9e37_79b9);
+    fn pinned_raw_lines_probe_alike_on_every_path() {
+        let absent = fixed_hashes(0x00ab_5e17, 256);
+        for v in &RAW_VECTORS {
+            let mut bytes: Vec<u8> = v.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            // units 2, key count, k, hash 1 (XXH3-64), version 1, kind 1.
+            bytes.extend_from_slice(&2u64.to_le_bytes());
+            bytes.extend_from_slice(&(v.keys as u64).to_le_bytes());
+            bytes.extend_from_slice(&[v.k as u8, 1, 1, 1]);
+            let Filter::Blocked512(f) = Filter::open(&bytes).unwrap() else {
+                panic!("k={}: not a blocked512 filter", v.k)
+            };
+            let keys = fixed_hashes(0x7a3_0000 + u64::from(v.k), v.keys);
+            let found = answers_on_every_path(&f, &keys);
+            assert!(found.iter().all(|&a| a), "k={}: a key is missing", v.k);
+            let mut mask = [0u64; 4];
+            for (i, _) in answers_on_every_path(&f, &absent)
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| **a)
+            {
+                mask[i / 64] |= 1 << (i % 64);
+            }
+            assert_eq!(mask, v.absent_mask, "k={}", v.k);
+            assert_eq!(
+                build(&keys, v.bits_per_key, v.k).unwrap(),
+                bytes,
+                "k={}: the builder no longer writes the pinned bytes",
+                v.k
+            );
         }
-        assert_eq!(mask, expect);
-        assert!(mask.iter().map(|w| w.count_ones()).sum::<u32>() <= 3);
+    }
+
+    /// Filters of 1000 fixed hashes, pinned by their encoding (length, XXH3-64
+    /// of the bytes, three raw words: the first, the middle one, the last) and
+    /// by the production probe's answers for 4096 fixed absent hashes (how
+    /// many pass, the first three that do, XXH3-64 of the answers as 0/1
+    /// bytes). Copied from this code's output when the vectors were added.
+    struct DigestVector {
+        bits_per_key: f64,
+        k: u32,
+        len: usize,
+        xxh3: u64,
+        words: [(usize, u64); 3],
+        hits: usize,
+        first_hits: [usize; 3],
+        answers_xxh3: u64,
+    }
+
+    const DIGEST_VECTORS: [DigestVector; 5] = [
+        DigestVector {
+            bits_per_key: 2.0,
+            k: 1,
+            len: 276,
+            xxh3: 0xe0d476405fec8073,
+            words: [
+                (0, 0x04347d8855471c6a),
+                (16, 0x3011040820322d3e),
+                (31, 0xcd0b04918a03cd24),
+            ],
+            hits: 1590,
+            first_hits: [1, 3, 7],
+            answers_xxh3: 0x4cd1f8789b8e7a10,
+        },
+        DigestVector {
+            bits_per_key: 10.0,
+            k: 6,
+            len: 1300,
+            xxh3: 0x7f3226bba16e0dec,
+            words: [
+                (0, 0xeb2e6b884fd71d2f),
+                (80, 0x6110090ab80680b4),
+                (159, 0xdf7bac37a945cc5d),
+            ],
+            hits: 34,
+            first_hits: [222, 416, 464],
+            answers_xxh3: 0x7b99e82512dcbe42,
+        },
+        DigestVector {
+            bits_per_key: 8.0,
+            k: 9,
+            len: 1044,
+            xxh3: 0x1a29e01442ca0b9c,
+            words: [
+                (0, 0xffee6b8acfd71d3f),
+                (64, 0x6b10191bb93690b4),
+                (127, 0xff7baf7fe9e5fcff),
+            ],
+            hits: 123,
+            first_hits: [15, 61, 84],
+            answers_xxh3: 0x8261f22055530311,
+        },
+        DigestVector {
+            bits_per_key: 12.0,
+            k: 17,
+            len: 1556,
+            xxh3: 0xba4768c8941bf37f,
+            words: [
+                (0, 0xffea7fae5bff9d2f),
+                (96, 0x6318bdf3bfb78bf4),
+                (191, 0xfff77fefbff7de77),
+            ],
+            hits: 47,
+            first_hits: [15, 106, 246],
+            answers_xxh3: 0xc097cd2b35cf8a59,
+        },
+        DigestVector {
+            bits_per_key: 8.0,
+            k: 30,
+            len: 1044,
+            xxh3: 0x5a16e653896f3555,
+            words: [
+                (0, 0xffffffffffffffff),
+                (64, 0xfffffffbffb7bbf7),
+                (127, 0xffffffffffffffff),
+            ],
+            hits: 1981,
+            first_hits: [1, 5, 6],
+            answers_xxh3: 0xb7824511f6c5abe8,
+        },
+    ];
+
+    #[test]
+    fn pinned_filters_encode_and_probe_alike_on_every_path() {
+        let keys = fixed_hashes(0x0b10_0f11_7e25, 1000);
+        let absent = fixed_hashes(0x00ab_5e17, 4096);
+        for v in &DIGEST_VECTORS {
+            let k = v.k;
+            let built = Blocked512Filter::from_hashes(&keys, v.bits_per_key, k).unwrap();
+            let mut bytes = Vec::new();
+            built.encode_to(&mut bytes);
+            assert_eq!(bytes.len(), v.len, "k={k}");
+            assert_eq!(xxh3_64(&bytes), v.xxh3, "k={k}");
+            for (i, w) in v.words {
+                let at = &bytes[i * 8..i * 8 + 8];
+                assert_eq!(
+                    u64::from_le_bytes(at.try_into().unwrap()),
+                    w,
+                    "k={k} word {i}"
+                );
+            }
+            let Filter::Blocked512(opened) = Filter::open(&bytes).unwrap() else {
+                panic!("k={k}: not a blocked512 filter")
+            };
+            for f in [&built, &opened] {
+                let found = answers_on_every_path(f, &keys);
+                assert!(found.iter().all(|&a| a), "k={k}: a key is missing");
+                let answers = answers_on_every_path(f, &absent);
+                let hits: Vec<usize> = (0..answers.len()).filter(|&i| answers[i]).collect();
+                assert_eq!(hits.len(), v.hits, "k={k}");
+                assert_eq!(hits[..3], v.first_hits, "k={k}");
+                let bytes: Vec<u8> = answers.iter().map(|&a| u8::from(a)).collect();
+                assert_eq!(xxh3_64(&bytes), v.answers_xxh3, "k={k}");
+            }
+        }
     }
 
     #[test]
     fn lines_are_cache_aligned() {
-        let f = Blocked512Filter::from_hashes(&[1, 2, 3], 10.0, 6);
+        let f = Blocked512Filter::from_hashes(&[1, 2, 3], 10.0, 6).unwrap();
         assert_eq!(std::mem::align_of::<Line>(), 64);
         assert_eq!((f.lines.as_ptr() as usize) % 64, 0);
         let bytes = {
@@ -598,7 +887,7 @@ mod tests {
     fn simd_and_portable_paths_agree() {
         let keys: Vec<u64> = (0..20_000u64).map(|i| key_hash(&i.to_le_bytes())).collect();
         for k in 1..=crate::filter::MAX_PROBES {
-            let f = Blocked512Filter::from_hashes(&keys[..5000], 6.0, k);
+            let f = Blocked512Filter::from_hashes(&keys[..5000], 6.0, k).unwrap();
             for &h in &keys {
                 assert_eq!(f.may_contain(h), f.may_contain_portable(h), "k={k}");
             }
@@ -612,7 +901,7 @@ mod tests {
         let raw: Vec<[u8; 8]> = (0..5000u64).map(|i| i.to_le_bytes()).collect();
         let keys: Vec<u64> = raw.iter().map(|k| key_hash(k)).collect();
         for k in [1, 5, 6, 9, 12, 30] {
-            let f = Blocked512Filter::from_hashes(&keys[..2500], 8.0, k);
+            let f = Blocked512Filter::from_hashes(&keys[..2500], 8.0, k).unwrap();
             let mut out = vec![false; keys.len()];
             f.may_contain_batch(&keys, &mut out);
             let mut by_key = vec![false; keys.len()];
@@ -640,7 +929,7 @@ mod tests {
                 );
             }
         }
-        let empty = Blocked512Filter::from_hashes(&[], 10.0, 6);
+        let empty = Blocked512Filter::from_hashes(&[], 10.0, 6).unwrap();
         let mut one = [true];
         empty.may_contain_keys(&[b"x"], &mut one);
         assert!(!one[0]);

@@ -19,6 +19,8 @@ pub struct BloomFilter {
     words: Box<[u64]>,
     num_bits: u64,
     key_count: u64,
+    /// In `1..=MAX_PROBES`: checked by [`BloomFilter::from_hashes`] and, for
+    /// a stored filter, by [`super::Filter::open`].
     num_probes: u32,
 }
 
@@ -33,17 +35,28 @@ fn second_hash(h: u64) -> u64 {
 }
 
 /// Number of bits for `keys` keys at `bits_per_key` (at least 64 when there is
-/// a key).
+/// a key). `bits_per_key` is clamped as
+/// [`FilterPolicy::new`](super::FilterPolicy::new) clamps it (NaN counts as
+/// [`MIN_BITS_PER_KEY`](super::MIN_BITS_PER_KEY)).
 pub fn bits_for(keys: usize, bits_per_key: f64) -> u64 {
     if keys == 0 {
         return 0;
     }
+    let bits_per_key = super::clamp_bits(bits_per_key);
     ((keys as f64 * bits_per_key).ceil() as u64).max(64)
 }
 
 impl BloomFilter {
     /// Builds the filter in memory from key hashes.
-    pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Self {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) unless
+    /// `num_probes` is in 1..=[`MAX_PROBES`](super::MAX_PROBES) and
+    /// `bits_per_key` in
+    /// [`MIN_BITS_PER_KEY`](super::MIN_BITS_PER_KEY)..=[`MAX_BITS_PER_KEY`](super::MAX_BITS_PER_KEY).
+    /// ([`FilterPolicy`](super::FilterPolicy) clamps both instead.)
+    pub fn from_hashes(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> crate::Result<Self> {
+        super::check_params(FilterKind::Bloom, bits_per_key, num_probes)?;
         let num_bits = bits_for(hashes.len(), bits_per_key);
         let mut words = vec![0u64; num_bits.div_ceil(64) as usize].into_boxed_slice();
         if num_bits > 0 {
@@ -57,12 +70,12 @@ impl BloomFilter {
                 }
             }
         }
-        BloomFilter {
+        Ok(BloomFilter {
             words,
             num_bits,
             key_count: hashes.len() as u64,
             num_probes,
-        }
+        })
     }
 
     /// Appends the serialized form (words little-endian, then the trailer).
@@ -74,7 +87,7 @@ impl BloomFilter {
         FilterTrailer {
             units: self.num_bits,
             key_count: self.key_count,
-            num_probes: self.num_probes as u8,
+            num_probes: u8::try_from(self.num_probes).expect("k <= MAX_PROBES"),
             hash: HASH_XXH3_64,
             version: FILTER_VERSION,
             kind: FilterKind::Bloom as u8,
@@ -82,6 +95,9 @@ impl BloomFilter {
         .encode_to(out);
     }
 
+    /// Rebuilds the in-memory filter from a payload and its decoded trailer.
+    /// The caller ([`super::Filter::open`]) has checked that the stored k is
+    /// in 1..=[`MAX_PROBES`](super::MAX_PROBES).
     pub(crate) fn from_parts(payload: &[u8], t: &FilterTrailer) -> Result<Self, FilterDecodeError> {
         if t.units.div_ceil(64).checked_mul(8) != Some(payload.len() as u64) {
             return Err(FilterDecodeError(format!(
@@ -134,6 +150,9 @@ impl BloomFilter {
     /// [`super::Blocked512Filter::may_contain_batch`]. (Prefetching groups of
     /// keys, as the blocked filter does, measured slower for this filter: it
     /// has twice the lines in flight per key.)
+    ///
+    /// # Panics
+    /// If `hashes` and `out` differ in length.
     pub fn may_contain_batch(&self, hashes: &[u64], out: &mut [bool]) {
         assert_eq!(hashes.len(), out.len(), "one output per hash");
         const AHEAD: usize = 8;
@@ -173,21 +192,84 @@ impl BloomFilter {
 }
 
 /// Builds the serialized filter over `hashes`.
-pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> Vec<u8> {
+///
+/// # Errors
+/// As [`BloomFilter::from_hashes`]: `num_probes` outside
+/// 1..=[`MAX_PROBES`](super::MAX_PROBES) or `bits_per_key` outside the
+/// accepted range.
+pub fn build(hashes: &[u64], bits_per_key: f64, num_probes: u32) -> crate::Result<Vec<u8>> {
     let mut out = Vec::new();
-    BloomFilter::from_hashes(hashes, bits_per_key, num_probes).encode_to(&mut out);
-    out
+    BloomFilter::from_hashes(hashes, bits_per_key, num_probes)?.encode_to(&mut out);
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::test_vectors::fixed_hashes;
     use crate::filter::{Filter, FilterPolicy, key_hash};
+    use xxhash_rust::xxh3::xxh3_64;
+
+    /// Filters of 1000 fixed hashes at `(bits per key, k)`, pinned by their
+    /// encoding's length and XXH3-64 and by the answers for 4096 fixed absent
+    /// hashes (how many pass, the first three that do, XXH3-64 of the answers
+    /// as 0/1 bytes), copied from this code's output when they were added.
+    #[allow(clippy::type_complexity)]
+    const PINNED: [((f64, u32), usize, u64, usize, [usize; 3], u64); 3] = [
+        (
+            (2.0, 1),
+            276,
+            0xbae34433a75e4b7a,
+            1630,
+            [2, 7, 9],
+            0xe3c2ec8fd27a6fc9,
+        ),
+        (
+            (10.0, 6),
+            1276,
+            0xa1df26e4b0dcdbf8,
+            24,
+            [92, 113, 364],
+            0x5b40e5b1a6761288,
+        ),
+        (
+            (8.0, 30),
+            1020,
+            0x5bea19bad2fd18bb,
+            1983,
+            [0, 4, 5],
+            0xd4393d611295c770,
+        ),
+    ];
+
+    #[test]
+    fn pinned_filters_encode_and_probe() {
+        let keys = fixed_hashes(0x0b10_0f11_7e25, 1000);
+        let absent = fixed_hashes(0x00ab_5e17, 4096);
+        for ((bits, k), len, digest, hits, first_hits, answers_digest) in PINNED {
+            let bytes = build(&keys, bits, k).unwrap();
+            assert_eq!(bytes.len(), len, "k={k}");
+            assert_eq!(xxh3_64(&bytes), digest, "k={k}");
+            let Filter::Bloom(f) = Filter::open(&bytes).unwrap() else {
+                panic!("k={k}: not a bloom filter")
+            };
+            assert!(keys.iter().all(|&h| f.may_contain(h)), "k={k}");
+            let answers: Vec<bool> = absent.iter().map(|&h| f.may_contain(h)).collect();
+            let mut batch = vec![false; absent.len()];
+            f.may_contain_batch(&absent, &mut batch);
+            assert_eq!(batch, answers, "k={k}");
+            let got: Vec<usize> = (0..answers.len()).filter(|&i| answers[i]).collect();
+            assert_eq!(got.len(), hits, "k={k}");
+            assert_eq!(got[..3], first_hits, "k={k}");
+            let as_bytes: Vec<u8> = answers.iter().map(|&a| u8::from(a)).collect();
+            assert_eq!(xxh3_64(&as_bytes), answers_digest, "k={k}");
+        }
+    }
 
     #[test]
     fn batch_agrees_with_single() {
         let keys: Vec<u64> = (0..5000u64).map(|i| key_hash(&i.to_le_bytes())).collect();
-        let f = BloomFilter::from_hashes(&keys[..2500], 6.0, 4);
+        let f = BloomFilter::from_hashes(&keys[..2500], 6.0, 4).unwrap();
         let mut out = vec![false; keys.len()];
         f.may_contain_batch(&keys, &mut out);
         for (h, o) in keys.iter().zip(&out) {
@@ -195,7 +277,7 @@ mod tests {
         }
         assert!(out[..2500].iter().all(|&b| b));
         assert!(out[2500..].iter().any(|&b| !b));
-        let empty = BloomFilter::from_hashes(&[], 10.0, 7);
+        let empty = BloomFilter::from_hashes(&[], 10.0, 7).unwrap();
         let mut one = [true];
         empty.may_contain_batch(&[1], &mut one);
         assert!(!one[0]);

@@ -10,18 +10,43 @@
 //! | blocked-512 exact, best k (4, 6, 9) | 5.774% | 0.9665% | 0.0844% |
 //! | blocked-512 Putze approximation, same k | 5.753% | 0.9576% | 0.0826% |
 //! | information-theoretic bound `2^-b` | 1.56% | 0.098% | 0.0015% |
+//!
+//! The models ([`classic_fpr`], [`blocked512_fpr`], [`blocked512_putze_fpr`])
+//! take any input and return in bounded time: zero or negative bits per key,
+//! or k = 0, give 1.0 (no filter); NaN bits per key give NaN; k above
+//! [`MAX_PROBES`] is evaluated as [`MAX_PROBES`] (no filter has more probes,
+//! and the exact blocked model's cost grows with k³); and the blocked models
+//! give 1.0 at or below [`full_line_bits_per_key`], where every bit is set to
+//! double precision (their sums grow with the keys per line).
 
 use super::{FilterKind, MAX_BITS_PER_KEY, MAX_PROBES, MIN_BITS_PER_KEY};
 
 /// Bits in one blocked-filter line.
 pub const LINE_BITS: f64 = 512.0;
 
+/// The bits per key at or below which the blocked models answer 1.0 for `k`
+/// probes without summing: `8·(1 - (1 - 1/512)^k)`, 1/64 for k = 1, 0.093
+/// for k = 6, 0.455 for k = 30 (always below [`MIN_BITS_PER_KEY`]).
+///
+/// With `λ = 512 / b` keys per line on average, a given bit of a line is
+/// clear with probability `exp(-λ·(1 - (1 - 1/512)^k))` (Poisson keys, `k`
+/// uniform bits each), at most `e^-64` here; by the union bound a query's at
+/// most 30 bits are then all set with probability above `1 - 30·e^-64`, which
+/// is 1.0 in `f64` (Putze's approximation is bounded the same way). The sums
+/// that the models would otherwise evaluate grow with λ.
+pub fn full_line_bits_per_key(k: u32) -> f64 {
+    let k = k.min(MAX_PROBES);
+    LINE_BITS / 64.0 * (1.0 - (1.0 - 1.0 / LINE_BITS).powi(k as i32))
+}
+
 /// The classic Bloom-filter FPR, `(1 - e^(-k/b))^k`, for `b` bits per key and
-/// `k` probes (0.819% at b = 10, k = 7).
+/// `k` probes (0.819% at b = 10, k = 7). Out-of-range inputs as in the
+/// [module docs](self).
 pub fn classic_fpr(bits_per_key: f64, k: u32) -> f64 {
     if bits_per_key <= 0.0 || k == 0 {
         return 1.0;
     }
+    let k = k.min(MAX_PROBES);
     (1.0 - (-f64::from(k) / bits_per_key).exp()).powi(k as i32)
 }
 
@@ -66,10 +91,12 @@ fn binomial(n: usize, r: usize) -> f64 {
 ///
 /// The alternating sum loses precision for large k, so for `k > 20` the same
 /// quantity is computed by a (slower, cancellation-free) Markov chain.
+/// Out-of-range inputs as in the [module docs](self).
 pub fn blocked512_fpr(bits_per_key: f64, k: u32) -> f64 {
-    if bits_per_key <= 0.0 || k == 0 {
+    if k == 0 || bits_per_key <= full_line_bits_per_key(k) {
         return 1.0;
     }
+    let k = k.min(MAX_PROBES);
     let lambda = LINE_BITS / bits_per_key;
     let pd = distinct_draws(k, LINE_BITS);
     if k > 20 {
@@ -132,10 +159,12 @@ fn poisson_weights(lambda: f64, n_max: usize) -> Vec<f64> {
 /// The Putze–Sanders–Singler approximation of a blocked filter: classic FPR of a
 /// 512-bit filter, averaged over Poisson keys per line,
 /// `Σ_n Pois(n; 512/b) · (1 - (1 - 1/512)^(n·k))^k`. Kept for comparison.
+/// Out-of-range inputs as in the [module docs](self).
 pub fn blocked512_putze_fpr(bits_per_key: f64, k: u32) -> f64 {
-    if bits_per_key <= 0.0 || k == 0 {
+    if k == 0 || bits_per_key <= full_line_bits_per_key(k) {
         return 1.0;
     }
+    let k = k.min(MAX_PROBES);
     let lambda = LINE_BITS / bits_per_key;
     let n_max = (lambda + 12.0 * lambda.sqrt() + 30.0) as usize;
     let keep = 1.0 - 1.0 / LINE_BITS;

@@ -129,13 +129,42 @@ pub struct FilterPolicy {
 pub const MIN_BITS_PER_KEY: f64 = 0.5;
 /// See [`MIN_BITS_PER_KEY`].
 pub const MAX_BITS_PER_KEY: f64 = 100.0;
-/// Largest accepted probe count.
+/// Largest accepted probe count (k) of either kind; the smallest is 1.
+///
+/// The range is LevelDB's (`bloom.cc` clamps k to 1..=30). Every filter this
+/// crate builds or opens has k in `1..=MAX_PROBES`: [`FilterPolicy`] clamps
+/// to it, [`Blocked512Filter::from_hashes`], [`BloomFilter::from_hashes`] and
+/// the `build` functions reject anything else with
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument), and
+/// [`Filter::open`] rejects a stored k outside it. The blocked probe relies on
+/// it (its AVX2 table of multipliers has 32 entries), and the trailer stores
+/// k in one byte.
 pub const MAX_PROBES: u32 = 30;
+
+/// Checks the parameters of the public filter constructors: `num_probes` in
+/// `1..=`[`MAX_PROBES`] and `bits_per_key` in
+/// [`MIN_BITS_PER_KEY`]`..=`[`MAX_BITS_PER_KEY`] (so not NaN or infinite).
+fn check_params(kind: FilterKind, bits_per_key: f64, num_probes: u32) -> crate::Result<()> {
+    if !(1..=MAX_PROBES).contains(&num_probes) {
+        return Err(crate::Error::invalid(format!(
+            "{kind} filter: {num_probes} probes per key, must be 1..={MAX_PROBES}"
+        )));
+    }
+    if !(MIN_BITS_PER_KEY..=MAX_BITS_PER_KEY).contains(&bits_per_key) {
+        return Err(crate::Error::invalid(format!(
+            "{kind} filter: {bits_per_key} bits per key, must be \
+             {MIN_BITS_PER_KEY}..={MAX_BITS_PER_KEY}"
+        )));
+    }
+    Ok(())
+}
 
 impl FilterPolicy {
     /// A policy of `kind` at `bits_per_key`, with the probe count that minimises
     /// that kind's own FPR model. Bits per key are clamped to
-    /// [`MIN_BITS_PER_KEY`]..=[`MAX_BITS_PER_KEY`].
+    /// [`MIN_BITS_PER_KEY`]..=[`MAX_BITS_PER_KEY`] (NaN counts as
+    /// [`MIN_BITS_PER_KEY`], infinity as [`MAX_BITS_PER_KEY`]), so every
+    /// policy can build its filters.
     pub fn new(kind: FilterKind, bits_per_key: f64) -> Self {
         let bits_per_key = clamp_bits(bits_per_key);
         FilterPolicy {
@@ -158,12 +187,17 @@ impl FilterPolicy {
     /// The least memory of `kind` whose modelled FPR is at most `fpr` (like
     /// Guava's `create(n, fpp)`, but with this kind's own model). Blocked filters
     /// need more bits than the classic formula suggests, and more still at low
-    /// FPRs. Targets below what [`MAX_BITS_PER_KEY`] can reach get that maximum.
+    /// FPRs. Targets below what [`MAX_BITS_PER_KEY`] can reach (and NaN, zero
+    /// or negative targets) get that maximum; targets that
+    /// [`MIN_BITS_PER_KEY`] already meets (such as 1.0 or more) get that
+    /// minimum.
     pub fn for_fpr(kind: FilterKind, fpr: f64) -> Self {
         Self::new(kind, math::bits_per_key_for_fpr(kind, fpr))
     }
 
-    /// Overrides the probe count (1..=[`MAX_PROBES`]), e.g. to study k.
+    /// Overrides the probe count, e.g. to study k. It is clamped to
+    /// 1..=[`MAX_PROBES`], as LevelDB clamps its k: 0 gives 1, anything above
+    /// [`MAX_PROBES`] gives [`MAX_PROBES`].
     pub fn with_probes(mut self, num_probes: u32) -> Self {
         self.num_probes = num_probes.clamp(1, MAX_PROBES);
         self
@@ -202,10 +236,13 @@ impl FilterPolicy {
     /// Builds a serialized filter (payload + trailer) over `hashes`, the
     /// [`key_hash`] of each key. Duplicate hashes are harmless.
     pub fn build(&self, hashes: &[u64]) -> Vec<u8> {
-        match self.kind {
+        // Every constructor of a policy clamps both parameters into the
+        // ranges that `check_params` accepts.
+        let built = match self.kind {
             FilterKind::Blocked512 => blocked::build(hashes, self.bits_per_key, self.num_probes),
             FilterKind::Bloom => bloom::build(hashes, self.bits_per_key, self.num_probes),
-        }
+        };
+        built.expect("a FilterPolicy's parameters are in range")
     }
 }
 
@@ -325,7 +362,8 @@ impl fmt::Debug for Filter {
 impl Filter {
     /// Opens serialized filter bytes (payload + trailer). Unknown kind, version
     /// or hash function gives `Ok(Filter::Unusable)`; a known kind whose sizes
-    /// do not add up gives an error. The payload is copied into 64-byte-aligned
+    /// do not add up, or whose stored k is outside 1..=[`MAX_PROBES`], gives
+    /// an error (the table reader reports it as corruption). The payload is copied into 64-byte-aligned
     /// memory so that one blocked probe touches exactly one cache line.
     pub fn open(bytes: &[u8]) -> Result<Filter, FilterDecodeError> {
         let t = FilterTrailer::decode(bytes).ok_or_else(|| {
@@ -467,6 +505,44 @@ impl Filter {
             None => 1.0,
             Some(_) if self.key_count() == 0 => 0.0,
             Some(kind) => kind.model_fpr(self.bits_per_key(), self.num_probes()),
+        }
+    }
+}
+
+/// Inputs of the filters' pinned test vectors.
+#[cfg(test)]
+pub(crate) mod test_vectors {
+    /// `n` SplitMix64 outputs from `seed`, written out here so that the
+    /// vectors' inputs depend on nothing else in the crate.
+    pub fn fixed_hashes(seed: u64, n: usize) -> Vec<u64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = s;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^ (z >> 31)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn inputs_are_fixed() {
+        assert_eq!(fixed_hashes(0, 2), [0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4]);
+    }
+
+    /// Every stored filter was built from these hashes of its keys: XXH3-64,
+    /// seed 0 (values copied from the function's output).
+    #[test]
+    fn key_hash_is_pinned() {
+        for (key, hash) in [
+            (&b""[..], 0x2d06800538d394c2),
+            (b"a", 0xe6c632b61e964e1f),
+            (b"bloomlsm", 0xdb6476c8fe9435a6),
+            (b"0123456789abcdef0123456789abcdef-key", 0x0acb307cc0509e05),
+        ] {
+            assert_eq!(super::key_hash(key), hash, "{key:?}");
         }
     }
 }
