@@ -4,6 +4,8 @@
 
 pub mod batch;
 pub(crate) mod compaction;
+#[cfg(test)]
+mod fault_tests;
 pub mod filename;
 pub mod iter;
 pub mod log;
@@ -287,7 +289,10 @@ impl Db {
         if inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        inner.make_room(&mut w)?;
+        if let Err(e) = inner.make_room(&mut w) {
+            inner.poison("making room for a write", &e);
+            return Err(e);
+        }
         let first = inner.last_seq.load(Ordering::Acquire) + 1;
         batch.set_sequence(first);
         if let Err(e) = w.wal.append_batch(&batch, inner.opts.sync_writes) {
@@ -387,7 +392,9 @@ impl Db {
     /// ```
     pub fn compact(&self) -> Result<()> {
         self.inner.flush()?;
-        self.inner.compact_all()
+        self.inner
+            .compact_all()
+            .inspect_err(|e| self.inner.poison("compaction", e))
     }
 
     /// Runs, on the calling thread, every flush and compaction that is due,
@@ -411,7 +418,11 @@ impl Db {
     /// ```
     pub fn maintain(&self) -> Result<()> {
         self.inner.flush()?;
-        while self.inner.compact_once()? {}
+        while self
+            .inner
+            .compact_once()
+            .inspect_err(|e| self.inner.poison("compaction", e))?
+        {}
         Ok(())
     }
 
@@ -627,6 +638,16 @@ fn flush_memtable(
 }
 
 impl Inner {
+    /// Records the first fatal error: writes, flushes and compactions fail
+    /// with it (as [`Error::Poisoned`]) until the store is reopened.
+    fn poison(&self, during: &str, e: &Error) {
+        if !matches!(e, Error::Poisoned(_) | Error::Closed) {
+            self.state()
+                .bg_error
+                .get_or_insert_with(|| format!("{during}: {e}"));
+        }
+    }
+
     fn fs(&self) -> &dyn FileSystem {
         self.opts.fs.as_ref()
     }
@@ -689,7 +710,17 @@ impl Inner {
     /// Freezes the active memtable (it joins the flush queue) and starts a
     /// new one with a new log. The old log is synced first, so a frozen
     /// memtable's writes are on disk whatever the sync mode.
+    /// Any failure poisons the store: the log switch may be half done.
     fn freeze_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
+        let r = self.switch_memtable(w, st);
+        if let Err(e) = &r {
+            st.bg_error
+                .get_or_insert_with(|| format!("switching to a new WAL: {e}"));
+        }
+        r
+    }
+
+    fn switch_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
         let seq = self.last_seq.load(Ordering::Acquire);
         let number = st.vs.new_file_number(seq)?;
         let wal = Wal::create_in(self.fs(), &self.dir, number)?;
@@ -699,11 +730,7 @@ impl Inner {
             new_logs: vec![number],
             ..VersionEdit::default()
         };
-        if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
-            st.bg_error
-                .get_or_insert_with(|| format!("MANIFEST append failed: {e}"));
-            return Err(e);
-        }
+        st.vs.log_and_apply(edit, &[], seq)?;
         w.wal = wal;
         let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
         st.imm.push((frozen, st.wal_number));

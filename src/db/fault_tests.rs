@@ -1,0 +1,327 @@
+//! Fault sweeps (issue 11 §2): one script of writes, batches, WAL rotations,
+//! flushes, compactions and a reopen, run again and again on
+//! [`FaultFs`], each run failing a different operation.
+//!
+//! - **One fault** (`EIO` or `ENOSPC`, each operation of each kind in turn):
+//!   the failing call returns the error; every later write fails with
+//!   `Poisoned`; reads of acknowledged keys keep working; after the store is
+//!   dropped, a reopen without faults succeeds and holds every acknowledged
+//!   write, and the failed write's batch either whole or not at all.
+//! - **Power loss** at each operation in turn (a sticky fault: nothing reaches
+//!   the disk after it, then every unsynced byte, file and rename is
+//!   dropped): with `sync_writes` every acknowledged write survives; without,
+//!   the store comes back as the state after some prefix of the acknowledged
+//!   writes — the promise SIGKILL cannot test, since it keeps the page cache.
+//!
+//! The default run visits a spread of points; `BLOOMLSM_LONG=1` visits every
+//! operation of the script (docs/design.md, "Testing").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::fs::fault::{Fault, FaultError, FaultFs, Op};
+use crate::{Db, Error, Options, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// One step of the script.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Puts (value `Some`) and deletes (`None`), as one batch.
+    Write(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Flush,
+    Maintain,
+    Compact,
+    Reopen,
+}
+
+fn script() -> Vec<Step> {
+    let mut rng = 0x0FA0_17u64;
+    let mut next = move |n: u64| {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (rng >> 33) % n
+    };
+    let mut steps = Vec::new();
+    for i in 0..140u64 {
+        let ops = if i % 7 == 3 { 1 + next(4) } else { 1 };
+        let batch = (0..ops)
+            .map(|_| {
+                let k = format!("key{:04}", next(120)).into_bytes();
+                if next(5) == 0 {
+                    (k, None)
+                } else {
+                    let len = 150 + next(200) as usize;
+                    let mut v = format!("v{i}-").into_bytes();
+                    v.resize(len, b'a' + (i % 26) as u8);
+                    (k, Some(v))
+                }
+            })
+            .collect();
+        steps.push(Step::Write(batch));
+        match i {
+            30 | 100 => steps.push(Step::Flush),
+            60 => steps.push(Step::Maintain),
+            75 => steps.push(Step::Reopen),
+            120 => steps.push(Step::Compact),
+            _ => {}
+        }
+    }
+    steps
+}
+
+fn options(fs: &FaultFs, sync: bool) -> Options {
+    Options {
+        write_buffer_size: 4096,
+        target_file_size: 4096,
+        level1_max_bytes: 8 << 10,
+        level_size_multiplier: 2,
+        l0_compaction_trigger: 2,
+        block_size: 1024,
+        block_cache_capacity: 0,
+        background_compaction: false,
+        sync_writes: sync,
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    }
+}
+
+fn apply(model: &mut Model, batch: &[(Vec<u8>, Option<Vec<u8>>)]) {
+    for (k, v) in batch {
+        match v {
+            Some(v) => model.insert(k.clone(), v.clone()),
+            None => model.remove(k),
+        };
+    }
+}
+
+fn contents(db: &Db) -> Result<Model, Error> {
+    db.scan(..)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        .collect()
+}
+
+/// What one run of the script did.
+struct Run {
+    /// The state after each prefix of the acknowledged writes (`states[0]`
+    /// is empty).
+    states: Vec<Model>,
+    /// The batch whose write returned an error, if any.
+    failed: Option<Vec<(Vec<u8>, Option<Vec<u8>>)>>,
+    /// Whether some call failed (a write, a flush, a compaction, an open).
+    errored: bool,
+}
+
+/// Runs the script until the first error. With `check_after_error`, checks
+/// what the store must do right after it: later writes fail with `Poisoned`
+/// and reads of acknowledged keys still answer correctly.
+fn run(dir: &std::path::Path, fs: &FaultFs, sync: bool, check_after_error: bool) -> Run {
+    let mut states = vec![Model::new()];
+    let mut failed = None;
+    let mut errored = false;
+    let mut db = match Db::open(dir, options(fs, sync)) {
+        Ok(db) => Some(db),
+        Err(_) => {
+            return Run {
+                states,
+                failed,
+                errored: true,
+            };
+        }
+    };
+    for step in script() {
+        let h = db.as_ref().expect("open");
+        let r = match &step {
+            Step::Write(batch) => {
+                let mut b = WriteBatch::new();
+                for (k, v) in batch {
+                    match v {
+                        Some(v) => b.put(k, v),
+                        None => b.delete(k),
+                    }
+                }
+                let r = h.write(b);
+                match &r {
+                    Ok(()) => {
+                        let mut m = states.last().unwrap().clone();
+                        apply(&mut m, batch);
+                        states.push(m);
+                    }
+                    Err(_) => failed = Some(batch.clone()),
+                }
+                r
+            }
+            Step::Flush => h.flush(),
+            Step::Maintain => h.maintain(),
+            Step::Compact => h.compact(),
+            Step::Reopen => db
+                .take()
+                .expect("open")
+                .close()
+                .and_then(|()| Db::open(dir, options(fs, sync)))
+                .map(|d| db = Some(d)),
+        };
+        if let Err(e) = r {
+            errored = true;
+            if check_after_error && let Some(h) = &db {
+                let later = h.put(b"later", b"write");
+                assert!(
+                    matches!(later, Err(Error::Poisoned(_))),
+                    "after {e} in {step:?}: a later write gave {later:?}"
+                );
+                let want = states.last().unwrap();
+                for (k, v) in want {
+                    if failed
+                        .as_ref()
+                        .is_some_and(|b| b.iter().any(|(fk, _)| fk == k))
+                    {
+                        continue;
+                    }
+                    let got = h.get(k).unwrap_or_else(|e2| panic!("read after {e}: {e2}"));
+                    assert_eq!(got.as_deref(), Some(v.as_slice()), "read after {e}");
+                }
+            }
+            break;
+        }
+    }
+    if let Some(db) = db
+        && db.close().is_err()
+    {
+        errored = true;
+    }
+    Run {
+        states,
+        failed,
+        errored,
+    }
+}
+
+/// Reopens without faults and returns the store's contents.
+fn reopen(dir: &std::path::Path, fs: &FaultFs, what: &str) -> Model {
+    fs.disarm();
+    let db = Db::open(dir, options(fs, false)).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+    let m = contents(&db).unwrap_or_else(|e| panic!("{what}: read: {e}"));
+    db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
+    m
+}
+
+/// The operations of one clean run of the script, by kind.
+fn census(sync: bool) -> Vec<(Op, u64)> {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let r = run(dir.path(), &fs, sync, false);
+    assert!(!r.errored);
+    let counts: Vec<(Op, u64)> = [
+        Op::Create,
+        Op::Write,
+        Op::Sync,
+        Op::Rename,
+        Op::Remove,
+        Op::SyncDir,
+        Op::OpenRead,
+        Op::Read,
+        Op::Lock,
+    ]
+    .into_iter()
+    .map(|op| (op, fs.count(Some(op))))
+    .collect();
+    let full = reopen(dir.path(), &fs, "clean run");
+    assert_eq!(&full, r.states.last().unwrap());
+    counts
+}
+
+fn long() -> bool {
+    std::env::var_os("BLOOMLSM_LONG").is_some_and(|v| v != "0")
+}
+
+/// `n` points spread over `0..total` (all of them in long mode).
+fn points(total: u64, n: u64) -> Vec<u64> {
+    if long() || total <= n {
+        return (0..total).collect();
+    }
+    let mut v: Vec<u64> = (0..n).map(|i| i * total / n).collect();
+    v.push(total - 1);
+    v.dedup();
+    v
+}
+
+#[test]
+fn one_fault_anywhere_loses_no_acknowledged_write() {
+    let census = census(true);
+    let mut trials = 0;
+    for &(op, total) in &census {
+        assert!(
+            total > 0 || op == Op::Remove,
+            "{op:?} never happens: {census:?}"
+        );
+        for nth in points(total, 12) {
+            let what = format!("{op:?} #{nth} of {total} fails");
+            let dir = tempfile::tempdir().unwrap();
+            let fs = FaultFs::new();
+            fs.arm(Fault {
+                op: Some(op),
+                nth,
+                error: if nth % 2 == 0 {
+                    FaultError::Io
+                } else {
+                    FaultError::NoSpace
+                },
+                sticky: false,
+            });
+            let r = run(dir.path(), &fs, true, true);
+            assert!(fs.tripped(), "{what}: the fault never fired");
+            // A removal that fails is only a leftover file; every other
+            // fault reaches the caller.
+            assert!(r.errored || matches!(op, Op::Remove), "{what}: no error");
+            let got = reopen(dir.path(), &fs, &what);
+            let acked = r.states.last().unwrap();
+            match &r.failed {
+                None => assert!(got == *acked, "{what}: acknowledged writes lost"),
+                Some(batch) => {
+                    let mut with = acked.clone();
+                    apply(&mut with, batch);
+                    assert!(
+                        got == *acked || got == with,
+                        "{what}: not the acknowledged state, with or without the failed batch"
+                    );
+                }
+            }
+            trials += 1;
+        }
+    }
+    assert!(trials >= 60, "{trials} trials");
+}
+
+#[test]
+fn power_loss_anywhere_keeps_synced_writes() {
+    for sync in [true, false] {
+        let total: u64 = census(sync).iter().map(|(_, n)| n).sum();
+        let mut prefixes = Vec::new();
+        for nth in points(total, 40) {
+            let what = format!("power lost at operation {nth} of {total} (sync_writes {sync})");
+            let dir = tempfile::tempdir().unwrap();
+            let fs = FaultFs::new();
+            fs.arm(Fault {
+                op: None,
+                nth,
+                error: FaultError::Io,
+                sticky: true,
+            });
+            let r = run(dir.path(), &fs, sync, false);
+            fs.power_loss().unwrap();
+            let got = reopen(dir.path(), &fs, &what);
+            let j = r.states.iter().rposition(|s| *s == got).unwrap_or_else(|| {
+                panic!("{what}: not the state after any prefix of the acknowledged writes")
+            });
+            if sync {
+                assert_eq!(j, r.states.len() - 1, "{what}: acknowledged writes lost");
+            }
+            prefixes.push((j, r.states.len() - 1));
+        }
+        if !sync {
+            // Without fsync per write, power loss does cost writes somewhere.
+            assert!(prefixes.iter().any(|(j, n)| j < n), "{prefixes:?}");
+        }
+    }
+}
