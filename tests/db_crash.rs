@@ -303,14 +303,25 @@ fn crash_test(sync: bool, stores: u64, rounds: u64) {
     );
 }
 
+/// Stores and crash rounds per store: 30 kills, or 200 in long mode.
+fn size() -> (u64, u64) {
+    if common::long_mode() {
+        (50, 4)
+    } else {
+        (10, 3)
+    }
+}
+
 #[test]
 fn crash_sync_writes() {
-    crash_test(true, 10, 3);
+    let (stores, rounds) = size();
+    crash_test(true, stores, rounds);
 }
 
 #[test]
 fn crash_without_sync_keeps_acknowledged_writes() {
     // Without fsync the promise is weaker against power loss, but a killed
     // process loses nothing: every acknowledged record reached the OS.
-    crash_test(false, 10, 3);
+    let (stores, rounds) = size();
+    crash_test(false, stores, rounds);
 }

@@ -23,12 +23,13 @@ use crate::fs::fault::{Fault, FaultError, FaultFs, Op};
 use crate::{Db, Error, Options, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// Puts (value `Some`) and deletes (`None`), written as one batch.
+type Batch = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 /// One step of the script.
 #[derive(Clone, Debug)]
 enum Step {
-    /// Puts (value `Some`) and deletes (`None`), as one batch.
-    Write(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Write(Batch),
     Flush,
     Maintain,
     Compact,
@@ -36,7 +37,7 @@ enum Step {
 }
 
 fn script() -> Vec<Step> {
-    let mut rng = 0x0FA0_17u64;
+    let mut rng = 0x000F_A017_u64;
     let mut next = move |n: u64| {
         rng = rng
             .wrapping_mul(6364136223846793005)
@@ -87,7 +88,7 @@ fn options(fs: &FaultFs, sync: bool) -> Options {
     }
 }
 
-fn apply(model: &mut Model, batch: &[(Vec<u8>, Option<Vec<u8>>)]) {
+fn apply(model: &mut Model, batch: &Batch) {
     for (k, v) in batch {
         match v {
             Some(v) => model.insert(k.clone(), v.clone()),
@@ -108,7 +109,7 @@ struct Run {
     /// is empty).
     states: Vec<Model>,
     /// The batch whose write returned an error, if any.
-    failed: Option<Vec<(Vec<u8>, Option<Vec<u8>>)>>,
+    failed: Option<Batch>,
     /// Whether some call failed (a write, a flush, a compaction, an open).
     errored: bool,
 }
@@ -117,6 +118,7 @@ struct Run {
 /// what the store must do right after it: later writes fail with `Poisoned`
 /// and reads of acknowledged keys still answer correctly.
 fn run(dir: &std::path::Path, fs: &FaultFs, sync: bool, check_after_error: bool) -> Run {
+    let mut step_no = 0;
     let mut states = vec![Model::new()];
     let mut failed = None;
     let mut errored = false;
@@ -131,6 +133,7 @@ fn run(dir: &std::path::Path, fs: &FaultFs, sync: bool, check_after_error: bool)
         }
     };
     for step in script() {
+        step_no += 1;
         let h = db.as_ref().expect("open");
         let r = match &step {
             Step::Write(batch) => {
@@ -168,7 +171,7 @@ fn run(dir: &std::path::Path, fs: &FaultFs, sync: bool, check_after_error: bool)
                 let later = h.put(b"later", b"write");
                 assert!(
                     matches!(later, Err(Error::Poisoned(_))),
-                    "after {e} in {step:?}: a later write gave {later:?}"
+                    "after {e} in step {step_no} ({step:?}): a later write gave {later:?}"
                 );
                 let want = states.last().unwrap();
                 for (k, v) in want {
@@ -291,6 +294,7 @@ fn one_fault_anywhere_loses_no_acknowledged_write() {
         }
     }
     assert!(trials >= 60, "{trials} trials");
+    eprintln!("one fault: {trials} trials over the script's operations {census:?}");
 }
 
 #[test]
@@ -319,6 +323,11 @@ fn power_loss_anywhere_keeps_synced_writes() {
             }
             prefixes.push((j, r.states.len() - 1));
         }
+        let lost = prefixes.iter().filter(|(j, n)| j < n).count();
+        eprintln!(
+            "power loss (sync_writes {sync}): {} trials over {total} operations, {lost} lost unsynced writes",
+            prefixes.len()
+        );
         if !sync {
             // Without fsync per write, power loss does cost writes somewhere.
             assert!(prefixes.iter().any(|(j, n)| j < n), "{prefixes:?}");

@@ -392,9 +392,7 @@ impl Db {
     /// ```
     pub fn compact(&self) -> Result<()> {
         self.inner.flush()?;
-        self.inner
-            .compact_all()
-            .inspect_err(|e| self.inner.poison("compaction", e))
+        self.inner.compact_all()
     }
 
     /// Runs, on the calling thread, every flush and compaction that is due,
@@ -418,11 +416,7 @@ impl Db {
     /// ```
     pub fn maintain(&self) -> Result<()> {
         self.inner.flush()?;
-        while self
-            .inner
-            .compact_once()
-            .inspect_err(|e| self.inner.poison("compaction", e))?
-        {}
+        while self.inner.compact_once()? {}
         Ok(())
     }
 
@@ -641,7 +635,7 @@ impl Inner {
     /// Records the first fatal error: writes, flushes and compactions fail
     /// with it (as [`Error::Poisoned`]) until the store is reopened.
     fn poison(&self, during: &str, e: &Error) {
-        if !matches!(e, Error::Poisoned(_) | Error::Closed) {
+        if !matches!(e, Error::Closed) {
             self.state()
                 .bg_error
                 .get_or_insert_with(|| format!("{during}: {e}"));
@@ -952,6 +946,13 @@ impl Inner {
     /// Flushes the oldest frozen memtable, if any. Returns whether it did.
     fn flush_one(&self) -> Result<bool> {
         let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        // Poisoned before the work lock is released: no other flush or
+        // compaction runs on a half-failed state.
+        self.flush_one_locked()
+            .inspect_err(|e| self.poison("flush", e))
+    }
+
+    fn flush_one_locked(&self) -> Result<bool> {
         let (mem, version) = {
             let st = self.state();
             match st.imm.first() {
@@ -999,6 +1000,13 @@ impl Inner {
     /// Runs one picked compaction, if any is due. Returns whether it did.
     fn compact_once(&self) -> Result<bool> {
         let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        // Poisoned before the work lock is released: no other flush or
+        // compaction runs on a half-failed state.
+        self.compact_once_locked()
+            .inspect_err(|e| self.poison("compaction", e))
+    }
+
+    fn compact_once_locked(&self) -> Result<bool> {
         let (c, v) = {
             let st = self.state();
             match compaction::pick(st.vs.current(), &self.opts, &st.vs.pointers) {
@@ -1017,6 +1025,11 @@ impl Inner {
     /// holds data, the base level (the last level while the store is small).
     fn compact_all(&self) -> Result<()> {
         let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        self.compact_all_locked()
+            .inspect_err(|e| self.poison("compaction", e))
+    }
+
+    fn compact_all_locked(&self) -> Result<()> {
         let target = {
             let st = self.state();
             let last = st.vs.current().last_nonempty_level();

@@ -20,3 +20,10 @@ pub fn scratch_dir() -> tempfile::TempDir {
     }
     tempfile::tempdir().unwrap()
 }
+
+/// `BLOOMLSM_LONG=1` (not in CI): the long runs of the crash, fault and
+/// decoder tests (docs/design.md, "Testing").
+#[allow(dead_code)]
+pub fn long_mode() -> bool {
+    std::env::var_os("BLOOMLSM_LONG").is_some_and(|v| v != "0")
+}

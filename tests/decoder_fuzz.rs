@@ -1,0 +1,313 @@
+//! Every decoder of bytes that come from disk, fed generated inputs: mutants
+//! of valid encodings (bytes flipped, set, inserted or removed; cut; spliced
+//! with random bytes) and random bytes. None may panic or allocate without
+//! bound; a decoder that accepts a mutant must give something usable (an
+//! iterator that ends, a filter that answers).
+//!
+//! Decoders: SSTable data blocks, footers, filter blocks (trailer and body),
+//! whole tables (`Table::open` + `verify_all`), WAL batches and MANIFEST
+//! edits, and record logs as WAL and MANIFEST readers see them.
+//!
+//! The default run makes 50,000 inputs per decoder (10,000 logs, each read
+//! twice; 5,000 whole tables); `BLOOMLSM_LONG=1` makes 1,000,000 of each
+//! (200,000 whole tables, which go through a file each). No
+//! coverage-guided fuzzer runs on the stable toolchain without extra tools
+//! (cargo-fuzz needs nightly), so this is generation with fixed seeds.
+
+use std::path::Path;
+
+use bloomlsm::db::{LogReader, LogWriter, VersionEdit, WriteBatch};
+use bloomlsm::sst::block::{Block, BlockBuilder};
+use bloomlsm::sst::format::FOOTER_LEN;
+use bloomlsm::sst::{
+    Footer, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableOpenOptions,
+};
+use bloomlsm::{Filter, FilterPolicy, key_hash};
+
+mod common;
+use common::scratch_dir;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn cases(default: usize, long: usize) -> usize {
+    if common::long_mode() { long } else { default }
+}
+
+/// A mutant of one of `seeds` (or, one time in 16, random bytes).
+fn mutant(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    if rng.below(16) == 0 {
+        let n = rng.below(300);
+        return (0..n).map(|_| rng.next() as u8).collect();
+    }
+    let mut b = seeds[rng.below(seeds.len())].clone();
+    for _ in 0..1 + rng.below(4) {
+        let len = b.len();
+        match rng.below(7) {
+            0 | 1 if len > 0 => {
+                let i = rng.below(len);
+                b[i] ^= 1 << rng.below(8);
+            }
+            2 if len > 0 => {
+                let i = rng.below(len);
+                b[i] = [0, 0xff, 0x7f, 0x80][rng.below(4)];
+            }
+            3 => {
+                let i = rng.below(len + 1);
+                b.insert(i, rng.next() as u8);
+            }
+            4 if len > 0 => {
+                b.remove(rng.below(len));
+            }
+            5 => b.truncate(rng.below(len + 1)),
+            _ if len > 8 => {
+                // A run of random bytes.
+                let i = rng.below(len - 4);
+                let n = 1 + rng.below((len - i).min(16));
+                for x in &mut b[i..i + n] {
+                    *x = rng.next() as u8;
+                }
+            }
+            _ => {}
+        }
+    }
+    b
+}
+
+fn keys(n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| format!("key{i:06}").into_bytes()).collect()
+}
+
+#[test]
+fn data_blocks() {
+    let mut seeds = Vec::new();
+    for (n, restart) in [(1, 1), (40, 16), (200, 4)] {
+        let mut b = BlockBuilder::new(restart);
+        for (i, k) in keys(n).iter().enumerate() {
+            b.add(k, format!("value{i}").as_bytes());
+        }
+        seeds.push(b.finish().to_vec());
+    }
+    let mut rng = Rng(1);
+    for _ in 0..cases(50_000, 1_000_000) {
+        let data = mutant(&mut rng, &seeds);
+        let Ok(block) = Block::new(data.into()) else {
+            continue;
+        };
+        for format in [KeyFormat::Plain, KeyFormat::Internal] {
+            let mut it = block.iter(format);
+            let mut steps = 0;
+            while let Ok(true) = it.advance() {
+                steps += 1;
+                assert!(steps <= block.len(), "an iterator that does not end");
+            }
+            let mut it = block.iter(format);
+            let _ = it.seek(b"key000100");
+        }
+    }
+}
+
+#[test]
+fn footers() {
+    let seeds: Vec<Vec<u8>> = sample_table_bytes()
+        .iter()
+        .map(|t| t[t.len() - FOOTER_LEN..].to_vec())
+        .collect();
+    let mut rng = Rng(2);
+    for _ in 0..cases(50_000, 1_000_000) {
+        let mut f = mutant(&mut rng, &seeds);
+        f.resize(FOOTER_LEN, 0);
+        let _ = Footer::decode(f.as_slice().try_into().unwrap(), rng.next() >> 20);
+    }
+}
+
+#[test]
+fn filter_blocks() {
+    let hashes: Vec<u64> = keys(500).iter().map(|k| key_hash(k)).collect();
+    let mut seeds = Vec::new();
+    for policy in [
+        FilterPolicy::blocked512(10.0),
+        FilterPolicy::blocked512(3.5),
+        FilterPolicy::bloom(10.0),
+    ] {
+        seeds.push(policy.build(&hashes));
+        seeds.push(policy.build(&hashes[..1]));
+        seeds.push(policy.build(&[]));
+    }
+    let mut rng = Rng(3);
+    for _ in 0..cases(50_000, 1_000_000) {
+        let bytes = mutant(&mut rng, &seeds);
+        if let Ok(f) = Filter::open(&bytes) {
+            let probe = [hashes[0], rng.next(), rng.next()];
+            for h in probe {
+                let _ = f.may_contain(h);
+            }
+            let mut out = [false; 3];
+            f.may_contain_batch(&probe, &mut out);
+            let _ = f.predicted_fpr();
+        }
+    }
+}
+
+#[test]
+fn wal_batches_and_manifest_edits() {
+    let mut batch_seeds = Vec::new();
+    for n in [1usize, 3, 20] {
+        let mut b = WriteBatch::new();
+        for (i, k) in keys(n).iter().enumerate() {
+            if i % 3 == 2 {
+                b.delete(k);
+            } else {
+                b.put(k, format!("v{i}"));
+            }
+        }
+        b.set_sequence(1000 + n as u64);
+        batch_seeds.push(b.encoded().to_vec());
+    }
+    let edit_seeds = manifest_edits();
+    let mut rng = Rng(4);
+    for _ in 0..cases(50_000, 1_000_000) {
+        let b = mutant(&mut rng, &batch_seeds);
+        if let Ok(batch) = WriteBatch::decode(&b) {
+            assert!(batch.iter().count() <= b.len());
+        }
+        let e = mutant(&mut rng, &edit_seeds);
+        if let Ok(edit) = VersionEdit::decode(&e) {
+            assert_eq!(VersionEdit::decode(&edit.encode()).unwrap(), edit);
+        }
+    }
+}
+
+#[test]
+fn record_logs() {
+    let dir = scratch_dir();
+    let path = dir.path().join("000001.log");
+    let mut w = LogWriter::create(&path).unwrap();
+    let mut rng = Rng(5);
+    for i in 0..60 {
+        // Records of every fragment shape, one spanning several blocks.
+        let n = if i == 30 { 70_000 } else { rng.below(900) };
+        w.add_record(&vec![i as u8; n]).unwrap();
+    }
+    drop(w);
+    let log = std::fs::read(&path).unwrap();
+    // Mutate around the block boundaries and the small records too.
+    let seeds = vec![
+        log.clone(),
+        log[..2000].to_vec(),
+        log[32_000..34_000].to_vec(),
+    ];
+    for _ in 0..cases(10_000, 1_000_000) {
+        let data = mutant(&mut rng, &seeds);
+        for salvage in [false, true] {
+            let mut r = LogReader::from_bytes("fuzz.log", data.clone(), salvage);
+            let mut n = 0;
+            while let Ok(Some(rec)) = r.next_record() {
+                n += 1;
+                assert!(rec.len() <= data.len());
+                assert!(n <= data.len(), "a reader that does not end");
+            }
+        }
+    }
+}
+
+#[test]
+fn whole_tables() {
+    let seeds = sample_table_bytes();
+    let dir = scratch_dir();
+    let path = dir.path().join("000009.sst");
+    let mut rng = Rng(6);
+    for _ in 0..cases(5_000, 200_000) {
+        let bytes = mutant(&mut rng, &seeds);
+        std::fs::write(&path, &bytes).unwrap();
+        if let Ok(t) = Table::open(&path, TableOpenOptions::default()) {
+            let _ = t.verify_all();
+            let _ = t.get(b"key000017", key_hash(b"key000017"));
+            let mut n = 0;
+            for e in t.iter() {
+                n += 1;
+                if e.is_err() || n > bytes.len() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn sample_table_bytes() -> Vec<Vec<u8>> {
+    let dir = scratch_dir();
+    let mut out = Vec::new();
+    for (i, (n, filter)) in [
+        (30, Some(FilterPolicy::blocked512(10.0))),
+        (200, Some(FilterPolicy::bloom(8.0))),
+        (5, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = dir.path().join(format!("{i:06}.sst"));
+        let file = std::fs::File::create(&path).unwrap();
+        let mut b = TableBuilder::new(
+            file,
+            &path,
+            TableBuilderOptions {
+                block_size: 256,
+                filter,
+                key_format: KeyFormat::Plain,
+                ..TableBuilderOptions::default()
+            },
+        );
+        for (j, k) in keys(n).iter().enumerate() {
+            b.add(k, format!("value{j}").as_bytes()).unwrap();
+        }
+        b.finish().unwrap();
+        out.push(std::fs::read(&path).unwrap());
+    }
+    out
+}
+
+fn manifest_edits() -> Vec<Vec<u8>> {
+    // The edits of a real store's manifest, read back through its log.
+    let dir = scratch_dir();
+    let opts = bloomlsm::Options {
+        write_buffer_size: 4096,
+        target_file_size: 4096,
+        ..bloomlsm::Options::default()
+    };
+    let db = bloomlsm::Db::open(dir.path(), opts).unwrap();
+    for (i, k) in keys(400).iter().enumerate() {
+        db.put(k, format!("value{i:050}")).unwrap();
+    }
+    db.compact().unwrap();
+    db.close().unwrap();
+    let manifest = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("MANIFEST-")
+        })
+        .unwrap();
+    let mut r = LogReader::open(Path::new(&manifest), false).unwrap();
+    let mut edits = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        edits.push(rec);
+    }
+    assert!(edits.len() >= 3, "{} edits", edits.len());
+    edits
+}
