@@ -168,6 +168,12 @@ pub struct Options {
     /// operating system's ([`crate::fs::RealFs`]); tests put a fault-injecting
     /// one here.
     pub fs: Arc<dyn FileSystem>,
+    /// When the store records a design (its `OPTIONS` file: the filters,
+    /// block size, checksum, file and level sizes above), open it with that
+    /// design instead of these fields'. `false`: these fields replace the
+    /// stored design, and the change is logged in `OPTIONS`. A new store
+    /// records these fields either way. Default true.
+    pub use_stored_design: bool,
 }
 
 impl Default for Options {
@@ -192,6 +198,7 @@ impl Default for Options {
             background_compaction: true,
             dynamic_level_bytes: false,
             fs: RealFs::shared(),
+            use_stored_design: true,
         }
     }
 }

@@ -95,7 +95,11 @@ fn fixed_store_reopened_with_dynamic_sizes_drains_down() {
         assert!(full.len() >= 2, "{full:?}");
         db.close().unwrap();
     }
-    let opts = options(true);
+    // The store recorded fixed sizes; these options replace that design.
+    let opts = Options {
+        use_stored_design: false,
+        ..options(true)
+    };
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     // Data above the base the last level calls for makes L0 compact into the
     // first level holding data, never past it.

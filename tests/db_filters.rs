@@ -93,7 +93,12 @@ fn filter_options_changed_across_reopen() {
         db.close().unwrap();
     }
     {
-        let db = Db::open(dir.path(), options(bloom)).unwrap();
+        // The store recorded blocked512; these options replace that design.
+        let opts = Options {
+            use_stored_design: false,
+            ..options(bloom)
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
         check_model(&db, &model);
         write_some(&db, &mut model, &mut rng, 600, "b");
         db.flush().unwrap();
@@ -115,7 +120,11 @@ fn filter_options_changed_across_reopen() {
         db.close().unwrap();
     }
     {
-        let db = Db::open(dir.path(), options(FilterOptions::none())).unwrap();
+        let opts = Options {
+            use_stored_design: false,
+            ..options(FilterOptions::none())
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
         write_some(&db, &mut model, &mut rng, 600, "c");
         db.flush().unwrap();
         assert_eq!(

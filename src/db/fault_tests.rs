@@ -252,7 +252,7 @@ fn points(total: u64, n: u64) -> Vec<u64> {
 #[test]
 fn one_fault_anywhere_loses_no_acknowledged_write() {
     let census = census(true);
-    let mut trials = 0;
+    let (mut trials, mut skipped) = (0, 0);
     for &(op, total) in &census {
         assert!(
             total > 0 || op == Op::Remove,
@@ -273,7 +273,18 @@ fn one_fault_anywhere_loses_no_acknowledged_write() {
                 sticky: false,
             });
             let r = run(dir.path(), &fs, true, true);
-            assert!(fs.tripped(), "{what}: the fault never fired");
+            if !fs.tripped() {
+                // Whether a close finds frozen memtables still unflushed
+                // (their logs are then replayed at the reopen) depends on the
+                // background thread's timing, so a run may read a little
+                // less than the census did: then there was no such operation.
+                assert!(
+                    !r.errored && fs.count(Some(op)) <= nth,
+                    "{what}: the fault never fired"
+                );
+                skipped += 1;
+                continue;
+            }
             // A removal that fails is only a leftover file; every other
             // fault reaches the caller.
             assert!(r.errored || matches!(op, Op::Remove), "{what}: no error");
@@ -293,8 +304,14 @@ fn one_fault_anywhere_loses_no_acknowledged_write() {
             trials += 1;
         }
     }
-    assert!(trials >= 60, "{trials} trials");
-    eprintln!("one fault: {trials} trials over the script's operations {census:?}");
+    assert!(
+        trials >= 60 && skipped * 20 <= trials,
+        "{trials} trials, {skipped} skipped"
+    );
+    eprintln!(
+        "one fault: {trials} trials ({skipped} past the end of their run) over the script's \
+         operations {census:?}"
+    );
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! CURRENT           names the live manifest, one line (current_file)
 //! CURRENT.tmp       CURRENT being replaced; a leftover after a crash (current_tmp_file)
 //! LOCK              held while a process has the store open (lock_file)
+//! OPTIONS           the design new files follow (options_file)
+//! OPTIONS.tmp       OPTIONS being replaced; a leftover after a crash
 //! ```
 //!
 //! `NNNNNN` is the file number in decimal, zero-padded to at least six digits.
@@ -35,6 +37,10 @@ pub enum FileKind {
     CurrentTmp,
     /// `LOCK` (number 0).
     Lock,
+    /// `OPTIONS`: the design of the store's files (number 0).
+    Options,
+    /// `OPTIONS.tmp`: `OPTIONS` being replaced; a leftover after a crash.
+    OptionsTmp,
 }
 
 /// `dir/NNNNNN.sst`.
@@ -67,6 +73,16 @@ pub fn current_tmp_file(dir: &Path) -> PathBuf {
     dir.join("CURRENT.tmp")
 }
 
+/// `dir/OPTIONS`.
+pub fn options_file(dir: &Path) -> PathBuf {
+    dir.join("OPTIONS")
+}
+
+/// `dir/OPTIONS.tmp`.
+pub fn options_tmp_file(dir: &Path) -> PathBuf {
+    dir.join("OPTIONS.tmp")
+}
+
 /// `dir/LOCK`.
 pub fn lock_file(dir: &Path) -> PathBuf {
     dir.join("LOCK")
@@ -89,6 +105,8 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         "CURRENT" => return Some((FileKind::Current, 0)),
         "CURRENT.tmp" => return Some((FileKind::CurrentTmp, 0)),
         "LOCK" => return Some((FileKind::Lock, 0)),
+        "OPTIONS" => return Some((FileKind::Options, 0)),
+        "OPTIONS.tmp" => return Some((FileKind::OptionsTmp, 0)),
         _ => {}
     }
     if let Some(d) = name.strip_prefix("MANIFEST-") {

@@ -11,6 +11,7 @@ pub mod iter;
 pub mod log;
 pub mod manifest;
 pub mod memtable;
+pub mod options_file;
 mod recovery;
 pub mod version;
 pub(crate) mod version_set;
@@ -138,14 +139,8 @@ impl Db {
     /// assert_eq!(db.get("apple")?, Some(bloomlsm::Bytes::from("red")));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        opts.validate()?;
-        if opts.max_levels > manifest::NUM_LEVELS {
-            return Err(Error::invalid(format!(
-                "max_levels must be at most {}",
-                manifest::NUM_LEVELS
-            )));
-        }
+    pub fn open(path: impl AsRef<Path>, mut opts: Options) -> Result<Db> {
+        check_options(&opts)?;
         let dir = path.as_ref().to_path_buf();
         let fs = opts.fs.clone();
         if fs.list_dir(&dir).is_err() {
@@ -161,10 +156,14 @@ impl Db {
             Ok(None) => return Err(Error::Locked(dir)),
             Err(e) => return Err(Error::io(format!("lock {}", lock_path.display()), e)),
         };
+        let design = options_file::settle(fs.as_ref(), &dir, &mut opts)?;
+        check_options(&opts)?;
+        let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
         let cache = (opts.block_cache_capacity > 0)
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
 
         let rec = recovery::recover(&dir, &opts, cache.clone())?;
+        design.record(fs.as_ref(), &dir, &opts, new_store)?;
         Db::start(dir, opts, cache, Some(lock), rec)
     }
 
@@ -185,9 +184,10 @@ impl Db {
     /// assert!(matches!(reader.put("k", "w"), Err(bloomlsm::Error::ReadOnly)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        opts.validate()?;
+    pub fn open_read_only(path: impl AsRef<Path>, mut opts: Options) -> Result<Db> {
         let dir = path.as_ref().to_path_buf();
+        options_file::settle(opts.fs.clone().as_ref(), &dir, &mut opts)?;
+        check_options(&opts)?;
         let cache = (opts.block_cache_capacity > 0)
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
         let rec = recovery::recover_read_only(&dir, &opts, cache.clone())?;
@@ -569,6 +569,27 @@ impl Db {
         Ok(())
     }
 
+    /// The options in force: those given to [`Db::open`], with the design the
+    /// store records in place of theirs unless
+    /// [`Options::use_stored_design`] was false.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use bloomlsm::{Db, FilterOptions, FilterPolicy, Options};
+    /// let bloom = Options {
+    ///     filters: FilterOptions::uniform(Some(FilterPolicy::bloom(12.0))),
+    ///     ..Options::default()
+    /// };
+    /// Db::open(dir.path(), bloom)?.close()?;
+    /// // Reopened with the defaults, the store keeps the design it recorded.
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// assert_eq!(db.options().filters.policy, Some(FilterPolicy::bloom(12.0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
     /// The store's directory.
     ///
     /// ```
@@ -630,6 +651,17 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
+}
+
+fn check_options(opts: &Options) -> Result<()> {
+    opts.validate()?;
+    if opts.max_levels > manifest::NUM_LEVELS {
+        return Err(Error::invalid(format!(
+            "max_levels must be at most {}",
+            manifest::NUM_LEVELS
+        )));
+    }
+    Ok(())
 }
 
 fn check_key(key: &[u8]) -> Result<()> {

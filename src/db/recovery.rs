@@ -427,8 +427,8 @@ fn delete_obsolete(
             FileKind::Table => !live.contains(&n),
             FileKind::Log => n < vs.log_number(),
             FileKind::Manifest => n != manifest_number,
-            FileKind::CurrentTmp => true,
-            FileKind::Current | FileKind::Lock => false,
+            FileKind::CurrentTmp | FileKind::OptionsTmp => true,
+            FileKind::Current | FileKind::Lock | FileKind::Options => false,
         };
         if stale {
             let _ = fs.remove_file(&path);

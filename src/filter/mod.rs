@@ -13,11 +13,13 @@
 pub mod blocked;
 pub mod bloom;
 pub mod math;
+mod spec;
 
 use std::fmt;
 
 pub use blocked::Blocked512Filter;
 pub use bloom::BloomFilter;
+pub use spec::{filter_spec, parse_filter_spec};
 
 /// The hash every filter is built from and probed with: XXH3-64 (seed 0) of the
 /// user key. The store computes it once per lookup and reuses it for every file.
@@ -65,6 +67,9 @@ pub enum FilterKind {
 }
 
 impl FilterKind {
+    /// Every family this build knows.
+    pub const ALL: [FilterKind; 2] = [FilterKind::Blocked512, FilterKind::Bloom];
+
     /// The stable name written to disk (metaindex key `filter.<name>` and the
     /// properties block).
     pub fn name(self) -> &'static str {

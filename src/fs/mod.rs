@@ -1,7 +1,7 @@
 //! Every file operation of the store goes through one small trait,
 //! [`FileSystem`], so tests can fail any of them. [`RealFs`] — plain `std::fs`
 //! calls, one virtual call each — is the default ([`Options::fs`]); the
-//! fault-injecting implementation, [`fault::FaultFs`], is compiled for this
+//! fault-injecting implementation, `fault::FaultFs`, is compiled for this
 //! crate's tests and with the `fault-injection` feature.
 //!
 //! [`Options::fs`]: crate::Options::fs

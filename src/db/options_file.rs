@@ -1,0 +1,461 @@
+//! The `OPTIONS` file: the design of the files a store writes — the filter of
+//! each level, block size, checksum, file and level sizes — so that a store
+//! keeps its design across opens (RocksDB's `OPTIONS-NNNNNN`), and a history
+//! of every change to it.
+//!
+//! A text file, one `key = value` per line, `#` lines are comments, ending in
+//! a checksum line (docs/format.md §15):
+//!
+//! ```text
+//! # bloomlsm OPTIONS: the design of the files this store writes
+//! version = 1
+//! filter = blocked512:10:6
+//! filter.level.3 = none
+//! filter.skip_last_level = false
+//! filter.monkey_avg_bits_per_key = none
+//! block_size = 4096
+//! checksum = crc32
+//! target_file_size = 2097152
+//! level1_max_bytes = 10485760
+//! level_size_multiplier = 10
+//! max_levels = 7
+//! dynamic_level_bytes = false
+//! history = 1795335304 created
+//! crc32 = 5d0c4e1a
+//! ```
+//!
+//! It is replaced atomically: `OPTIONS.tmp` is written and fsynced, renamed
+//! over `OPTIONS`, and the directory fsynced.
+
+use std::path::Path;
+
+use crate::db::filename::{options_file, options_tmp_file, sync_dir_in};
+use crate::error::{Error, Result};
+use crate::filter::{filter_spec, parse_filter_spec};
+use crate::fs::FileSystem;
+use crate::options::{ChecksumType, FilterOptions, Options};
+
+/// The format version written.
+pub const VERSION: u32 = 1;
+
+/// History lines kept (the oldest are dropped).
+const MAX_HISTORY: usize = 100;
+
+/// The options that shape a store's files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Design {
+    /// [`Options::filters`].
+    pub filters: FilterOptions,
+    /// [`Options::block_size`].
+    pub block_size: usize,
+    /// [`Options::checksum`].
+    pub checksum: ChecksumType,
+    /// [`Options::target_file_size`].
+    pub target_file_size: u64,
+    /// [`Options::level1_max_bytes`].
+    pub level1_max_bytes: u64,
+    /// [`Options::level_size_multiplier`].
+    pub level_size_multiplier: u64,
+    /// [`Options::max_levels`].
+    pub max_levels: usize,
+    /// [`Options::dynamic_level_bytes`].
+    pub dynamic_level_bytes: bool,
+}
+
+impl Design {
+    /// The design part of `opts`.
+    pub fn of(opts: &Options) -> Design {
+        Design {
+            filters: opts.filters.clone(),
+            block_size: opts.block_size,
+            checksum: opts.checksum,
+            target_file_size: opts.target_file_size,
+            level1_max_bytes: opts.level1_max_bytes,
+            level_size_multiplier: opts.level_size_multiplier,
+            max_levels: opts.max_levels,
+            dynamic_level_bytes: opts.dynamic_level_bytes,
+        }
+    }
+
+    /// Sets the design part of `opts` to this.
+    pub fn apply(&self, opts: &mut Options) {
+        opts.filters = self.filters.clone();
+        opts.block_size = self.block_size;
+        opts.checksum = self.checksum;
+        opts.target_file_size = self.target_file_size;
+        opts.level1_max_bytes = self.level1_max_bytes;
+        opts.level_size_multiplier = self.level_size_multiplier;
+        opts.max_levels = self.max_levels;
+        opts.dynamic_level_bytes = self.dynamic_level_bytes;
+    }
+
+    /// `(key, value)` lines, in file order.
+    fn lines(&self) -> Vec<(String, String)> {
+        let f = &self.filters;
+        let mut v = vec![("filter".to_string(), filter_spec(f.policy.as_ref()))];
+        for (level, p) in &f.per_level {
+            v.push((format!("filter.level.{level}"), filter_spec(p.as_ref())));
+        }
+        v.push((
+            "filter.skip_last_level".into(),
+            f.skip_last_level.to_string(),
+        ));
+        v.push((
+            "filter.monkey_avg_bits_per_key".into(),
+            f.monkey_avg_bits_per_key
+                .map_or("none".to_string(), |b| b.to_string()),
+        ));
+        v.push(("block_size".into(), self.block_size.to_string()));
+        v.push(("checksum".into(), self.checksum.name().to_string()));
+        v.push(("target_file_size".into(), self.target_file_size.to_string()));
+        v.push(("level1_max_bytes".into(), self.level1_max_bytes.to_string()));
+        v.push((
+            "level_size_multiplier".into(),
+            self.level_size_multiplier.to_string(),
+        ));
+        v.push(("max_levels".into(), self.max_levels.to_string()));
+        v.push((
+            "dynamic_level_bytes".into(),
+            self.dynamic_level_bytes.to_string(),
+        ));
+        v
+    }
+
+    /// What differs from `self` to `to`, one `key: old -> new` per setting.
+    pub fn changes(&self, to: &Design) -> Vec<String> {
+        let (a, b) = (self.lines(), to.lines());
+        let mut out = Vec::new();
+        for (k, v) in &b {
+            match a.iter().find(|(ka, _)| ka == k) {
+                Some((_, va)) if va == v => {}
+                Some((_, va)) => out.push(format!("{k}: {va} -> {v}")),
+                None => out.push(format!("{k}: (unset) -> {v}")),
+            }
+        }
+        for (k, v) in &a {
+            if !b.iter().any(|(kb, _)| kb == k) {
+                out.push(format!("{k}: {v} -> (unset)"));
+            }
+        }
+        out
+    }
+}
+
+/// An `OPTIONS` file's contents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptionsFile {
+    /// The design new files follow.
+    pub design: Design,
+    /// Changes to the design, oldest first: `<unix seconds> <what>`.
+    pub history: Vec<String>,
+}
+
+impl OptionsFile {
+    /// The file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut s = String::from("# bloomlsm OPTIONS: the design of the files this store writes\n");
+        s.push_str(&format!("version = {VERSION}\n"));
+        for (k, v) in self.design.lines() {
+            s.push_str(&format!("{k} = {v}\n"));
+        }
+        let skip = self.history.len().saturating_sub(MAX_HISTORY);
+        for h in &self.history[skip..] {
+            s.push_str(&format!("history = {}\n", h.replace('\n', " ")));
+        }
+        let crc = crc32fast::hash(s.as_bytes());
+        s.push_str(&format!("crc32 = {crc:08x}\n"));
+        s.into_bytes()
+    }
+
+    /// Parses and checks a file read from `path` (for error reports). Any
+    /// damage, unknown key or value out of range is [`Error::Corruption`]
+    /// with the offset of the line at fault.
+    pub fn decode(bytes: &[u8], path: &Path) -> Result<OptionsFile> {
+        let bad = |at: usize, what: String| Error::corruption(path, at as u64, what);
+        let body_end = bytes
+            .strip_suffix(b"\n")
+            .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
+            .map(|i| i + 1)
+            .ok_or_else(|| bad(0, "OPTIONS does not end in a checksum line".into()))?;
+        let (body, last) = bytes.split_at(body_end);
+        if !last.starts_with(b"crc32 = ") {
+            return Err(bad(
+                body_end,
+                "the last line is not `crc32 = <8 hex digits>`".into(),
+            ));
+        }
+        let want = format!("crc32 = {:08x}\n", crc32fast::hash(body));
+        if last != want.as_bytes() {
+            return Err(bad(body_end, "checksum mismatch".into()));
+        }
+        let text = std::str::from_utf8(body).map_err(|_| bad(0, "not UTF-8".into()))?;
+
+        let mut opts = Options::default();
+        opts.filters.per_level.clear();
+        let mut seen: Vec<String> = Vec::new();
+        let mut history = Vec::new();
+        let mut version = None;
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            let here = at;
+            at += line.len();
+            let line = line.trim_end_matches('\n');
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let err = |what: String| bad(here, what);
+            let (k, v) = line
+                .split_once(" = ")
+                .ok_or_else(|| err(format!("not `key = value`: {line:?}")))?;
+            if k == "history" {
+                history.push(v.to_string());
+                continue;
+            }
+            if seen.iter().any(|s| s == k) {
+                return Err(err(format!("{k} is set twice")));
+            }
+            seen.push(k.to_string());
+            let num = |v: &str| -> Result<u64> {
+                v.parse()
+                    .map_err(|_| err(format!("{k}: {v:?} is not a whole number")))
+            };
+            let flag = |v: &str| -> Result<bool> {
+                v.parse()
+                    .map_err(|_| err(format!("{k}: {v:?} is not true or false")))
+            };
+            let f = &mut opts.filters;
+            match k {
+                "version" => version = Some(num(v)?),
+                "filter" => f.policy = parse_filter_spec(v).map_err(&err)?,
+                "filter.skip_last_level" => f.skip_last_level = flag(v)?,
+                "filter.monkey_avg_bits_per_key" => {
+                    f.monkey_avg_bits_per_key = match v {
+                        "none" => None,
+                        _ => Some(
+                            v.parse::<f64>()
+                                .ok()
+                                .filter(|b| b.is_finite() && *b > 0.0)
+                                .ok_or_else(|| err(format!("{k}: {v:?} is not bits per key")))?,
+                        ),
+                    }
+                }
+                "block_size" => opts.block_size = num(v)? as usize,
+                "checksum" => {
+                    opts.checksum = [ChecksumType::Crc32, ChecksumType::Xxh3]
+                        .into_iter()
+                        .find(|c| c.name() == v)
+                        .ok_or_else(|| err(format!("unknown checksum {v:?}")))?
+                }
+                "target_file_size" => opts.target_file_size = num(v)?,
+                "level1_max_bytes" => opts.level1_max_bytes = num(v)?,
+                "level_size_multiplier" => opts.level_size_multiplier = num(v)?,
+                "max_levels" => opts.max_levels = num(v)? as usize,
+                "dynamic_level_bytes" => opts.dynamic_level_bytes = flag(v)?,
+                _ => match k.strip_prefix("filter.level.").map(str::parse::<usize>) {
+                    Some(Ok(level)) if level < 64 => f
+                        .per_level
+                        .push((level, parse_filter_spec(v).map_err(&err)?)),
+                    _ => return Err(err(format!("unknown setting {k:?}"))),
+                },
+            }
+        }
+        match version {
+            Some(v) if v == u64::from(VERSION) => {}
+            Some(v) => {
+                return Err(bad(
+                    0,
+                    format!("OPTIONS version {v}; this build reads {VERSION}"),
+                ));
+            }
+            None => return Err(bad(0, "OPTIONS has no version".into())),
+        }
+        for k in [
+            "filter",
+            "block_size",
+            "checksum",
+            "target_file_size",
+            "level1_max_bytes",
+            "level_size_multiplier",
+            "max_levels",
+        ] {
+            if !seen.iter().any(|s| s == k) {
+                return Err(bad(0, format!("OPTIONS does not set {k}")));
+            }
+        }
+        opts.validate()
+            .map_err(|e| bad(0, format!("OPTIONS holds a design no store can use: {e}")))?;
+        Ok(OptionsFile {
+            design: Design::of(&opts),
+            history,
+        })
+    }
+}
+
+/// Reads `dir/OPTIONS`; `None` if there is none.
+pub fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Option<OptionsFile>> {
+    let path = options_file(dir);
+    match crate::fs::read_all(fs, &path) {
+        Ok(bytes) => OptionsFile::decode(&bytes, &path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("read {}", path.display()), e)),
+    }
+}
+
+/// Replaces `dir/OPTIONS` by `file`, atomically and durably.
+pub fn write(fs: &dyn FileSystem, dir: &Path, file: &OptionsFile) -> Result<()> {
+    let tmp = options_tmp_file(dir);
+    let ctx = |what: &str, p: &Path| format!("{what} {}", p.display());
+    let mut f = fs
+        .create_truncate(&tmp)
+        .map_err(|e| Error::io(ctx("create", &tmp), e))?;
+    f.write_all(&file.encode())
+        .map_err(|e| Error::io(ctx("write", &tmp), e))?;
+    f.sync_data()
+        .map_err(|e| Error::io(ctx("fsync", &tmp), e))?;
+    drop(f);
+    let path = options_file(dir);
+    fs.rename(&tmp, &path)
+        .map_err(|e| Error::io(ctx("rename onto", &path), e))?;
+    sync_dir_in(fs, dir)
+}
+
+/// What `Db::open` does with the design: uses the stored one when the store
+/// has one and `opts.use_stored_design`, and records the design in force
+/// (with a history line) when it differs from the stored one.
+pub(crate) fn settle(fs: &dyn FileSystem, dir: &Path, opts: &mut Options) -> Result<Pending> {
+    let stored = read(fs, dir)?;
+    if let (Some(f), true) = (&stored, opts.use_stored_design) {
+        f.design.apply(opts);
+    }
+    Ok(Pending { stored })
+}
+
+/// The stored file, to compare with the design in force once the store is
+/// open.
+pub(crate) struct Pending {
+    stored: Option<OptionsFile>,
+}
+
+impl Pending {
+    /// Records `opts`'s design if it is not what the file says. `new_store`:
+    /// the store was created by this open.
+    pub(crate) fn record(
+        self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        opts: &Options,
+        new_store: bool,
+    ) -> Result<()> {
+        let design = Design::of(opts);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let file = match self.stored {
+            Some(f) if f.design == design => return Ok(()),
+            Some(mut f) => {
+                let changes = f.design.changes(&design).join("; ");
+                f.history
+                    .push(format!("{now} changed by the caller: {changes}"));
+                f.design = design;
+                f
+            }
+            None => OptionsFile {
+                design,
+                history: vec![format!(
+                    "{now} {}",
+                    if new_store {
+                        "created"
+                    } else {
+                        "recorded (the store had no OPTIONS)"
+                    }
+                )],
+            },
+        };
+        write(fs, dir, &file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::{FilterKind, FilterPolicy};
+
+    fn sample() -> OptionsFile {
+        let mut opts = Options {
+            filters: FilterOptions::monkey(FilterKind::Bloom, 9.5),
+            block_size: 8192,
+            checksum: ChecksumType::Xxh3,
+            dynamic_level_bytes: true,
+            ..Options::default()
+        };
+        opts.filters.per_level.push((3, None));
+        opts.filters
+            .per_level
+            .push((1, Some(FilterPolicy::blocked512(12.25))));
+        OptionsFile {
+            design: Design::of(&opts),
+            history: vec!["1 created".into(), "2 changed: x".into()],
+        }
+    }
+
+    #[test]
+    fn round_trip_and_changes() {
+        let f = sample();
+        let bytes = f.encode();
+        let back = OptionsFile::decode(&bytes, Path::new("OPTIONS")).unwrap();
+        assert_eq!(back, f);
+        let d = Design::of(&Options::default());
+        let ch = d.changes(&f.design);
+        assert!(ch.iter().any(|c| c == "block_size: 4096 -> 8192"), "{ch:?}");
+        assert!(
+            ch.iter()
+                .any(|c| c.starts_with("filter.level.3: (unset) -> none")),
+            "{ch:?}"
+        );
+        assert!(d.changes(&d).is_empty());
+    }
+
+    #[test]
+    fn every_damage_is_corruption() {
+        let bytes = sample().encode();
+        for i in 0..bytes.len() {
+            for bit in [0x01u8, 0x20, 0x80] {
+                let mut b = bytes.clone();
+                b[i] ^= bit;
+                let e = OptionsFile::decode(&b, Path::new("OPTIONS")).unwrap_err();
+                assert!(e.is_corruption(), "flip at {i}: {e}");
+            }
+        }
+        for cut in 0..bytes.len() {
+            let e = OptionsFile::decode(&bytes[..cut], Path::new("OPTIONS")).unwrap_err();
+            assert!(e.is_corruption(), "cut at {cut}: {e}");
+        }
+    }
+
+    #[test]
+    fn well_checksummed_nonsense_is_corruption() {
+        let body = |text: &str| {
+            let mut s = text.to_string();
+            let crc = crc32fast::hash(s.as_bytes());
+            s.push_str(&format!("crc32 = {crc:08x}\n"));
+            s.into_bytes()
+        };
+        let good = String::from_utf8(sample().encode()).unwrap();
+        let good_body = &good[..good.rfind("crc32 = ").unwrap()];
+        for bad in [
+            good_body.replace("block_size = 8192", "block_size = 10"),
+            good_body.replace("version = 1", "version = 2"),
+            good_body.replace("version = 1\n", ""),
+            good_body.replace("checksum = xxh3", "checksum = md5"),
+            good_body.replace("max_levels = 7", "max_levels = 7\nmax_levels = 7"),
+            good_body.replace("filter = bloom", "filter = bogus"),
+            format!("{good_body}colour = blue\n"),
+            format!("{good_body}no equals sign\n"),
+            good_body.replace("block_size = 8192\n", ""),
+        ] {
+            let e = OptionsFile::decode(&body(&bad), Path::new("OPTIONS")).unwrap_err();
+            assert!(e.is_corruption(), "{e}");
+        }
+        OptionsFile::decode(&body(good_body), Path::new("OPTIONS")).unwrap();
+    }
+}

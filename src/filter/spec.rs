@@ -1,0 +1,143 @@
+//! Filter specs: the short text form of a policy, as the command line takes
+//! it and the store's OPTIONS file records it.
+//!
+//! ```text
+//! none                no filter
+//! KIND:BITS           KIND at BITS bits/key (fractional), the model's best k
+//! KIND:BITS:K         ... with K probes
+//! fpr:F               blocked512 sized for a modelled FPR of F (0 < F < 1)
+//! KIND:fpr:F          KIND sized for F
+//! ```
+//!
+//! `KIND` is a family's stable name ([`FilterKind::name`]): `blocked512`,
+//! `bloom`, …
+
+use super::{FilterKind, FilterPolicy, MAX_BITS_PER_KEY, MAX_PROBES, MIN_BITS_PER_KEY};
+
+/// Parses a spec (module docs); `Ok(None)` is `none`. Out-of-range numbers are
+/// errors, not clamped: a spec is user input.
+pub fn parse_filter_spec(spec: &str) -> Result<Option<FilterPolicy>, String> {
+    let spec = spec.trim();
+    if spec == "none" {
+        return Ok(None);
+    }
+    let parts: Vec<&str> = spec.split(':').collect();
+    let kind_of = |name: &str| {
+        FilterKind::from_name(name).ok_or_else(|| {
+            format!(
+                "unknown filter kind {name:?} in {spec:?} (known: {})",
+                FilterKind::ALL.map(FilterKind::name).join(", ")
+            )
+        })
+    };
+    let fpr_of = |s: &str| -> Result<f64, String> {
+        match s.parse::<f64>() {
+            Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
+            _ => Err(format!(
+                "the FPR in {spec:?} must be a number between 0 and 1"
+            )),
+        }
+    };
+    let policy = match parts.as_slice() {
+        ["fpr", f] => FilterPolicy::for_fpr(FilterKind::Blocked512, fpr_of(f)?),
+        [kind, "fpr", f] => FilterPolicy::for_fpr(kind_of(kind)?, fpr_of(f)?),
+        [kind, bits] | [kind, bits, _] => {
+            let kind = kind_of(kind)?;
+            let bits: f64 = bits
+                .parse()
+                .ok()
+                .filter(|b| (MIN_BITS_PER_KEY..=MAX_BITS_PER_KEY).contains(b))
+                .ok_or_else(|| {
+                    format!(
+                        "bits per key in {spec:?} must be a number in \
+                         {MIN_BITS_PER_KEY}..={MAX_BITS_PER_KEY}"
+                    )
+                })?;
+            let p = FilterPolicy::new(kind, bits);
+            match parts.get(2) {
+                None => p,
+                Some(k) => {
+                    let k: u32 = k
+                        .parse()
+                        .ok()
+                        .filter(|k| (1..=MAX_PROBES).contains(k))
+                        .ok_or_else(|| {
+                            format!("probes in {spec:?} must be a whole number in 1..={MAX_PROBES}")
+                        })?;
+                    p.with_probes(k)
+                }
+            }
+        }
+        _ => {
+            return Err(format!(
+                "bad filter spec {spec:?}: want none, KIND:BITS, KIND:BITS:K, fpr:F or KIND:fpr:F"
+            ));
+        }
+    };
+    Ok(Some(policy))
+}
+
+/// The spec that parses back to exactly `policy`: `KIND:BITS:K` (bits in the
+/// shortest form that round-trips), or `none`.
+pub fn filter_spec(policy: Option<&FilterPolicy>) -> String {
+    match policy {
+        None => "none".to_string(),
+        Some(p) => format!("{}:{}:{}", p.name(), p.bits_per_key(), p.num_probes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_round_trip() {
+        let p = parse_filter_spec("blocked512:10").unwrap().unwrap();
+        assert_eq!(p, FilterPolicy::blocked512(10.0));
+        let p = parse_filter_spec("bloom:12.5:7").unwrap().unwrap();
+        assert_eq!(p, FilterPolicy::bloom(12.5).with_probes(7));
+        assert_eq!(parse_filter_spec("none").unwrap(), None);
+        assert_eq!(
+            parse_filter_spec("fpr:0.01").unwrap().unwrap(),
+            FilterPolicy::for_fpr(FilterKind::Blocked512, 0.01)
+        );
+        assert_eq!(
+            parse_filter_spec("bloom:fpr:0.001").unwrap().unwrap(),
+            FilterPolicy::for_fpr(FilterKind::Bloom, 0.001)
+        );
+        for p in [
+            FilterPolicy::blocked512(9.123_456_789),
+            FilterPolicy::bloom(3.0).with_probes(30),
+            FilterPolicy::for_fpr(FilterKind::Blocked512, 0.003),
+        ] {
+            let s = filter_spec(Some(&p));
+            assert_eq!(parse_filter_spec(&s).unwrap(), Some(p), "{s}");
+        }
+        assert_eq!(filter_spec(None), "none");
+    }
+
+    #[test]
+    fn bad_specs_are_errors() {
+        for bad in [
+            "",
+            "blocked512",
+            "blocked:10",
+            "blocked512:abc",
+            "blocked512:0",
+            "blocked512:0.4",
+            "blocked512:101",
+            "blocked512:nan",
+            "blocked512:inf",
+            "blocked512:10:0",
+            "blocked512:10:31",
+            "blocked512:10:6:1",
+            "fpr:0",
+            "fpr:1",
+            "fpr:-0.1",
+            "bloom:fpr:x",
+            "none:10",
+        ] {
+            assert!(parse_filter_spec(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}
