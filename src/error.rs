@@ -38,6 +38,9 @@ pub enum Error {
     Poisoned(String),
     /// The store was closed.
     Closed,
+    /// The store was opened with [`crate::Db::open_read_only`]: writes,
+    /// flushes and compactions are refused.
+    ReadOnly,
 }
 
 impl Error {
@@ -88,6 +91,7 @@ impl fmt::Display for Error {
             ),
             Error::Poisoned(what) => write!(f, "store refuses writes after a fatal error: {what}"),
             Error::Closed => write!(f, "store is closed"),
+            Error::ReadOnly => write!(f, "store is open read-only"),
         }
     }
 }

@@ -71,7 +71,8 @@ struct SuperVersion {
 struct Inner {
     dir: PathBuf,
     opts: Options,
-    _lock: Box<dyn FileLock>,
+    /// `None` when open read-only.
+    _lock: Option<Box<dyn FileLock>>,
     cache: Option<Arc<BlockCache>>,
     /// Serializes writers; holds the WAL.
     writer: Mutex<Writer>,
@@ -95,8 +96,23 @@ struct Inner {
     closed: AtomicBool,
 }
 
+/// What recovery hands to [`Db::start`].
+struct Opened {
+    dir: PathBuf,
+    opts: Options,
+    cache: Option<Arc<BlockCache>>,
+    lock: Option<Box<dyn FileLock>>,
+    wal: Option<Wal>,
+    mem: MemTable,
+    vs: VersionSet,
+    last_sequence: u64,
+    wal_tail_dropped: u64,
+    wal_salvaged: u64,
+}
+
 struct Writer {
-    wal: Wal,
+    /// `None` when open read-only.
+    wal: Option<Wal>,
     mem: Arc<MemTable>,
 }
 
@@ -163,21 +179,80 @@ impl Db {
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
 
         let rec = recovery::recover(&dir, &opts, cache.clone())?;
-        let last_seq = rec.last_sequence;
-        let wal_number = rec.wal.number();
-        let mem = Arc::new(MemTable::new());
-        let version = rec.vs.current().clone();
-        let levels = opts.max_levels;
+        Db::start(
+            Opened {
+                dir,
+                opts,
+                cache,
+                lock: Some(lock),
+                wal: Some(rec.wal),
+                mem: MemTable::new(),
+                vs: rec.vs,
+                last_sequence: rec.last_sequence,
+                wal_tail_dropped: rec.wal_tail_dropped,
+                wal_salvaged: rec.wal_salvaged,
+            },
+            true,
+        )
+    }
+
+    /// Opens the store in `path` for reading only: without the lock (a
+    /// writer may have the store open, and the directory may be read-only)
+    /// and without creating, writing, renaming or deleting any file. The
+    /// write-ahead logs are replayed into memory. Writes, flushes and
+    /// compactions fail with [`Error::ReadOnly`]; the view is the store as it
+    /// was when opened.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("k", "v")?;
+    /// // Beside the open writer:
+    /// let reader = bloomlsm::Db::open_read_only(dir.path(), bloomlsm::Options::default())?;
+    /// assert_eq!(reader.get("k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(matches!(reader.put("k", "w"), Err(bloomlsm::Error::ReadOnly)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let dir = path.as_ref().to_path_buf();
+        let cache = (opts.block_cache_capacity > 0)
+            .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+        let rec = recovery::recover_read_only(&dir, &opts, cache.clone())?;
+        Db::start(
+            Opened {
+                dir,
+                opts,
+                cache,
+                lock: None,
+                wal: None,
+                mem: rec.mem,
+                vs: rec.vs,
+                last_sequence: rec.last_sequence,
+                wal_tail_dropped: rec.wal_tail_dropped,
+                wal_salvaged: rec.wal_salvaged,
+            },
+            false,
+        )
+    }
+
+    /// Builds the handle around a recovered store; `writable` also starts
+    /// the background thread.
+    fn start(o: Opened, writable: bool) -> Result<Db> {
+        let mem = Arc::new(o.mem);
+        let version = o.vs.current().clone();
+        let levels = o.opts.max_levels;
+        let wal_number = o.wal.as_ref().map_or(0, Wal::number);
         let inner = Arc::new(Inner {
-            dir,
-            cache,
+            dir: o.dir,
+            cache: o.cache,
             writer: Mutex::new(Writer {
-                wal: rec.wal,
+                wal: o.wal,
                 mem: mem.clone(),
             }),
             state: Mutex::new(State {
                 imm: Vec::new(),
-                vs: rec.vs,
+                vs: o.vs,
                 wal_number,
                 bg_error: None,
                 shutting_down: false,
@@ -188,7 +263,7 @@ impl Db {
                 imm: Vec::new(),
                 version,
             })),
-            last_seq: AtomicU64::new(last_seq),
+            last_seq: AtomicU64::new(o.last_sequence),
             work: Mutex::new(()),
             gets: GetCounters::default(),
             retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
@@ -197,20 +272,26 @@ impl Db {
             bytes_compacted: AtomicU64::new(0),
             slowdowns: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
-            wal_tail_dropped: rec.wal_tail_dropped,
-            wal_salvaged: rec.wal_salvaged,
+            wal_tail_dropped: o.wal_tail_dropped,
+            wal_salvaged: o.wal_salvaged,
             closed: AtomicBool::new(false),
-            _lock: lock,
-            opts,
+            _lock: o.lock,
+            opts: o.opts,
         });
-        let bg_inner = inner.clone();
-        let bg = std::thread::Builder::new()
-            .name("bloomlsm-bg".into())
-            .spawn(move || bg_inner.background_loop())
-            .map_err(|e| Error::io("spawn background thread", e))?;
+        let bg = if writable {
+            let bg_inner = inner.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("bloomlsm-bg".into())
+                    .spawn(move || bg_inner.background_loop())
+                    .map_err(|e| Error::io("spawn background thread", e))?,
+            )
+        } else {
+            None
+        };
         let db = Db {
             inner,
-            bg: Mutex::new(Some(bg)),
+            bg: Mutex::new(bg),
         };
         // Work may already be due (e.g. many L0 files at open).
         db.inner.cv.notify_all();
@@ -289,13 +370,19 @@ impl Db {
         if inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
         if let Err(e) = inner.make_room(&mut w) {
             inner.poison("making room for a write", &e);
             return Err(e);
         }
         let first = inner.last_seq.load(Ordering::Acquire) + 1;
         batch.set_sequence(first);
-        if let Err(e) = w.wal.append_batch(&batch, inner.opts.sync_writes) {
+        let Some(wal) = w.wal.as_mut() else {
+            return Err(Error::ReadOnly);
+        };
+        if let Err(e) = wal.append_batch(&batch, inner.opts.sync_writes) {
             // The log may now hold a partial record; refuse further writes
             // rather than acknowledge anything after it.
             inner
@@ -558,7 +645,7 @@ impl Db {
             .writer
             .lock()
             .map_err(|_| Error::Poisoned("writer lock poisoned".into()))
-            .and_then(|mut w| w.wal.sync());
+            .and_then(|mut w| w.wal.as_mut().map_or(Ok(()), Wal::sync));
         if let Some(e) = inner.state().bg_error.clone() {
             return Err(Error::Poisoned(e));
         }
@@ -715,17 +802,22 @@ impl Inner {
     }
 
     fn switch_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
         let seq = self.last_seq.load(Ordering::Acquire);
         let number = st.vs.new_file_number(seq)?;
         let wal = Wal::create_in(self.fs(), &self.dir, number)?;
-        w.wal.sync()?;
+        if let Some(old) = w.wal.as_mut() {
+            old.sync()?;
+        }
         // Tracked once it exists: recovery refuses a store missing it.
         let edit = VersionEdit {
             new_logs: vec![number],
             ..VersionEdit::default()
         };
         st.vs.log_and_apply(edit, &[], seq)?;
-        w.wal = wal;
+        w.wal = Some(wal);
         let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
         st.imm.push((frozen, st.wal_number));
         st.wal_number = number;
@@ -876,6 +968,9 @@ impl Inner {
                 .writer
                 .lock()
                 .map_err(|_| Error::Poisoned("writer lock poisoned".into()))?;
+            if w.wal.is_none() {
+                return Err(Error::ReadOnly);
+            }
             if !w.mem.is_empty() {
                 let mut st = self.state();
                 if let Some(e) = &st.bg_error {

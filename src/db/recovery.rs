@@ -57,7 +57,7 @@ pub(crate) fn recover(
     let fs = opts.fs.as_ref();
     let state = match read_manifest(dir, opts)? {
         Some(state) => {
-            check_files(fs, dir, &state)?;
+            check_files(fs, dir, &state, true)?;
             state
         }
         None => RecoveredState::empty(),
@@ -101,6 +101,68 @@ pub(crate) fn recover(
         wal_tail_dropped: replay.tail_dropped,
         wal_salvaged: replay.salvaged,
     })
+}
+
+/// What a read-only open recovered: the state, its tables, and the logs'
+/// writes in memory.
+pub(crate) struct ReadOnly {
+    pub vs: VersionSet,
+    pub mem: MemTable,
+    pub last_sequence: u64,
+    pub wal_tail_dropped: u64,
+    pub wal_salvaged: u64,
+}
+
+/// Recovers the store in `dir` without creating, writing, renaming or
+/// deleting anything, and without the lock: the logs are replayed into
+/// memory only. A writer may be running: if a check fails while `CURRENT` or
+/// its manifest changed under it, the read starts over (up to 100 times).
+pub(crate) fn recover_read_only(
+    dir: &Path,
+    opts: &Options,
+    cache: Option<Arc<BlockCache>>,
+) -> Result<ReadOnly> {
+    let fs = opts.fs.as_ref();
+    let mark = || -> Option<(u64, u64)> {
+        let n = crate::db::manifest::read_current(fs, dir).ok()?;
+        Some((n, fs.file_len(&filename::manifest_file(dir, n)).ok()?))
+    };
+    let mut attempt = 0;
+    loop {
+        let before = mark();
+        let r = (|| {
+            let (state, _) = match Manifest::recover(fs, dir) {
+                Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound
+                        && fs.file_len(&filename::current_file(dir)).is_err() =>
+                {
+                    return Err(Error::invalid(format!(
+                        "{} holds no store (no CURRENT)",
+                        dir.display()
+                    )));
+                }
+                r => r?,
+            };
+            check_files(fs, dir, &state, false)?;
+            let version = open_tables(dir, opts, &state, cache.clone())?;
+            let replay = replay_logs(dir, opts, &state)?;
+            Ok(ReadOnly {
+                last_sequence: replay.last_sequence.max(state.last_sequence),
+                mem: replay.mem,
+                wal_tail_dropped: replay.tail_dropped,
+                wal_salvaged: replay.salvaged,
+                vs: VersionSet::read_only(state, version),
+            })
+        })();
+        attempt += 1;
+        match r {
+            // The writer moved on: read again, backing off a little.
+            Err(_) if attempt < 100 && before != mark() => {
+                std::thread::sleep(std::time::Duration::from_micros(100 * attempt.min(50)));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// The MANIFEST's state, or `None` for a directory that holds no store yet
@@ -153,10 +215,22 @@ fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<RecoveredState>> {
 }
 
 /// Refuses a directory whose files contradict the MANIFEST (module docs).
-fn check_files(fs: &dyn FileSystem, dir: &Path, state: &RecoveredState) -> Result<()> {
+/// `newer_files`: also refuse files numbered past the manifest's bound (not
+/// for a read-only open, which a live writer's new files may race).
+fn check_files(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    state: &RecoveredState,
+    newer_files: bool,
+) -> Result<()> {
     let manifest = filename::manifest_file(dir, crate::db::manifest::read_current(fs, dir)?);
     let next = state.next_file_number;
-    for (kind, n, path) in filename::list_store_files_in(fs, dir)? {
+    let files = if newer_files {
+        filename::list_store_files_in(fs, dir)?
+    } else {
+        Vec::new()
+    };
+    for (kind, n, path) in files {
         let newer = match kind {
             FileKind::Table | FileKind::Log => n >= next,
             // A manifest numbered exactly `next` is what an open that crashed
@@ -273,6 +347,23 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
         .map(|(_, n, _)| n)
         .collect();
     logs.sort_unstable();
+    // Checked again here, where the logs are listed: a read-only open may
+    // race a writer that flushed and deleted a log since its manifest read.
+    let required = state
+        .logs
+        .iter()
+        .copied()
+        .chain((state.log_number > 0).then_some(state.log_number));
+    for n in required {
+        if logs.binary_search(&n).is_err() {
+            return Err(Error::corruption(
+                filename::log_file(dir, n),
+                0,
+                "the manifest requires this write-ahead log (its writes are in no table); \
+                 it is missing",
+            ));
+        }
+    }
     let mut out = Replay {
         mem: MemTable::new(),
         last_sequence: 0,

@@ -144,7 +144,8 @@ impl Builder {
 
 /// The current version and everything that decides the next one.
 pub(crate) struct VersionSet {
-    manifest: Manifest,
+    /// `None` for a read-only store: every edit is refused.
+    manifest: Option<Manifest>,
     current: Arc<Version>,
     /// The state `current` was built from, as the MANIFEST describes it.
     state: RecoveredState,
@@ -164,7 +165,20 @@ impl VersionSet {
     pub(crate) fn new(manifest: Manifest, state: RecoveredState, version: Version) -> Self {
         let levels = version.levels.len();
         VersionSet {
-            manifest,
+            manifest: Some(manifest),
+            current: Arc::new(version),
+            next_file: state.next_file_number,
+            state,
+            pointers: vec![Vec::new(); levels],
+            failed: None,
+        }
+    }
+
+    /// A version set of a store opened read-only: it changes nothing.
+    pub(crate) fn read_only(state: RecoveredState, version: Version) -> Self {
+        let levels = version.levels.len();
+        VersionSet {
+            manifest: None,
             current: Arc::new(version),
             next_file: state.next_file_number,
             state,
@@ -213,6 +227,9 @@ impl VersionSet {
                 "an earlier MANIFEST append failed: {e}"
             )));
         }
+        let Some(manifest) = self.manifest.as_mut() else {
+            return Err(Error::ReadOnly);
+        };
         let bound = edit
             .next_file_number
             .unwrap_or(0)
@@ -224,7 +241,7 @@ impl VersionSet {
 
         let mut b = Builder::from_state(&self.state);
         b.apply(&edit).map_err(refused)?;
-        let state = b.finish(self.manifest.number()).map_err(refused)?;
+        let state = b.finish(manifest.number()).map_err(refused)?;
         let mut handles: HashMap<u64, &Arc<FileHandle>> = self
             .current
             .levels
@@ -251,7 +268,7 @@ impl VersionSet {
         v.sort();
         v.check_invariants().map_err(refused)?;
 
-        if let Err(e) = self.manifest.append(&edit) {
+        if let Err(e) = manifest.append(&edit) {
             self.failed = Some(e.to_string());
             return Err(e);
         }
@@ -317,7 +334,7 @@ mod tests {
         let m =
             Manifest::create(&crate::fs::RealFs, dir.path(), 1, &state.snapshot_edit()).unwrap();
         let mut vs = VersionSet::new(m, state, Version::empty(NUM_LEVELS));
-        let size = vs.manifest.size();
+        let size = vs.manifest.as_ref().unwrap().size();
         for bad in [
             VersionEdit {
                 deleted_files: vec![(2, 9)],
@@ -331,12 +348,16 @@ mod tests {
         ] {
             let e = vs.log_and_apply(bad, &[], 0).unwrap_err();
             assert!(e.to_string().contains("refused"), "{e}");
-            assert_eq!(vs.manifest.size(), size, "nothing appended");
+            assert_eq!(
+                vs.manifest.as_ref().unwrap().size(),
+                size,
+                "nothing appended"
+            );
         }
         // Numbers are reserved in the manifest before they are handed out.
         let n = vs.new_file_number(5).unwrap();
         assert_eq!(n, 3);
-        assert!(vs.manifest.size() > size);
+        assert!(vs.manifest.as_ref().unwrap().size() > size);
         drop(vs);
         let (st, _) = Manifest::recover(&crate::fs::RealFs, dir.path()).unwrap();
         assert_eq!(st.next_file_number, 3 + RESERVE);

@@ -1,0 +1,187 @@
+//! `Db::open_read_only`: no lock, no file created, written, renamed or
+//! deleted; the logs' writes visible from memory; every write refused; and it
+//! opens beside a running writer, however often the writer flushes and
+//! compacts.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use bloomlsm::fs::{FileLock, FileSystem, ReadableFile, RealFs, WritableFile};
+use bloomlsm::{Db, Error, Options};
+
+mod common;
+use common::scratch_dir;
+
+/// Reads through the real file system; every other operation fails, as on a
+/// directory the process may not write (the tests run as root, which file
+/// modes would not stop).
+#[derive(Debug)]
+struct NoWrites;
+
+fn refused() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        "read-only test file system",
+    )
+}
+
+impl FileSystem for NoWrites {
+    fn create_new(&self, _: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Err(refused())
+    }
+    fn create_truncate(&self, _: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Err(refused())
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        RealFs.open_read(path)
+    }
+    fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn remove_file(&self, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn sync_dir(&self, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        RealFs.list_dir(dir)
+    }
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        RealFs.file_len(path)
+    }
+    fn create_dir_all(&self, _: &Path) -> io::Result<()> {
+        Err(refused())
+    }
+    fn lock(&self, _: &Path) -> io::Result<Option<Box<dyn FileLock>>> {
+        Err(refused())
+    }
+}
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 8 << 10,
+        target_file_size: 4096,
+        level1_max_bytes: 16 << 10,
+        level_size_multiplier: 2,
+        block_size: 1024,
+        ..Options::default()
+    }
+}
+
+fn files(dir: &Path) -> BTreeMap<OsString, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
+fn key(i: u64) -> String {
+    format!("key{i:06}")
+}
+
+#[test]
+fn reads_everything_and_changes_nothing() {
+    let dir = scratch_dir();
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        for i in 0..3000 {
+            db.put(key(i), format!("value{i}")).unwrap();
+        }
+        db.compact().unwrap();
+        for i in 0..40 {
+            db.delete(key(i * 7)).unwrap(); // these stay in the WAL
+        }
+        db.put("wal-only", "yes").unwrap();
+        db.close().unwrap();
+    }
+    let before = files(dir.path());
+    let opts = Options {
+        fs: Arc::new(NoWrites),
+        ..options()
+    };
+    let db = Db::open_read_only(dir.path(), opts).unwrap();
+    assert_eq!(db.get("wal-only").unwrap().as_deref(), Some(&b"yes"[..]));
+    assert_eq!(db.get(key(7)).unwrap(), None);
+    assert_eq!(db.get(key(8)).unwrap().as_deref(), Some(&b"value8"[..]));
+    assert_eq!(db.scan(..).count(), 3000 - 40 + 1);
+    db.verify().unwrap();
+    assert!(db.stats().levels.iter().any(|l| l.files > 0));
+    for r in [
+        db.put("k", "v"),
+        db.delete("k"),
+        db.flush(),
+        db.compact(),
+        db.maintain(),
+    ] {
+        assert!(matches!(r, Err(Error::ReadOnly)), "{r:?}");
+    }
+    db.close().unwrap();
+    assert!(files(dir.path()) == before, "the directory changed");
+}
+
+#[test]
+fn refuses_a_directory_without_a_store() {
+    let dir = scratch_dir();
+    let e = Db::open_read_only(dir.path(), options()).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    let e = Db::open_read_only(dir.path().join("missing"), options()).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(files(dir.path()).is_empty(), "nothing created");
+}
+
+/// A writer puts, flushes and compacts without pause while readers open the
+/// store read-only again and again: each open succeeds and sees every write
+/// acknowledged before it began.
+#[test]
+fn opens_beside_a_busy_writer() {
+    const WRITES: u64 = 30_000;
+    let dir = scratch_dir();
+    let writer = Db::open(dir.path(), options()).unwrap();
+    let acked = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let mut opens = 0;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..WRITES {
+                if failed.load(Ordering::Acquire) {
+                    return;
+                }
+                writer.put(key(i), format!("value{i}")).unwrap();
+                acked.store(i + 1, Ordering::Release);
+                if i % 1000 == 999 {
+                    writer.compact().unwrap();
+                }
+            }
+        });
+        loop {
+            let seen = acked.load(Ordering::Acquire);
+            if seen == WRITES {
+                break;
+            }
+            let r = Db::open_read_only(dir.path(), options()).unwrap_or_else(|e| {
+                failed.store(true, Ordering::Release);
+                panic!("read-only open {opens} beside the writer: {e}")
+            });
+            for i in (0..seen).step_by(97).chain(seen.checked_sub(1)) {
+                let v = r.get(key(i)).unwrap();
+                if v.as_deref() != Some(format!("value{i}").as_bytes()) {
+                    failed.store(true, Ordering::Release);
+                    panic!("open {opens}: key {i} of {seen} acknowledged: {v:?}");
+                }
+            }
+            opens += 1;
+        }
+    });
+    let compactions = writer.stats().compactions;
+    writer.close().unwrap();
+    assert!(opens >= 20, "{opens} opens");
+    assert!(compactions >= 20, "{compactions} compactions");
+}
