@@ -499,20 +499,26 @@ fn put_reads_large_values_from_stdin_and_files() {
     assert!(!fresh.exists());
 }
 
-/// Every file of a store directory with its bytes.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+/// A file of a store: name, bytes, modification time.
+type FileState = (String, Vec<u8>, std::time::SystemTime);
+
+/// Every file of a store directory with its bytes and modification time,
+/// plus the directory's own modification time (changed by any file created,
+/// renamed or deleted in it).
+fn snapshot(dir: &Path) -> (Vec<FileState>, std::time::SystemTime) {
+    let mut files: Vec<FileState> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| {
             let p = e.unwrap().path();
             (
                 p.file_name().unwrap().to_string_lossy().into_owned(),
                 std::fs::read(&p).unwrap(),
+                std::fs::metadata(&p).unwrap().modified().unwrap(),
             )
         })
         .collect();
     files.sort();
-    files
+    (files, std::fs::metadata(dir).unwrap().modified().unwrap())
 }
 
 #[test]
@@ -787,4 +793,209 @@ fn usage_errors_suggest_and_completions_generate() {
         assert!(script.contains(marker), "{shell}: {script}");
         assert!(script.contains("filter-test"), "{shell}");
     }
+}
+
+/// A store with tables on two levels, a write-ahead log with records not yet
+/// in any table (so that a read replays it), and a deletion.
+fn store_with_wal(dir: &Path) -> std::path::PathBuf {
+    let store = dir.join("store");
+    let s = store.to_str().unwrap();
+    let input: String = (0..3000).map(|i| format!("k{i:05}\tv{i}\n")).collect();
+    assert!(
+        bloomlsm_stdin(&["db", "load", s, "-", "-q"], input.as_bytes())
+            .status
+            .success()
+    );
+    assert!(bloomlsm(&["db", "compact", s]).status.success());
+    assert!(
+        bloomlsm(&["db", "put", s, "wal-only", "fresh"])
+            .status
+            .success()
+    );
+    assert!(bloomlsm(&["db", "delete", s, "k00001"]).status.success());
+    store
+}
+
+/// The read commands: `(arguments, expected exit status)`.
+fn read_commands(store: &Path) -> Vec<(Vec<String>, i32)> {
+    let s = store.to_str().unwrap().to_string();
+    let mut tables: Vec<String> = std::fs::read_dir(store)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
+        .filter(|p| p.ends_with(".sst"))
+        .collect();
+    tables.sort();
+    assert!(!tables.is_empty());
+    let args = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut cmds = vec![
+        (args(&["db", "get", &s, "wal-only"]), 0),
+        (args(&["db", "get", &s, "k00002", "--json"]), 0),
+        (args(&["db", "get", &s, "k00001"]), 1),
+        (args(&["db", "scan", &s]), 0),
+        (args(&["db", "scan", &s, "--json", "--hex"]), 0),
+        (args(&["db", "stats", &s, "--probe", "500", "--files"]), 0),
+        (args(&["db", "stats", &s, "--json"]), 0),
+        (args(&["db", "verify", &s]), 0),
+        (args(&["db", "verify", &s, "--json"]), 0),
+    ];
+    for t in &tables {
+        cmds.push((args(&["sst", "dump", t, "--entries", "--blocks"]), 0));
+        cmds.push((args(&["sst", "dump", t, "--json"]), 0));
+        cmds.push((args(&["sst", "filter-test", t, "--probes", "2000"]), 0));
+    }
+    let mut verify = args(&["sst", "verify", "--json"]);
+    verify.extend(tables);
+    cmds.push((verify, 0));
+    cmds
+}
+
+/// Runs a read command and checks its exit status and what it saw.
+fn run_read(args: &[String], code: i32, as_user: Option<u32>) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+    cmd.args(args).stdin(Stdio::null());
+    if let Some(uid) = as_user {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(uid).gid(uid);
+    }
+    let o = cmd.output().expect("run bloomlsm");
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {o:?}");
+    let out = stdout(&o);
+    match args[..2].join(" ").as_str() {
+        "db get" if code == 0 && args[3] == "wal-only" => assert_eq!(out, "fresh\n"),
+        "db scan" => {
+            // 3,000 loaded, one deleted, one put after the compaction.
+            assert_eq!(out.lines().count(), 3000, "{args:?}");
+            assert!(out.contains("wal-only") || out.contains("77616c2d6f6e6c79"));
+        }
+        "db verify" => assert!(out.contains("OK") || out.contains("\"ok\":true"), "{out}"),
+        _ => {}
+    }
+}
+
+/// The effective user id of this process (the owner of a file it creates).
+fn my_uid(dir: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let probe = dir.join("uid-probe");
+    std::fs::write(&probe, b"").unwrap();
+    let uid = std::fs::metadata(&probe).unwrap().uid();
+    std::fs::remove_file(&probe).unwrap();
+    uid
+}
+
+#[test]
+fn read_commands_change_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_wal(dir.path());
+    // The open that follows a write leaves a log behind: the reads below must
+    // replay it without rolling it into a new one.
+    assert!(
+        std::fs::read_dir(&store).unwrap().any(|e| e
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "log"))
+    );
+    for (args, code) in read_commands(&store) {
+        let before = snapshot(&store);
+        run_read(&args, code, None);
+        assert!(
+            snapshot(&store) == before,
+            "{args:?} changed the store's files"
+        );
+    }
+}
+
+#[test]
+fn read_commands_work_on_a_directory_the_user_cannot_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_wal(dir.path());
+    let set_mode = |dir_mode: u32, file_mode: u32| {
+        for e in std::fs::read_dir(&store).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(file_mode)).unwrap();
+        }
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(dir_mode)).unwrap();
+    };
+    // World-readable, nobody may write: `chmod -R a-w`.
+    set_mode(0o555, 0o444);
+    // Tests usually run as root here, and root writes through missing write
+    // bits. So as root, the commands also run as user `nobody` (65534), for
+    // whom the store really is read-only (a write command fails to show it);
+    // and the byte-for-byte snapshot checks that root's runs change nothing.
+    let mut nobody = (my_uid(dir.path()) == 0).then_some(65_534);
+    if nobody.is_some() {
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut version = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+        {
+            use std::os::unix::process::CommandExt;
+            version.arg("--version").uid(65_534).gid(65_534);
+        }
+        if !version.output().is_ok_and(|o| o.status.success()) {
+            // The binary's path is closed to other users: root's runs only.
+            eprintln!("note: user nobody cannot run the binary here; root's runs only");
+            nobody = None;
+        }
+    }
+    if nobody.is_some() {
+        let mut put = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+        {
+            use std::os::unix::process::CommandExt;
+            put.args(["db", "put", store.to_str().unwrap(), "k", "v"])
+                .uid(65_534)
+                .gid(65_534);
+        }
+        let o = put.output().unwrap();
+        assert_eq!(o.status.code(), Some(4), "a write as nobody: {o:?}");
+        assert!(stderr(&o).contains("ermission denied"), "{}", stderr(&o));
+    }
+    for (args, code) in read_commands(&store) {
+        let before = snapshot(&store);
+        for user in [nobody, None] {
+            run_read(&args, code, user);
+            assert!(
+                snapshot(&store) == before,
+                "{args:?} as {user:?} changed the store"
+            );
+        }
+    }
+    set_mode(0o755, 0o644);
+}
+
+#[test]
+fn read_commands_work_beside_a_running_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let s = store.to_str().unwrap();
+    // This process holds the store open for writing (and its LOCK), with
+    // data in tables and in the write-ahead log, as during a `db load`.
+    let db = bloomlsm::Db::open(&store, bloomlsm::Options::default()).unwrap();
+    for i in 0..2000 {
+        db.put(format!("k{i:05}"), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    for i in 2000..2100 {
+        db.put(format!("k{i:05}"), format!("v{i}")).unwrap();
+    }
+    // A second writer is refused: the lock is real.
+    let o = bloomlsm(&["db", "put", s, "x", "y"]);
+    assert_eq!(o.status.code(), Some(4), "{o:?}");
+    assert_one_line_error(&o);
+
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k00007"])), "v7\n");
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k02099"])), "v2099\n");
+    let o = bloomlsm(&["db", "scan", s, "--keys-only"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o).lines().count(), 2100);
+    let o = bloomlsm(&["db", "stats", s, "--json", "--probe", "100"]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(json(&stdout(&o))["total"]["keys"].as_u64() >= Some(2000));
+    let o = bloomlsm(&["db", "verify", s]);
+    assert!(o.status.success(), "{o:?}");
+
+    // The writer goes on undisturbed, and a reader started later sees it.
+    db.put("late", "write").unwrap();
+    db.compact().unwrap();
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "late"])), "write\n");
+    db.close().unwrap();
 }

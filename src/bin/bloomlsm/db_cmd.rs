@@ -1,5 +1,8 @@
 //! `bloomlsm db`: operate on a store directory from the shell.
 //!
+//! `get`, `scan`, `stats` and `verify` open the store read-only
+//! ([`Db::open_read_only`]): they take no lock and change no file.
+//!
 //! Keys and values are given and printed in the text form of
 //! [`escape`](crate::escape) (UTF-8 as itself, `\xNN` for control characters
 //! and other bytes, `\\` for a backslash), or as hex with `--hex`, so `db scan`
@@ -227,13 +230,11 @@ pub fn open(dir: &Path, create: bool) -> CliResult<Db> {
 }
 
 /// Opens an existing store for the reading commands (`get`, `scan`, `stats`,
-/// `verify`); the caller has run [`check_store`].
+/// `verify`) with [`Db::open_read_only`]: no lock taken, no file created,
+/// written, renamed or deleted, so they work beside a running writer and on
+/// a directory the user cannot write. The caller has run [`check_store`].
 fn read_only_db(dir: &Path) -> bloomlsm::Result<Db> {
-    let opts = Options {
-        create_if_missing: false,
-        ..Options::default()
-    };
-    Db::open(dir, opts)
+    Db::open_read_only(dir, Options::default())
 }
 
 /// Opens an existing store for the reading commands.

@@ -28,6 +28,16 @@ bytes that are not UTF-8 as \\xNN (also accepted on input: \\t \\n \\r \\0). Wit
     };
 }
 
+/// What the reading commands promise.
+macro_rules! read_only {
+    () => {
+        "
+The store is opened read-only: no lock is taken and no file is created or changed,
+so this works beside a running writer and on a directory you cannot write.
+"
+    };
+}
+
 /// `bloomlsm` itself.
 pub const TOP: &str = concat!(
     "Examples:
@@ -157,6 +167,7 @@ pub const DB_GET: &str = concat!(
 JSON (--json): one object: {\"key\": KEY, \"found\": true, \"value\": VALUE}; for an absent key
   found is false, value null, and the exit status 1. KEY and VALUE are in the form above.
 ",
+    read_only!(),
     exit_status!()
 );
 
@@ -183,6 +194,7 @@ pub const DB_SCAN: &str = concat!(
 JSON (--json): one object per entry per line: {\"key\": KEY, \"value\": VALUE}, or {\"key\": KEY}
   with --keys-only.
 ",
+    read_only!(),
     exit_status!()
 );
 
@@ -221,6 +233,7 @@ JSON (--json): one object:
            predicted_fpr, filter_checks, false_positives}]
 Rates are fractions, not percent.
 ",
+    read_only!(),
     exit_status!()
 );
 
@@ -234,6 +247,7 @@ JSON (--json): one object: {\"store\": DIR, \"ok\": true, \"files\": N, \"entrie
   \"error\": null}; on a failed check ok is false, error the first failure, the counts
   null, and the exit status 1.
 ",
+    read_only!(),
     exit_status!()
 );
 
