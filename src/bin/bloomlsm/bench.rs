@@ -12,7 +12,7 @@
 //!
 //! `--plot` adds a filter-only sweep (measured vs modelled FPR across bits per
 //! key for both filter kinds) and draws it with the per-configuration read
-//! costs as an SVG chart ([`plot`](crate::plot)).
+//! costs as an SVG chart ([`plot`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! and other bytes, `\\` for a backslash), or as hex with `--hex`, so `db scan`
 //! output (`key<TAB>value` lines) can be fed back to `db load`. `--json`
 //! prints the same keys and values inside JSON objects (fields in
-//! [`help`](crate::help)).
+//! [`help`]).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};

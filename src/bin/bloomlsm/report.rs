@@ -3,7 +3,7 @@
 //! (`--json` output is built with `serde_json`, see [`crate::write_json`].)
 //!
 //! Numbers in text output: counts with thousands separators ([`count`]),
-//! sizes in B / KiB / MiB / GiB ([`bytes`]), rates as percentages ([`percent`]),
+//! sizes in B / KiB / MiB / GiB ([`bytes()`]), rates as percentages ([`percent`]),
 //! measured ratios with three significant digits ([`sig3`]), durations with a
 //! unit ([`duration_ns`]), times as UTC dates ([`utc_date`]). Byte offsets in
 //! a file stay plain integers, as the engine's error messages print them.

@@ -7,7 +7,7 @@
 //! - `filter-test FILE`: measures the file's filter FPR with random keys that
 //!   are not in the table, next to the model's prediction.
 //!
-//! Each has `--json` (fields in [`help`](crate::help)). Tables are opened
+//! Each has `--json` (fields in [`help`]). Tables are opened
 //! read-only: no command here writes anything.
 
 use std::collections::HashSet;
