@@ -17,25 +17,11 @@ use bloomlsm::{Db, Error, Options, WriteBatch};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64 as Rng;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// File name -> contents.
 type Snapshot = BTreeMap<String, Vec<u8>>;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn options() -> Options {
     Options {
@@ -100,7 +86,7 @@ impl Pristine {
 /// tables, and a last WAL of multi-write batches.
 fn build() -> Pristine {
     let dir = scratch_dir();
-    let mut rng = Rng(0x0051_0711);
+    let mut rng = Rng::new(0x0051_0711);
     let mut model = Model::new();
     let churn = |db: &Db, rng: &mut Rng, model: &mut Model, n: usize, tag: &str| {
         for _ in 0..n {

@@ -26,19 +26,17 @@ use bloomlsm::{Filter, FilterPolicy, key_hash};
 
 mod common;
 use common::scratch_dir;
+use common::workload::SplitMix64;
 
-struct Rng(u64);
+/// The shared test generator, with indices.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        self.0.below(n.max(1) as u64) as usize
     }
 }
 
@@ -100,7 +98,7 @@ fn data_blocks() {
         }
         seeds.push(b.finish().to_vec());
     }
-    let mut rng = Rng(1);
+    let mut rng = Rng(SplitMix64::new(1));
     for _ in 0..cases(50_000, 1_000_000) {
         let data = mutant(&mut rng, &seeds);
         let Ok(block) = Block::new(data.into()) else {
@@ -125,7 +123,7 @@ fn footers() {
         .iter()
         .map(|t| t[t.len() - FOOTER_LEN..].to_vec())
         .collect();
-    let mut rng = Rng(2);
+    let mut rng = Rng(SplitMix64::new(2));
     for _ in 0..cases(50_000, 1_000_000) {
         let mut f = mutant(&mut rng, &seeds);
         f.resize(FOOTER_LEN, 0);
@@ -146,7 +144,7 @@ fn filter_blocks() {
         seeds.push(policy.build(&hashes[..1]));
         seeds.push(policy.build(&[]));
     }
-    let mut rng = Rng(3);
+    let mut rng = Rng(SplitMix64::new(3));
     for _ in 0..cases(50_000, 1_000_000) {
         let bytes = mutant(&mut rng, &seeds);
         if let Ok(f) = Filter::open(&bytes) {
@@ -177,7 +175,7 @@ fn wal_batches_and_manifest_edits() {
         batch_seeds.push(b.encoded().to_vec());
     }
     let edit_seeds = manifest_edits();
-    let mut rng = Rng(4);
+    let mut rng = Rng(SplitMix64::new(4));
     for _ in 0..cases(50_000, 1_000_000) {
         let b = mutant(&mut rng, &batch_seeds);
         if let Ok(batch) = WriteBatch::decode(&b) {
@@ -195,7 +193,7 @@ fn record_logs() {
     let dir = scratch_dir();
     let path = dir.path().join("000001.log");
     let mut w = LogWriter::create(&path).unwrap();
-    let mut rng = Rng(5);
+    let mut rng = Rng(SplitMix64::new(5));
     for i in 0..60 {
         // Records of every fragment shape, one spanning several blocks.
         let n = if i == 30 { 70_000 } else { rng.below(900) };
@@ -228,7 +226,7 @@ fn whole_tables() {
     let seeds = sample_table_bytes();
     let dir = scratch_dir();
     let path = dir.path().join("000009.sst");
-    let mut rng = Rng(6);
+    let mut rng = Rng(SplitMix64::new(6));
     for _ in 0..cases(5_000, 200_000) {
         let bytes = mutant(&mut rng, &seeds);
         std::fs::write(&path, &bytes).unwrap();

@@ -96,20 +96,6 @@ struct Inner {
     closed: AtomicBool,
 }
 
-/// What recovery hands to [`Db::start`].
-struct Opened {
-    dir: PathBuf,
-    opts: Options,
-    cache: Option<Arc<BlockCache>>,
-    lock: Option<Box<dyn FileLock>>,
-    wal: Option<Wal>,
-    mem: MemTable,
-    vs: VersionSet,
-    last_sequence: u64,
-    wal_tail_dropped: u64,
-    wal_salvaged: u64,
-}
-
 struct Writer {
     /// `None` when open read-only.
     wal: Option<Wal>,
@@ -179,21 +165,7 @@ impl Db {
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
 
         let rec = recovery::recover(&dir, &opts, cache.clone())?;
-        Db::start(
-            Opened {
-                dir,
-                opts,
-                cache,
-                lock: Some(lock),
-                wal: Some(rec.wal),
-                mem: MemTable::new(),
-                vs: rec.vs,
-                last_sequence: rec.last_sequence,
-                wal_tail_dropped: rec.wal_tail_dropped,
-                wal_salvaged: rec.wal_salvaged,
-            },
-            true,
-        )
+        Db::start(dir, opts, cache, Some(lock), rec)
     }
 
     /// Opens the store in `path` for reading only: without the lock (a
@@ -219,33 +191,26 @@ impl Db {
         let cache = (opts.block_cache_capacity > 0)
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
         let rec = recovery::recover_read_only(&dir, &opts, cache.clone())?;
-        Db::start(
-            Opened {
-                dir,
-                opts,
-                cache,
-                lock: None,
-                wal: None,
-                mem: rec.mem,
-                vs: rec.vs,
-                last_sequence: rec.last_sequence,
-                wal_tail_dropped: rec.wal_tail_dropped,
-                wal_salvaged: rec.wal_salvaged,
-            },
-            false,
-        )
+        Db::start(dir, opts, cache, None, rec)
     }
 
-    /// Builds the handle around a recovered store; `writable` also starts
-    /// the background thread.
-    fn start(o: Opened, writable: bool) -> Result<Db> {
+    /// Builds the handle around a recovered store; a writable one (with a
+    /// WAL) also gets the background thread.
+    fn start(
+        dir: PathBuf,
+        opts: Options,
+        cache: Option<Arc<BlockCache>>,
+        lock: Option<Box<dyn FileLock>>,
+        o: recovery::Recovered,
+    ) -> Result<Db> {
+        let writable = o.wal.is_some();
         let mem = Arc::new(o.mem);
         let version = o.vs.current().clone();
-        let levels = o.opts.max_levels;
+        let levels = opts.max_levels;
         let wal_number = o.wal.as_ref().map_or(0, Wal::number);
         let inner = Arc::new(Inner {
-            dir: o.dir,
-            cache: o.cache,
+            dir,
+            cache,
             writer: Mutex::new(Writer {
                 wal: o.wal,
                 mem: mem.clone(),
@@ -275,8 +240,8 @@ impl Db {
             wal_tail_dropped: o.wal_tail_dropped,
             wal_salvaged: o.wal_salvaged,
             closed: AtomicBool::new(false),
-            _lock: o.lock,
-            opts: o.opts,
+            _lock: lock,
+            opts,
         });
         let bg = if writable {
             let bg_inner = inner.clone();

@@ -35,11 +35,14 @@ use crate::fs::FileSystem;
 use crate::options::Options;
 use crate::sst::{BlockCache, Table, TableOpenOptions};
 
-/// An opened store, ready to take writes.
+/// A recovered store.
 pub(crate) struct Recovered {
     pub vs: VersionSet,
-    /// The new, empty log of the active memtable.
-    pub wal: Wal,
+    /// The new, empty log of the active memtable (`None` when read-only).
+    pub wal: Option<Wal>,
+    /// The writes of the logs, when read-only (they went to a table
+    /// otherwise, and this is empty).
+    pub mem: MemTable,
     pub last_sequence: u64,
     /// Bytes of torn log tails dropped.
     pub wal_tail_dropped: u64,
@@ -96,21 +99,12 @@ pub(crate) fn recover(
     delete_obsolete(fs, dir, &vs, manifest_number)?;
     Ok(Recovered {
         vs,
-        wal,
+        wal: Some(wal),
+        mem: MemTable::new(),
         last_sequence,
         wal_tail_dropped: replay.tail_dropped,
         wal_salvaged: replay.salvaged,
     })
-}
-
-/// What a read-only open recovered: the state, its tables, and the logs'
-/// writes in memory.
-pub(crate) struct ReadOnly {
-    pub vs: VersionSet,
-    pub mem: MemTable,
-    pub last_sequence: u64,
-    pub wal_tail_dropped: u64,
-    pub wal_salvaged: u64,
 }
 
 /// Recovers the store in `dir` without creating, writing, renaming or
@@ -121,7 +115,7 @@ pub(crate) fn recover_read_only(
     dir: &Path,
     opts: &Options,
     cache: Option<Arc<BlockCache>>,
-) -> Result<ReadOnly> {
+) -> Result<Recovered> {
     let fs = opts.fs.as_ref();
     let mark = || -> Option<(u64, u64)> {
         let n = crate::db::manifest::read_current(fs, dir).ok()?;
@@ -146,8 +140,9 @@ pub(crate) fn recover_read_only(
             check_files(fs, dir, &state, false)?;
             let version = open_tables(dir, opts, &state, cache.clone())?;
             let replay = replay_logs(dir, opts, &state)?;
-            Ok(ReadOnly {
+            Ok(Recovered {
                 last_sequence: replay.last_sequence.max(state.last_sequence),
+                wal: None,
                 mem: replay.mem,
                 wal_tail_dropped: replay.tail_dropped,
                 wal_salvaged: replay.salvaged,
