@@ -1,13 +1,13 @@
 //! The `bloomlsm` binary end to end: sst, db and bench commands, exit statuses
 //! and one-line errors.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use bloomlsm::sst::{TableBuilder, TableBuilderOptions};
+use serde_json::Value;
 
 fn bloomlsm(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
@@ -15,6 +15,27 @@ fn bloomlsm(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run bloomlsm")
+}
+
+/// Runs the binary with `input` on stdin.
+fn bloomlsm_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run bloomlsm");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // Written from a thread: a large input would fill the pipe while the
+    // child waits for us to read its output.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let o = child.wait_with_output().expect("wait for bloomlsm");
+    writer.join().unwrap();
+    o
 }
 
 fn stdout(o: &Output) -> String {
@@ -182,52 +203,9 @@ fn db_round_trip_and_load() {
     assert!(stderr(&o).contains("bad.txt:2"), "{}", stderr(&o));
 }
 
-/// A minimal parser of the flat JSON objects `bench --json` prints: string,
-/// number and null values.
-fn parse_flat_json(line: &str) -> HashMap<String, Option<String>> {
-    let body = line
-        .trim()
-        .strip_prefix('{')
-        .and_then(|l| l.strip_suffix('}'))
-        .expect("an object");
-    let b = body.as_bytes();
-    let mut out = HashMap::new();
-    let mut i = 0;
-    let read_string = |i: &mut usize| -> String {
-        assert_eq!(b[*i], b'"');
-        *i += 1;
-        let mut s = String::new();
-        while b[*i] != b'"' {
-            if b[*i] == b'\\' {
-                *i += 1;
-            }
-            s.push(b[*i] as char);
-            *i += 1;
-        }
-        *i += 1;
-        s
-    };
-    while i < b.len() {
-        let key = read_string(&mut i);
-        assert_eq!(b[i], b':');
-        i += 1;
-        let value = if b[i] == b'"' {
-            Some(read_string(&mut i))
-        } else {
-            let start = i;
-            while i < b.len() && b[i] != b',' {
-                i += 1;
-            }
-            let v = &body[start..i];
-            (v != "null").then(|| v.to_string())
-        };
-        out.insert(key, value);
-        if i < b.len() {
-            assert_eq!(b[i], b',');
-            i += 1;
-        }
-    }
-    out
+/// Parses one line of `--json` output.
+fn json(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
 }
 
 #[test]
@@ -247,14 +225,12 @@ fn bench_json_lines() {
     assert!(o.stderr.is_empty(), "--quiet: {}", stderr(&o));
     let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
-    let rows: Vec<_> = lines.iter().map(|l| parse_flat_json(l)).collect();
-    let num = |r: &HashMap<String, Option<String>>, k: &str| -> f64 {
+    let rows: Vec<Value> = lines.iter().map(|l| json(l)).collect();
+    let num = |r: &Value, k: &str| -> f64 {
         r.get(k)
             .unwrap_or_else(|| panic!("field {k} missing"))
-            .as_deref()
-            .unwrap_or_else(|| panic!("field {k} is null"))
-            .parse()
-            .unwrap()
+            .as_f64()
+            .unwrap_or_else(|| panic!("field {k} is not a number: {r}"))
     };
     for r in &rows {
         for k in [
@@ -268,15 +244,28 @@ fn bench_json_lines() {
             "predicted_block_reads_per_missing_get",
             "missing_get_ns",
             "existing_get_ns",
+            "shape",
         ] {
-            assert!(r.contains_key(k), "field {k} missing: {r:?}");
+            assert!(r.get(k).is_some(), "field {k} missing: {r}");
         }
         assert!(num(r, "missing_get_ns") > 0.0);
         assert!(num(r, "existing_get_ns") > 0.0);
+        // The shape is per-level data, and adds up to the keys loaded.
+        let shape = r["shape"].as_array().expect("shape is an array");
+        assert!(!shape.is_empty(), "{r}");
+        let keys: u64 = shape.iter().map(|l| l["keys"].as_u64().unwrap()).sum();
+        assert_eq!(keys, 20_000, "{r}");
+        for l in shape {
+            assert!(l["level"].is_u64() && l["files"].as_u64() > Some(0), "{l}");
+            assert!(l["bytes"].as_u64() > Some(0), "{l}");
+        }
     }
     let (none, blocked) = (&rows[0], &rows[1]);
-    assert_eq!(none["config"].as_deref(), Some("none"));
-    assert_eq!(blocked["config"].as_deref(), Some("blocked10"));
+    assert_eq!(none["config"], "none");
+    assert_eq!(blocked["config"], "blocked10");
+    assert!(none["predicted_fpr"].is_null() && none["measured_fpr"].is_null());
+    assert!(none["shape"][0]["filter_bits_per_key"].is_null());
+    assert!(blocked["shape"][0]["filter_bits_per_key"].as_f64() > Some(9.0));
     assert_eq!(num(none, "filter_bytes"), 0.0);
     assert!(num(none, "block_reads_per_missing_get") >= 1.0);
     let fpr = num(blocked, "measured_fpr");
@@ -353,6 +342,7 @@ fn bad_arguments_fail_with_one_line() {
 #[test]
 fn help_on_every_command() {
     for args in [
+        &["completions", "--help"][..],
         &["--help"][..],
         &["bench", "--help"],
         &["sst", "--help"],
@@ -371,6 +361,641 @@ fn help_on_every_command() {
     ] {
         let o = bloomlsm(args);
         assert!(o.status.success(), "{args:?}: {o:?}");
-        assert!(stdout(&o).contains("Usage:"), "{args:?}");
+        let out = stdout(&o);
+        assert!(out.contains("Usage:"), "{args:?}");
+        assert!(out.contains("Examples:\n  bloomlsm "), "{args:?}:\n{out}");
+        assert!(
+            out.contains("Exit status:\n  0  success") && out.contains("  3  bad input data"),
+            "{args:?}:\n{out}"
+        );
+        if args.len() == 3 && !matches!(args[1], "put" | "delete" | "load" | "compact") {
+            assert!(out.contains("--json"), "{args:?}: no --json");
+            assert!(
+                out.contains("JSON (--json)"),
+                "{args:?}: JSON fields undocumented"
+            );
+        }
     }
+}
+
+#[test]
+fn text_hex_and_json_forms_of_keys_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("store");
+    let s = s.to_str().unwrap();
+    assert!(
+        bloomlsm(&["db", "put", s, "café", "crème brûlée"])
+            .status
+            .success()
+    );
+    assert!(
+        bloomlsm(&["db", "put", s, "--hex", "0x00ff", "6869"])
+            .status
+            .success()
+    );
+    // UTF-8 prints as text; other bytes as \xNN; --hex both ways.
+    assert_eq!(
+        stdout(&bloomlsm(&["db", "get", s, "café"])),
+        "crème brûlée\n"
+    );
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "\\x00\\xff"])), "hi\n");
+    assert_eq!(
+        stdout(&bloomlsm(&["db", "get", s, "--hex", "636166c3a9"])),
+        "6372c3a86d65206272c3bb6cc3a965\n"
+    );
+    assert_eq!(
+        stdout(&bloomlsm(&["db", "scan", s])),
+        "\\x00\\xff\thi\ncafé\tcrème brûlée\n"
+    );
+    assert_eq!(
+        stdout(&bloomlsm(&["db", "scan", s, "--hex", "--keys-only"])),
+        "00ff\n636166c3a9\n"
+    );
+    // JSON: one object, or one per line for scans.
+    let o = bloomlsm(&["db", "get", s, "café", "--json"]);
+    assert_eq!(
+        json(&stdout(&o)),
+        serde_json::json!({"key": "café", "found": true, "value": "crème brûlée"})
+    );
+    let o = bloomlsm(&["db", "get", s, "nope", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json(&stdout(&o))["found"], false);
+    assert!(json(&stdout(&o))["value"].is_null());
+    let o = bloomlsm(&["db", "scan", s, "--json", "--from", "c"]);
+    let lines: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(
+        lines,
+        [serde_json::json!({"key": "café", "value": "crème brûlée"})]
+    );
+    let o = bloomlsm(&["db", "scan", s, "--json", "--hex", "--limit", "1"]);
+    assert_eq!(
+        json(&stdout(&o)),
+        serde_json::json!({"key": "00ff", "value": "6869"})
+    );
+    // Bad hex is a usage error, and writes nothing.
+    let fresh = dir.path().join("fresh");
+    let o = bloomlsm(&["db", "put", fresh.to_str().unwrap(), "--hex", "6", "00"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_one_line_error(&o);
+    assert!(
+        stderr(&o).contains("odd number of hex digits"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!fresh.exists(), "a usage error created the store");
+}
+
+#[test]
+fn put_reads_large_values_from_stdin_and_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("store");
+    let s = s.to_str().unwrap();
+    // 200 KB of every byte value: too long for an argument list, not for stdin.
+    let value: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let o = bloomlsm_stdin(&["db", "put", s, "big", "-"], &value);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(bloomlsm(&["db", "get", s, "big", "--raw"]).stdout, value);
+    let file = dir.path().join("value.bin");
+    std::fs::write(&file, &value[..1000]).unwrap();
+    let f = file.to_str().unwrap();
+    assert!(
+        bloomlsm(&["db", "put", s, "small", "--value-file", f])
+            .status
+            .success()
+    );
+    assert_eq!(
+        bloomlsm(&["db", "get", s, "small", "--raw"]).stdout,
+        &value[..1000]
+    );
+    // A literal `-` is \x2d; a value and --value-file together are a usage error.
+    assert!(
+        bloomlsm(&["db", "put", s, "dash", "\\x2d"])
+            .status
+            .success()
+    );
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "dash"])), "-\n");
+    let o = bloomlsm(&["db", "put", s, "k", "v", "--value-file", f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_one_line_error(&o);
+    // Over the 32 MiB limit: bad data (3), and no store is created.
+    let huge = dir.path().join("huge.bin");
+    std::fs::write(&huge, vec![b'x'; (32 << 20) + 1]).unwrap();
+    let fresh = dir.path().join("fresh");
+    let o = bloomlsm(&[
+        "db",
+        "put",
+        fresh.to_str().unwrap(),
+        "k",
+        "--value-file",
+        huge.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    assert_one_line_error(&o);
+    assert!(
+        stderr(&o).contains("33,554,432-byte limit"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!fresh.exists());
+}
+
+/// A file of a store: name, bytes, modification time.
+type FileState = (String, Vec<u8>, std::time::SystemTime);
+
+/// Every file of a store directory with its bytes and modification time,
+/// plus the directory's own modification time (changed by any file created,
+/// renamed or deleted in it).
+fn snapshot(dir: &Path) -> (Vec<FileState>, std::time::SystemTime) {
+    let mut files: Vec<FileState> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+                std::fs::metadata(&p).unwrap().modified().unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    (files, std::fs::metadata(dir).unwrap().modified().unwrap())
+}
+
+#[test]
+fn load_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let s = store.to_str().unwrap();
+    assert!(bloomlsm(&["db", "put", s, "before", "1"]).status.success());
+    let before = stdout(&bloomlsm(&["db", "scan", s]));
+
+    // Line 2,501 is bad and so is line 3,002: nothing of the 3,000 good lines
+    // is written, and the message names the first bad line and the count.
+    let mut text = String::new();
+    for i in 1..=3002 {
+        match i {
+            2501 => text.push_str("bad\\q\tvalue\n"),
+            3002 => text.push_str("\tno key\n"),
+            _ => text.push_str(&format!("k{i:05}\tv{i}\n")),
+        }
+    }
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, &text).unwrap();
+    let o = bloomlsm(&["db", "load", s, bad.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    assert_one_line_error(&o);
+    let err = stderr(&o);
+    assert!(err.contains("bad.tsv:2501: key: bad escape"), "{err}");
+    assert!(
+        err.contains("2 bad lines in all, nothing was written"),
+        "{err}"
+    );
+    assert_eq!(stdout(&bloomlsm(&["db", "scan", s])), before);
+    // The same from stdin.
+    let o = bloomlsm_stdin(&["db", "load", s, "-", "-q"], text.as_bytes());
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("<stdin>:2501:"), "{}", stderr(&o));
+    assert_eq!(stdout(&bloomlsm(&["db", "scan", s])), before);
+
+    // An oversized key or value: the same file:line message and status.
+    let big = dir.path().join("big.tsv");
+    std::fs::write(&big, format!("ok\t1\n{}\tv\n", "k".repeat(65_537))).unwrap();
+    let o = bloomlsm(&["db", "load", s, big.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("big.tsv:2: key of 65,537 bytes is over the 65,536-byte limit"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&bloomlsm(&["db", "scan", s])), before);
+
+    // A bad file does not create a store either.
+    let fresh = dir.path().join("fresh");
+    let o = bloomlsm(&["db", "load", fresh.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(!fresh.exists());
+
+    // Good input, in hex.
+    let o = bloomlsm_stdin(
+        &["db", "load", s, "-", "--hex", "-q"],
+        b"6b31\t7631\n6b32\n",
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(stdout(&o).starts_with("loaded 2 records"), "{}", stdout(&o));
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k1"])), "v1\n");
+}
+
+#[test]
+fn store_and_table_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let s = store.to_str().unwrap();
+    let input: String = (0..5000).map(|i| format!("k{i:05}\tv{i}\n")).collect();
+    assert!(
+        bloomlsm_stdin(&["db", "load", s, "-", "-q"], input.as_bytes())
+            .status
+            .success()
+    );
+    assert!(bloomlsm(&["db", "compact", s]).status.success());
+
+    let o = bloomlsm(&["db", "stats", s, "--json", "--probe", "1000", "--files"]);
+    assert!(o.status.success(), "{o:?}");
+    let v = json(&stdout(&o));
+    let levels = v["levels"].as_array().unwrap();
+    let keys: u64 = levels.iter().map(|l| l["keys"].as_u64().unwrap()).sum();
+    assert_eq!(keys, 5000);
+    assert_eq!(v["total"]["keys"], 5000);
+    assert_eq!(v["probe"]["lookups"], 1000);
+    assert_eq!(v["probe"]["found"], 0);
+    assert!(v["memory"]["filter_bytes"].as_u64() > Some(0));
+    let files = v["files"].as_array().unwrap();
+    assert!(files[0]["file"].as_str().unwrap().ends_with(".sst"));
+    assert!(bloomlsm(&["db", "stats", s, "--json"]).status.success());
+    assert!(json(&stdout(&bloomlsm(&["db", "stats", s, "--json"])))["probe"].is_null());
+
+    let o = bloomlsm(&["db", "verify", s, "--json"]);
+    assert_eq!(
+        json(&stdout(&o)),
+        serde_json::json!({"store": s, "ok": true, "files": files.len(), "entries": 5000,
+            "bytes": files.iter().map(|f| f["bytes"].as_u64().unwrap()).sum::<u64>(), "error": null})
+    );
+
+    let table = store.join(files[0]["file"].as_str().unwrap());
+    let t = table.to_str().unwrap();
+    let o = bloomlsm(&[
+        "sst",
+        "dump",
+        t,
+        "--json",
+        "--entries",
+        "--blocks",
+        "--limit",
+        "2",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let d = json(&stdout(&o));
+    assert_eq!(d["entries"], 5000);
+    assert_eq!(d["key_format"], "internal");
+    assert_eq!(d["smallest_key"]["key"], "k00000");
+    assert_eq!(d["smallest_key"]["kind"], "put");
+    assert_eq!(d["filter"]["policy"], "blocked512");
+    assert_eq!(d["filter"]["keys"], 5000);
+    assert_eq!(d["records"].as_array().unwrap().len(), 2);
+    assert_eq!(d["records"][1]["value"], "v1");
+    assert_eq!(d["blocks"].as_array().unwrap().len(), 2);
+    let created = d["created_utc"].as_str().unwrap();
+    assert!(created.len() == 20 && created.ends_with('Z'), "{created}");
+    // The text dump shows the same date.
+    let text = stdout(&bloomlsm(&["sst", "dump", t]));
+    let date = format!("{} {} UTC", &created[..10], &created[11..19]);
+    assert!(text.contains(&date), "{date} not in:\n{text}");
+
+    let o = bloomlsm(&["sst", "filter-test", t, "--json", "--probes", "20000"]);
+    let f = json(&stdout(&o));
+    assert_eq!(f["probes"], 20000);
+    let (lo, fpr, hi) = (
+        f["measured_fpr_low95"].as_f64().unwrap(),
+        f["measured_fpr"].as_f64().unwrap(),
+        f["measured_fpr_high95"].as_f64().unwrap(),
+    );
+    assert!(lo <= fpr && fpr <= hi && hi < 0.05, "{f}");
+    assert_eq!(f["filter"], d["filter"]);
+
+    // sst verify --json: one object; a corrupt file makes ok false and exit 1.
+    let bad = dir.path().join("bad.sst");
+    let mut bytes = std::fs::read(&table).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = bloomlsm(&["sst", "verify", t, bad.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_one_line_error(&o);
+    let v = json(&stdout(&o));
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["files"][0]["ok"], true);
+    assert_eq!(v["files"][0]["entries"], 5000);
+    assert_eq!(v["files"][1]["ok"], false);
+    assert!(
+        v["files"][1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("corruption")
+    );
+}
+
+#[test]
+fn bench_checks_output_paths_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = [
+        "bench",
+        "--keys",
+        "2000",
+        "--lookups",
+        "100",
+        "--configs",
+        "blocked8",
+        "--quiet",
+    ];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = small.iter().chain(extra).copied().collect();
+        bloomlsm(&args)
+    };
+    // A chart in a missing directory fails at once, before --dir is created.
+    let stores = dir.path().join("stores");
+    let d = stores.to_str().unwrap();
+    let o = run(&["--dir", d, "--plot", "/nonexistent/dir/chart.svg"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_one_line_error(&o);
+    assert!(o.stdout.is_empty() && !stores.exists());
+    // --dir keeps the store; a second run refuses it unless --reuse-dir.
+    assert!(run(&["--dir", d, "--csv"]).status.success());
+    let kept = stores.join("blocked8");
+    assert!(kept.join("CURRENT").exists());
+    let files = snapshot(&kept);
+    let o = run(&["--dir", d, "--csv"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_one_line_error(&o);
+    assert!(stderr(&o).contains("--reuse-dir"), "{}", stderr(&o));
+    assert_eq!(snapshot(&kept), files, "a refused run touched the store");
+    assert!(run(&["--dir", d, "--csv", "--reuse-dir"]).status.success());
+    // A store itself is not a --dir.
+    let o = run(&["--dir", kept.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is a bloomlsm store"), "{}", stderr(&o));
+    let o = bloomlsm(&["bench", "--reuse-dir"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bench_json_with_plot_includes_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("chart.svg");
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "3000",
+        "--lookups",
+        "300",
+        "--configs",
+        "blocked8",
+        "--json",
+        "--quiet",
+        "--sweep-keys",
+        "2000",
+        "--sweep-probes",
+        "20000",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let lines: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["config"], "blocked8");
+    let sweep = lines[1]["sweep"].as_array().unwrap();
+    // Bits per key 2..=20 for each of the two filter kinds.
+    assert_eq!(sweep.len(), 38);
+    assert_eq!(lines[1]["sweep_keys"], 2000);
+    for p in sweep {
+        assert_eq!(p["probes"], 20000);
+        let fpr = p["measured_fpr"].as_f64().unwrap();
+        let pred = p["predicted_fpr"].as_f64().unwrap();
+        assert!(fpr <= 1.0 && pred > 0.0, "{p}");
+    }
+    assert!(svg.exists());
+}
+
+#[test]
+fn usage_errors_suggest_and_completions_generate() {
+    let o = bloomlsm(&["bnech"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_one_line_error(&o);
+    assert!(
+        stderr(&o).contains("tip: a similar subcommand exists: 'bench'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = bloomlsm(&["db", "scan", "/tmp", "--key-only"]);
+    assert_one_line_error(&o);
+    assert!(stderr(&o).contains("'--keys-only'"), "{}", stderr(&o));
+    for args in [&["db"][..], &[]] {
+        let o = bloomlsm(args);
+        assert_eq!(o.status.code(), Some(2));
+        assert_one_line_error(&o);
+        assert!(stderr(&o).contains("needs a command") || stderr(&o).contains("is needed"));
+    }
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef bloomlsm"),
+        ("fish", "complete -c bloomlsm"),
+    ] {
+        let o = bloomlsm(&["completions", shell]);
+        assert!(o.status.success(), "{o:?}");
+        let script = stdout(&o);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(script.contains("filter-test"), "{shell}");
+    }
+}
+
+/// A store with tables on two levels, a write-ahead log with records not yet
+/// in any table (so that a read replays it), and a deletion.
+fn store_with_wal(dir: &Path) -> std::path::PathBuf {
+    let store = dir.join("store");
+    let s = store.to_str().unwrap();
+    let input: String = (0..3000).map(|i| format!("k{i:05}\tv{i}\n")).collect();
+    assert!(
+        bloomlsm_stdin(&["db", "load", s, "-", "-q"], input.as_bytes())
+            .status
+            .success()
+    );
+    assert!(bloomlsm(&["db", "compact", s]).status.success());
+    assert!(
+        bloomlsm(&["db", "put", s, "wal-only", "fresh"])
+            .status
+            .success()
+    );
+    assert!(bloomlsm(&["db", "delete", s, "k00001"]).status.success());
+    store
+}
+
+/// The read commands: `(arguments, expected exit status)`.
+fn read_commands(store: &Path) -> Vec<(Vec<String>, i32)> {
+    let s = store.to_str().unwrap().to_string();
+    let mut tables: Vec<String> = std::fs::read_dir(store)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
+        .filter(|p| p.ends_with(".sst"))
+        .collect();
+    tables.sort();
+    assert!(!tables.is_empty());
+    let args = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut cmds = vec![
+        (args(&["db", "get", &s, "wal-only"]), 0),
+        (args(&["db", "get", &s, "k00002", "--json"]), 0),
+        (args(&["db", "get", &s, "k00001"]), 1),
+        (args(&["db", "scan", &s]), 0),
+        (args(&["db", "scan", &s, "--json", "--hex"]), 0),
+        (args(&["db", "stats", &s, "--probe", "500", "--files"]), 0),
+        (args(&["db", "stats", &s, "--json"]), 0),
+        (args(&["db", "verify", &s]), 0),
+        (args(&["db", "verify", &s, "--json"]), 0),
+    ];
+    for t in &tables {
+        cmds.push((args(&["sst", "dump", t, "--entries", "--blocks"]), 0));
+        cmds.push((args(&["sst", "dump", t, "--json"]), 0));
+        cmds.push((args(&["sst", "filter-test", t, "--probes", "2000"]), 0));
+    }
+    let mut verify = args(&["sst", "verify", "--json"]);
+    verify.extend(tables);
+    cmds.push((verify, 0));
+    cmds
+}
+
+/// Runs a read command and checks its exit status and what it saw.
+fn run_read(args: &[String], code: i32, as_user: Option<u32>) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+    cmd.args(args).stdin(Stdio::null());
+    if let Some(uid) = as_user {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(uid).gid(uid);
+    }
+    let o = cmd.output().expect("run bloomlsm");
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {o:?}");
+    let out = stdout(&o);
+    match args[..2].join(" ").as_str() {
+        "db get" if code == 0 && args[3] == "wal-only" => assert_eq!(out, "fresh\n"),
+        "db scan" => {
+            // 3,000 loaded, one deleted, one put after the compaction.
+            assert_eq!(out.lines().count(), 3000, "{args:?}");
+            assert!(out.contains("wal-only") || out.contains("77616c2d6f6e6c79"));
+        }
+        "db verify" => assert!(out.contains("OK") || out.contains("\"ok\":true"), "{out}"),
+        _ => {}
+    }
+}
+
+/// The effective user id of this process (the owner of a file it creates).
+fn my_uid(dir: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let probe = dir.join("uid-probe");
+    std::fs::write(&probe, b"").unwrap();
+    let uid = std::fs::metadata(&probe).unwrap().uid();
+    std::fs::remove_file(&probe).unwrap();
+    uid
+}
+
+#[test]
+fn read_commands_change_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_wal(dir.path());
+    // The open that follows a write leaves a log behind: the reads below must
+    // replay it without rolling it into a new one.
+    assert!(
+        std::fs::read_dir(&store).unwrap().any(|e| e
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "log"))
+    );
+    for (args, code) in read_commands(&store) {
+        let before = snapshot(&store);
+        run_read(&args, code, None);
+        assert!(
+            snapshot(&store) == before,
+            "{args:?} changed the store's files"
+        );
+    }
+}
+
+#[test]
+fn read_commands_work_on_a_directory_the_user_cannot_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_wal(dir.path());
+    let set_mode = |dir_mode: u32, file_mode: u32| {
+        for e in std::fs::read_dir(&store).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(file_mode)).unwrap();
+        }
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(dir_mode)).unwrap();
+    };
+    // World-readable, nobody may write: `chmod -R a-w`.
+    set_mode(0o555, 0o444);
+    // Tests usually run as root here, and root writes through missing write
+    // bits. So as root, the commands also run as user `nobody` (65534), for
+    // whom the store really is read-only (a write command fails to show it);
+    // and the byte-for-byte snapshot checks that root's runs change nothing.
+    let mut nobody = (my_uid(dir.path()) == 0).then_some(65_534);
+    if nobody.is_some() {
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut version = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+        {
+            use std::os::unix::process::CommandExt;
+            version.arg("--version").uid(65_534).gid(65_534);
+        }
+        if !version.output().is_ok_and(|o| o.status.success()) {
+            // The binary's path is closed to other users: root's runs only.
+            eprintln!("note: user nobody cannot run the binary here; root's runs only");
+            nobody = None;
+        }
+    }
+    if nobody.is_some() {
+        let mut put = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+        {
+            use std::os::unix::process::CommandExt;
+            put.args(["db", "put", store.to_str().unwrap(), "k", "v"])
+                .uid(65_534)
+                .gid(65_534);
+        }
+        let o = put.output().unwrap();
+        assert_eq!(o.status.code(), Some(4), "a write as nobody: {o:?}");
+        assert!(stderr(&o).contains("ermission denied"), "{}", stderr(&o));
+    }
+    for (args, code) in read_commands(&store) {
+        let before = snapshot(&store);
+        for user in [nobody, None] {
+            run_read(&args, code, user);
+            assert!(
+                snapshot(&store) == before,
+                "{args:?} as {user:?} changed the store"
+            );
+        }
+    }
+    set_mode(0o755, 0o644);
+}
+
+#[test]
+fn read_commands_work_beside_a_running_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let s = store.to_str().unwrap();
+    // This process holds the store open for writing (and its LOCK), with
+    // data in tables and in the write-ahead log, as during a `db load`.
+    let db = bloomlsm::Db::open(&store, bloomlsm::Options::default()).unwrap();
+    for i in 0..2000 {
+        db.put(format!("k{i:05}"), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    for i in 2000..2100 {
+        db.put(format!("k{i:05}"), format!("v{i}")).unwrap();
+    }
+    // A second writer is refused: the lock is real.
+    let o = bloomlsm(&["db", "put", s, "x", "y"]);
+    assert_eq!(o.status.code(), Some(4), "{o:?}");
+    assert_one_line_error(&o);
+
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k00007"])), "v7\n");
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k02099"])), "v2099\n");
+    let o = bloomlsm(&["db", "scan", s, "--keys-only"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o).lines().count(), 2100);
+    let o = bloomlsm(&["db", "stats", s, "--json", "--probe", "100"]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(json(&stdout(&o))["total"]["keys"].as_u64() >= Some(2000));
+    let o = bloomlsm(&["db", "verify", s]);
+    assert!(o.status.success(), "{o:?}");
+
+    // The writer goes on undisturbed, and a reader started later sees it.
+    db.put("late", "write").unwrap();
+    db.compact().unwrap();
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "late"])), "write\n");
+    db.close().unwrap();
 }

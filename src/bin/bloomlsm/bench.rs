@@ -12,7 +12,7 @@
 //!
 //! `--plot` adds a filter-only sweep (measured vs modelled FPR across bits per
 //! key for both filter kinds) and draws it with the per-configuration read
-//! costs as an SVG chart ([`plot`](crate::plot)).
+//! costs as an SVG chart ([`plot`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,11 +22,17 @@ use bloomlsm::filter::{self, FilterKind, FilterPolicy};
 use bloomlsm::{Db, FilterOptions, Options, Stats, WriteBatch};
 use clap::Args;
 
-use crate::db_cmd::shape_line;
-use crate::report::{self, JsonObject, TextTable, bytes, count, csv_line, percent, sig3};
-use crate::sweep::{fpr_sweep, sweep_table};
+use serde_json::{Value, json};
+
+use crate::db_cmd::{shape_json, shape_line};
+use crate::report::{self, TextTable, bytes, count, csv_line, percent, sig3};
+use crate::sweep::{SweepPoint, fpr_sweep, sweep_table};
 use crate::workload::{SplitMix64, absent_key, present_key};
-use crate::{CliError, CliResult, plot, progress};
+use crate::{CliError, CliResult, plot, progress, write_json};
+
+/// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
+/// their hashes or Zipf table are held in memory, 8 bytes each.
+pub const MAX_KEYS: u64 = 1 << 28;
 
 /// The configurations `bench` runs when `--configs` is not given.
 pub const DEFAULT_CONFIGS: &str = "none,bloom10,blocked6,blocked10,blocked16,monkey10";
@@ -34,14 +40,17 @@ pub const DEFAULT_CONFIGS: &str = "none,bloom10,blocked6,blocked10,blocked16,mon
 /// Arguments of `bench`.
 #[derive(Clone, Debug, Args)]
 pub struct BenchArgs {
-    /// Keys to insert into each store (16-byte random keys).
-    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    /// Keys to insert into each store (16-byte random keys; at most 2^28).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
     pub keys: u64,
-    /// Bytes of each value.
-    #[arg(long, default_value_t = 100, value_name = "BYTES")]
-    pub value_size: usize,
+    /// Bytes of each value (at most 1 MiB).
+    #[arg(long, default_value_t = 100, value_name = "BYTES",
+          value_parser = clap::value_parser!(u32).range(0..=1 << 20))]
+    pub value_size: u32,
     /// Gets per phase (missing keys, then existing keys).
-    #[arg(long, default_value_t = 200_000, value_name = "N")]
+    #[arg(long, default_value_t = 200_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub lookups: u64,
     /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
     /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
@@ -53,13 +62,19 @@ pub struct BenchArgs {
     #[arg(long, value_name = "S")]
     pub zipf: Option<f64>,
     /// Keep the stores under this directory (one sub-directory per
-    /// configuration) instead of a temporary directory that is removed.
+    /// configuration) instead of a temporary directory that is removed. A
+    /// directory that already holds stores is refused unless --reuse-dir.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Let --dir hold stores of an earlier run: each configuration's old store
+    /// is deleted and rebuilt.
+    #[arg(long, requires = "dir")]
+    pub reuse_dir: bool,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Print one JSON object per configuration per line instead of the table.
+    /// Print one JSON object per configuration per line instead of the table
+    /// (with --plot, the sweep as a last line; fields below).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// Print CSV (a header line, then one line per configuration).
@@ -70,10 +85,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Keys per filter in the `--plot` sweep.
-    #[arg(long, default_value_t = 200_000, value_name = "N")]
+    #[arg(long, default_value_t = 200_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
     pub sweep_keys: u64,
     /// Absent-key probes per filter in the `--plot` sweep.
-    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    #[arg(long, default_value_t = 1_000_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
     pub sweep_probes: u64,
     /// No progress bars, and nothing on stderr but errors.
     #[arg(long, short)]
@@ -333,24 +350,74 @@ fn make_temp_dir() -> CliResult<TempDir> {
     Ok(TempDir(p))
 }
 
-/// A fresh directory for one configuration's store under `parent`; an old
-/// store of a previous run is removed, anything else is left alone.
-fn store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
-    let d = parent.join(name);
-    if d.exists() {
-        let is_store = d.join("CURRENT").exists();
-        let empty = std::fs::read_dir(&d)
-            .map(|mut r| r.next().is_none())
-            .unwrap_or(false);
-        if is_store {
-            std::fs::remove_dir_all(&d)
-                .map_err(|e| CliError::new(format!("remove old store {}: {e}", d.display())))?;
-        } else if !empty {
-            return Err(CliError::new(format!(
+/// Checks, before anything runs, that `--dir` can take one store per
+/// configuration: it is not itself a store, and a configuration's
+/// sub-directory is missing, empty, or (with `--reuse-dir`) an earlier
+/// run's store. Usage errors; nothing is written.
+fn check_dir(dir: &Path, configs: &[BenchConfig], reuse: bool) -> CliResult {
+    if dir.exists() && !dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "--dir {} is not a directory",
+            dir.display()
+        )));
+    }
+    if dir.join("CURRENT").exists() {
+        return Err(CliError::usage(format!(
+            "--dir {} is a bloomlsm store; give a directory to hold one store per configuration",
+            dir.display()
+        )));
+    }
+    for c in configs {
+        let d = dir.join(&c.name);
+        if !d.exists() {
+            continue;
+        }
+        let empty = std::fs::read_dir(&d).is_ok_and(|mut r| r.next().is_none());
+        if empty {
+            continue;
+        }
+        if !d.join("CURRENT").exists() {
+            return Err(CliError::usage(format!(
                 "{} exists and is not a bloomlsm store; choose another --dir",
                 d.display()
             )));
         }
+        if !reuse {
+            return Err(CliError::usage(format!(
+                "--dir {} already holds a store ({}); pass --reuse-dir to replace it, or choose another directory",
+                dir.display(),
+                d.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks, before anything runs, that the chart can be written at `path`:
+/// not a directory, in an existing directory where a file can be created
+/// (the chart is written to `FILE.svg.tmp` there and renamed into place).
+fn check_plot_path(path: &Path) -> CliResult {
+    let bad = |why: String| CliError::usage(format!("--plot {}: {why}", path.display()));
+    if path.is_dir() || path.file_name().is_none() {
+        return Err(bad("is a directory".into()));
+    }
+    let tmp = plot::temp_path(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| bad(format!("cannot create a file there ({e})")))?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// The directory for one configuration's store under `parent` (checked by
+/// [`check_dir`]); an earlier run's store there is removed.
+fn store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
+    let d = parent.join(name);
+    if d.join("CURRENT").exists() {
+        std::fs::remove_dir_all(&d)
+            .map_err(|e| CliError::new(format!("remove old store {}: {e}", d.display())))?;
     }
     Ok(d)
 }
@@ -375,9 +442,9 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
         args.quiet,
         format!("{}: load", config.name),
     );
-    let mut template = vec![0u8; args.value_size];
+    let mut template = vec![0u8; args.value_size as usize];
     SplitMix64::new(args.seed ^ 0x7661_6c75).fill(&mut template);
-    let mut value = Vec::with_capacity(args.value_size);
+    let mut value = Vec::with_capacity(template.len());
     // Per-entry memtable cost, estimated from the first batch; used to flush
     // before the memtable would fill up on its own (a freeze would hand the
     // flush to the background thread, and we want every step on this one).
@@ -513,9 +580,6 @@ pub fn run_config(
 
 /// Runs the study and writes the report (table, JSON lines or CSV) to `out`.
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
-    if args.keys == 0 || args.lookups == 0 {
-        return Err(CliError::usage("--keys and --lookups must be at least 1"));
-    }
     if args.configs.is_empty() {
         return Err(CliError::usage("--configs is empty"));
     }
@@ -534,11 +598,18 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         Some(s) => Some(Zipf::new(args.keys, s)),
         None => None,
     };
+    // Output paths are checked before the (long) run starts.
+    if let Some(path) = &args.plot {
+        check_plot_path(path)?;
+    }
+    if let Some(d) = &args.dir {
+        check_dir(d, &args.configs, args.reuse_dir)?;
+    }
     let temp;
     let (parent, keep) = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
-                .map_err(|e| CliError::new(format!("create {}: {e}", d.display())))?;
+                .map_err(|e| CliError::usage(format!("--dir {}: {e}", d.display())))?;
             (d.clone(), true)
         }
         None => {
@@ -590,7 +661,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         }
         if args.json {
             let none = rows.iter().find(|r| r.config.filters.policy.is_none());
-            writeln!(out, "{}", json_row(&row, none).render())?;
+            write_json(out, &json_row(&row, none))?;
             out.flush()?;
         }
         rows.push(row);
@@ -667,6 +738,16 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
             lookups: args.lookups,
         };
         plot::write_chart(path, &chart)?;
+        if args.json {
+            write_json(
+                out,
+                &json!({
+                    "sweep": sweep.iter().map(sweep_json).collect::<Vec<_>>(),
+                    "sweep_keys": args.sweep_keys,
+                    "plot": path.display().to_string(),
+                }),
+            )?;
+        }
         if text {
             writeln!(out)?;
             out.write_all(sweep_table(&sweep).render().as_bytes())?;
@@ -711,39 +792,47 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
     t
 }
 
-/// The JSON object of one configuration.
-pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> JsonObject {
+/// The JSON object of one configuration (fields in [`help`](crate::help)).
+pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
     let m = &r.missing;
-    JsonObject::new()
-        .field("config", r.config.name.as_str())
-        .field("policy", r.config.policy())
-        .field("keys", r.keys)
-        .field("nominal_bits_per_key", r.config.nominal_bits_per_key())
-        .field("bits_per_key", r.bits_per_key)
-        .field("level_bits_per_key", r.level_bits())
-        .field("filter_bytes", r.filter_bytes)
-        .field("predicted_fpr", r.predicted_fpr())
-        .field("measured_fpr", r.measured_fpr())
-        .field("block_reads_per_missing_get", r.reads_per_missing_get())
-        .field(
-            "predicted_block_reads_per_missing_get",
-            r.predicted_reads_per_missing_get(),
-        )
-        .field(
-            "unfiltered_block_reads_per_missing_get",
-            r.unfiltered_reads_per_missing_get(),
-        )
-        .field("io_saved", io_saved(r, none))
-        .field("missing_gets", m.gets_missing())
-        .field("filter_checks", m.total.filter_checks)
-        .field("filter_negatives", m.total.filter_negatives)
-        .field("false_positives", m.total.false_positives)
-        .field("missing_get_ns", r.missing_get_ns)
-        .field("existing_gets", r.existing.gets)
-        .field("block_reads_per_existing_get", r.reads_per_existing_get())
-        .field("existing_get_ns", r.existing_get_ns)
-        .field("load_seconds", r.load_secs)
-        .field("shape", r.shape.as_str())
+    json!({
+        "config": r.config.name,
+        "policy": r.config.policy(),
+        "keys": r.keys,
+        "nominal_bits_per_key": r.config.nominal_bits_per_key(),
+        "bits_per_key": r.bits_per_key,
+        "filter_bytes": r.filter_bytes,
+        "predicted_fpr": r.predicted_fpr(),
+        "measured_fpr": r.measured_fpr(),
+        "block_reads_per_missing_get": r.reads_per_missing_get(),
+        "predicted_block_reads_per_missing_get": r.predicted_reads_per_missing_get(),
+        "unfiltered_block_reads_per_missing_get": r.unfiltered_reads_per_missing_get(),
+        "io_saved": io_saved(r, none),
+        "missing_gets": m.gets_missing(),
+        "filter_checks": m.total.filter_checks,
+        "filter_negatives": m.total.filter_negatives,
+        "false_positives": m.total.false_positives,
+        "missing_get_ns": r.missing_get_ns,
+        "existing_gets": r.existing.gets,
+        "block_reads_per_existing_get": r.reads_per_existing_get(),
+        "existing_get_ns": r.existing_get_ns,
+        "load_seconds": r.load_secs,
+        "shape": shape_json(m),
+    })
+}
+
+/// One point of the `--plot` sweep as JSON.
+pub fn sweep_json(p: &SweepPoint) -> Value {
+    json!({
+        "filter": p.kind.name(),
+        "requested_bits_per_key": p.requested_bits_per_key,
+        "bits_per_key": p.bits_per_key,
+        "probes_per_key": p.probes_per_key,
+        "predicted_fpr": p.predicted_fpr,
+        "measured_fpr": p.measured_fpr(),
+        "probes": p.probes,
+        "false_positives": p.false_positives,
+    })
 }
 
 /// Column names of `--csv`.

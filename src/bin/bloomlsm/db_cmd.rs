@@ -1,68 +1,111 @@
 //! `bloomlsm db`: operate on a store directory from the shell.
 //!
-//! Keys and values are given and printed in the escaped form of
-//! [`escape`](crate::escape) (`\xNN` for non-printable bytes, `\\` for a backslash), so
-//! `db scan` output (`key<TAB>value` lines) can be fed back to `db load`.
+//! `get`, `scan`, `stats` and `verify` open the store read-only
+//! ([`Db::open_read_only`]): they take no lock and change no file.
+//!
+//! Keys and values are given and printed in the text form of
+//! [`escape`](crate::escape) (UTF-8 as itself, `\xNN` for control characters
+//! and other bytes, `\\` for a backslash), or as hex with `--hex`, so `db scan`
+//! output (`key<TAB>value` lines) can be fed back to `db load`. `--json`
+//! prints the same keys and values inside JSON objects (fields in
+//! [`help`]).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bloomlsm::{Db, Options, Stats, WriteBatch};
+use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use bloomlsm::{Db, LevelStats, Options, Stats, WriteBatch};
 use clap::{Args, Subcommand};
+use serde_json::{Value, json};
 
-use crate::escape::{escape, unescape};
+use crate::escape::Codec;
 use crate::report::{TextTable, bytes, count, percent, sig3};
 use crate::workload::SplitMix64;
-use crate::{CliError, CliResult, parse_bytes, progress};
+use crate::{CliError, CliResult, help, parse_bytes, progress, write_json};
 
 /// The `db` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
     /// Store a value under a key (creates the store if missing).
-    Put {
-        /// The store's directory.
-        dir: PathBuf,
-        /// The key (escaped form: `\xNN`, `\\`).
-        key: String,
-        /// The value (escaped form).
-        value: String,
-    },
-    /// Print a key's value; exit status 1 (and nothing on stdout) if absent.
-    Get {
-        /// The store's directory.
-        dir: PathBuf,
-        /// The key (escaped form).
-        key: String,
-        /// Write the value's raw bytes, without escaping or a newline.
-        #[arg(long)]
-        raw: bool,
-    },
+    #[command(after_help = help::DB_PUT)]
+    Put(PutArgs),
+    /// Print a key's value; exit status 1 if the key is absent.
+    #[command(after_help = help::DB_GET)]
+    Get(GetArgs),
     /// Remove a key (a no-op if absent).
+    #[command(after_help = help::DB_DELETE)]
     Delete {
         /// The store's directory.
         dir: PathBuf,
-        /// The key (escaped form).
+        /// The key.
         key: String,
+        /// The key is hex.
+        #[arg(long)]
+        hex: bool,
     },
-    /// Print entries in key order as `key<TAB>value` lines (escaped).
+    /// Print entries in key order as `key<TAB>value` lines.
+    #[command(after_help = help::DB_SCAN)]
     Scan(ScanArgs),
-    /// Bulk-load `key` or `key<TAB>value` lines (escaped form) from a file or
-    /// `-` (stdin), in write batches.
+    /// Bulk-load `key` or `key<TAB>value` lines from a file or `-` (stdin),
+    /// all or nothing.
+    #[command(after_help = help::DB_LOAD)]
     Load(LoadArgs),
     /// Print the per-level shape, filters and lookup counters.
+    #[command(after_help = help::DB_STATS)]
     Stats(StatsArgs),
     /// Check every block of every file of the store.
+    #[command(after_help = help::DB_VERIFY)]
     Verify {
         /// The store's directory.
         dir: PathBuf,
+        /// Print one JSON object (fields below).
+        #[arg(long)]
+        json: bool,
     },
     /// Flush and merge everything down to the deepest level.
+    #[command(after_help = help::DB_COMPACT)]
     Compact {
         /// The store's directory.
         dir: PathBuf,
     },
+}
+
+/// Arguments of `db put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// The store's directory.
+    pub dir: PathBuf,
+    /// The key.
+    pub key: String,
+    /// The value, or `-` to read it from stdin (raw bytes).
+    #[arg(required_unless_present = "value_file", conflicts_with = "value_file")]
+    pub value: Option<String>,
+    /// Read the value from this file (raw bytes) instead.
+    #[arg(long, value_name = "FILE")]
+    pub value_file: Option<PathBuf>,
+    /// The key and value are hex (a value from stdin or a file is always raw).
+    #[arg(long)]
+    pub hex: bool,
+}
+
+/// Arguments of `db get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The store's directory.
+    pub dir: PathBuf,
+    /// The key.
+    pub key: String,
+    /// Write the value's raw bytes, without escaping or a newline.
+    #[arg(long, conflicts_with = "json")]
+    pub raw: bool,
+    /// The key is hex, and the value printed as hex.
+    #[arg(long)]
+    pub hex: bool,
+    /// Print one JSON object (fields below).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `db scan`.
@@ -82,6 +125,12 @@ pub struct ScanArgs {
     /// Print keys only.
     #[arg(long)]
     pub keys_only: bool,
+    /// Keys and values (and --from, --to) are hex.
+    #[arg(long)]
+    pub hex: bool,
+    /// Print one JSON object per entry per line (fields below).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `db load`.
@@ -94,6 +143,9 @@ pub struct LoadArgs {
     /// Records per write batch.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub batch: usize,
+    /// Keys and values in the input are hex.
+    #[arg(long)]
+    pub hex: bool,
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
@@ -115,48 +167,28 @@ pub struct StatsArgs {
     /// Also print one line per file.
     #[arg(long)]
     pub files: bool,
+    /// Print one JSON object (fields below).
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl DbCommand {
     /// Runs the command, writing its report to `out`.
     pub fn run(&self, out: &mut dyn Write) -> CliResult {
         match self {
-            DbCommand::Put { dir, key, value } => {
-                let db = open(dir, true)?;
-                db.put(parse_bytes("key", key)?, parse_bytes("value", value)?)?;
-                Ok(db.close()?)
-            }
-            DbCommand::Get { dir, key, raw } => {
-                let k = parse_bytes("key", key)?;
+            DbCommand::Put(a) => put(a),
+            DbCommand::Get(a) => get(a, out),
+            DbCommand::Delete { dir, key, hex } => {
+                let k = parse_bytes(Codec::new(*hex), "key", key)?;
+                check_record(&k, b"").map_err(|e| CliError::data(format!("key: {e}")))?;
                 let db = open(dir, false)?;
-                match db.get(&k)? {
-                    Some(v) if *raw => Ok(out.write_all(&v)?),
-                    Some(v) => Ok(writeln!(out, "{}", escape(&v))?),
-                    None => Err(CliError::new(format!("key not found: {}", escape(&k)))),
-                }
-            }
-            DbCommand::Delete { dir, key } => {
-                let db = open(dir, false)?;
-                db.delete(parse_bytes("key", key)?)?;
+                db.delete(k)?;
                 Ok(db.close()?)
             }
             DbCommand::Scan(a) => scan(a, out),
             DbCommand::Load(a) => load(a, out),
             DbCommand::Stats(a) => stats(a, out),
-            DbCommand::Verify { dir } => {
-                let db = open(dir, false)?;
-                db.verify()?;
-                let files = db.file_stats();
-                writeln!(
-                    out,
-                    "OK  {}: {} files, {} entries, {}",
-                    dir.display(),
-                    files.len(),
-                    count(files.iter().map(|f| f.entries).sum()),
-                    bytes(files.iter().map(|f| f.file_bytes).sum())
-                )?;
-                Ok(db.close()?)
-            }
+            DbCommand::Verify { dir, json } => verify(dir, *json, out),
             DbCommand::Compact { dir } => {
                 let db = open(dir, false)?;
                 writeln!(out, "before: {}", shape_line(&db.stats()))?;
@@ -170,23 +202,132 @@ impl DbCommand {
     }
 }
 
-/// Opens the store at `dir` with default options. Unless `create`, the
-/// directory must already hold a store: reading commands never create one.
-pub fn open(dir: &Path, create: bool) -> CliResult<Db> {
+/// Fails unless `dir` holds a store: reading commands never create one.
+pub fn check_store(dir: &Path) -> CliResult {
     // `CURRENT` names the live manifest of every store (docs/format.md).
-    if !create && !dir.join("CURRENT").exists() {
-        let why = if dir.exists() {
-            "is not a bloomlsm store (no CURRENT file)"
-        } else {
-            "does not exist"
-        };
-        return Err(CliError::new(format!("{} {why}", dir.display())));
+    if dir.join("CURRENT").exists() {
+        return Ok(());
+    }
+    let why = if dir.exists() {
+        "is not a bloomlsm store (no CURRENT file)"
+    } else {
+        "does not exist"
+    };
+    Err(CliError::new(format!("{} {why}", dir.display())))
+}
+
+/// Opens the store at `dir` with default options. Unless `create`, the
+/// directory must already hold a store.
+pub fn open(dir: &Path, create: bool) -> CliResult<Db> {
+    if !create {
+        check_store(dir)?;
     }
     let opts = Options {
         create_if_missing: create,
         ..Options::default()
     };
     Ok(Db::open(dir, opts)?)
+}
+
+/// Opens an existing store for the reading commands (`get`, `scan`, `stats`,
+/// `verify`) with [`Db::open_read_only`]: no lock taken, no file created,
+/// written, renamed or deleted, so they work beside a running writer and on
+/// a directory the user cannot write. The caller has run [`check_store`].
+fn read_only_db(dir: &Path) -> bloomlsm::Result<Db> {
+    Db::open_read_only(dir, Options::default())
+}
+
+/// Opens an existing store for the reading commands.
+pub fn open_for_reading(dir: &Path) -> CliResult<Db> {
+    check_store(dir)?;
+    Ok(read_only_db(dir)?)
+}
+
+/// Checks a record against the store's limits before anything is written:
+/// a non-empty key of at most [`MAX_KEY_LEN`] bytes, a value of at most
+/// [`MAX_VALUE_LEN`].
+pub fn check_record(key: &[u8], value: &[u8]) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("empty key".into());
+    }
+    let over = |what: &str, n: usize, max: usize| {
+        format!(
+            "{what} of {} bytes is over the {}-byte limit",
+            count(n as u64),
+            count(max as u64)
+        )
+    };
+    if key.len() > MAX_KEY_LEN {
+        return Err(over("key", key.len(), MAX_KEY_LEN));
+    }
+    if value.len() > MAX_VALUE_LEN {
+        return Err(over("value", value.len(), MAX_VALUE_LEN));
+    }
+    Ok(())
+}
+
+/// Reads a value byte for byte from `r` (named `name` in errors), refusing
+/// one over [`MAX_VALUE_LEN`] without reading all of it.
+fn read_value(r: impl Read, name: &str) -> CliResult<Vec<u8>> {
+    let mut v = Vec::new();
+    r.take(MAX_VALUE_LEN as u64 + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| CliError::new(format!("read {name}: {e}")))?;
+    if v.len() > MAX_VALUE_LEN {
+        return Err(CliError::data(format!(
+            "value from {name} is over the {}-byte limit",
+            count(MAX_VALUE_LEN as u64)
+        )));
+    }
+    Ok(v)
+}
+
+fn put(a: &PutArgs) -> CliResult {
+    let codec = Codec::new(a.hex);
+    let key = parse_bytes(codec, "key", &a.key)?;
+    let value = match (&a.value_file, a.value.as_deref()) {
+        (Some(f), _) => {
+            let name = f.display().to_string();
+            let file = File::open(f).map_err(|e| CliError::new(format!("{name}: {e}")))?;
+            read_value(file, &name)?
+        }
+        (None, Some("-")) => read_value(std::io::stdin().lock(), "stdin")?,
+        (None, Some(v)) => parse_bytes(codec, "value", v)?,
+        (None, None) => return Err(CliError::usage("a value, - or --value-file is needed")),
+    };
+    check_record(&key, &value).map_err(CliError::data)?;
+    let db = open(&a.dir, true)?;
+    db.put(key, value)?;
+    Ok(db.close()?)
+}
+
+fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
+    let codec = Codec::new(a.hex);
+    let k = parse_bytes(codec, "key", &a.key)?;
+    let db = open_for_reading(&a.dir)?;
+    let v = db.get(&k)?;
+    if a.json {
+        write_json(
+            out,
+            &json!({
+                "key": codec.encode(&k),
+                "found": v.is_some(),
+                "value": v.as_deref().map(|v| codec.encode(v)),
+            }),
+        )?;
+    }
+    match v {
+        Some(v) if a.raw => out.write_all(&v)?,
+        Some(v) if !a.json => writeln!(out, "{}", codec.encode(&v))?,
+        Some(_) => {}
+        None => {
+            return Err(CliError::negative(format!(
+                "key not found: {}",
+                codec.encode(&k)
+            )));
+        }
+    }
+    Ok(db.close()?)
 }
 
 /// The store's shape on one line: `L0 2 files 20,000 keys 2.3 MiB | L1 ...`.
@@ -212,6 +353,39 @@ pub fn shape_line(s: &Stats) -> String {
     }
 }
 
+/// The store's shape as JSON: one `{level, files, keys, bytes,
+/// filter_bits_per_key}` per non-empty level (`filter_bits_per_key` null for
+/// a level without filtered keys).
+pub fn shape_json(s: &Stats) -> Value {
+    s.levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| {
+            json!({
+                "level": l.level,
+                "files": l.files,
+                "keys": l.entries,
+                "bytes": l.file_bytes,
+                "filter_bits_per_key": (l.filtered_keys > 0).then(|| l.filter_bits_per_key()),
+            })
+        })
+        .collect()
+}
+
+/// The sums over every non-empty level (policy and predicted FPR left empty).
+fn level_total(s: &Stats) -> LevelStats {
+    let mut total = LevelStats::default();
+    for l in s.levels.iter().filter(|l| l.files > 0) {
+        total.files += l.files;
+        total.entries += l.entries;
+        total.file_bytes += l.file_bytes;
+        total.filter_bytes += l.filter_bytes;
+        total.filtered_keys += l.filtered_keys;
+        total.io.add(&l.io);
+    }
+    total
+}
+
 /// The per-level table of `db stats`: shape, filters and lookup counters of
 /// every non-empty level, plus a total row.
 pub fn level_table(s: &Stats) -> TextTable {
@@ -232,11 +406,10 @@ pub fn level_table(s: &Stats) -> TextTable {
         "cache hits",
     ])
     .align(4, crate::report::Align::Left);
-    let mut total = bloomlsm::LevelStats::default();
-    for l in s.levels.iter().filter(|l| l.files > 0) {
-        t.row(vec![
-            format!("L{}", l.level),
-            l.files.to_string(),
+    let row = |name: String, l: &LevelStats, predicted: Option<f64>| {
+        vec![
+            name,
+            count(l.files as u64),
             count(l.entries),
             bytes(l.file_bytes),
             l.policies.clone(),
@@ -246,48 +419,48 @@ pub fn level_table(s: &Stats) -> TextTable {
             count(l.io.filter_negatives),
             count(l.io.false_positives),
             percent(l.io.observed_fpr()),
-            percent(Some(l.predicted_fpr)),
+            predicted.map(|p| percent(Some(p))).unwrap_or_default(),
             count(l.io.block_reads),
             count(l.io.cache_hits),
-        ]);
-        total.files += l.files;
-        total.entries += l.entries;
-        total.file_bytes += l.file_bytes;
-        total.filter_bytes += l.filter_bytes;
-        total.filtered_keys += l.filtered_keys;
-        total.io.add(&l.io);
+        ]
+    };
+    for l in s.levels.iter().filter(|l| l.files > 0) {
+        t.row(row(format!("L{}", l.level), l, Some(l.predicted_fpr)));
     }
-    t.row(vec![
-        "total".into(),
-        total.files.to_string(),
-        count(total.entries),
-        bytes(total.file_bytes),
-        String::new(),
-        format!("{:.2}", total.filter_bits_per_key()),
-        bytes(total.filter_bytes),
-        count(total.io.filter_checks),
-        count(total.io.filter_negatives),
-        count(total.io.false_positives),
-        percent(total.io.observed_fpr()),
-        String::new(),
-        count(total.io.block_reads),
-        count(total.io.cache_hits),
-    ]);
+    t.row(row("total".into(), &level_total(s), None));
     t
+}
+
+/// One level (or the total) of `db stats --json`.
+fn level_json(l: &LevelStats, total: bool) -> Value {
+    json!({
+        "level": (!total).then_some(l.level),
+        "files": l.files,
+        "keys": l.entries,
+        "bytes": l.file_bytes,
+        "filter_policy": (!total).then_some(l.policies.as_str()),
+        "filter_bytes": l.filter_bytes,
+        "filter_bits_per_key": l.filter_bits_per_key(),
+        "predicted_fpr": (!total).then_some(l.predicted_fpr),
+        "filter_checks": l.io.filter_checks,
+        "filter_negatives": l.io.filter_negatives,
+        "false_positives": l.io.false_positives,
+        "observed_fpr": l.io.observed_fpr(),
+        "block_reads": l.io.block_reads,
+        "cache_hits": l.io.cache_hits,
+    })
 }
 
 fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
     use std::ops::Bound;
-    let from = a
-        .from
-        .as_deref()
-        .map(|k| parse_bytes("--from", k))
-        .transpose()?;
-    let to =
-        a.to.as_deref()
-            .map(|k| parse_bytes("--to", k))
-            .transpose()?;
-    let db = open(&a.dir, false)?;
+    let codec = Codec::new(a.hex);
+    let bound = |flag: &str, k: &Option<String>| {
+        k.as_deref()
+            .map(|k| parse_bytes(codec, flag, k))
+            .transpose()
+    };
+    let (from, to) = (bound("--from", &a.from)?, bound("--to", &a.to)?);
+    let db = open_for_reading(&a.dir)?;
     let lo = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
     let hi = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let limit = a.limit.unwrap_or(u64::MAX);
@@ -297,87 +470,171 @@ fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
             break;
         }
         let (k, v) = e?;
-        if a.keys_only {
-            writeln!(out, "{}", escape(&k))?;
-        } else {
-            writeln!(out, "{}\t{}", escape(&k), escape(&v))?;
+        match (a.json, a.keys_only) {
+            (true, true) => write_json(&mut out, &json!({ "key": codec.encode(&k) }))?,
+            (true, false) => write_json(
+                &mut out,
+                &json!({ "key": codec.encode(&k), "value": codec.encode(&v) }),
+            )?,
+            (false, true) => writeln!(out, "{}", codec.encode(&k))?,
+            (false, false) => writeln!(out, "{}\t{}", codec.encode(&k), codec.encode(&v))?,
         }
     }
     out.flush()?;
     Ok(())
 }
 
-/// Splits an input line of `db load` into key and value (escaped form;
-/// `key<TAB>value`, or a bare key with an empty value).
-pub fn parse_load_line(line: &str) -> Result<(Vec<u8>, Vec<u8>), String> {
+/// Splits an input line of `db load` into key and value (`key<TAB>value`,
+/// or a bare key with an empty value) and checks them against the store's
+/// limits.
+pub fn parse_load_line(codec: Codec, line: &str) -> Result<(Vec<u8>, Vec<u8>), String> {
     let (k, v) = line.split_once('\t').unwrap_or((line, ""));
-    let key = unescape(k).map_err(|e| format!("key: {e}"))?;
-    if key.is_empty() {
-        return Err("empty key".to_string());
-    }
-    let value = unescape(v).map_err(|e| format!("value: {e}"))?;
+    let key = codec.decode(k).map_err(|e| format!("key: {e}"))?;
+    let value = codec.decode(v).map_err(|e| format!("value: {e}"))?;
+    check_record(&key, &value)?;
     Ok((key, value))
 }
 
+/// What one pass over `db load` input found.
+#[derive(Debug, Default)]
+struct LoadPass {
+    /// Good records.
+    records: u64,
+    /// Bytes of their keys and values.
+    payload: u64,
+    /// Lines that failed to parse.
+    bad_lines: u64,
+    /// The first of them, as `name:line: what`.
+    first_bad: Option<String>,
+}
+
+/// Reads `db load` input, calling `f` on every good record; bad lines are
+/// counted and the first one kept (reading goes on to count them all).
+fn load_pass(
+    input: impl BufRead,
+    name: &str,
+    codec: Codec,
+    mut f: impl FnMut(&[u8], &[u8]) -> CliResult,
+) -> CliResult<LoadPass> {
+    let mut pass = LoadPass::default();
+    for (i, line) in input.split(b'\n').enumerate() {
+        let line = line.map_err(|e| CliError::new(format!("read {name}: {e}")))?;
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if line.is_empty() {
+            continue;
+        }
+        let parsed = std::str::from_utf8(line)
+            .map_err(|_| "not UTF-8 (write other bytes as \\xNN)".to_string())
+            .and_then(|text| parse_load_line(codec, text));
+        match parsed {
+            Ok((k, v)) => {
+                pass.records += 1;
+                pass.payload += (k.len() + v.len()) as u64;
+                f(&k, &v)?;
+            }
+            Err(e) => {
+                pass.bad_lines += 1;
+                pass.first_bad
+                    .get_or_insert_with(|| format!("{name}:{}: {e}", i + 1));
+            }
+        }
+    }
+    Ok(pass)
+}
+
 fn load(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
+    let codec = Codec::new(a.hex);
     let stdin = a.file.as_os_str() == "-";
     let name = if stdin {
         "<stdin>".to_string()
     } else {
         a.file.display().to_string()
     };
-    let input: Box<dyn BufRead> = if stdin {
-        Box::new(std::io::stdin().lock())
+    // All or nothing: the whole input is checked before the store is opened.
+    // Stdin can be read once only, so it is kept in memory for the second pass.
+    let stdin_bytes = if stdin {
+        let mut v = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut v)
+            .map_err(|e| CliError::new(format!("read {name}: {e}")))?;
+        v
     } else {
-        let f = File::open(&a.file).map_err(|e| CliError::new(format!("{name}: {e}")))?;
-        Box::new(BufReader::with_capacity(1 << 16, f))
+        Vec::new()
     };
+    let input = || -> CliResult<Box<dyn BufRead + '_>> {
+        if stdin {
+            return Ok(Box::new(&stdin_bytes[..]));
+        }
+        let f = File::open(&a.file).map_err(|e| CliError::new(format!("{name}: {e}")))?;
+        Ok(Box::new(BufReader::with_capacity(1 << 16, f)))
+    };
+    let check = load_pass(input()?, &name, codec, |_, _| Ok(()))?;
+    if let Some(first) = check.first_bad {
+        let more = match check.bad_lines {
+            1 => String::new(),
+            n => format!("{} bad lines in all, ", count(n)),
+        };
+        return Err(CliError::data(format!(
+            "{first}; {more}nothing was written"
+        )));
+    }
+
     let db = open(&a.dir, true)?;
-    let pb = progress(None, a.quiet, format!("loading {name}"));
+    let pb = progress(Some(check.records), a.quiet, format!("loading {name}"));
     let start = Instant::now();
     let batch_size = a.batch.max(1);
-    let (mut records, mut payload) = (0u64, 0u64);
     let mut batch = WriteBatch::new();
-    for (i, line) in input.split(b'\n').enumerate() {
-        let line = line.map_err(|e| CliError::new(format!("{name}: {e}")))?;
-        let line = line.strip_suffix(b"\r").unwrap_or(&line);
-        if line.is_empty() {
-            continue;
-        }
-        let text = std::str::from_utf8(line).map_err(|_| {
-            CliError::new(format!(
-                "{name}:{}: not UTF-8 (escape binary bytes as \\xNN)",
-                i + 1
-            ))
+    let mut committed = 0u64;
+    let mut write = |db: &Db, batch: &mut WriteBatch| -> CliResult {
+        let n = batch.len() as u64;
+        db.write(std::mem::take(batch)).map_err(|e| {
+            let e = CliError::from(e);
+            CliError {
+                message: format!(
+                    "{} ({} of {} records were committed before it)",
+                    e.message,
+                    count(committed),
+                    count(check.records)
+                ),
+                ..e
+            }
         })?;
-        let (k, v) =
-            parse_load_line(text).map_err(|e| CliError::new(format!("{name}:{}: {e}", i + 1)))?;
-        payload += (k.len() + v.len()) as u64;
-        batch.put(&k, &v);
-        records += 1;
+        committed += n;
+        pb.set_position(committed);
+        Ok(())
+    };
+    let done = load_pass(input()?, &name, codec, |k, v| {
+        batch.put(k, v);
         if batch.len() >= batch_size {
-            db.write(std::mem::take(&mut batch))?;
-            pb.set_position(records);
+            write(&db, &mut batch)?;
         }
-    }
-    db.write(batch)?;
+        Ok(())
+    })?;
+    write(&db, &mut batch)?;
     pb.finish_and_clear();
     db.close()?;
+    if let Some(first) = done.first_bad {
+        return Err(CliError::data(format!(
+            "{name} changed while it was loaded: {first} ({} good records were written)",
+            count(done.records)
+        )));
+    }
     let secs = start.elapsed().as_secs_f64();
     writeln!(
         out,
         "loaded {} records ({}) into {} in {:.2} s ({} records/s)",
-        count(records),
-        bytes(payload),
+        count(done.records),
+        bytes(done.payload),
         a.dir.display(),
         secs,
-        sig3(records as f64 / secs.max(1e-9))
+        sig3(done.records as f64 / secs.max(1e-9))
     )?;
     Ok(())
 }
 
 fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
-    let db = open(&a.dir, false)?;
+    let db = open_for_reading(&a.dir)?;
     db.reset_stats();
     if let Some(n) = a.probe {
         let mut rng = SplitMix64::new(a.seed);
@@ -388,6 +645,53 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         }
     }
     let s = db.stats();
+    let files = if a.files { db.file_stats() } else { Vec::new() };
+    db.close()?;
+    if a.json {
+        let levels: Vec<Value> = s
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| level_json(l, false))
+            .collect();
+        let mut v = json!({
+            "store": a.dir.display().to_string(),
+            "levels": levels,
+            "total": level_json(&level_total(&s), true),
+            "memory": {
+                "filter_bytes": s.filter_bytes,
+                "index_bytes": s.index_bytes,
+                "memtable_bytes": s.memtable_bytes,
+            },
+            "probe": a.probe.map(|n| json!({
+                "lookups": n,
+                "seed": a.seed,
+                "found": s.gets_found,
+                "block_reads_per_missing_get": s.block_reads_per_missing_get(),
+                "predicted_block_reads_per_missing_get": s.predicted_block_reads_per_missing_get(),
+            })),
+        });
+        if a.files {
+            v["files"] = files
+                .iter()
+                .map(|f| {
+                    json!({
+                        "file": format!("{:06}.sst", f.number),
+                        "level": f.level,
+                        "bytes": f.file_bytes,
+                        "keys": f.entries,
+                        "filter": f.filter,
+                        "filter_usable": f.filter_usable,
+                        "bits_per_key": f.bits_per_key,
+                        "predicted_fpr": f.predicted_fpr,
+                        "filter_checks": f.io.filter_checks,
+                        "false_positives": f.io.false_positives,
+                    })
+                })
+                .collect();
+        }
+        return write_json(out, &v);
+    }
     writeln!(out, "store {}: {}", a.dir.display(), shape_line(&s))?;
     writeln!(
         out,
@@ -427,7 +731,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
             "false pos",
         ])
         .align(4, crate::report::Align::Left);
-        for f in db.file_stats() {
+        for f in &files {
             t.row(vec![
                 format!("{:06}.sst", f.number),
                 format!("L{}", f.level),
@@ -446,7 +750,64 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         }
         out.write_all(t.render().as_bytes())?;
     }
-    Ok(db.close()?)
+    Ok(())
+}
+
+fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> CliResult {
+    check_store(dir)?;
+    // A corrupt store is a failed check (exit status 1), whether the damage
+    // stops the open or turns up in a block; other errors stay failures.
+    let as_check = |e: bloomlsm::Error| {
+        let corrupt = e.is_corruption();
+        let e = CliError::from(e);
+        if corrupt {
+            e.with_code(crate::EXIT_NEGATIVE)
+        } else {
+            e
+        }
+    };
+    let checked = read_only_db(dir).and_then(|db| {
+        db.verify()?;
+        let files = db.file_stats();
+        db.close()?;
+        Ok(files)
+    });
+    let report = |ok: bool, files: Option<(usize, u64, u64)>, error: Option<&str>| {
+        json!({
+            "store": dir.display().to_string(),
+            "ok": ok,
+            "files": files.map(|f| f.0),
+            "entries": files.map(|f| f.1),
+            "bytes": files.map(|f| f.2),
+            "error": error,
+        })
+    };
+    let files = match checked.map_err(as_check) {
+        Ok(files) => files,
+        Err(e) => {
+            if json && e.code == crate::EXIT_NEGATIVE {
+                write_json(out, &report(false, None, Some(&e.message)))?;
+            }
+            return Err(e);
+        }
+    };
+    let totals = (
+        files.len(),
+        files.iter().map(|f| f.entries).sum(),
+        files.iter().map(|f| f.file_bytes).sum(),
+    );
+    if json {
+        return write_json(out, &report(true, Some(totals), None));
+    }
+    writeln!(
+        out,
+        "OK  {}: {} files, {} entries, {}",
+        dir.display(),
+        count(totals.0 as u64),
+        count(totals.1),
+        bytes(totals.2)
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -455,12 +816,38 @@ mod tests {
 
     #[test]
     fn load_lines() {
+        let t = Codec::Text;
         assert_eq!(
-            parse_load_line("k\\x00\tv v").unwrap(),
+            parse_load_line(t, "k\\x00\tv v").unwrap(),
             (b"k\0".to_vec(), b"v v".to_vec())
         );
-        assert_eq!(parse_load_line("k").unwrap(), (b"k".to_vec(), vec![]));
-        assert!(parse_load_line("\tv").is_err());
-        assert!(parse_load_line("k\\q\tv").is_err());
+        assert_eq!(parse_load_line(t, "k").unwrap(), (b"k".to_vec(), vec![]));
+        assert_eq!(
+            parse_load_line(Codec::Hex, "6b00\t0x76").unwrap(),
+            (b"k\0".to_vec(), b"v".to_vec())
+        );
+        assert!(parse_load_line(t, "\tv").is_err());
+        assert!(parse_load_line(t, "k\\q\tv").is_err());
+        assert!(parse_load_line(Codec::Hex, "k\tv").is_err());
+        let long = "k".repeat(MAX_KEY_LEN + 1);
+        let e = parse_load_line(t, &long).unwrap_err();
+        assert_eq!(e, "key of 65,537 bytes is over the 65,536-byte limit");
+    }
+
+    #[test]
+    fn load_pass_counts_bad_lines() {
+        let input = b"a\t1\nbad\\q\n\nb\t2\r\n\tempty\n" as &[u8];
+        let mut seen = Vec::new();
+        let p = load_pass(input, "in.tsv", Codec::Text, |k, v| {
+            seen.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((p.records, p.payload, p.bad_lines), (2, 4, 2));
+        assert_eq!(
+            p.first_bad.as_deref(),
+            Some("in.tsv:2: key: bad escape \"\\q\" at byte 3 (use \\\\ for a backslash)")
+        );
+        assert_eq!(seen[1], (b"b".to_vec(), b"2".to_vec()));
     }
 }

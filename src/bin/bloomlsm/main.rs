@@ -5,17 +5,20 @@
 //!   [`sweep`] is its filter-only FPR sweep, [`workload`] its keys.
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
 //! - [`db_cmd`]: `bloomlsm db put | get | delete | scan | load | stats | verify | compact`.
-//! - [`report`]: text tables, JSON lines, CSV and number formats.
+//! - [`report`]: text tables, JSON, CSV, number and date formats.
 //! - [`plot`]: the SVG charts of `bench --plot`.
-//! - [`escape`]: printable escaping of binary keys and values.
+//! - [`escape`]: the text and hex forms of keys and values.
+//! - [`help`]: examples, JSON fields and exit statuses shown by `--help`.
 //!
 //! Every command writes its results to a caller-supplied `Write` (stdout
 //! here) and returns a [`CliError`] on failure, which `main` prints as one
-//! line, `bloomlsm: <message>`, with a non-zero exit status.
+//! line, `bloomlsm: <message>`, with a documented non-zero exit status
+//! ([`EXIT_NEGATIVE`], [`EXIT_USAGE`], [`EXIT_DATA`], [`EXIT_FAILURE`]).
 
 mod bench;
 mod db_cmd;
 mod escape;
+mod help;
 mod plot;
 mod report;
 mod sst_cmd;
@@ -28,7 +31,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bench::BenchArgs;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use db_cmd::DbCommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sst_cmd::SstCommand;
@@ -36,7 +39,7 @@ use sst_cmd::SstCommand;
 /// An LSM key-value store whose SSTables carry cache-blocked Bloom filters,
 /// and the tools to measure how much disk I/O those filters save.
 #[derive(Debug, Parser)]
-#[command(name = "bloomlsm", version, propagate_version = true)]
+#[command(name = "bloomlsm", version, propagate_version = true, after_help = help::TOP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -46,16 +49,25 @@ struct Cli {
 enum Command {
     /// Build a store per filter configuration and measure filter FPR, data-block
     /// reads per missing get and get latency (the study).
+    #[command(after_help = help::BENCH)]
     Bench(BenchArgs),
     /// Inspect SSTable files: dump, verify, filter-test.
+    #[command(after_help = help::TOP)]
     Sst {
         #[command(subcommand)]
         command: SstCommand,
     },
     /// Operate on a store directory: put, get, delete, scan, load, stats, verify, compact.
+    #[command(after_help = help::TOP)]
     Db {
         #[command(subcommand)]
         command: DbCommand,
+    },
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell.
+    #[command(after_help = help::COMPLETIONS)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -70,6 +82,12 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a, &mut out).map(drop),
         Command::Sst { command } => command.run(&mut out),
         Command::Db { command } => command.run(&mut out),
+        Command::Completions { shell } => {
+            // Into memory first: clap_complete panics on a write error.
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "bloomlsm", &mut script);
+            out.write_all(&script).map_err(CliError::from)
+        }
     };
     let result = result.and_then(|()| out.flush().map_err(CliError::from));
     match result {
@@ -92,30 +110,75 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
+            eprintln!("bloomlsm: {}", missing_subcommand(std::env::args().skip(1)));
             ExitCode::from(EXIT_USAGE as u8)
         }
         _ => {
-            // clap's message is the paragraph before "Usage:" / "tip:";
-            // it may span lines (e.g. the list of missing arguments).
-            let text = e.to_string();
-            let para = text.trim_start().split("\n\n").next().unwrap_or_default();
-            let msg = one_line(para.strip_prefix("error:").unwrap_or(para));
-            let msg = if msg.is_empty() {
-                "invalid arguments".into()
-            } else {
-                msg
-            };
-            eprintln!("bloomlsm: {msg} (see --help)");
+            eprintln!("bloomlsm: {}", clap_message(&e.to_string()));
             ExitCode::from(EXIT_USAGE as u8)
         }
     }
 }
 
-/// Exit status of a failed command (bad input data, corruption, I/O).
-pub const EXIT_FAILURE: i32 = 1;
-/// Exit status of a usage error (bad arguments), as clap uses.
+/// The one-line error for a command given without its subcommand, e.g.
+/// `'db' needs a command: put, get, ... (see bloomlsm db --help)`.
+fn missing_subcommand(args: impl Iterator<Item = String>) -> String {
+    let mut cmd = Cli::command();
+    let mut path = Vec::new();
+    for a in args {
+        let Some(sub) = cmd.find_subcommand(&a).cloned() else {
+            break;
+        };
+        path.push(a);
+        cmd = sub;
+    }
+    let subs = cmd
+        .get_subcommands()
+        .map(|c| c.get_name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match path.as_slice() {
+        [] => format!("a command is needed: {subs} (see --help)"),
+        [.., last] => format!(
+            "'{last}' needs a command: {subs} (see bloomlsm {} --help)",
+            path.join(" ")
+        ),
+    }
+}
+
+/// clap's error text as one line: its message (the paragraph before
+/// "Usage:"; it may span lines, e.g. the list of missing arguments) and its
+/// "did you mean" tips, e.g. `unrecognized subcommand 'bnech' (tip: a similar
+/// subcommand exists: 'bench'; see --help)`.
+fn clap_message(text: &str) -> String {
+    let mut paras = text.trim_start().split("\n\n").map(str::trim);
+    let first = paras.next().unwrap_or_default();
+    let msg = one_line(first.strip_prefix("error:").unwrap_or(first));
+    let msg = if msg.is_empty() {
+        "invalid arguments".into()
+    } else {
+        msg
+    };
+    let mut notes: Vec<String> = paras
+        .filter(|p| p.starts_with("tip:"))
+        .map(one_line)
+        .collect();
+    notes.push("see --help".into());
+    format!("{msg} ({})", notes.join("; "))
+}
+
+/// Exit status when the answer is no: `db get` found no such key, `sst
+/// verify` / `db verify` found a bad file.
+pub const EXIT_NEGATIVE: i32 = 1;
+/// Exit status of a usage error (bad arguments or output paths; nothing was
+/// written), as clap uses.
 pub const EXIT_USAGE: i32 = 2;
+/// Exit status of bad input data: a `db load` line that does not parse, a key
+/// or value over the store's limits (nothing was written).
+pub const EXIT_DATA: i32 = 3;
+/// Exit status of any other failure: I/O error, corruption met while doing
+/// something else, a store locked by another process.
+pub const EXIT_FAILURE: i32 = 4;
 
 /// Why a command failed: a one-line message and the exit status to use.
 #[derive(Debug)]
@@ -140,10 +203,22 @@ impl CliError {
 
     /// A usage error (exit status [`EXIT_USAGE`]).
     pub fn usage(message: impl Into<String>) -> Self {
-        CliError {
-            code: EXIT_USAGE,
-            ..Self::new(message)
-        }
+        Self::new(message).with_code(EXIT_USAGE)
+    }
+
+    /// Bad input data (exit status [`EXIT_DATA`]).
+    pub fn data(message: impl Into<String>) -> Self {
+        Self::new(message).with_code(EXIT_DATA)
+    }
+
+    /// A negative answer (exit status [`EXIT_NEGATIVE`]).
+    pub fn negative(message: impl Into<String>) -> Self {
+        Self::new(message).with_code(EXIT_NEGATIVE)
+    }
+
+    /// The same error with another exit status.
+    pub fn with_code(self, code: i32) -> Self {
+        CliError { code, ..self }
     }
 }
 
@@ -157,8 +232,9 @@ impl std::error::Error for CliError {}
 
 impl From<bloomlsm::Error> for CliError {
     fn from(e: bloomlsm::Error) -> Self {
+        // The engine rejects a key or value (empty, over a limit): input data.
         let code = match e {
-            bloomlsm::Error::InvalidArgument(_) => EXIT_USAGE,
+            bloomlsm::Error::InvalidArgument(_) => EXIT_DATA,
             _ => EXIT_FAILURE,
         };
         CliError {
@@ -185,10 +261,19 @@ pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Parses a key or value given on the command line in the escaped form that
-/// the command prints (see [`escape`]).
-pub fn parse_bytes(what: &str, text: &str) -> CliResult<Vec<u8>> {
-    escape::unescape(text).map_err(|e| CliError::usage(format!("{what} {text:?}: {e}")))
+/// Parses a key or value given on the command line in the form that the
+/// command prints (see [`escape`]); a bad one is a usage error.
+pub fn parse_bytes(codec: escape::Codec, what: &str, text: &str) -> CliResult<Vec<u8>> {
+    codec
+        .decode(text)
+        .map_err(|e| CliError::usage(format!("{what} {text:?}: {e}")))
+}
+
+/// Writes `value` as one line of compact JSON.
+pub fn write_json(out: &mut dyn Write, value: &serde_json::Value) -> CliResult {
+    serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
 }
 
 /// A progress bar on stderr for a phase of `len` steps (a spinner if `None`),
@@ -236,7 +321,47 @@ mod tests {
         assert_eq!(e.message, "corruption in /x.sst at offset 7: bad thing");
         assert_eq!(e.code, EXIT_FAILURE);
         let e: CliError = bloomlsm::Error::invalid("nope").into();
+        assert_eq!(e.code, EXIT_DATA);
+        let e = parse_bytes(escape::Codec::Text, "key", "a\\q").unwrap_err();
         assert_eq!(e.code, EXIT_USAGE);
-        assert!(parse_bytes("key", "a\\q").is_err());
+        assert!(parse_bytes(escape::Codec::Hex, "key", "abc").is_err());
+    }
+
+    #[test]
+    fn usage_errors_keep_tips() {
+        let e = Cli::try_parse_from(["bloomlsm", "bnech"]).unwrap_err();
+        let m = clap_message(&e.to_string());
+        assert!(m.contains("unrecognized subcommand 'bnech'"), "{m}");
+        assert!(
+            m.contains("tip: a similar subcommand exists: 'bench'"),
+            "{m}"
+        );
+        assert!(m.ends_with("; see --help)"), "{m}");
+        assert_eq!(
+            clap_message(
+                "error: the following required arguments were not provided:\n  <DIR>\n\nUsage: x"
+            ),
+            "the following required arguments were not provided: <DIR> (see --help)"
+        );
+    }
+
+    #[test]
+    fn missing_subcommands_are_listed() {
+        let m = missing_subcommand(["db".to_string()].into_iter());
+        assert!(
+            m.starts_with("'db' needs a command: put, get, delete,"),
+            "{m}"
+        );
+        assert!(m.ends_with("(see bloomlsm db --help)"), "{m}");
+        let m = missing_subcommand(std::iter::empty());
+        assert_eq!(
+            m,
+            "a command is needed: bench, sst, db, completions (see --help)"
+        );
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
     }
 }

@@ -7,7 +7,7 @@
 //! data-block reads per missing get of each store configuration, measured
 //! next to predicted (log scale).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -56,9 +56,16 @@ pub struct ReadsBar {
     pub predicted: f64,
 }
 
-/// Writes the two-panel chart to `path` (via a `.tmp` file renamed into place).
+/// The file the chart for `path` is drawn into before it is renamed to `path`.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// Writes the two-panel chart to `path` (via [`temp_path`], renamed into place).
 pub fn write_chart(path: &Path, chart: &Chart<'_>) -> CliResult {
-    let tmp = path.with_extension("svg.tmp");
+    let tmp = temp_path(path);
     let err = |e: String| CliError::new(format!("plot {}: {e}", path.display()));
     {
         let root = SVGBackend::new(&tmp, (1500, 600)).into_drawing_area();

@@ -1,10 +1,12 @@
-//! Output formatting for the `bloomlsm` command: aligned text tables, JSON
-//! objects (one per line) and CSV, plus number formats.
+//! Output formatting for the `bloomlsm` command: aligned text tables and CSV,
+//! and the one set of number and date formats every command uses.
+//! (`--json` output is built with `serde_json`, see [`crate::write_json`].)
 //!
-//! JSON is written by hand (the crate has no serde): [`JsonObject`] escapes
-//! strings per RFC 8259 and writes non-finite numbers as `null`.
-
-use std::fmt::Write as _;
+//! Numbers in text output: counts with thousands separators ([`count`]),
+//! sizes in B / KiB / MiB / GiB ([`bytes()`]), rates as percentages ([`percent`]),
+//! measured ratios with three significant digits ([`sig3`]), durations with a
+//! unit ([`duration_ns`]), times as UTC dates ([`utc_date`]). Byte offsets in
+//! a file stay plain integers, as the engine's error messages print them.
 
 /// Column alignment in a [`TextTable`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,141 +93,6 @@ impl TextTable {
     }
 }
 
-/// A JSON value for [`JsonObject`].
-#[derive(Clone, Debug, PartialEq)]
-pub enum JsonValue {
-    /// `null`.
-    Null,
-    /// `true` / `false`.
-    Bool(bool),
-    /// An integer.
-    Int(i64),
-    /// An unsigned integer.
-    UInt(u64),
-    /// A float (`null` if not finite).
-    Float(f64),
-    /// A string.
-    Str(String),
-}
-
-impl From<&str> for JsonValue {
-    fn from(s: &str) -> Self {
-        JsonValue::Str(s.to_string())
-    }
-}
-impl From<String> for JsonValue {
-    fn from(s: String) -> Self {
-        JsonValue::Str(s)
-    }
-}
-impl From<f64> for JsonValue {
-    fn from(v: f64) -> Self {
-        JsonValue::Float(v)
-    }
-}
-impl From<u64> for JsonValue {
-    fn from(v: u64) -> Self {
-        JsonValue::UInt(v)
-    }
-}
-impl From<usize> for JsonValue {
-    fn from(v: usize) -> Self {
-        JsonValue::UInt(v as u64)
-    }
-}
-impl From<i64> for JsonValue {
-    fn from(v: i64) -> Self {
-        JsonValue::Int(v)
-    }
-}
-impl From<bool> for JsonValue {
-    fn from(v: bool) -> Self {
-        JsonValue::Bool(v)
-    }
-}
-impl<T: Into<JsonValue>> From<Option<T>> for JsonValue {
-    fn from(v: Option<T>) -> Self {
-        v.map_or(JsonValue::Null, Into::into)
-    }
-}
-
-/// A JSON object built field by field, rendered on one line.
-#[derive(Clone, Debug, Default)]
-pub struct JsonObject {
-    fields: Vec<(String, JsonValue)>,
-}
-
-impl JsonObject {
-    /// An empty object.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds a field (keys are not de-duplicated).
-    pub fn field(mut self, key: &str, value: impl Into<JsonValue>) -> Self {
-        self.fields.push((key.to_string(), value.into()));
-        self
-    }
-
-    /// The object as compact JSON, e.g. `{"a":1,"b":"x"}`.
-    pub fn render(&self) -> String {
-        let mut s = String::from("{");
-        for (i, (k, v)) in self.fields.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            json_string(&mut s, k);
-            s.push(':');
-            match v {
-                JsonValue::Null => s.push_str("null"),
-                JsonValue::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
-                JsonValue::Int(n) => {
-                    let _ = write!(s, "{n}");
-                }
-                JsonValue::UInt(n) => {
-                    let _ = write!(s, "{n}");
-                }
-                JsonValue::Float(f) => json_float(&mut s, *f),
-                JsonValue::Str(t) => json_string(&mut s, t),
-            }
-        }
-        s.push('}');
-        s
-    }
-}
-
-/// Appends `f` as a JSON number (shortest round-trip form), `null` if not finite.
-fn json_float(s: &mut String, f: f64) {
-    if !f.is_finite() {
-        s.push_str("null");
-    } else if f == f.trunc() && f.abs() < 1e15 {
-        // `{}` prints 3.0 as "3"; keep it visibly a float for readers.
-        let _ = write!(s, "{f:.1}");
-    } else {
-        let _ = write!(s, "{f}");
-        // Rust prints tiny numbers without an exponent ("0.0000001"); valid JSON.
-    }
-}
-
-/// Appends `t` as a quoted JSON string.
-pub fn json_string(s: &mut String, t: &str) {
-    s.push('"');
-    for c in t.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
-}
-
 /// One CSV line (RFC 4180): fields with commas, quotes or newlines are quoted.
 pub fn csv_line<S: AsRef<str>>(fields: &[S]) -> String {
     let mut s = String::new();
@@ -284,7 +151,8 @@ pub fn percent(rate: Option<f64>) -> String {
 }
 
 /// `x` with three significant digits, without an exponent for everyday
-/// magnitudes: `0.00123`, `1.23`, `123`, `12345`.
+/// magnitudes: `0.00123`, `1.23`, `123`, `12,345` (whole numbers from 100 on,
+/// with [`count`]'s separators).
 pub fn sig3(x: f64) -> String {
     if x == 0.0 {
         return "0".to_string();
@@ -294,7 +162,8 @@ pub fn sig3(x: f64) -> String {
     }
     let mag = x.abs().log10().floor() as i32;
     if mag >= 2 {
-        format!("{x:.0}")
+        let sign = if x < 0.0 { "-" } else { "" };
+        format!("{sign}{}", count(x.abs().round() as u64))
     } else if mag >= -6 {
         format!("{x:.*}", (2 - mag) as usize)
     } else {
@@ -317,6 +186,29 @@ pub fn duration_ns(ns: f64) -> String {
     }
 }
 
+/// Unix seconds as a UTC date, `2026-11-22 03:55:04 UTC`
+/// (`T` and `Z` instead of the space and ` UTC` when `iso`).
+pub fn utc_date(unix_secs: u64, iso: bool) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    let (h, m, s) = (rem / 3600, rem / 60 % 60, rem % 60);
+    // Days to civil date (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms").
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    if iso {
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+    } else {
+        format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{s:02} UTC")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,19 +226,11 @@ mod tests {
     }
 
     #[test]
-    fn json_escapes_and_nulls() {
-        let j = JsonObject::new()
-            .field("s", "a\"b\\c\n\u{1}")
-            .field("f", 0.5)
-            .field("i", 3u64)
-            .field("whole", 2.0)
-            .field("nan", f64::NAN)
-            .field("none", None::<f64>)
-            .render();
-        assert_eq!(
-            j,
-            r#"{"s":"a\"b\\c\n\u0001","f":0.5,"i":3,"whole":2.0,"nan":null,"none":null}"#
-        );
+    fn dates() {
+        assert_eq!(utc_date(0, false), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_date(1_795_335_304, false), "2026-11-22 08:15:04 UTC");
+        assert_eq!(utc_date(951_782_400, true), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_date(4_102_444_799, true), "2099-12-31T23:59:59Z");
     }
 
     #[test]
@@ -361,7 +245,9 @@ mod tests {
         assert_eq!(bytes(2048), "2.0 KiB");
         assert_eq!(percent(Some(0.00947)), "0.947%");
         assert_eq!(percent(None), "-");
-        assert_eq!(sig3(1234.4), "1234");
+        assert_eq!(sig3(1234.4), "1,234");
+        assert_eq!(sig3(628_538.2), "628,538");
+        assert_eq!(sig3(-150.0), "-150");
         assert_eq!(sig3(0.0123456), "0.0123");
         assert_eq!(duration_ns(1420.0), "1.42 µs");
     }

@@ -6,30 +6,38 @@
 //!   names the first bad block's offset and makes the exit status non-zero.
 //! - `filter-test FILE`: measures the file's filter FPR with random keys that
 //!   are not in the table, next to the model's prediction.
+//!
+//! Each has `--json` (fields in [`help`]). Tables are opened
+//! read-only: no command here writes anything.
 
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use bloomlsm::db::MAX_KEY_LEN;
 use bloomlsm::filter::{Filter, key_hash};
 use bloomlsm::sst::format::BLOCK_TRAILER_LEN;
-use bloomlsm::sst::{KeyFormat, Table, TableOpenOptions};
+use bloomlsm::sst::{InternalKey, KeyFormat, Table, TableOpenOptions};
 use clap::{Args, Subcommand};
+use serde_json::{Value, json};
 
-use crate::escape::{escape, internal_key};
-use crate::report::{bytes, count, percent};
+use crate::escape::{Codec, internal_key, kind_name};
+use crate::report::{bytes, count, percent, utc_date};
 use crate::workload::SplitMix64;
-use crate::{CliError, CliResult};
+use crate::{CliError, CliResult, help, write_json};
 
 /// The `sst` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SstCommand {
     /// Print a table's footer, properties, filter, blocks and key range.
+    #[command(after_help = help::SST_DUMP)]
     Dump(DumpArgs),
-    /// Read every block of each file and check every checksum; non-zero exit
-    /// status if any file fails.
+    /// Read every block of each file and check every checksum; exit status 1
+    /// if any file fails.
+    #[command(after_help = help::SST_VERIFY)]
     Verify(VerifyArgs),
     /// Measure a table's filter false-positive rate with keys not in the table.
+    #[command(after_help = help::SST_FILTER_TEST)]
     FilterTest(FilterTestArgs),
 }
 
@@ -38,7 +46,7 @@ pub enum SstCommand {
 pub struct DumpArgs {
     /// The SSTable file.
     pub file: PathBuf,
-    /// Also print every entry (escaped; internal keys as `user_key @seq kind`).
+    /// Also print every entry (internal keys as `user_key @seq kind`).
     #[arg(long)]
     pub entries: bool,
     /// Also list every data block (offset, size, last key).
@@ -47,6 +55,12 @@ pub struct DumpArgs {
     /// Print at most this many entries / blocks.
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
+    /// Print keys and values as hex.
+    #[arg(long)]
+    pub hex: bool,
+    /// Print one JSON object (fields below).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `sst verify`.
@@ -55,6 +69,9 @@ pub struct VerifyArgs {
     /// The SSTable files.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// Print one JSON object (fields below).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `sst filter-test`.
@@ -65,12 +82,16 @@ pub struct FilterTestArgs {
     /// Number of absent keys to probe the filter with.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     pub probes: u64,
-    /// Length of the random probe keys in bytes.
-    #[arg(long, default_value_t = 16, value_name = "BYTES")]
-    pub key_len: usize,
+    /// Length of the random probe keys in bytes (1 to 65,536).
+    #[arg(long, default_value_t = 16, value_name = "BYTES",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_KEY_LEN as i64))]
+    pub key_len: u32,
     /// Seed of the random probe keys.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Print one JSON object (fields below).
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl SstCommand {
@@ -117,10 +138,61 @@ pub fn describe_filter(t: &Table) -> String {
     }
 }
 
-fn show_key(fmt: KeyFormat, k: &[u8]) -> String {
+/// The filter of `sst dump --json` and `sst filter-test --json` (null if none).
+pub fn filter_json(t: &Table) -> Value {
+    let p = t.properties();
+    let policy = t.filter_policy_name().or(p.filter_policy.as_deref());
+    let handle = t.filter_handle();
+    let (offset, size) = (handle.map(|h| h.offset), handle.map(|h| h.size));
+    match t.filter() {
+        None => Value::Null,
+        Some(Filter::Unusable { reason }) => json!({
+            "policy": policy,
+            "usable": false,
+            "reason": reason.to_string(),
+            "bits_per_key_requested": p.filter_bits_per_key,
+            "probes": null,
+            "keys": null,
+            "memory_bytes": null,
+            "bits_per_key": null,
+            "predicted_fpr": null,
+            "offset": offset,
+            "size": size,
+        }),
+        Some(f) => json!({
+            "policy": policy,
+            "usable": true,
+            "reason": null,
+            "bits_per_key_requested": p.filter_bits_per_key,
+            "probes": f.num_probes(),
+            "keys": f.key_count(),
+            "memory_bytes": f.memory_bytes(),
+            "bits_per_key": f.bits_per_key(),
+            "predicted_fpr": f.predicted_fpr(),
+            "offset": offset,
+            "size": size,
+        }),
+    }
+}
+
+fn show_key(codec: Codec, fmt: KeyFormat, k: &[u8]) -> String {
     match fmt {
-        KeyFormat::Plain => escape(k),
-        KeyFormat::Internal => internal_key(k),
+        KeyFormat::Plain => codec.encode(k),
+        KeyFormat::Internal => internal_key(codec, k),
+    }
+}
+
+/// A table key as JSON: `{key}`, or `{key, seq, kind}` for an internal key
+/// (a malformed internal key shows its bytes with seq and kind null).
+fn key_json(codec: Codec, fmt: KeyFormat, k: &[u8]) -> Value {
+    match (fmt, InternalKey::parse(k)) {
+        (KeyFormat::Plain, _) => json!({ "key": codec.encode(k) }),
+        (KeyFormat::Internal, Some(p)) => json!({
+            "key": codec.encode(p.user_key),
+            "seq": p.seq,
+            "kind": kind_name(p.kind),
+        }),
+        (KeyFormat::Internal, None) => json!({ "key": codec.encode(k), "seq": null, "kind": null }),
     }
 }
 
@@ -129,8 +201,57 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
     let p = t.properties();
     let f = t.footer();
     let fmt = t.key_format();
+    let codec = Codec::new(a.hex);
     let sizes: Vec<u64> = t.index_entries().map(|(_, h)| h.size).collect();
     let data_total: u64 = sizes.iter().map(|s| s + BLOCK_TRAILER_LEN as u64).sum();
+    let limit = a.limit.unwrap_or(u64::MAX);
+    if a.json {
+        let mut v = json!({
+            "file": a.file.display().to_string(),
+            "file_bytes": t.file_size(),
+            "footer_format_version": f.format_version,
+            "properties_format_version": p.format_version,
+            "checksum": t.checksum_type().name(),
+            "key_format": fmt.name(),
+            "entries": p.entries,
+            "deletions": p.deletions,
+            "raw_key_bytes": p.raw_key_bytes,
+            "raw_value_bytes": p.raw_value_bytes,
+            "data_blocks": sizes.len(),
+            "data_bytes": data_total,
+            "index_bytes": p.index_size,
+            "index_memory_bytes": t.index_memory_bytes(),
+            "filter": filter_json(&t),
+            "smallest_key": (p.entries > 0).then(|| key_json(codec, fmt, t.smallest_key())),
+            "largest_key": (p.entries > 0).then(|| key_json(codec, fmt, t.largest_key())),
+            "created": p.creation_time,
+            "created_utc": utc_date(p.creation_time, true),
+        });
+        if a.blocks {
+            v["blocks"] = t
+                .index_entries()
+                .take(limit as usize)
+                .map(|(k, h)| {
+                    json!({
+                        "offset": h.offset,
+                        "size": h.size,
+                        "last_key": key_json(codec, fmt, k),
+                    })
+                })
+                .collect();
+        }
+        if a.entries {
+            let mut records = Vec::new();
+            for e in t.iter().take(limit as usize) {
+                let (k, val) = e?;
+                let mut r = key_json(codec, fmt, &k);
+                r["value"] = codec.encode(&val).into();
+                records.push(r);
+            }
+            v["records"] = records.into();
+        }
+        return write_json(out, &v);
+    }
     let kv = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
 
     kv(
@@ -175,12 +296,12 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
         let min = sizes.iter().min().copied().unwrap_or(0);
         let max = sizes.iter().max().copied().unwrap_or(0);
         format!(
-            "{}, {} with trailers (payload min {} B, avg {} B, max {} B)",
+            "{}, {} with trailers (payload min {}, avg {}, max {})",
             count(sizes.len() as u64),
             bytes(data_total),
-            min,
-            sizes.iter().sum::<u64>() / sizes.len() as u64,
-            max
+            bytes(min),
+            bytes(sizes.iter().sum::<u64>() / sizes.len() as u64),
+            bytes(max)
         )
     };
     kv(out, "data blocks", blocks)?;
@@ -213,8 +334,8 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
             "key range",
             format!(
                 "{} .. {}",
-                show_key(fmt, t.smallest_key()),
-                show_key(fmt, t.largest_key())
+                show_key(codec, fmt, t.smallest_key()),
+                show_key(codec, fmt, t.largest_key())
             ),
         )?;
     } else {
@@ -223,10 +344,13 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
     kv(
         out,
         "created",
-        format!("{} (unix seconds)", p.creation_time),
+        format!(
+            "{} (unix time {})",
+            utc_date(p.creation_time, false),
+            p.creation_time
+        ),
     )?;
 
-    let limit = a.limit.unwrap_or(u64::MAX);
     if a.blocks {
         writeln!(out)?;
         writeln!(
@@ -240,7 +364,7 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
                 "{i:>6}  {:>10}  {:>6}  {}",
                 h.offset,
                 h.size,
-                show_key(fmt, k)
+                show_key(codec, fmt, k)
             )?;
         }
     }
@@ -251,7 +375,7 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
                 break;
             }
             let (k, v) = e?;
-            writeln!(out, "{} => {}", show_key(fmt, &k), escape(&v))?;
+            writeln!(out, "{} => {}", show_key(codec, fmt, &k), codec.encode(&v))?;
         }
     }
     Ok(())
@@ -259,27 +383,48 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
 
 fn verify(a: &VerifyArgs, out: &mut dyn Write) -> CliResult {
     let mut failed = 0;
+    let mut reports = Vec::new();
     for path in &a.files {
         let r = open_table(path).and_then(|t| {
             t.verify_all()?;
             Ok(t)
         });
+        let file = path.display().to_string();
         match r {
+            Ok(t) if a.json => reports.push(json!({
+                "file": file,
+                "ok": true,
+                "entries": t.entries(),
+                "data_blocks": t.data_blocks(),
+                "error": null,
+            })),
             Ok(t) => writeln!(
                 out,
-                "OK      {} ({} entries, {} data blocks)",
-                path.display(),
+                "OK      {file} ({} entries, {} data blocks)",
                 count(t.entries()),
                 count(t.data_blocks() as u64)
             )?,
             Err(e) => {
                 failed += 1;
-                writeln!(out, "FAILED  {}: {}", path.display(), e.message)?;
+                if a.json {
+                    reports.push(json!({
+                        "file": file,
+                        "ok": false,
+                        "entries": null,
+                        "data_blocks": null,
+                        "error": e.message,
+                    }));
+                } else {
+                    writeln!(out, "FAILED  {file}: {}", e.message)?;
+                }
             }
         }
     }
+    if a.json {
+        write_json(out, &json!({ "ok": failed == 0, "files": reports }))?;
+    }
     if failed > 0 {
-        return Err(CliError::new(format!(
+        return Err(CliError::negative(format!(
             "{failed} of {} files failed verification",
             a.files.len()
         )));
@@ -338,9 +483,6 @@ fn filter_test(a: &FilterTestArgs, out: &mut dyn Write) -> CliResult {
         }
         Some(f) => f,
     };
-    if a.key_len == 0 {
-        return Err(CliError::usage("--key-len must be at least 1"));
-    }
     // The filter covers user keys; collect them so that a random key that
     // happens to be in the table is skipped rather than counted.
     let fmt = t.key_format();
@@ -350,7 +492,7 @@ fn filter_test(a: &FilterTestArgs, out: &mut dyn Write) -> CliResult {
         present.insert(fmt.user_key(&k).to_vec());
     }
     let mut rng = SplitMix64::new(a.seed);
-    let mut key = vec![0u8; a.key_len];
+    let mut key = vec![0u8; a.key_len as usize];
     let (mut m, mut skipped) = (
         FprMeasurement {
             probes: 0,
@@ -373,6 +515,24 @@ fn filter_test(a: &FilterTestArgs, out: &mut dyn Write) -> CliResult {
         m.false_positives += u64::from(filter.may_contain(key_hash(&key)));
     }
     let (lo, hi) = m.interval95();
+    if a.json {
+        return write_json(
+            out,
+            &json!({
+                "file": a.file.display().to_string(),
+                "filter": filter_json(&t),
+                "probes": m.probes,
+                "key_len": a.key_len,
+                "seed": a.seed,
+                "skipped": skipped,
+                "false_positives": m.false_positives,
+                "measured_fpr": m.fpr(),
+                "measured_fpr_low95": lo,
+                "measured_fpr_high95": hi,
+                "predicted_fpr": filter.predicted_fpr(),
+            }),
+        );
+    }
     let kv = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
     kv(out, "file", a.file.display().to_string())?;
     kv(out, "filter", describe_filter(&t))?;

@@ -1,0 +1,260 @@
+//! The text after each command's `--help`: examples, the fields of its
+//! `--json` output (names are stable: fields may be added, none renamed or
+//! removed without a major version), and the exit statuses.
+
+/// The exit statuses of every command (the constants in `main.rs`).
+macro_rules! exit_status {
+    () => {
+        "
+Exit status:
+  0  success
+  1  the answer is no: db get found no such key; sst verify / db verify found a bad file
+  2  usage error: bad arguments or output path (nothing was written)
+  3  bad input data: a bad db load line, a key or value over the store's limits
+     (nothing was written)
+  4  failure: I/O error, corruption met, store locked by a writer
+Errors are one line on stderr: `bloomlsm: <what>`."
+    };
+}
+
+/// How keys and values are written (every `db` command and `sst dump`).
+macro_rules! key_forms {
+    () => {
+        "
+Keys and values: UTF-8 text as itself; a backslash as \\\\; control characters and
+bytes that are not UTF-8 as \\xNN (also accepted on input: \\t \\n \\r \\0). With
+--hex, two hex digits per byte, in and out (input may start with 0x).
+"
+    };
+}
+
+/// What the reading commands promise.
+macro_rules! read_only {
+    () => {
+        "
+The store is opened read-only: no lock is taken and no file is created or changed,
+so this works beside a running writer and on a directory you cannot write.
+"
+    };
+}
+
+/// `bloomlsm` itself.
+pub const TOP: &str = concat!(
+    "Examples:
+  bloomlsm db put /tmp/s apple red       store a value (creates the store)
+  bloomlsm db get /tmp/s apple           red
+  bloomlsm db scan /tmp/s --json         one JSON object per entry
+  bloomlsm sst dump /tmp/s/000005.sst    look inside one table
+  bloomlsm bench --keys 100000           the filter / disk-I/O study
+  bloomlsm completions bash > /etc/bash_completion.d/bloomlsm
+",
+    exit_status!()
+);
+
+/// `bloomlsm completions`.
+pub const COMPLETIONS: &str = concat!(
+    "Examples:
+  bloomlsm completions bash > ~/.local/share/bash-completion/completions/bloomlsm
+  bloomlsm completions zsh > ~/.zfunc/_bloomlsm     (with fpath+=~/.zfunc)
+  bloomlsm completions fish > ~/.config/fish/completions/bloomlsm.fish
+",
+    exit_status!()
+);
+
+/// `bloomlsm bench`.
+pub const BENCH: &str = concat!(
+    "Examples:
+  bloomlsm bench                                     the default study (about a minute)
+  bloomlsm bench --keys 200000 --configs none,blocked8,monkey8
+  bloomlsm bench --json --plot study.svg > study.jsonl
+  bloomlsm bench --dir /tmp/stores --reuse-dir       keep the stores, replace an earlier run's
+
+JSON (--json): one object per configuration per line, in --configs order:
+  config, policy                       the name given and its policy, e.g. \"blocked512(10 b/k, k=6)\"
+  keys, nominal_bits_per_key, bits_per_key, filter_bytes
+  predicted_fpr, measured_fpr          fractions (not percent); null without filter probes
+  block_reads_per_missing_get, predicted_block_reads_per_missing_get,
+  unfiltered_block_reads_per_missing_get, io_saved (fraction)
+  missing_gets, filter_checks, filter_negatives, false_positives, missing_get_ns
+  existing_gets, block_reads_per_existing_get, existing_get_ns, load_seconds
+  shape                                [{level, files, keys, bytes, filter_bits_per_key}]
+                                       per non-empty level; filter_bits_per_key null if unfiltered
+With --plot, one last line: {\"sweep\": [{filter, requested_bits_per_key, bits_per_key,
+  probes_per_key, predicted_fpr, measured_fpr, probes, false_positives}], \"sweep_keys\": N,
+  \"plot\": PATH}.
+",
+    exit_status!()
+);
+
+/// `bloomlsm sst dump`.
+pub const SST_DUMP: &str = concat!(
+    "Examples:
+  bloomlsm sst dump /tmp/s/000005.sst
+  bloomlsm sst dump /tmp/s/000005.sst --entries --limit 10
+  bloomlsm sst dump /tmp/s/000005.sst --json | jq .filter.predicted_fpr
+",
+    key_forms!(),
+    "
+JSON (--json): one object:
+  file, file_bytes, footer_format_version, properties_format_version, checksum,
+  key_format (\"plain\" or \"internal\"), entries, deletions (null if not recorded),
+  raw_key_bytes, raw_value_bytes, data_blocks, data_bytes (with trailers),
+  index_bytes, index_memory_bytes,
+  filter      null if none; {policy, usable, reason (null if usable), bits_per_key_requested,
+              probes, keys, memory_bytes, bits_per_key, predicted_fpr, offset, size}
+  smallest_key, largest_key   null for an empty table; {key} for plain keys,
+              {key, seq, kind (\"put\" or \"del\")} for internal keys
+  created (unix seconds), created_utc (\"YYYY-MM-DDTHH:MM:SSZ\")
+  blocks      with --blocks: [{offset, size, last_key}]
+  records     with --entries: [{key, seq, kind, value}] (seq and kind for internal keys)
+",
+    exit_status!()
+);
+
+/// `bloomlsm sst verify`.
+pub const SST_VERIFY: &str = concat!(
+    "Examples:
+  bloomlsm sst verify /tmp/s/*.sst
+  bloomlsm sst verify /tmp/s/*.sst --json
+
+JSON (--json): one object:
+  ok       true if every file passed
+  files    [{file, ok, entries, data_blocks, error}]: error is null if ok, else the
+           first failure (entries and data_blocks null if the file did not open)
+",
+    exit_status!()
+);
+
+/// `bloomlsm sst filter-test`.
+pub const SST_FILTER_TEST: &str = concat!(
+    "Examples:
+  bloomlsm sst filter-test /tmp/s/000005.sst
+  bloomlsm sst filter-test /tmp/s/000005.sst --probes 100000 --seed 7 --json
+
+JSON (--json): one object:
+  file, filter (the object of `sst dump --json`), probes, key_len, seed,
+  skipped (random keys that were in the table), false_positives,
+  measured_fpr, measured_fpr_low95, measured_fpr_high95 (Wilson 95% interval),
+  predicted_fpr; rates are fractions, not percent
+",
+    exit_status!()
+);
+
+/// `bloomlsm db put`.
+pub const DB_PUT: &str = concat!(
+    "Examples:
+  bloomlsm db put /tmp/s apple red
+  bloomlsm db put /tmp/s 'tab\\there' 'line\\nbreak'
+  bloomlsm db put /tmp/s --hex 6b6579 00ff
+  bloomlsm db put /tmp/s photo --value-file photo.jpg
+  printf 'big value' | bloomlsm db put /tmp/s key -
+A value of - reads stdin; --value-file reads a file. Both are taken byte for byte
+(no escapes, no hex, a trailing newline kept). A literal - value is \\x2d.
+",
+    key_forms!(),
+    exit_status!()
+);
+
+/// `bloomlsm db get`.
+pub const DB_GET: &str = concat!(
+    "Examples:
+  bloomlsm db get /tmp/s apple
+  bloomlsm db get /tmp/s photo --raw > photo.jpg
+  bloomlsm db get /tmp/s apple --json
+",
+    key_forms!(),
+    "
+JSON (--json): one object: {\"key\": KEY, \"found\": true, \"value\": VALUE}; for an absent key
+  found is false, value null, and the exit status 1. KEY and VALUE are in the form above.
+",
+    read_only!(),
+    exit_status!()
+);
+
+/// `bloomlsm db delete`.
+pub const DB_DELETE: &str = concat!(
+    "Examples:
+  bloomlsm db delete /tmp/s apple
+  bloomlsm db delete /tmp/s --hex 00ff
+",
+    key_forms!(),
+    exit_status!()
+);
+
+/// `bloomlsm db scan`.
+pub const DB_SCAN: &str = concat!(
+    "Examples:
+  bloomlsm db scan /tmp/s
+  bloomlsm db scan /tmp/s --from b --to c --keys-only
+  bloomlsm db scan /tmp/s --limit 100 --json
+  bloomlsm db scan /tmp/a > dump.tsv && bloomlsm db load /tmp/b dump.tsv
+",
+    key_forms!(),
+    "
+JSON (--json): one object per entry per line: {\"key\": KEY, \"value\": VALUE}, or {\"key\": KEY}
+  with --keys-only.
+",
+    read_only!(),
+    exit_status!()
+);
+
+/// `bloomlsm db load`.
+pub const DB_LOAD: &str = concat!(
+    "Examples:
+  bloomlsm db load /tmp/s keys.tsv
+  bloomlsm db scan /tmp/a | bloomlsm db load /tmp/b -
+  seq 1 20000 | awk '{printf \"k%05d\\tv%d\\n\", $1, $1}' > keys.tsv   (a file to try)
+Each line is `KEY<TAB>VALUE`, or a bare KEY (empty value); empty lines are skipped.
+The whole input is checked before anything is written: a bad line fails the load
+with `FILE:LINE: what` (exit status 3) and the store is left as it was.
+",
+    key_forms!(),
+    exit_status!()
+);
+
+/// `bloomlsm db stats`.
+pub const DB_STATS: &str = concat!(
+    "Examples:
+  bloomlsm db stats /tmp/s
+  bloomlsm db stats /tmp/s --probe 100000 --files
+  bloomlsm db stats /tmp/s --json | jq '.levels[] | {level, keys}'
+
+JSON (--json): one object:
+  store    the directory
+  levels   one object per non-empty level: level, files, keys, bytes, filter_policy,
+           filter_bytes, filter_bits_per_key, predicted_fpr, filter_checks,
+           filter_negatives, false_positives, observed_fpr (null before any probe),
+           block_reads, cache_hits
+  total    the same fields over all levels (level, filter_policy, predicted_fpr null)
+  memory   {filter_bytes, index_bytes, memtable_bytes}
+  probe    null without --probe; else {lookups, seed, found,
+           block_reads_per_missing_get, predicted_block_reads_per_missing_get}
+  files    with --files: [{file, level, bytes, keys, filter, filter_usable, bits_per_key,
+           predicted_fpr, filter_checks, false_positives}]
+Rates are fractions, not percent.
+",
+    read_only!(),
+    exit_status!()
+);
+
+/// `bloomlsm db verify`.
+pub const DB_VERIFY: &str = concat!(
+    "Examples:
+  bloomlsm db verify /tmp/s
+  bloomlsm db verify /tmp/s --json
+
+JSON (--json): one object: {\"store\": DIR, \"ok\": true, \"files\": N, \"entries\": N, \"bytes\": N,
+  \"error\": null}; on a failed check ok is false, error the first failure, the counts
+  null, and the exit status 1.
+",
+    read_only!(),
+    exit_status!()
+);
+
+/// `bloomlsm db compact`.
+pub const DB_COMPACT: &str = concat!(
+    "Examples:
+  bloomlsm db compact /tmp/s
+",
+    exit_status!()
+);
