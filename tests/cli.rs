@@ -999,3 +999,107 @@ fn read_commands_work_beside_a_running_writer() {
     assert_eq!(stdout(&bloomlsm(&["db", "get", s, "late"])), "write\n");
     db.close().unwrap();
 }
+
+/// Every table's filter line from `sst dump`, e.g. "bloom: 12 bits/key requested, k=8".
+fn table_filters(store: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(store).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "sst") {
+            let o = bloomlsm(&["sst", "dump", p.to_str().unwrap()]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let line = stdout(&o)
+                .lines()
+                .find(|l| l.starts_with("filter "))
+                .unwrap()
+                .to_string();
+            let what = line["filter".len()..].trim();
+            v.push(what.split(", ").take(2).collect::<Vec<_>>().join(", "));
+        }
+    }
+    v
+}
+
+#[test]
+fn a_store_keeps_the_filter_design_it_was_made_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    let o = bloomlsm(&["db", "put", s, "k", "v", "--filter", "bloom:12"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let keys: String = (0..20_000).map(|i| format!("key{i:06}\tv{i}\n")).collect();
+    let o = bloomlsm_stdin(&["db", "load", s, "-", "-q"], keys.as_bytes());
+    assert!(o.status.success(), "{}", stderr(&o));
+    // No flags: the recorded design, not the default blocked512:10.
+    let o = bloomlsm(&["db", "compact", s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let filters = table_filters(&store);
+    assert!(!filters.is_empty());
+    for f in &filters {
+        assert_eq!(f, "bloom: 12 bits/key requested, k=8", "{filters:?}");
+    }
+    let o = bloomlsm(&["db", "stats", s]);
+    assert!(
+        stdout(&o).contains("design: filter bloom:12:8\n"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Flags change the design for new files, and the change is logged.
+    let more: String = (0..3000).map(|i| format!("new{i:06}\tv\n")).collect();
+    let o = bloomlsm_stdin(
+        &[
+            "db",
+            "load",
+            s,
+            "-",
+            "-q",
+            "--filter",
+            "none",
+            "--level-filter",
+            "0=blocked512:6",
+        ],
+        more.as_bytes(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(store.join("OPTIONS")).unwrap();
+    assert!(text.contains("filter = none\n"), "{text}");
+    assert!(
+        text.contains("changed by the caller: filter: bloom:12:8 -> none; filter.level.0: (unset) -> blocked512:6:"),
+        "{text}"
+    );
+    let o = bloomlsm(&["db", "compact", s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // New files follow the new design; the old one keeps its own filter.
+    let filters = table_filters(&store);
+    assert!(filters.iter().any(|f| f.starts_with("none")), "{filters:?}");
+    assert!(
+        filters
+            .iter()
+            .all(|f| f.starts_with("none") || f == "bloom: 12 bits/key requested, k=8"),
+        "{filters:?}"
+    );
+}
+
+#[test]
+fn bad_filter_flags_are_usage_errors_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    for flags in [
+        &["--filter", "bogus:3"][..],
+        &["--filter", "bloom:0.1"],
+        &["--filter", "blocked512:10:99"],
+        &["--filter", "fpr:2"],
+        &["--level-filter", "x=none"],
+        &["--level-filter", "3"],
+        &["--monkey", "-1"],
+    ] {
+        let mut args = vec!["db", "put", s, "k", "v"];
+        args.extend_from_slice(flags);
+        let o = bloomlsm(&args);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", stderr(&o));
+        assert_one_line_error(&o);
+        assert!(!store.exists(), "{flags:?}: something was written");
+    }
+}

@@ -20,6 +20,7 @@ use bloomlsm::{Db, LevelStats, Options, Stats, WriteBatch};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
+use crate::design::{DesignArgs, describe};
 use crate::escape::Codec;
 use crate::report::{TextTable, bytes, count, percent, sig3};
 use crate::workload::SplitMix64;
@@ -44,6 +45,8 @@ pub enum DbCommand {
         /// The key is hex.
         #[arg(long)]
         hex: bool,
+        #[command(flatten)]
+        design: DesignArgs,
     },
     /// Print entries in key order as `key<TAB>value` lines.
     #[command(after_help = help::DB_SCAN)]
@@ -69,6 +72,8 @@ pub enum DbCommand {
     Compact {
         /// The store's directory.
         dir: PathBuf,
+        #[command(flatten)]
+        design: DesignArgs,
     },
 }
 
@@ -88,6 +93,8 @@ pub struct PutArgs {
     /// The key and value are hex (a value from stdin or a file is always raw).
     #[arg(long)]
     pub hex: bool,
+    #[command(flatten)]
+    pub design: DesignArgs,
 }
 
 /// Arguments of `db get`.
@@ -149,6 +156,8 @@ pub struct LoadArgs {
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub design: DesignArgs,
 }
 
 /// Arguments of `db stats`.
@@ -178,10 +187,15 @@ impl DbCommand {
         match self {
             DbCommand::Put(a) => put(a),
             DbCommand::Get(a) => get(a, out),
-            DbCommand::Delete { dir, key, hex } => {
+            DbCommand::Delete {
+                dir,
+                key,
+                hex,
+                design,
+            } => {
                 let k = parse_bytes(Codec::new(*hex), "key", key)?;
                 check_record(&k, b"").map_err(|e| CliError::data(format!("key: {e}")))?;
-                let db = open(dir, false)?;
+                let db = open(dir, false, design)?;
                 db.delete(k)?;
                 Ok(db.close()?)
             }
@@ -189,8 +203,8 @@ impl DbCommand {
             DbCommand::Load(a) => load(a, out),
             DbCommand::Stats(a) => stats(a, out),
             DbCommand::Verify { dir, json } => verify(dir, *json, out),
-            DbCommand::Compact { dir } => {
-                let db = open(dir, false)?;
+            DbCommand::Compact { dir, design } => {
+                let db = open(dir, false, design)?;
                 writeln!(out, "before: {}", shape_line(&db.stats()))?;
                 let t = Instant::now();
                 db.compact()?;
@@ -216,16 +230,18 @@ pub fn check_store(dir: &Path) -> CliResult {
     Err(CliError::new(format!("{} {why}", dir.display())))
 }
 
-/// Opens the store at `dir` with default options. Unless `create`, the
-/// directory must already hold a store.
-pub fn open(dir: &Path, create: bool) -> CliResult<Db> {
+/// Opens the store at `dir` for writing: with the design it records, as
+/// `design`'s flags change it (the defaults for a new store). Unless
+/// `create`, the directory must already hold a store.
+pub fn open(dir: &Path, create: bool, design: &DesignArgs) -> CliResult<Db> {
     if !create {
         check_store(dir)?;
     }
-    let opts = Options {
+    let mut opts = Options {
         create_if_missing: create,
         ..Options::default()
     };
+    design.apply(dir, &mut opts)?;
     Ok(Db::open(dir, opts)?)
 }
 
@@ -296,7 +312,7 @@ fn put(a: &PutArgs) -> CliResult {
         (None, None) => return Err(CliError::usage("a value, - or --value-file is needed")),
     };
     check_record(&key, &value).map_err(CliError::data)?;
-    let db = open(&a.dir, true)?;
+    let db = open(&a.dir, true, &a.design)?;
     db.put(key, value)?;
     Ok(db.close()?)
 }
@@ -580,7 +596,7 @@ fn load(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         )));
     }
 
-    let db = open(&a.dir, true)?;
+    let db = open(&a.dir, true, &a.design)?;
     let pb = progress(Some(check.records), a.quiet, format!("loading {name}"));
     let start = Instant::now();
     let batch_size = a.batch.max(1);
@@ -646,6 +662,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
     }
     let s = db.stats();
     let files = if a.files { db.file_stats() } else { Vec::new() };
+    let design = db.options().filters.clone();
     db.close()?;
     if a.json {
         let levels: Vec<Value> = s
@@ -693,6 +710,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         return write_json(out, &v);
     }
     writeln!(out, "store {}: {}", a.dir.display(), shape_line(&s))?;
+    writeln!(out, "design: {}", describe(&design))?;
     writeln!(
         out,
         "memory: filters {}, indexes {}, memtables {}",

@@ -148,6 +148,7 @@ pub const DB_PUT: &str = concat!(
   bloomlsm db put /tmp/s --hex 6b6579 00ff
   bloomlsm db put /tmp/s photo --value-file photo.jpg
   printf 'big value' | bloomlsm db put /tmp/s key -
+  bloomlsm db put /tmp/new k v --filter bloom:12      (a new store filtered by bloom)
 A value of - reads stdin; --value-file reads a file. Both are taken byte for byte
 (no escapes, no hex, a trailing newline kept). A literal - value is \\x2d.
 ",
@@ -255,6 +256,11 @@ JSON (--json): one object: {\"store\": DIR, \"ok\": true, \"files\": N, \"entrie
 pub const DB_COMPACT: &str = concat!(
     "Examples:
   bloomlsm db compact /tmp/s
+  bloomlsm db compact /tmp/s --filter fpr:0.001 --level-filter 0=blocked512:8
+The writing commands (put, delete, load, compact) keep the filter design the store
+records (its OPTIONS file) unless given --filter, --level-filter, --monkey or
+--no-last-level-filter: those change it for every file written from then on (the
+change is logged in OPTIONS); files already written keep their own filters.
 ",
     exit_status!()
 );

@@ -17,6 +17,7 @@
 
 mod bench;
 mod db_cmd;
+mod design;
 mod escape;
 mod help;
 mod plot;
