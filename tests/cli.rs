@@ -1103,3 +1103,31 @@ fn bad_filter_flags_are_usage_errors_and_write_nothing() {
         assert!(!store.exists(), "{flags:?}: something was written");
     }
 }
+
+#[test]
+fn stats_probes_reach_the_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    // Every third key: a probe inside the range is absent.
+    let keys: String = (0..60_000).map(|i| format!("k{:07}\tv\n", i * 3)).collect();
+    let o = bloomlsm_stdin(&["db", "load", s, "-", "-q"], keys.as_bytes());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(bloomlsm(&["db", "compact", s]).status.success());
+    let o = bloomlsm(&["db", "stats", s, "--probe", "50000", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(stdout(&o).trim());
+    assert_eq!(v["probe"]["found"], 0);
+    let total = &v["total"];
+    let checks = total["filter_checks"].as_u64().unwrap();
+    assert!(checks >= 50_000, "{v}");
+    for l in v["levels"].as_array().unwrap() {
+        let observed = l["observed_fpr"].as_f64().unwrap();
+        let predicted = l["predicted_fpr_of_checks"].as_f64().unwrap();
+        // ~480 false positives expected: 25% is five standard deviations.
+        assert!(
+            (0.75..1.25).contains(&(observed / predicted)),
+            "observed {observed}, predicted {predicted}: {l}"
+        );
+    }
+}

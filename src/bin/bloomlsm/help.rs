@@ -223,9 +223,10 @@ pub const DB_STATS: &str = concat!(
 JSON (--json): one object:
   store    the directory
   levels   one object per non-empty level: level, files, keys, bytes, filter_policy,
-           filter_bytes, filter_bits_per_key, predicted_fpr, filter_checks,
-           filter_negatives, false_positives, observed_fpr (null before any probe),
-           block_reads, cache_hits
+           filter_bytes, filter_bits_per_key, predicted_fpr (the level's model, by
+           keys), predicted_fpr_of_checks (the model weighted by the checks made, as
+           observed_fpr is; null without checks), filter_checks, filter_negatives,
+           false_positives, observed_fpr (null before any probe), block_reads, cache_hits
   total    the same fields over all levels (level, filter_policy, predicted_fpr null)
   memory   {filter_bytes, index_bytes, memtable_bytes}
   probe    null without --probe; else {lookups, seed, found,
