@@ -7,7 +7,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bloomlsm::filter::{Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, key_hash};
+use bloomlsm::filter::{
+    Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, RibbonFilter, key_hash,
+};
 use criterion::{BenchmarkId, Criterion, Throughput};
 
 // The `bench` command's key generator (not part of the library's API).
@@ -62,6 +64,7 @@ fn build(c: &mut Criterion) {
                 FilterKind::Bloom => {
                     b.iter(|| BloomFilter::from_hashes(black_box(hs), 10.0, k).unwrap())
                 }
+                FilterKind::Ribbon => b.iter(|| RibbonFilter::from_hashes(black_box(hs), 10.0)),
             });
         }
     }
@@ -113,6 +116,40 @@ fn probe(c: &mut Criterion) {
                     })
                 });
             }
+        }
+        g.finish();
+    }
+}
+
+/// Ribbon against blocked512 at the same modelled FPR (1% and 0.1%), 10^6
+/// keys: build from hashes, and absent probes one at a time and batched.
+fn ribbon(c: &mut Criterion) {
+    let n = 1_000_000u64;
+    let hs = hashes(n);
+    let pre: Vec<u64> = probe_keys(n, false).iter().map(|k| key_hash(k)).collect();
+    let mut out = vec![false; PROBES];
+    for fpr in [0.01, 0.001] {
+        let mut g = c.benchmark_group(format!("filter_ribbon_1e6_fpr{fpr}"));
+        g.sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2));
+        for kind in [FilterKind::Ribbon, FilterKind::Blocked512] {
+            let policy = FilterPolicy::for_fpr(kind, fpr);
+            g.throughput(Throughput::Elements(n));
+            g.bench_function(format!("{}_build", kind.name()), |b| {
+                b.iter(|| policy.build(black_box(&hs)))
+            });
+            let f = Filter::open(&policy.build(&hs)).unwrap();
+            g.throughput(Throughput::Elements(PROBES as u64));
+            g.bench_function(format!("{}_absent_prehashed", kind.name()), |b| {
+                b.iter(|| count_hashes(&pre, |h| f.may_contain(h)))
+            });
+            g.bench_function(format!("{}_batch_absent_prehashed", kind.name()), |b| {
+                b.iter(|| {
+                    f.may_contain_batch(&pre, &mut out);
+                    out.iter().filter(|&&x| x).count()
+                })
+            });
         }
         g.finish();
     }
@@ -421,12 +458,96 @@ fn check_targets() {
         ">= 2x",
         ratio7b >= 2.0,
     );
+    ribbon_targets(&h6, &pre6, row);
+}
+
+/// The Ribbon targets at 10^6 keys, at 1% and 0.1% FPR: measured bits/key
+/// against log2(1/measured FPR) (with at least 4,000 expected false
+/// positives), and build and absent-key probe (pre-hashed, one at a time)
+/// against blocked512 sized for the same FPR, timed alternately.
+fn ribbon_targets(h6: &[u64], pre6: &[u64], row: impl Fn(&str, String, &str, bool)) {
+    for fpr in [0.01, 0.001] {
+        let rp = FilterPolicy::for_fpr(FilterKind::Ribbon, fpr);
+        let bp = FilterPolicy::for_fpr(FilterKind::Blocked512, fpr);
+        let rf = Filter::open(&rp.build(h6)).unwrap();
+        let bf = Filter::open(&bp.build(h6)).unwrap();
+        let probes = (4_000.0 / fpr) as u64;
+        let mut out = vec![false; 1 << 16];
+        let mut fp = 0usize;
+        let mut chunk = Vec::with_capacity(1 << 16);
+        for start in (0..probes).step_by(1 << 16) {
+            chunk.clear();
+            chunk.extend(
+                (start..(start + (1 << 16)).min(probes))
+                    .map(|i| key_hash(&absent_key(SEED ^ 1, i))),
+            );
+            rf.may_contain_batch(&chunk, &mut out[..chunk.len()]);
+            fp += out[..chunk.len()].iter().filter(|&&x| x).count();
+        }
+        let measured = fp as f64 / probes as f64;
+        let ratio = rf.bits_per_key() / (1.0 / measured).log2();
+        println!(
+            "ribbon at {fpr}: {:.3} bits/key, measured FPR {:.4}% (model {:.4}%, {:+.1}%; \
+             {fp} of {probes}); blocked512 {:.2} bits/key",
+            rf.bits_per_key(),
+            measured * 100.0,
+            rf.predicted_fpr() * 100.0,
+            (measured / rf.predicted_fpr() - 1.0) * 100.0,
+            bf.bits_per_key()
+        );
+        row(
+            &format!("ribbon bits/key / log2(1/FPR), 1e6 keys, {fpr}"),
+            format!("{ratio:.3}x"),
+            "<= 1.10x",
+            ratio <= 1.10,
+        );
+        let (b_ns, r_ns, build_ratio) =
+            paired_ns(7, h6.len(), || bp.build(h6).len(), || rp.build(h6).len());
+        row(
+            &format!("ribbon / blocked512 build, 1e6 keys, {fpr} ({r_ns:.1}/{b_ns:.1} ns)"),
+            format!("{build_ratio:.2}x"),
+            "<= 4x",
+            build_ratio <= 4.0,
+        );
+        let (b_ns, r_ns, probe_ratio) = paired_ns(
+            31,
+            pre6.len(),
+            || count_hashes(pre6, |h| bf.may_contain(h)),
+            || count_hashes(pre6, |h| rf.may_contain(h)),
+        );
+        row(
+            &format!("ribbon / blocked512 absent probe, 1e6, {fpr} ({r_ns:.1}/{b_ns:.1} ns)"),
+            format!("{probe_ratio:.2}x"),
+            "<= 3x",
+            probe_ratio <= 3.0,
+        );
+        let mut o1 = vec![false; pre6.len()];
+        let mut o2 = vec![false; pre6.len()];
+        let (b_ns, r_ns, batch_ratio) = paired_ns(
+            31,
+            pre6.len(),
+            || {
+                bf.may_contain_batch(pre6, &mut o1);
+                o1.iter().filter(|&&x| x).count()
+            },
+            || {
+                rf.may_contain_batch(pre6, &mut o2);
+                o2.iter().filter(|&&x| x).count()
+            },
+        );
+        println!(
+            "{:<52} {:>14}  (no target)",
+            format!("  the same, both batched ({r_ns:.1}/{b_ns:.1} ns)"),
+            format!("{batch_ratio:.2}x")
+        );
+    }
 }
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     build(&mut c);
     probe(&mut c);
+    ribbon(&mut c);
     open_cost(&mut c);
     huge(&mut c);
     c.final_summary();

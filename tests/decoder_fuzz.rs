@@ -139,6 +139,8 @@ fn filter_blocks() {
         FilterPolicy::blocked512(10.0),
         FilterPolicy::blocked512(3.5),
         FilterPolicy::bloom(10.0),
+        FilterPolicy::ribbon(7.0),
+        FilterPolicy::ribbon(0.7),
     ] {
         seeds.push(policy.build(&hashes));
         seeds.push(policy.build(&hashes[..1]));

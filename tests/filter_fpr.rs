@@ -70,6 +70,19 @@ fn classic_bloom_matches_formula() {
 }
 
 #[test]
+fn ribbon_matches_exact_model() {
+    // Whole and fractional result columns, and the 1% and 0.1% sizings.
+    for bits in [
+        7.0 * 1.05,
+        FilterPolicy::for_fpr(FilterKind::Ribbon, 0.01).bits_per_key(),
+        FilterPolicy::for_fpr(FilterKind::Ribbon, 0.001).bits_per_key(),
+        4.2,
+    ] {
+        check(FilterKind::Ribbon, bits);
+    }
+}
+
+#[test]
 fn fractional_and_target_sizing() {
     // 9.5 bits/key sits between 9 and 10.
     let fpr = |b: f64| FilterPolicy::blocked512(b).predicted_fpr();

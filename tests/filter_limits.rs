@@ -43,6 +43,7 @@ fn raw_build(kind: FilterKind, hs: &[u64], bits: f64, k: u32) -> Result<Vec<u8>,
             }),
             bloom::build(hs, bits, k),
         ),
+        FilterKind::Ribbon => unreachable!("ribbon takes no k (always 1)"),
     };
     match (a, b) {
         (Ok(a), Ok(b)) => {

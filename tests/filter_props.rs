@@ -5,7 +5,11 @@ use proptest::prelude::*;
 
 fn policies() -> impl Strategy<Value = FilterPolicy> {
     (
-        prop_oneof![Just(FilterKind::Blocked512), Just(FilterKind::Bloom)],
+        prop_oneof![
+            Just(FilterKind::Blocked512),
+            Just(FilterKind::Bloom),
+            Just(FilterKind::Ribbon)
+        ],
         0.5f64..40.0,
     )
         .prop_map(|(kind, bits)| FilterPolicy::new(kind, bits))
@@ -40,7 +44,7 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300), k in 0u8..40, kind in 0u8..4, lines in 0u64..10) {
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300), k in 0u8..40, kind in 0u8..5, lines in 0u64..10) {
         let _ = Filter::open(&bytes).map(|f| f.may_contain(1));
         // A well-formed trailer over a wrong-size payload: error or unusable, never a panic.
         let mut v = bytes.clone();
@@ -112,4 +116,51 @@ fn truncated_filter_is_an_error_or_unusable() {
     let f = Filter::open(&good).unwrap();
     assert_eq!(f.kind(), Some(FilterKind::Bloom));
     assert!([1u64, 2, 3, 4].iter().all(|&h| f.may_contain(h)));
+}
+
+/// Every single-byte flip and every cut of a Ribbon filter opens as an
+/// error, an unusable filter or a filter that answers (same answers batched
+/// and one at a time) — never a panic. Flips in the header or trailer other
+/// than the seed and key count never give a usable Ribbon filter.
+#[test]
+fn ribbon_byte_flips_and_cuts_are_safe() {
+    let hashes: Vec<u64> = (0..500u32).map(|i| key_hash(&i.to_le_bytes())).collect();
+    let probes: Vec<u64> = (0..200u32)
+        .map(|i| key_hash(&(i + 1_000_000).to_le_bytes()))
+        .collect();
+    for good in [
+        FilterPolicy::ribbon(7.5).build(&hashes),
+        FilterPolicy::ribbon(0.5).build(&hashes[..1]),
+        FilterPolicy::ribbon(20.0).build(&[]),
+    ] {
+        let n = good.len();
+        let header = n - 36;
+        for at in 0..n {
+            for x in [0x01u8, 0x10, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[at] ^= x;
+                let opened = Filter::open(&bad);
+                let free = (header + 8..header + 12).contains(&at) || (n - 12..n - 4).contains(&at);
+                if at >= header && !free {
+                    assert!(
+                        !matches!(opened, Ok(Filter::Ribbon(_))),
+                        "flip {x:#x} at {at} of {n} opened as ribbon"
+                    );
+                }
+                if let Ok(f) = opened {
+                    let mut out = vec![false; probes.len()];
+                    f.may_contain_batch(&probes, &mut out);
+                    for (h, o) in probes.iter().zip(&out) {
+                        assert_eq!(f.may_contain(*h), *o);
+                    }
+                    let _ = f.predicted_fpr();
+                }
+            }
+        }
+        for len in 0..n {
+            if let Ok(f) = Filter::open(&good[..len]) {
+                assert!(!f.is_usable(), "cut at {len} of {n} is usable");
+            }
+        }
+    }
 }

@@ -195,6 +195,36 @@ fn best_k(fpr: impl Fn(u32) -> f64) -> u32 {
     best.0
 }
 
+/// The exact FPR model of a Ribbon filter at `bits_per_key` (see
+/// [`super::ribbon`]): the bits per key buy `ρ = bits / (1 + ε)` result
+/// bits per key, `ε` = [`RIBBON_NOMINAL_OVERHEAD`](super::ribbon::RIBBON_NOMINAL_OVERHEAD)
+/// (5%) being the slots beyond one per key. With `r = ⌊ρ⌋` and `f = ρ - r`,
+/// a share `f` of the start positions lies in blocks with `r + 1` columns
+/// and the rest in blocks with `r`, and a query is a false positive with
+/// probability `2^-columns` of its block: `FPR = 2^-r · (1 - f/2)`.
+///
+/// 0.78% at 7.35 b/k (ρ = 7), 1.0% at 7.057 b/k, 0.1% at 10.475 b/k.
+/// `ρ` is at most 63 (FPR ≥ 2^-63). Out-of-range inputs as in the
+/// [module docs](self): zero or negative bits give 1.0, NaN gives NaN.
+pub fn ribbon_fpr(bits_per_key: f64) -> f64 {
+    if bits_per_key.is_nan() {
+        return f64::NAN;
+    }
+    if bits_per_key <= 0.0 {
+        return 1.0;
+    }
+    let rho = bits_per_key / (1.0 + super::ribbon::RIBBON_NOMINAL_OVERHEAD);
+    let rho = rho.min(f64::from(super::ribbon::MAX_RIBBON_COLUMNS - 1));
+    ribbon_fpr_of_columns(rho)
+}
+
+/// `2^-r · (1 - f/2)` for `ρ = r + f` result bits per key (average columns).
+pub fn ribbon_fpr_of_columns(rho: f64) -> f64 {
+    let r = rho.floor();
+    let f = rho - r;
+    (0.5f64).powi(r as i32) * (1.0 - 0.5 * f)
+}
+
 /// The modelled FPR of `kind` at `bits_per_key` with its best k.
 pub fn best_fpr(kind: FilterKind, bits_per_key: f64) -> f64 {
     if bits_per_key < MIN_BITS_PER_KEY {
@@ -205,7 +235,8 @@ pub fn best_fpr(kind: FilterKind, bits_per_key: f64) -> f64 {
 
 /// The fewest bits per key (to 0.001) for which `kind`, with its best k, has a
 /// modelled FPR at most `fpr`; clamped to the accepted range. At 1% this is
-/// 9.59 for the classic model and 10.0 for blocked-512 (≈ 9.9).
+/// 9.59 for the classic model, 10.0 for blocked-512 (≈ 9.9) and 7.057 for
+/// Ribbon ([`ribbon_fpr`]; 10.475 at 0.1%).
 pub fn bits_per_key_for_fpr(kind: FilterKind, fpr: f64) -> f64 {
     if fpr.is_nan() || fpr <= 0.0 {
         return MAX_BITS_PER_KEY;
@@ -238,10 +269,11 @@ pub const MONKEY_MAX_BITS: f64 = 40.0;
 /// `best_fpr(kind, s · MONKEY_STEP)` for every grid step, computed once per kind.
 fn monkey_table(kind: FilterKind) -> &'static [f64] {
     use std::sync::OnceLock;
-    static TABLES: [OnceLock<Vec<f64>>; 2] = [OnceLock::new(), OnceLock::new()];
+    static TABLES: [OnceLock<Vec<f64>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let slot = match kind {
         FilterKind::Blocked512 => &TABLES[0],
         FilterKind::Bloom => &TABLES[1],
+        FilterKind::Ribbon => &TABLES[2],
     };
     slot.get_or_init(|| {
         let steps = (MONKEY_MAX_BITS / MONKEY_STEP) as usize;
@@ -411,6 +443,39 @@ mod tests {
             bits_per_key_for_fpr(FilterKind::Bloom, 0.9),
             MIN_BITS_PER_KEY
         );
+    }
+
+    #[test]
+    fn ribbon_model() {
+        // Whole result bits: 2^-r; halfway: 0.75 · 2^-r.
+        assert!(close(ribbon_fpr(7.0 * 1.05), 0.5f64.powi(7), 1e-12));
+        assert!(close(ribbon_fpr_of_columns(6.5), 0.75 / 64.0, 1e-12));
+        let one = bits_per_key_for_fpr(FilterKind::Ribbon, 0.01);
+        assert!((one - 7.057).abs() < 0.002, "{one}");
+        assert!(ribbon_fpr(one) <= 0.01 && ribbon_fpr(one - 0.002) > 0.01);
+        let tenth = bits_per_key_for_fpr(FilterKind::Ribbon, 0.001);
+        assert!((tenth - 10.475).abs() < 0.002, "{tenth}");
+        // Monotone, continuous at whole columns, and clamped.
+        let mut last = 1.0;
+        for i in 1..=1000 {
+            let f = ribbon_fpr(i as f64 * 0.1);
+            assert!(f <= last, "{i}");
+            last = f;
+        }
+        assert!(close(
+            ribbon_fpr_of_columns(6.999_999),
+            ribbon_fpr_of_columns(7.0),
+            1e-5
+        ));
+        assert_eq!(ribbon_fpr(0.0), 1.0);
+        assert!(ribbon_fpr(f64::NAN).is_nan());
+        assert_eq!(ribbon_fpr(100.0), 0.5f64.powi(63));
+        // About 1.05 × log2(1/FPR) bits per key, far below blocked512's.
+        for fpr in [0.01, 0.001] {
+            let b = bits_per_key_for_fpr(FilterKind::Ribbon, fpr);
+            let ratio = b / (1.0 / fpr).log2();
+            assert!(ratio < 1.07, "{fpr}: {ratio}");
+        }
     }
 
     #[test]

@@ -109,6 +109,8 @@ mod tests {
             FilterPolicy::blocked512(9.123_456_789),
             FilterPolicy::bloom(3.0).with_probes(30),
             FilterPolicy::for_fpr(FilterKind::Blocked512, 0.003),
+            FilterPolicy::ribbon(7.25),
+            FilterPolicy::for_fpr(FilterKind::Ribbon, 0.001),
         ] {
             let s = filter_spec(Some(&p));
             assert_eq!(parse_filter_spec(&s).unwrap(), Some(p), "{s}");

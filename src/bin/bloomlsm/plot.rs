@@ -27,6 +27,7 @@ fn kind_color(kind: FilterKind) -> RGBColor {
     match kind {
         FilterKind::Blocked512 => BLUE_,
         FilterKind::Bloom => ORANGE_,
+        FilterKind::Ribbon => GREY_,
     }
 }
 
