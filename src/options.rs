@@ -65,6 +65,28 @@ impl FilterOptions {
         }
     }
 
+    /// A hybrid design (RocksDB's `bloom_before_level`): `top` on the levels
+    /// above `first_bottom_level` (L0 and the first levels: short-lived files
+    /// whose filters must build fast), `bottom` from that level down (the
+    /// long-lived bulk of the data, where a space-optimal filter such as
+    /// Ribbon saves the most memory).
+    ///
+    /// ```
+    /// use bloomlsm::{FilterOptions, FilterPolicy};
+    /// let f = FilterOptions::hybrid(FilterPolicy::blocked512(10.0), FilterPolicy::ribbon(7.0), 2);
+    /// let runs = [(0, 10), (1, 100), (2, 1000), (3, 10_000)];
+    /// assert_eq!(f.policy_for(1, &runs, 3), Some(FilterPolicy::blocked512(10.0)));
+    /// assert_eq!(f.policy_for(3, &runs, 3), Some(FilterPolicy::ribbon(7.0)));
+    /// ```
+    pub fn hybrid(top: FilterPolicy, bottom: FilterPolicy, first_bottom_level: usize) -> Self {
+        FilterOptions {
+            policy: Some(bottom),
+            per_level: (0..first_bottom_level).map(|l| (l, Some(top))).collect(),
+            skip_last_level: false,
+            monkey_avg_bits_per_key: None,
+        }
+    }
+
     /// The policy for a new file at `level`.
     ///
     /// `runs` describes the store as it will be once the file is in place: the

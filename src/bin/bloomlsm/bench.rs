@@ -35,7 +35,8 @@ use crate::{CliError, CliResult, plot, progress, write_json};
 pub const MAX_KEYS: u64 = 1 << 28;
 
 /// The configurations `bench` runs when `--configs` is not given.
-pub const DEFAULT_CONFIGS: &str = "none,bloom10,blocked6,blocked10,blocked16,monkey10";
+pub const DEFAULT_CONFIGS: &str =
+    "none,bloom10,blocked6,blocked10,blocked16,ribbon10,ribbon7,hybrid10,monkey10";
 
 /// Arguments of `bench`.
 #[derive(Clone, Debug, Args)]
@@ -53,8 +54,12 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub lookups: u64,
     /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
+    /// `ribbonB` (the space-optimal Ribbon filter), `hybridB` (blocked512 at B
+    /// bits/key on L0 and L1, Ribbon at the same modelled FPR below),
     /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
-    /// average), `monkey-bloomB`; B may be fractional, e.g. `blocked12.5`.
+    /// average), `monkey-bloomB`, `monkey-ribbonB`; B may be fractional, e.g.
+    /// `blocked12.5`. The default includes ribbon10 (blocked10's memory) and
+    /// ribbon7 (blocked10's FPR).
     #[arg(long, default_value = DEFAULT_CONFIGS, value_delimiter = ',', value_parser = parse_config)]
     pub configs: Vec<BenchConfig>,
     /// Choose existing keys from a Zipf distribution with this exponent
@@ -118,7 +123,7 @@ impl BenchConfig {
         if let Some((kind, avg)) = self.monkey {
             return format!("monkey {} ({avg} b/k average)", kind.name());
         }
-        match f.policy {
+        let show = |p: Option<FilterPolicy>| match p {
             None => "none".to_string(),
             Some(p) => format!(
                 "{}({} b/k, k={})",
@@ -126,6 +131,13 @@ impl BenchConfig {
                 p.bits_per_key(),
                 p.num_probes()
             ),
+        };
+        match f.per_level.as_slice() {
+            [] => show(f.policy),
+            [(0, top), .., (last, _)] => {
+                format!("{} on L0-L{last}, {} below", show(*top), show(f.policy))
+            }
+            _ => format!("{} with per-level overrides", show(f.policy)),
         }
     }
 
@@ -162,6 +174,15 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
     } else if let Some(b) = name.strip_prefix("monkey-bloom") {
         monkey = Some((FilterKind::Bloom, bits(b)?));
         FilterOptions::monkey(FilterKind::Bloom, bits(b)?)
+    } else if let Some(b) = name.strip_prefix("monkey-ribbon") {
+        monkey = Some((FilterKind::Ribbon, bits(b)?));
+        FilterOptions::monkey(FilterKind::Ribbon, bits(b)?)
+    } else if let Some(b) = name.strip_prefix("ribbon") {
+        FilterOptions::uniform(Some(FilterPolicy::ribbon(bits(b)?)))
+    } else if let Some(b) = name.strip_prefix("hybrid") {
+        let top = FilterPolicy::blocked512(bits(b)?);
+        let bottom = FilterPolicy::for_fpr(FilterKind::Ribbon, top.predicted_fpr());
+        FilterOptions::hybrid(top, bottom, 2)
     } else if let Some(b) = name.strip_prefix("monkey") {
         monkey = Some((FilterKind::Blocked512, bits(b)?));
         FilterOptions::monkey(FilterKind::Blocked512, bits(b)?)
@@ -171,7 +192,7 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
         FilterOptions::uniform(Some(FilterPolicy::bloom(bits(b)?)))
     } else {
         return Err(format!(
-            "unknown configuration {name:?} (expected none, bloomB, blockedB, monkeyB or monkey-bloomB, e.g. blocked10)"
+            "unknown configuration {name:?} (expected none, bloomB, blockedB, ribbonB, hybridB, monkeyB, monkey-bloomB or monkey-ribbonB, e.g. blocked10)"
         ));
     };
     Ok(BenchConfig {
@@ -901,7 +922,31 @@ mod tests {
                 .kind(),
             FilterKind::Bloom
         );
-        for bad in ["blocked", "bloomx", "foo10", "blocked0", "blocked1000", ""] {
+        let h = parse_config("hybrid10").unwrap();
+        assert_eq!(h.policy().split(" on L0-L1, ").count(), 2, "{}", h.policy());
+        assert!(
+            h.policy().starts_with("blocked512(10 b/k"),
+            "{}",
+            h.policy()
+        );
+        assert_eq!(
+            parse_config("ribbon7").unwrap().filters.policy,
+            Some(FilterPolicy::ribbon(7.0))
+        );
+        assert_eq!(
+            parse_config("monkey-ribbon8").unwrap().monkey,
+            Some((FilterKind::Ribbon, 8.0))
+        );
+        for bad in [
+            "blocked",
+            "bloomx",
+            "foo10",
+            "blocked0",
+            "blocked1000",
+            "",
+            "ribbon",
+            "hybridx",
+        ] {
             assert!(parse_config(bad).is_err(), "{bad}");
         }
     }
