@@ -7,13 +7,13 @@ pub(crate) mod compaction;
 #[cfg(test)]
 mod fault_tests;
 pub mod filename;
-pub mod iter;
+pub(crate) mod iter;
 pub mod log;
 pub mod manifest;
-pub mod memtable;
+pub(crate) mod memtable;
 pub mod options_file;
 mod recovery;
-pub mod version;
+pub(crate) mod version;
 pub(crate) mod version_set;
 pub mod wal;
 
@@ -22,8 +22,9 @@ pub use filename::FileKind;
 pub use iter::DbIter;
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 pub use manifest::{FileMeta, FilterMeta, Manifest, RecoverReport, RecoveredState, VersionEdit};
-pub use memtable::{LookupResult, MemTable};
 pub use wal::{ReplayReport, Wal};
+
+use memtable::{LookupResult, MemTable};
 
 use std::collections::HashSet;
 use std::ops::Bound;
