@@ -28,7 +28,7 @@ use crate::db_cmd::{shape_json, shape_line};
 use crate::report::{self, TextTable, bytes, count, csv_line, percent, sig3};
 use crate::sweep::{SweepPoint, fpr_sweep, sweep_table};
 use crate::workload::{SplitMix64, absent_key, present_key};
-use crate::{CliError, CliResult, plot, progress, write_json};
+use crate::{CliError, CliResult, filter_cost, plot, progress, write_json};
 
 /// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
 /// their hashes or Zipf table are held in memory, 8 bytes each.
@@ -245,6 +245,9 @@ pub struct BenchRow {
     pub missing_get_ns: f64,
     /// Mean ns per existing-key get.
     pub existing_get_ns: f64,
+    /// CPU to build the store's filters, ns per key, and per absent-key
+    /// filter probe, ns ([`filter_cost::store_cost`]); `None` without filters.
+    pub filter_cost: Option<(f64, Option<f64>)>,
 }
 
 impl BenchRow {
@@ -574,6 +577,7 @@ pub fn run_config(
     let (db, load_secs) = load_store(args, config, &dir)?;
     let (missing, missing_get_ns, existing, existing_get_ns) = measure(args, config, &db, zipf)?;
     let s = &missing;
+    let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
     let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
     let row = BenchRow {
         config: config.clone(),
@@ -591,6 +595,7 @@ pub fn run_config(
         existing,
         missing_get_ns,
         existing_get_ns,
+        filter_cost,
     };
     db.close()?;
     if !keep {
@@ -724,6 +729,10 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         )?;
         writeln!(
             out,
+            "build/key, probe: CPU of the store's filters, each level's policy timed on a 65,536-key filter; build weighted by keys, probe (absent key) by filter checks."
+        )?;
+        writeln!(
+            out,
             "reads/missing get: data blocks read per missing-key get; predicted = sum of the modelled FPRs of the files each get probed. Saved: vs {}.",
             if none.is_some() {
                 "the none configuration"
@@ -737,7 +746,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         let pb = progress(None, args.quiet, "filter-only FPR sweep");
         let bits: Vec<f64> = (2..=20).map(f64::from).collect();
         let sweep = fpr_sweep(
-            &[FilterKind::Blocked512, FilterKind::Bloom],
+            &FilterKind::ALL,
             &bits,
             args.sweep_keys.max(1),
             args.sweep_probes.max(1),
@@ -780,6 +789,15 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     Ok(rows)
 }
 
+/// A filter's CPU cost: one decimal below 100 ns.
+fn small_ns(ns: f64) -> String {
+    if ns < 100.0 {
+        format!("{ns:.1} ns")
+    } else {
+        report::duration_ns(ns)
+    }
+}
+
 /// The study's main table.
 pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
     let mut t = TextTable::new(&[
@@ -793,9 +811,12 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         "I/O saved",
         "miss get",
         "hit get",
+        "build/key",
+        "probe",
         "load",
     ]);
     for r in rows {
+        let (build, probe) = r.filter_cost.unzip();
         t.row(vec![
             r.config.name.clone(),
             format!("{:.2} MiB", r.filter_bytes as f64 / (1024.0 * 1024.0)),
@@ -807,6 +828,8 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
             format!("{:.1}%", io_saved(r, none) * 100.0),
             report::duration_ns(r.missing_get_ns),
             report::duration_ns(r.existing_get_ns),
+            build.map_or("-".into(), small_ns),
+            probe.flatten().map_or("-".into(), small_ns),
             format!("{:.1} s", r.load_secs),
         ]);
     }
@@ -834,6 +857,8 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
         "filter_negatives": m.total.filter_negatives,
         "false_positives": m.total.false_positives,
         "missing_get_ns": r.missing_get_ns,
+        "filter_build_ns_per_key": r.filter_cost.map(|c| c.0),
+        "filter_probe_ns": r.filter_cost.and_then(|c| c.1),
         "existing_gets": r.existing.gets,
         "block_reads_per_existing_get": r.reads_per_existing_get(),
         "existing_get_ns": r.existing_get_ns,
@@ -870,6 +895,8 @@ pub const CSV_HEADER: &[&str] = &[
     "io_saved",
     "missing_get_ns",
     "existing_get_ns",
+    "filter_build_ns_per_key",
+    "filter_probe_ns",
     "block_reads_per_existing_get",
     "load_seconds",
 ];
@@ -890,6 +917,8 @@ pub fn csv_row(r: &BenchRow, none: Option<&BenchRow>) -> Vec<String> {
         io_saved(r, none).to_string(),
         format!("{:.1}", r.missing_get_ns),
         format!("{:.1}", r.existing_get_ns),
+        opt(r.filter_cost.map(|c| c.0)),
+        opt(r.filter_cost.and_then(|c| c.1)),
         r.reads_per_existing_get().to_string(),
         format!("{:.3}", r.load_secs),
     ]

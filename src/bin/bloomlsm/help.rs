@@ -77,6 +77,9 @@ JSON (--json): one object per configuration per line, in --configs order:
   unfiltered_block_reads_per_missing_get, io_saved (fraction)
   missing_gets, filter_checks, filter_negatives, false_positives, missing_get_ns
   existing_gets, block_reads_per_existing_get, existing_get_ns, load_seconds
+  filter_build_ns_per_key, filter_probe_ns   CPU of the store's filters: each level's policy
+                                       timed on a 65,536-key filter, build weighted by keys,
+                                       probe (absent key) by filter checks; null without filters
   shape                                [{level, files, keys, bytes, filter_bits_per_key}]
                                        per non-empty level; filter_bits_per_key null if unfiltered
 With --plot, one last line: {\"sweep\": [{filter, requested_bits_per_key, bits_per_key,

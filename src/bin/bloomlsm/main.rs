@@ -19,6 +19,7 @@ mod bench;
 mod db_cmd;
 mod design;
 mod escape;
+mod filter_cost;
 mod help;
 mod plot;
 mod report;

@@ -22,12 +22,13 @@ use crate::{CliError, CliResult};
 const BLUE_: RGBColor = RGBColor(31, 119, 180);
 const ORANGE_: RGBColor = RGBColor(255, 127, 14);
 const GREY_: RGBColor = RGBColor(140, 140, 140);
+const GREEN_: RGBColor = RGBColor(44, 160, 44);
 
 fn kind_color(kind: FilterKind) -> RGBColor {
     match kind {
         FilterKind::Blocked512 => BLUE_,
         FilterKind::Bloom => ORANGE_,
-        FilterKind::Ribbon => GREY_,
+        FilterKind::Ribbon => GREEN_,
     }
 }
 
@@ -104,10 +105,12 @@ fn fpr_panel(
     sweep: &[SweepPoint],
     keys: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let kinds = [FilterKind::Blocked512, FilterKind::Bloom];
+    let kinds = FilterKind::ALL;
     let (bmin, bmax) = (1.5f64, 20.5f64);
-    let mut lowest =
-        model_curve(FilterKind::Bloom, bmax).min(model_curve(FilterKind::Blocked512, bmax));
+    let mut lowest = kinds
+        .iter()
+        .map(|&k| model_curve(k, bmax))
+        .fold(1.0, f64::min);
     for p in sweep.iter().filter(|p| p.false_positives > 0) {
         lowest = lowest.min(p.measured_fpr());
     }
