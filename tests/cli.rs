@@ -751,8 +751,15 @@ fn bench_json_with_plot_includes_the_sweep() {
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["config"], "blocked8");
     let sweep = lines[1]["sweep"].as_array().unwrap();
-    // Bits per key 2..=20 for each of the two filter kinds.
-    assert_eq!(sweep.len(), 38);
+    // Bits per key 2..=20 for each of the three filter kinds.
+    assert_eq!(sweep.len(), 57);
+    for kind in ["blocked512", "bloom", "ribbon"] {
+        assert_eq!(
+            sweep.iter().filter(|p| p["filter"] == kind).count(),
+            19,
+            "{kind}"
+        );
+    }
     assert_eq!(lines[1]["sweep_keys"], 2000);
     for p in sweep {
         assert_eq!(p["probes"], 20000);
