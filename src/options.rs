@@ -19,6 +19,9 @@ pub struct FilterOptions {
     /// The policy of every level unless overridden; `None`: no filters at all.
     pub policy: Option<FilterPolicy>,
     /// Per-level overrides `(level, policy)`; `None` removes the filter there.
+    /// Under Monkey (`monkey_avg_bits_per_key`), `Some(policy)` names the
+    /// level's filter family and the allocation chooses its bits on that
+    /// family's model.
     pub per_level: Vec<(usize, Option<FilterPolicy>)>,
     /// No filter on the last (largest) level, as RocksDB's
     /// `optimize_filters_for_hits`: saves most of the memory when lookups are
@@ -27,8 +30,10 @@ pub struct FilterOptions {
     /// Monkey allocation (Dayan et al., SIGMOD 2017): spend this many bits per
     /// key *on average* over the whole store, giving each run the FPR that
     /// minimises the expected wasted reads of a missing-key lookup (smaller
-    /// runs get more bits per key). Uses `policy`'s kind (blocked512 if none).
-    /// Overrides `policy`'s bits per key; `per_level` still wins.
+    /// runs get more bits per key). Uses `policy`'s kind (blocked512 if none)
+    /// on every level that `per_level` gives no family of its own; each run's
+    /// bits are chosen on its family's model (`math::monkey_allocation_mixed`).
+    /// Overrides the bits per key of `policy` and `per_level`.
     pub monkey_avg_bits_per_key: Option<f64>,
 }
 
@@ -87,6 +92,24 @@ impl FilterOptions {
         }
     }
 
+    /// [`FilterOptions::hybrid`] with the Monkey allocation of
+    /// `avg_bits_per_key` on average over both families.
+    pub fn hybrid_monkey(
+        top: FilterKind,
+        bottom: FilterKind,
+        first_bottom_level: usize,
+        avg_bits_per_key: f64,
+    ) -> Self {
+        FilterOptions {
+            monkey_avg_bits_per_key: Some(avg_bits_per_key),
+            ..Self::hybrid(
+                FilterPolicy::new(top, avg_bits_per_key),
+                FilterPolicy::new(bottom, avg_bits_per_key),
+                first_bottom_level,
+            )
+        }
+    }
+
     /// The policy for a new file at `level`.
     ///
     /// `runs` describes the store as it will be once the file is in place: the
@@ -98,7 +121,10 @@ impl FilterOptions {
         runs: &[(usize, u64)],
         last_level: usize,
     ) -> Option<FilterPolicy> {
-        if let Some((_, p)) = self.per_level.iter().rev().find(|(l, _)| *l == level) {
+        let override_at = |l: usize| self.per_level.iter().rev().find(|(x, _)| *x == l);
+        if let Some((_, p)) = override_at(level)
+            && (self.monkey_avg_bits_per_key.is_none() || p.is_none())
+        {
             return *p;
         }
         if self.skip_last_level && level >= last_level && level > 0 {
@@ -108,8 +134,15 @@ impl FilterOptions {
         let Some(avg) = self.monkey_avg_bits_per_key else {
             return self.policy;
         };
+        // Under Monkey an override names its level's family; the allocation
+        // chooses the bits, on each family's own model.
+        let kind_at = |l: usize| match override_at(l) {
+            Some((_, Some(p))) => p.kind(),
+            _ => base.kind(),
+        };
         let sizes: Vec<u64> = runs.iter().map(|&(_, n)| n.max(1)).collect();
-        let bits = math::monkey_allocation(base.kind(), &sizes, avg);
+        let kinds: Vec<FilterKind> = runs.iter().map(|&(l, _)| kind_at(l)).collect();
+        let bits = math::monkey_allocation_mixed(&kinds, &sizes, &vec![1.0; sizes.len()], avg);
         // The run for `level`: the largest run at that level (for L0, the file
         // being written is one of several similar runs).
         let at = runs
@@ -122,7 +155,7 @@ impl FilterOptions {
         if b < crate::filter::MIN_BITS_PER_KEY {
             None
         } else {
-            Some(base.with_bits_per_key(b))
+            Some(FilterPolicy::new(kind_at(level), b))
         }
     }
 }
@@ -290,6 +323,35 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn monkey_over_two_families() {
+        let f = FilterOptions::hybrid_monkey(FilterKind::Blocked512, FilterKind::Ribbon, 2, 8.0);
+        let runs = [(0, 1_000), (1, 10_000), (2, 100_000), (3, 1_000_000)];
+        let p: Vec<FilterPolicy> = (0..4).map(|l| f.policy_for(l, &runs, 3).unwrap()).collect();
+        assert_eq!(p[0].kind(), FilterKind::Blocked512);
+        assert_eq!(p[1].kind(), FilterKind::Blocked512);
+        assert_eq!(p[2].kind(), FilterKind::Ribbon);
+        assert_eq!(p[3].kind(), FilterKind::Ribbon);
+        // Smaller runs get more bits; the budget holds.
+        assert!(p[0].bits_per_key() > p[3].bits_per_key(), "{p:?}");
+        let used: f64 = runs
+            .iter()
+            .zip(&p)
+            .map(|(&(_, n), p)| n as f64 * p.bits_per_key())
+            .sum();
+        let keys: f64 = runs.iter().map(|&(_, n)| n as f64).sum();
+        assert!(used / keys <= 8.0 + 1e-9, "{}", used / keys);
+        // Ribbon's cheaper bits buy it a lower FPR than the same budget in
+        // blocked512 alone would give the largest run.
+        let blocked = FilterOptions::monkey(FilterKind::Blocked512, 8.0);
+        let b3 = blocked.policy_for(3, &runs, 3).unwrap();
+        assert!(p[3].predicted_fpr() < b3.predicted_fpr());
+        // A None override still removes the filter under Monkey.
+        let mut g = f.clone();
+        g.per_level.push((1, None));
+        assert_eq!(g.policy_for(1, &runs, 3), None);
+    }
 
     #[test]
     fn per_level_overrides_and_last_level() {

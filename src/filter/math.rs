@@ -320,19 +320,41 @@ pub fn monkey_allocation_weighted(
     weights: &[f64],
     avg_bits_per_key: f64,
 ) -> Vec<f64> {
+    monkey_allocation_mixed(
+        &vec![kind; level_keys.len()],
+        level_keys,
+        weights,
+        avg_bits_per_key,
+    )
+}
+
+/// [`monkey_allocation_weighted`] over runs of different families: run `i`'s
+/// bits are chosen on `kinds[i]`'s own model, all under one memory budget
+/// (e.g. blocked512 on the top levels and Ribbon below, the hybrid design).
+///
+/// # Panics
+/// If `kinds`, `weights` and `level_keys` differ in length.
+pub fn monkey_allocation_mixed(
+    kinds: &[FilterKind],
+    level_keys: &[u64],
+    weights: &[f64],
+    avg_bits_per_key: f64,
+) -> Vec<f64> {
     assert_eq!(level_keys.len(), weights.len(), "one weight per run");
+    assert_eq!(level_keys.len(), kinds.len(), "one kind per run");
     let total_keys: f64 = level_keys.iter().map(|&n| n as f64).sum();
     if total_keys == 0.0 || avg_bits_per_key.is_nan() || avg_bits_per_key <= 0.0 {
         return vec![0.0; level_keys.len()];
     }
     let budget = avg_bits_per_key.min(MONKEY_MAX_BITS) * total_keys;
-    let fpr_at = monkey_table(kind);
-    let steps = fpr_at.len() - 1;
+    let tables: Vec<&[f64]> = kinds.iter().map(|&k| monkey_table(k)).collect();
+    let steps = tables.first().map_or(0, |t| t.len() - 1);
     let choose = |mu: f64| -> Vec<usize> {
         level_keys
             .iter()
             .zip(weights)
-            .map(|(&n, &w)| {
+            .zip(&tables)
+            .map(|((&n, &w), fpr_at)| {
                 let cost = |s: usize| w * fpr_at[s] + mu * n as f64 * s as f64 * MONKEY_STEP;
                 (0..=steps)
                     .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
@@ -369,7 +391,7 @@ pub fn monkey_allocation_weighted(
             .enumerate()
             .filter(|&(i, &n)| n > 0 && alloc[i] < steps && n as f64 * MONKEY_STEP <= left)
             .map(|(i, &n)| {
-                let gain = weights[i] * (fpr_at[alloc[i]] - fpr_at[alloc[i] + 1]);
+                let gain = weights[i] * (tables[i][alloc[i]] - tables[i][alloc[i] + 1]);
                 (i, gain / n as f64)
             })
             .filter(|&(_, gain)| gain > 0.0)

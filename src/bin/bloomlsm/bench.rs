@@ -57,7 +57,8 @@ pub struct BenchArgs {
     /// `ribbonB` (the space-optimal Ribbon filter), `hybridB` (blocked512 at B
     /// bits/key on L0 and L1, Ribbon at the same modelled FPR below),
     /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
-    /// average), `monkey-bloomB`, `monkey-ribbonB`; B may be fractional, e.g.
+    /// average), `monkey-bloomB`, `monkey-ribbonB`, `monkey-hybridB` (the
+    /// hybrid's two families under one Monkey budget); B may be fractional, e.g.
     /// `blocked12.5`. The default includes ribbon10 (blocked10's memory) and
     /// ribbon7 (blocked10's FPR).
     #[arg(long, default_value = DEFAULT_CONFIGS, value_delimiter = ',', value_parser = parse_config)]
@@ -121,7 +122,14 @@ impl BenchConfig {
     pub fn policy(&self) -> String {
         let f = &self.filters;
         if let Some((kind, avg)) = self.monkey {
-            return format!("monkey {} ({avg} b/k average)", kind.name());
+            return match f.per_level.as_slice() {
+                [(0, Some(top)), .., (last, _)] => format!(
+                    "monkey {} on L0-L{last}, {} below ({avg} b/k average)",
+                    top.name(),
+                    kind.name()
+                ),
+                _ => format!("monkey {} ({avg} b/k average)", kind.name()),
+            };
         }
         let show = |p: Option<FilterPolicy>| match p {
             None => "none".to_string(),
@@ -174,6 +182,9 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
     } else if let Some(b) = name.strip_prefix("monkey-bloom") {
         monkey = Some((FilterKind::Bloom, bits(b)?));
         FilterOptions::monkey(FilterKind::Bloom, bits(b)?)
+    } else if let Some(b) = name.strip_prefix("monkey-hybrid") {
+        monkey = Some((FilterKind::Ribbon, bits(b)?));
+        FilterOptions::hybrid_monkey(FilterKind::Blocked512, FilterKind::Ribbon, 2, bits(b)?)
     } else if let Some(b) = name.strip_prefix("monkey-ribbon") {
         monkey = Some((FilterKind::Ribbon, bits(b)?));
         FilterOptions::monkey(FilterKind::Ribbon, bits(b)?)
@@ -192,7 +203,7 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
         FilterOptions::uniform(Some(FilterPolicy::bloom(bits(b)?)))
     } else {
         return Err(format!(
-            "unknown configuration {name:?} (expected none, bloomB, blockedB, ribbonB, hybridB, monkeyB, monkey-bloomB or monkey-ribbonB, e.g. blocked10)"
+            "unknown configuration {name:?} (expected none, bloomB, blockedB, ribbonB, hybridB, monkeyB, monkey-bloomB, monkey-ribbonB or monkey-hybridB, e.g. blocked10)"
         ));
     };
     Ok(BenchConfig {
@@ -965,6 +976,10 @@ mod tests {
         assert_eq!(
             parse_config("monkey-ribbon8").unwrap().monkey,
             Some((FilterKind::Ribbon, 8.0))
+        );
+        assert_eq!(
+            parse_config("monkey-hybrid8").unwrap().policy(),
+            "monkey blocked512 on L0-L1, ribbon below (8 b/k average)"
         );
         for bad in [
             "blocked",
