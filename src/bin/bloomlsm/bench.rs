@@ -773,6 +773,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
                     name: r.config.name.clone(),
                     measured: r.reads_per_missing_get(),
                     predicted: r.predicted_reads_per_missing_get(),
+                    bits_per_key: r.bits_per_key,
+                    fpr: r.measured_fpr(),
+                    cost: r.filter_cost,
                 })
                 .collect(),
             keys: args.keys,

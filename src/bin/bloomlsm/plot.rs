@@ -5,7 +5,9 @@
 //! each filter kind with the measured points of the filter-only sweep on top
 //! (log scale), and the information-theoretic bound `2^-b`. Right panel:
 //! data-block reads per missing get of each store configuration, measured
-//! next to predicted (log scale).
+//! next to predicted (log scale). Bottom panel: the cost frontier — each
+//! configuration's measured FPR against its filter memory, labelled with what
+//! its filters cost in CPU to build (ns per key) and to probe (ns).
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +58,12 @@ pub struct ReadsBar {
     pub measured: f64,
     /// Predicted: the sum of the modelled FPRs of the files each get probed.
     pub predicted: f64,
+    /// Filter bits per filtered key of the store (0 without filters).
+    pub bits_per_key: f64,
+    /// Measured FPR of the missing-key phase.
+    pub fpr: Option<f64>,
+    /// Filter build CPU, ns per key, and absent-probe CPU, ns.
+    pub cost: Option<(f64, Option<f64>)>,
 }
 
 /// The file the chart for `path` is drawn into before it is renamed to `path`.
@@ -70,11 +78,13 @@ pub fn write_chart(path: &Path, chart: &Chart<'_>) -> CliResult {
     let tmp = temp_path(path);
     let err = |e: String| CliError::new(format!("plot {}: {e}", path.display()));
     {
-        let root = SVGBackend::new(&tmp, (1500, 600)).into_drawing_area();
+        let root = SVGBackend::new(&tmp, (1500, 1150)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let (left, right) = root.split_horizontally(720);
+        let (top, bottom) = root.split_vertically(600);
+        let (left, right) = top.split_horizontally(720);
         fpr_panel(&left, chart.sweep, chart.sweep_keys).map_err(|e| err(e.to_string()))?;
         reads_panel(&right, chart).map_err(|e| err(e.to_string()))?;
+        frontier_panel(&bottom, chart).map_err(|e| err(e.to_string()))?;
         root.present().map_err(|e| err(e.to_string()))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))?;
@@ -269,5 +279,89 @@ fn reads_panel(
         .border_style(BLACK.mix(0.3))
         .label_font(("sans-serif", 14))
         .draw()?;
+    Ok(())
+}
+
+/// The cost frontier: measured FPR (log) against bits per key, one labelled
+/// point per filtered configuration; the colour shows the build cost.
+fn frontier_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart_data: &Chart<'_>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let pts: Vec<(&ReadsBar, f64, f64, Option<f64>)> = chart_data
+        .bars
+        .iter()
+        .filter_map(|b| {
+            let fpr = b.fpr.filter(|f| *f > 0.0)?;
+            let (build, probe) = b.cost?;
+            Some((b, fpr, build, probe))
+        })
+        .collect();
+    if pts.is_empty() {
+        return Ok(());
+    }
+    let xmax = pts.iter().map(|p| p.0.bits_per_key).fold(0.0, f64::max) * 1.15 + 1.0;
+    let ylo = pts.iter().map(|p| p.1).fold(1.0, f64::min);
+    let yhi = pts.iter().map(|p| p.1).fold(0.0, f64::max);
+    let (ymin, ymax) = (decade_floor(ylo) / 2.0, (yhi * 5.0).min(1.0));
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Cost frontier: FPR vs filter memory, labelled with the filters' CPU (build ns/key, probe ns)",
+            ("sans-serif", 18),
+        )
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..xmax, (ymin..ymax).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("filter bits per key (store)")
+        .y_desc("measured false-positive rate")
+        .y_label_formatter(&rate_label)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    // Cheap builds blue, dear ones green: log scale between the cheapest
+    // and the dearest configuration.
+    let (bmin, bmax) = pts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| {
+        (lo.min(p.2), hi.max(p.2))
+    });
+    let colour = |build: f64| {
+        let t = if bmax > bmin {
+            ((build / bmin).ln() / (bmax / bmin).ln()).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let mix = |a: u8, b: u8| (f64::from(a) + t * (f64::from(b) - f64::from(a))) as u8;
+        RGBColor(
+            mix(BLUE_.0, GREEN_.0),
+            mix(BLUE_.1, GREEN_.1),
+            mix(BLUE_.2, GREEN_.2),
+        )
+    };
+    // Labels of points close together are stacked, 16 px apart.
+    let mut stacked: Vec<(f64, f64)> = Vec::new();
+    for (b, fpr, build, probe) in &pts {
+        let near = stacked
+            .iter()
+            .filter(|(x, y)| (x - b.bits_per_key).abs() < 2.5 && (y / fpr).ln().abs() < 0.7)
+            .count() as i32;
+        stacked.push((b.bits_per_key, *fpr));
+        let label = format!(
+            "{}: {} ns/key, {} ns",
+            b.name,
+            short(*build),
+            probe.map_or("-".to_string(), short)
+        );
+        let font = ("sans-serif", 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        chart.draw_series(std::iter::once(
+            EmptyElement::at((b.bits_per_key, *fpr))
+                + Circle::new((0, 0), 6, colour(*build).filled())
+                + PathElement::new(vec![(0, 0), (10, -16 * near)], BLACK.mix(0.3))
+                + Text::new(label, (12, -16 * near), font),
+        ))?;
+    }
     Ok(())
 }
