@@ -417,6 +417,18 @@ impl Table {
     /// lookup). Reads at most one data block; none if the key is outside the
     /// table's range or the filter rules it out.
     pub fn get(&self, key: &[u8], hash: u64) -> Result<TableGet> {
+        self.get_filtered(key, hash, None)
+    }
+
+    /// [`get`](Self::get) with the filter's answer for `hash` already known
+    /// (`filter_says`, from a batch probe of a usable filter); `None` probes
+    /// the filter here.
+    pub(crate) fn get_filtered(
+        &self,
+        key: &[u8],
+        hash: u64,
+        filter_says: Option<bool>,
+    ) -> Result<TableGet> {
         let fmt = self.props.key_format;
         let mut r = TableGet::default();
         let uk = fmt.user_key(key);
@@ -430,7 +442,7 @@ impl Table {
         match &self.filter {
             Some(f) if f.is_usable() => {
                 r.filter_checked = true;
-                if !f.may_contain(hash) {
+                if !filter_says.unwrap_or_else(|| f.may_contain(hash)) {
                     r.filter_negative = true;
                     return Ok(r);
                 }

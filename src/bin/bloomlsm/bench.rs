@@ -254,6 +254,9 @@ pub struct BenchRow {
     pub existing: Stats,
     /// Mean ns per missing-key get.
     pub missing_get_ns: f64,
+    /// Mean ns per missing key looked up by `multi_get`
+    /// ([`MULTI_GET_BATCH`] keys per call).
+    pub multi_get_missing_ns: f64,
     /// Mean ns per existing-key get.
     pub existing_get_ns: f64,
     /// CPU to build the store's filters, ns per key, and per absent-key
@@ -520,7 +523,7 @@ pub fn measure(
     config: &BenchConfig,
     db: &Db,
     zipf: Option<&Zipf>,
-) -> CliResult<(Stats, f64, Stats, f64)> {
+) -> CliResult<Measured> {
     const STEP: u64 = 4096;
     let n = args.lookups;
 
@@ -545,6 +548,28 @@ pub fn measure(
     let missing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
     pb.finish_and_clear();
     let missing = db.stats();
+
+    // The same missing keys again, MULTI_GET_BATCH at a time.
+    let pb = progress(
+        Some(n),
+        args.quiet,
+        format!("{}: missing keys by multi_get", config.name),
+    );
+    let mut batch: Vec<[u8; 16]> = Vec::with_capacity(MULTI_GET_BATCH as usize);
+    let t = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let end = (i + MULTI_GET_BATCH).min(n);
+        batch.clear();
+        batch.extend((i..end).map(|j| absent_key(args.seed, j)));
+        if db.multi_get(&batch)?.iter().any(Option::is_some) {
+            return Err(CliError::new("an absent-family key was found in the store"));
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    let multi_missing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    pb.finish_and_clear();
 
     db.reset_stats();
     let pb = progress(
@@ -572,7 +597,30 @@ pub fn measure(
     }
     let existing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
     pb.finish_and_clear();
-    Ok((missing, missing_ns, db.stats(), existing_ns))
+    Ok(Measured {
+        missing,
+        missing_ns,
+        multi_missing_ns,
+        existing: db.stats(),
+        existing_ns,
+    })
+}
+
+/// Keys per `multi_get` call in the study's multi_get phase.
+pub const MULTI_GET_BATCH: u64 = 1024;
+
+/// What [`measure`] measured.
+pub struct Measured {
+    /// Counters of the missing-key phase.
+    pub missing: Stats,
+    /// Mean ns per missing-key get.
+    pub missing_ns: f64,
+    /// Mean ns per missing key looked up by `multi_get`.
+    pub multi_missing_ns: f64,
+    /// Counters of the existing-key phase.
+    pub existing: Stats,
+    /// Mean ns per existing-key get.
+    pub existing_ns: f64,
 }
 
 /// Builds, loads and measures one configuration's store under `parent`,
@@ -586,7 +634,13 @@ pub fn run_config(
 ) -> CliResult<BenchRow> {
     let dir = store_dir(parent, &config.name)?;
     let (db, load_secs) = load_store(args, config, &dir)?;
-    let (missing, missing_get_ns, existing, existing_get_ns) = measure(args, config, &db, zipf)?;
+    let Measured {
+        missing,
+        missing_ns: missing_get_ns,
+        multi_missing_ns: multi_get_missing_ns,
+        existing,
+        existing_ns: existing_get_ns,
+    } = measure(args, config, &db, zipf)?;
     let s = &missing;
     let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
     let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
@@ -605,6 +659,7 @@ pub fn run_config(
         missing,
         existing,
         missing_get_ns,
+        multi_get_missing_ns,
         existing_get_ns,
         filter_cost,
     };
@@ -824,6 +879,7 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         "pred reads",
         "I/O saved",
         "miss get",
+        "multi miss",
         "hit get",
         "build/key",
         "probe",
@@ -841,6 +897,7 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
             sig3(r.predicted_reads_per_missing_get()),
             format!("{:.1}%", io_saved(r, none) * 100.0),
             report::duration_ns(r.missing_get_ns),
+            report::duration_ns(r.multi_get_missing_ns),
             report::duration_ns(r.existing_get_ns),
             build.map_or("-".into(), small_ns),
             probe.flatten().map_or("-".into(), small_ns),
@@ -871,6 +928,7 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
         "filter_negatives": m.total.filter_negatives,
         "false_positives": m.total.false_positives,
         "missing_get_ns": r.missing_get_ns,
+        "multi_get_missing_ns": r.multi_get_missing_ns,
         "filter_build_ns_per_key": r.filter_cost.map(|c| c.0),
         "filter_probe_ns": r.filter_cost.and_then(|c| c.1),
         "existing_gets": r.existing.gets,
@@ -908,6 +966,7 @@ pub const CSV_HEADER: &[&str] = &[
     "predicted_block_reads_per_missing_get",
     "io_saved",
     "missing_get_ns",
+    "multi_get_missing_ns",
     "existing_get_ns",
     "filter_build_ns_per_key",
     "filter_probe_ns",
@@ -930,6 +989,7 @@ pub fn csv_row(r: &BenchRow, none: Option<&BenchRow>) -> Vec<String> {
         r.predicted_reads_per_missing_get().to_string(),
         io_saved(r, none).to_string(),
         format!("{:.1}", r.missing_get_ns),
+        format!("{:.1}", r.multi_get_missing_ns),
         format!("{:.1}", r.existing_get_ns),
         opt(r.filter_cost.map(|c| c.0)),
         opt(r.filter_cost.and_then(|c| c.1)),

@@ -75,7 +75,8 @@ JSON (--json): one object per configuration per line, in --configs order:
   predicted_fpr, measured_fpr          fractions (not percent); null without filter probes
   block_reads_per_missing_get, predicted_block_reads_per_missing_get,
   unfiltered_block_reads_per_missing_get, io_saved (fraction)
-  missing_gets, filter_checks, filter_negatives, false_positives, missing_get_ns
+  missing_gets, filter_checks, filter_negatives, false_positives, missing_get_ns,
+  multi_get_missing_ns                 the same missing keys by Db::multi_get, 1,024 a call
   existing_gets, block_reads_per_existing_get, existing_get_ns, load_seconds
   filter_build_ns_per_key, filter_probe_ns   CPU of the store's filters: each level's policy
                                        timed on a 65,536-key filter, build weighted by keys,
