@@ -2,7 +2,10 @@
 //! targets from the project's filter issue on medians measured in this run.
 //!
 //! `cargo bench --bench filters` runs everything; set `BLOOMLSM_HUGE=1` to also
-//! build and probe a 10^8-key filter.
+//! build and probe a 10^8-key filter. The target check (`cargo bench --bench
+//! filters -- zzz` skips the criterion groups) ends with blocked512 against
+//! Parquet's split block Bloom filter (`benches/peer/sbbf.rs`, a peer for this
+//! comparison only); `BLOOMLSM_SBBF_ONLY=1` runs only that part.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -17,6 +20,11 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 #[path = "../src/bin/bloomlsm/workload.rs"]
 mod workload;
 use workload::{SplitMix64, absent_key, present_key};
+
+// Parquet's split block Bloom filter: a benchmark peer, not part of the library.
+#[path = "peer/sbbf.rs"]
+mod sbbf;
+use sbbf::Sbbf;
 
 const SEED: u64 = 42;
 const PROBES: usize = 1 << 16;
@@ -543,7 +551,129 @@ fn ribbon_targets(h6: &[u64], pre6: &[u64], row: impl Fn(&str, String, &str, boo
     }
 }
 
+/// Issue 10 §1b: blocked512 (k = 6) against Parquet's SBBF (k = 8) at
+/// 10 bits/key, pre-hashed keys, 10^6 and 10^7 keys. Each size's probes are
+/// timed in the same rounds as the yardstick (bare hash loop) and the memory
+/// floor (a loop that loads each probe's 64-byte line of a buffer the
+/// filter's size); the two builds in rounds of their own. Target: blocked512
+/// / SBBF <= 1.0x for the absent probe and the build.
+fn sbbf_targets() {
+    let row = |what: &str, got: String, target: &str, ok: bool| {
+        println!(
+            "{what:<60} {got:>9}  {target:<9} {}",
+            if ok { "met" } else { "MISSED" }
+        );
+    };
+    println!("\nblocked512 vs SBBF (Parquet), pre-hashed, 10 bits/key, medians of shared rounds:");
+    for n in [1_000_000u64, 10_000_000] {
+        let hs = hashes(n);
+        let absent = probe_keys(n, false);
+        let pre: Vec<u64> = absent.iter().map(|k| key_hash(k)).collect();
+        let b = Blocked512Filter::from_hashes(&hs, 10.0, 6).unwrap();
+        let s = Sbbf::from_hashes(&hs, 10.0);
+        assert!(
+            hs.iter()
+                .step_by(101)
+                .all(|&h| b.may_contain(h) && s.may_contain(h))
+        );
+        let mut rng = SplitMix64::new(SEED);
+        let mem: Vec<Line64> = (0..b.memory_bytes() / 64)
+            .map(|_| Line64([rng.next_u64(); 8]))
+            .collect();
+        let mut o1 = vec![false; PROBES];
+        let mut o2 = vec![false; PROBES];
+        let t = rounds_ns(
+            31,
+            PROBES,
+            &mut [
+                &mut || hash_only(&absent),
+                &mut || load_lines(&mem, &pre),
+                &mut || count_hashes(&pre, |h| b.may_contain(h)),
+                &mut || count_hashes(&pre, |h| s.may_contain(h)),
+                &mut || {
+                    b.may_contain_batch(&pre, &mut o1);
+                    o1.iter().filter(|&&x| x).count()
+                },
+                &mut || {
+                    s.may_contain_batch(&pre, &mut o2);
+                    o2.iter().filter(|&&x| x).count()
+                },
+            ],
+        );
+        let [yard, floor, b1, s1, bb, sb] = t[..] else {
+            unreachable!("one median per loop")
+        };
+        let rounds = if n > 1_000_000 { 7 } else { 15 };
+        let tb = rounds_ns(
+            rounds,
+            hs.len(),
+            &mut [
+                &mut || {
+                    Blocked512Filter::from_hashes(&hs, 10.0, 6)
+                        .unwrap()
+                        .num_lines()
+                },
+                &mut || Sbbf::from_hashes(&hs, 10.0).memory_bytes(),
+            ],
+        );
+        let [bbuild, sbuild] = tb[..] else {
+            unreachable!("one median per loop")
+        };
+        let e = if n > 1_000_000 { 7 } else { 6 };
+        println!(
+            "1e{e} keys: yardstick (bare hash loop) {yard:.2} ns, memory floor (load the line) \
+             {floor:.2} ns; {} vs {} bytes",
+            b.memory_bytes(),
+            s.memory_bytes()
+        );
+        for (what, x, y) in [
+            ("absent probe, one at a time", b1, s1),
+            ("absent probe, batched", bb, sb),
+            ("build, ns per key", bbuild, sbuild),
+        ] {
+            row(
+                &format!("  blocked512 / SBBF, 1e{e}, {what} ({x:.2}/{y:.2} ns)"),
+                format!("{:.2}x", x / y),
+                "<= 1.0x",
+                x <= y,
+            );
+        }
+    }
+    // FPR at equal memory, 10^6 keys: 2^22 absent probes (~40,000 expected
+    // false positives each).
+    let hs = hashes(1_000_000);
+    let b = Blocked512Filter::from_hashes(&hs, 10.0, 6).unwrap();
+    let s = Sbbf::from_hashes(&hs, 10.0);
+    let probes = 1u64 << 22;
+    let (mut fb, mut fs) = (0usize, 0usize);
+    let mut chunk = Vec::with_capacity(1 << 16);
+    let mut out = vec![false; 1 << 16];
+    for start in (0..probes).step_by(1 << 16) {
+        chunk.clear();
+        chunk.extend((start..start + (1 << 16)).map(|i| key_hash(&absent_key(SEED ^ 2, i))));
+        b.may_contain_batch(&chunk, &mut out);
+        fb += out.iter().filter(|&&x| x).count();
+        s.may_contain_batch(&chunk, &mut out);
+        fs += out.iter().filter(|&&x| x).count();
+    }
+    let (pb, ps) = (fb as f64 / probes as f64, fs as f64 / probes as f64);
+    row(
+        &format!(
+            "  FPR at 10 b/k, 1e6 keys: blocked512 {:.3}%, SBBF {:.3}% (1 - b/s)",
+            pb * 100.0,
+            ps * 100.0
+        ),
+        format!("{:.0}%", (1.0 - pb / ps) * 100.0),
+        "lower",
+        pb < ps,
+    );
+}
+
 fn main() {
+    if std::env::var_os("BLOOMLSM_SBBF_ONLY").is_some() {
+        sbbf_targets();
+        return;
+    }
     let mut c = Criterion::default().configure_from_args();
     build(&mut c);
     probe(&mut c);
@@ -553,5 +683,6 @@ fn main() {
     c.final_summary();
     if std::env::args().any(|a| a == "--bench") {
         check_targets();
+        sbbf_targets();
     }
 }
