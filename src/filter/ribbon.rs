@@ -731,6 +731,36 @@ mod tests {
         assert!(Filter::open(&e).is_err());
     }
 
+    /// The encoding is pinned: a digest (XXH3-64 of the bytes) of filters
+    /// built from fixed hashes, including one whose banding had to retry.
+    /// A change here is a format change: bump the Ribbon trailer version.
+    #[test]
+    fn encoding_is_pinned() {
+        let digest = |keys: &[u64], bits: f64| {
+            let bytes = FilterPolicy::ribbon(bits).build(keys);
+            (bytes.len(), crate::filter::key_hash(&bytes))
+        };
+        let got = [
+            digest(&fixed_hashes(11, 1), 7.0),
+            digest(&fixed_hashes(11, 1000), 7.057),
+            digest(&fixed_hashes(12, 3000), 10.475),
+            digest(&fixed_hashes(13, 5000), 20.0),
+        ];
+        let mut retried = Vec::new();
+        RibbonFilter::build_from(&fixed_hashes(6, 250), 7.0, 1).encode_to(&mut retried);
+        let retried = (retried.len(), crate::filter::key_hash(&retried));
+        assert_eq!(
+            got,
+            [
+                (0x94, 0xd219_1403_b0d8_ad86),
+                (0x3f4, 0xe40b_c6f1_9c32_1118),
+                (0xfb4, 0xc966_d7c8_8ed2_f9c6),
+                (0x3234, 0xbad4_2284_5009_56aa),
+            ]
+        );
+        assert_eq!(retried, (0x104, 0x6e9d_d74e_2e5f_298a));
+    }
+
     #[test]
     fn shape_mixes_columns_by_starts() {
         for (blocks, rho) in [(1, 6.5), (2, 6.5), (100, 6.0), (100, 6.25), (8204, 9.9)] {
