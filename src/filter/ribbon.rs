@@ -228,13 +228,6 @@ pub struct RibbonFilter {
     key_count: u64,
 }
 
-/// One equation of the band: coefficients from its pivot slot on, and result.
-#[derive(Clone, Copy, Default)]
-struct Row {
-    c: u128,
-    y: u64,
-}
-
 /// Why one construction attempt stopped.
 struct BandingFailed;
 
@@ -264,56 +257,94 @@ fn try_build(hashes: &[u64], shape: &Shape, seed: u32) -> Result<Vec<u128>, Band
     }
     drop(counts);
 
-    // One row per slot: coefficients (bit 0 is the pivot; 0 = free slot)
-    // and result bits, side by side so that a step touches one cache line.
-    let mut band = vec![Row::default(); slots];
+    // One equation per slot, coefficients and results in separate arrays
+    // (24 bytes a slot instead of a 32-byte padded pair: less memory to
+    // fault in and to cache). Coefficients 0 = free slot.
+    let mut coeffs = vec![0u128; slots];
+    let mut results = vec![0u64; slots];
     for &a in &sorted {
         let mut s = start_of(a, num_starts);
-        let (mut c, mut y) = row_of(a);
+        let (c, mut y) = row_of(a);
+        let (mut lo, mut hi) = (c as u64, (c >> 64) as u64);
         loop {
-            let row = &mut band[s];
-            if row.c == 0 {
-                *row = Row { c, y };
+            let existing = coeffs[s];
+            if existing == 0 {
+                coeffs[s] = (u128::from(hi) << 64) | u128::from(lo);
+                results[s] = y;
                 break;
             }
-            c ^= row.c;
-            y ^= row.y;
-            if c == 0 {
+            // Both rows have bit 0 set, so the sum has it clear: shift by
+            // the trailing zeros of the low word (almost always nonzero;
+            // then 1 <= tz <= 63) with 64-bit operations, no 128-bit shift.
+            lo ^= existing as u64;
+            hi ^= (existing >> 64) as u64;
+            y ^= results[s];
+            if lo != 0 {
+                let tz = lo.trailing_zeros();
+                lo = (lo >> tz) | (hi << (64 - tz));
+                hi >>= tz;
+                s += tz as usize;
+            } else if hi != 0 {
+                let tz = hi.trailing_zeros();
+                lo = hi >> tz;
+                hi = 0;
+                s += 64 + tz as usize;
+            } else {
                 if y == 0 {
                     break; // the same equation again (a duplicate hash)
                 }
                 return Err(BandingFailed);
             }
-            let tz = c.trailing_zeros();
-            s += tz as usize;
-            c >>= tz;
         }
     }
     drop(sorted);
 
-    // Back-substitution, slot by slot from the last, with a sliding window
-    // per column: bit k of `state[j]` is column j of slot i + k. Free slots
-    // (no pivot) get pseudo-random bits.
+    // Back-substitution, block by block from the last, slot by slot from
+    // the block's top, with a sliding window per column: bit k of
+    // `state[j]` is column j of slot i + k. After a block's 128 slots the
+    // window is that block's column. The columns are independent, so they
+    // are done four at a time (a fixed-size group the compiler keeps in
+    // registers and vectorizes; low and high 64 bits apart, so no 128-bit
+    // shifts); the results of a block's slots (free slots (no pivot) get
+    // pseudo-random bits) are gathered once per block.
     let upper = shape.lower as usize + 1;
-    let mut state = [0u128; MAX_RIBBON_COLUMNS as usize];
-    let state = &mut state[..upper];
+    let mut state = [(0u64, 0u64); MAX_RIBBON_COLUMNS as usize];
     let mut words = vec![0u128; shape.words().expect("shape fits in memory")];
     let mut filler = u64::from(seed) ^ 0x5851_f42d_4c95_7f2d;
+    let mut ys = [0u64; RIBBON_WIDTH];
     for b in (0..blocks).rev() {
-        for i in (b * RIBBON_WIDTH..(b + 1) * RIBBON_WIDTH).rev() {
-            let Row { c, mut y } = band[i];
+        let range = b * RIBBON_WIDTH..(b + 1) * RIBBON_WIDTH;
+        let cs = &coeffs[range.clone()];
+        for ((y, &c), &r) in ys.iter_mut().zip(cs).zip(&results[range]).rev() {
+            *y = r;
             if c == 0 {
                 filler = filler.wrapping_mul(M0).wrapping_add(SEED_MUL);
-                y = filler ^ (filler >> 29);
-            }
-            for (j, st) in state.iter_mut().enumerate() {
-                let w = *st << 1;
-                let bit = parity128(w & c) ^ ((y >> j) & 1);
-                *st = w | u128::from(bit);
+                *y = filler ^ (filler >> 29);
             }
         }
+        for (q, quad) in state[..upper.next_multiple_of(4)]
+            .chunks_exact_mut(4)
+            .enumerate()
+        {
+            let mut st: [(u64, u64); 4] = quad.try_into().expect("4 columns");
+            let shift = 4 * q as u32;
+            for (&c, &y) in cs.iter().zip(&ys).rev() {
+                let (clo, chi) = (c as u64, (c >> 64) as u64);
+                let y = y >> shift;
+                for (j, (lo, hi)) in st.iter_mut().enumerate() {
+                    let nhi = (*hi << 1) | (*lo >> 63);
+                    let nlo = *lo << 1;
+                    let bit = ((nlo & clo) ^ (nhi & chi)).count_ones() as u64 ^ (y >> j);
+                    *lo = nlo | (bit & 1);
+                    *hi = nhi;
+                }
+            }
+            quad.copy_from_slice(&st);
+        }
         let (first, cols) = shape.block(b);
-        words[first..first + cols].copy_from_slice(&state[..cols]);
+        for (w, &(lo, hi)) in words[first..first + cols].iter_mut().zip(state.iter()) {
+            *w = (u128::from(hi) << 64) | u128::from(lo);
+        }
     }
     Ok(words)
 }
