@@ -257,38 +257,90 @@ fn try_build(hashes: &[u64], shape: &Shape, seed: u32) -> Result<Vec<u128>, Band
     // fault in and to cache). Coefficients 0 = free slot.
     let mut coeffs = vec![0u128; slots];
     let mut results = vec![0u64; slots];
-    for &a in &sorted {
-        let mut s = start_of(a, num_starts);
-        let (c, mut y) = row_of(a);
-        let (mut lo, mut hi) = (c as u64, (c >> 64) as u64);
-        loop {
-            let existing = coeffs[s];
+    // Two lanes, the first and the second half of the keys, banded in
+    // turns: a reduction step is a chain of dependent operations (load the
+    // stored row, xor, trailing zeros, next slot), and two independent
+    // chains keep the CPU busier. Any interleaving of the steps is a valid
+    // elimination order (each step sees the band as the other lane left
+    // it), and the solution does not depend on the order.
+    //
+    // One step of an equation (slot, low and high coefficient words,
+    // result): true once it is stored (or was a duplicate).
+    macro_rules! step {
+        ($s:ident, $lo:ident, $hi:ident, $y:ident) => {{
+            let existing = coeffs[$s];
             if existing == 0 {
-                coeffs[s] = (u128::from(hi) << 64) | u128::from(lo);
-                results[s] = y;
-                break;
-            }
-            // Both rows have bit 0 set, so the sum has it clear: shift by
-            // the trailing zeros of the low word (almost always nonzero;
-            // then 1 <= tz <= 63) with 64-bit operations, no 128-bit shift.
-            lo ^= existing as u64;
-            hi ^= (existing >> 64) as u64;
-            y ^= results[s];
-            if lo != 0 {
-                let tz = lo.trailing_zeros();
-                lo = (lo >> tz) | (hi << (64 - tz));
-                hi >>= tz;
-                s += tz as usize;
-            } else if hi != 0 {
-                let tz = hi.trailing_zeros();
-                lo = hi >> tz;
-                hi = 0;
-                s += 64 + tz as usize;
+                coeffs[$s] = (u128::from($hi) << 64) | u128::from($lo);
+                results[$s] = $y;
+                true
             } else {
-                if y == 0 {
-                    break; // the same equation again (a duplicate hash)
+                // Both rows have bit 0 set, so the sum has it clear: shift
+                // by the trailing zeros of the low word (almost always
+                // nonzero; then 1 <= tz <= 63) with 64-bit operations.
+                $lo ^= existing as u64;
+                $hi ^= (existing >> 64) as u64;
+                $y ^= results[$s];
+                if $lo != 0 {
+                    let tz = $lo.trailing_zeros();
+                    $lo = ($lo >> tz) | ($hi << (64 - tz));
+                    $hi >>= tz;
+                    $s += tz as usize;
+                    false
+                } else if $hi != 0 {
+                    let tz = $hi.trailing_zeros();
+                    $lo = $hi >> tz;
+                    $hi = 0;
+                    $s += 64 + tz as usize;
+                    false
+                } else if $y == 0 {
+                    true // the same equation again (a duplicate hash)
+                } else {
+                    return Err(BandingFailed);
                 }
-                return Err(BandingFailed);
+            }
+        }};
+    }
+    let eq = |a: u64| {
+        let (c, y) = row_of(a);
+        (start_of(a, num_starts), c as u64, (c >> 64) as u64, y)
+    };
+    let n = sorted.len();
+    let mid = n / 2;
+    let (mut ia, mut ib) = (0, mid);
+    let (mut sa, mut la, mut ha, mut ya) = eq(sorted.first().copied().unwrap_or(0));
+    let (mut sb, mut lb, mut hb, mut yb) = eq(sorted.get(mid).copied().unwrap_or(0));
+    if mid > 0 {
+        loop {
+            if step!(sa, la, ha, ya) {
+                ia += 1;
+                if ia == mid {
+                    break;
+                }
+                (sa, la, ha, ya) = eq(sorted[ia]);
+            }
+            if step!(sb, lb, hb, yb) {
+                ib += 1;
+                if ib == n {
+                    break;
+                }
+                (sb, lb, hb, yb) = eq(sorted[ib]);
+            }
+        }
+    }
+    // The lane that is not finished (or the one key of a 1-key filter).
+    while ia < mid {
+        if step!(sa, la, ha, ya) {
+            ia += 1;
+            if ia < mid {
+                (sa, la, ha, ya) = eq(sorted[ia]);
+            }
+        }
+    }
+    while ib < n {
+        if step!(sb, lb, hb, yb) {
+            ib += 1;
+            if ib < n {
+                (sb, lb, hb, yb) = eq(sorted[ib]);
             }
         }
     }
