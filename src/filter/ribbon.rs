@@ -350,10 +350,9 @@ fn try_build(hashes: &[u64], shape: &Shape, seed: u32) -> Result<Vec<u128>, Band
     // the block's top, with a sliding window per column: bit k of
     // `state[j]` is column j of slot i + k. After a block's 128 slots the
     // window is that block's column. The columns are independent, so they
-    // are done four at a time (a fixed-size group the compiler keeps in
-    // registers and vectorizes; low and high 64 bits apart, so no 128-bit
-    // shifts); the results of a block's slots (free slots (no pivot) get
-    // pseudo-random bits) are gathered once per block.
+    // are done in groups ([`subst_groups`]); the results of a block's
+    // slots (free slots (no pivot) get pseudo-random bits) are gathered
+    // once per block.
     let upper = shape.lower as usize + 1;
     let mut state = [(0u64, 0u64); MAX_RIBBON_COLUMNS as usize];
     let mut words = vec![0u128; shape.words().expect("shape fits in memory")];
@@ -369,24 +368,13 @@ fn try_build(hashes: &[u64], shape: &Shape, seed: u32) -> Result<Vec<u128>, Band
                 *y = filler ^ (filler >> 29);
             }
         }
-        for (q, quad) in state[..upper.next_multiple_of(4)]
-            .chunks_exact_mut(4)
-            .enumerate()
-        {
-            let mut st: [(u64, u64); 4] = quad.try_into().expect("4 columns");
-            let shift = 4 * q as u32;
-            for (&c, &y) in cs.iter().zip(&ys).rev() {
-                let (clo, chi) = (c as u64, (c >> 64) as u64);
-                let y = y >> shift;
-                for (j, (lo, hi)) in st.iter_mut().enumerate() {
-                    let nhi = (*hi << 1) | (*lo >> 63);
-                    let nlo = *lo << 1;
-                    let bit = ((nlo & clo) ^ (nhi & chi)).count_ones() as u64 ^ (y >> j);
-                    *lo = nlo | (bit & 1);
-                    *hi = nhi;
-                }
-            }
-            quad.copy_from_slice(&st);
+        // Groups of 8 columns for up to 8, else of 16 (measured at 10^6
+        // keys: 7 columns 7.2 ns/key in groups of 8 against 11.3 in groups
+        // of 4; 11 columns 9.6 in groups of 16 against 13.0 and 16.2).
+        if upper <= 8 {
+            subst_groups::<8>(cs, &ys, &mut state[..8]);
+        } else {
+            subst_groups::<16>(cs, &ys, &mut state[..upper.next_multiple_of(16)]);
         }
         let (first, cols) = shape.block(b);
         for (w, &(lo, hi)) in words[first..first + cols].iter_mut().zip(state.iter()) {
@@ -394,6 +382,31 @@ fn try_build(hashes: &[u64], shape: &Shape, seed: u32) -> Result<Vec<u128>, Band
         }
     }
     Ok(words)
+}
+
+/// Back-substitutes one block (coefficients `cs`, results `ys`) into the
+/// column windows `state`, `G` columns at a time: a fixed-size group the
+/// compiler keeps in registers and vectorizes, with the low and high 64
+/// bits apart (no 128-bit shifts). Columns past the filter's are computed
+/// and ignored.
+#[inline(always)]
+fn subst_groups<const G: usize>(cs: &[u128], ys: &[u64; RIBBON_WIDTH], state: &mut [(u64, u64)]) {
+    for (q, group) in state.chunks_exact_mut(G).enumerate() {
+        let mut st: [(u64, u64); G] = group.try_into().expect("G columns");
+        let shift = (G * q) as u32;
+        for (&c, &y) in cs.iter().zip(ys).rev() {
+            let (clo, chi) = (c as u64, (c >> 64) as u64);
+            let y = y >> shift;
+            for (j, (lo, hi)) in st.iter_mut().enumerate() {
+                let nhi = (*hi << 1) | (*lo >> 63);
+                let nlo = *lo << 1;
+                let bit = ((nlo & clo) ^ (nhi & chi)).count_ones() as u64 ^ (y >> j);
+                *lo = nlo | (bit & 1);
+                *hi = nhi;
+            }
+        }
+        group.copy_from_slice(&st);
+    }
 }
 
 impl RibbonFilter {
