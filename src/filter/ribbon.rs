@@ -565,8 +565,7 @@ impl RibbonFilter {
         // The row's part in this block, and in the next one (none if o = 0).
         let here = c << o;
         let next = (c >> 1) >> (127 - o);
-        let cur = &self.words[first..first + cols];
-        let nxt = &self.words[first + cols..first + 2 * cols];
+        let (cur, nxt) = self.words[first..first + 2 * cols].split_at(cols);
         // The first two columns without a branch between them, then column
         // by column, stopping at the first that disagrees. (Branch-free
         // prefixes of 1, 2, 3, 4, 6 and 8 columns measured 26.6, 21.4,
@@ -580,13 +579,13 @@ impl RibbonFilter {
             let x = (w as u64 & hl) ^ ((w >> 64) as u64 & hh) ^ (v as u64 & nl);
             u64::from((x ^ ((v >> 64) as u64 & nh)).count_ones())
         };
-        let k = cols.min(2);
-        let mut miss = 0;
-        for (j, (&w, &v)) in cur[..k].iter().zip(&nxt[..k]).enumerate() {
-            miss |= par(w, v) ^ (y >> j);
-        }
-        if miss & 1 != 0 {
-            return false;
+        let mut k = 0;
+        if cols >= 2 {
+            let miss = (par(cur[0], nxt[0]) ^ y) | (par(cur[1], nxt[1]) ^ (y >> 1));
+            if miss & 1 != 0 {
+                return false;
+            }
+            k = 2;
         }
         for (j, (&w, &v)) in cur.iter().zip(nxt).enumerate().skip(k) {
             if (par(w, v) ^ (y >> j)) & 1 != 0 {
