@@ -110,7 +110,7 @@ pub(crate) fn recover(
 /// Recovers the store in `dir` without creating, writing, renaming or
 /// deleting anything, and without the lock: the logs are replayed into
 /// memory only. A writer may be running: if a check fails while `CURRENT` or
-/// its manifest changed under it, the read starts over (up to 100 times).
+/// its manifest changed under it, the read starts over (up to 1,000 times).
 pub(crate) fn recover_read_only(
     dir: &Path,
     opts: &Options,
@@ -152,7 +152,7 @@ pub(crate) fn recover_read_only(
         attempt += 1;
         match r {
             // The writer moved on: read again, backing off a little.
-            Err(_) if attempt < 100 && before != mark() => {
+            Err(_) if attempt < 1000 && before != mark() => {
                 std::thread::sleep(std::time::Duration::from_micros(100 * attempt.min(50)));
             }
             r => return r,
