@@ -26,7 +26,7 @@ pub use wal::{ReplayReport, Wal};
 
 use memtable::{LookupResult, MemTable};
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -937,7 +937,11 @@ impl Inner {
             }
             pending.push(i);
         }
-        let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+        // Hashed once, and only the keys the memtables did not answer.
+        let mut hashes = vec![0u64; keys.len()];
+        for &i in &pending {
+            hashes[i] = key_hash(keys[i]);
+        }
         let mut costs: Vec<GetCost> = (0..keys.len()).map(|_| GetCost::default()).collect();
         let mut done = vec![false; keys.len()];
         let v = &sv.version;
@@ -957,15 +961,15 @@ impl Inner {
                     groups.push((f, Vec::new()));
                 }
             } else {
+                // Group index by file number, in first-probe order.
+                let mut at: HashMap<u64, usize> = HashMap::new();
                 for &i in &pending {
                     if let Some(f) = v.file_for(level, keys[i]) {
-                        match groups.last_mut() {
-                            Some((g, ks)) if Arc::ptr_eq(g, f) => ks.push(i),
-                            _ => match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, f)) {
-                                Some((_, ks)) => ks.push(i),
-                                None => groups.push((f, vec![i])),
-                            },
-                        }
+                        let g = *at.entry(f.number()).or_insert_with(|| {
+                            groups.push((f, Vec::new()));
+                            groups.len() - 1
+                        });
+                        groups[g].1.push(i);
                     }
                 }
             }

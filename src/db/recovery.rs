@@ -59,8 +59,8 @@ pub(crate) fn recover(
 ) -> Result<Recovered> {
     let fs = opts.fs.as_ref();
     let state = match read_manifest(dir, opts)? {
-        Some(state) => {
-            check_files(fs, dir, &state, true)?;
+        Some((state, manifest_number)) => {
+            check_files(fs, dir, &state, manifest_number, true)?;
             state
         }
         None => RecoveredState::empty(),
@@ -125,7 +125,7 @@ pub(crate) fn recover_read_only(
     loop {
         let before = mark();
         let r = (|| {
-            let (state, _) = match Manifest::recover(fs, dir) {
+            let (state, report) = match Manifest::recover(fs, dir) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound
                         && fs.file_len(&filename::current_file(dir)).is_err() =>
@@ -137,7 +137,7 @@ pub(crate) fn recover_read_only(
                 }
                 r => r?,
             };
-            check_files(fs, dir, &state, false)?;
+            check_files(fs, dir, &state, report.manifest_number, false)?;
             let version = open_tables(dir, opts, &state, cache.clone())?;
             let replay = replay_logs(dir, opts, &state)?;
             Ok(Recovered {
@@ -160,12 +160,12 @@ pub(crate) fn recover_read_only(
     }
 }
 
-/// The MANIFEST's state, or `None` for a directory that holds no store yet
-/// (and may be given one).
-fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<RecoveredState>> {
+/// The MANIFEST's state and number, or `None` for a directory that holds no
+/// store yet (and may be given one).
+fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<(RecoveredState, u64)>> {
     let fs = opts.fs.as_ref();
     match Manifest::recover(fs, dir) {
-        Ok((state, _report)) => Ok(Some(state)),
+        Ok((state, report)) => Ok(Some((state, report.manifest_number))),
         // Only a missing CURRENT means "no store here yet". A CURRENT that
         // names a missing manifest is damage: starting empty would lose every
         // table below.
@@ -216,9 +216,10 @@ fn check_files(
     fs: &dyn FileSystem,
     dir: &Path,
     state: &RecoveredState,
+    manifest_number: u64,
     newer_files: bool,
 ) -> Result<()> {
-    let manifest = filename::manifest_file(dir, crate::db::manifest::read_current(fs, dir)?);
+    let manifest = filename::manifest_file(dir, manifest_number);
     let next = state.next_file_number;
     let files = if newer_files {
         filename::list_store_files_in(fs, dir)?
@@ -270,24 +271,6 @@ fn check_files(
                 ));
             }
             Err(e) => return Err(Error::io(format!("stat {}", path.display()), e)),
-        }
-    }
-    let required = state
-        .logs
-        .iter()
-        .copied()
-        .chain((state.log_number > 0).then_some(state.log_number));
-    for n in required {
-        let path = filename::log_file(dir, n);
-        if fs.file_len(&path).is_err() {
-            return Err(Error::corruption(
-                &path,
-                0,
-                format!(
-                    "{} requires this write-ahead log (its writes are in no table); it is missing",
-                    manifest.display()
-                ),
-            ));
         }
     }
     Ok(())
@@ -342,8 +325,9 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
         .map(|(_, n, _)| n)
         .collect();
     logs.sort_unstable();
-    // Checked again here, where the logs are listed: a read-only open may
-    // race a writer that flushed and deleted a log since its manifest read.
+    // Checked here, where the logs are listed (not earlier): a read-only
+    // open may race a writer that flushed and deleted a log since its
+    // manifest read.
     let required = state
         .logs
         .iter()

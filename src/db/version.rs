@@ -5,7 +5,6 @@
 //! Each file's [`Table`] (index and filter in memory) is opened once and shared
 //! by every version that contains it.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::db::manifest::FileMeta;
@@ -166,21 +165,5 @@ impl Version {
             self.file_for(l, user_key)
                 .is_some_and(|f| f.covers(user_key))
         })
-    }
-
-    /// Checks the level invariants (disjoint, sorted ranges on levels ≥ 1).
-    pub fn check_invariants(&self) -> Result<(), String> {
-        for (l, files) in self.levels.iter().enumerate().skip(1) {
-            for w in files.windows(2) {
-                if w[0].largest_user_key().cmp(w[1].smallest_user_key()) != Ordering::Less {
-                    return Err(format!(
-                        "level {l}: files {} and {} overlap",
-                        w[0].number(),
-                        w[1].number()
-                    ));
-                }
-            }
-        }
-        Ok(())
     }
 }
