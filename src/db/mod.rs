@@ -26,7 +26,7 @@ pub use wal::{ReplayReport, Wal};
 
 use memtable::{LookupResult, MemTable};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,7 +37,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::filter::key_hash;
+use crate::filter::{BATCH_GROUP, key_hash};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
 use crate::options::Options;
@@ -45,7 +45,7 @@ use crate::sst::BlockCache;
 use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Stats};
 use compaction::{Compaction, FileNumbers};
 use iter::{MergeIter, Source};
-use version::{FileHandle, Version};
+use version::{FileHandle, Slot, Version};
 use version_set::VersionSet;
 
 /// Largest accepted key, in bytes (64 KiB).
@@ -382,9 +382,9 @@ impl Db {
 
     /// The values of `keys`, in order (`None` for an absent key): the answers
     /// `get` would give one key at a time, at one point in time, faster —
-    /// keys are hashed once, the file set is pinned once, and each file's
-    /// filter is probed for every key that reaches it in one batch, with its
-    /// cache lines prefetched (RocksDB's `MultiGet`). Counters are charged as
+    /// keys are hashed once, the file set is pinned once, and the filter
+    /// lines of many keys are prefetched before any is tested, so their
+    /// cache misses overlap (RocksDB's `MultiGet`). Counters are charged as
     /// for one `get` per key.
     ///
     /// ```
@@ -866,23 +866,52 @@ impl Inner {
             }
         }
         let hash = key_hash(user_key);
-        let lookup = key::make_internal_key(user_key, snapshot, ValueKind::Value);
-        let mut cost = GetCost::default();
         let v = &sv.version;
+        // First pick the file of every level and start loading the filter
+        // memory of each file the key will be probed in: the cache misses
+        // of all levels then overlap instead of following one another.
+        let mut slots = [Slot::None; MAX_LEVELS];
+        for (i, f) in v.levels[0].iter().enumerate() {
+            if v.l0_covers(i, user_key) {
+                prefetch_probe(v, 0, i, f, hash);
+            }
+        }
+        for (level, slot) in slots.iter_mut().enumerate().take(v.levels.len()).skip(1) {
+            *slot = v.slot(level, user_key);
+            if let Slot::In(i) = *slot {
+                prefetch_probe(v, level, i, &v.levels[level][i], hash);
+            }
+        }
+        // Built on the first filter positive: most missing gets need none.
+        let mut lookup = Lookup::new(user_key, snapshot);
+        let mut cost = GetCost::default();
         let mut answer = None;
-        'levels: for level in 0..v.levels.len() {
-            let candidates: &[Arc<FileHandle>] = if level == 0 {
-                &v.levels[0]
-            } else {
-                match v.file_for(level, user_key) {
-                    Some(f) => std::slice::from_ref(f),
-                    None => &[],
+        'levels: for (level, files) in v.levels.iter().enumerate() {
+            if level == 0 {
+                for (i, f) in files.iter().enumerate() {
+                    if !v.l0_covers(i, user_key) {
+                        f.io.add(&KEY_RANGE_SKIP);
+                    } else if let Some(found) =
+                        self.probe_at(v, level, i, &mut lookup, hash, &mut cost)?
+                    {
+                        answer = Some(found);
+                        break 'levels;
+                    }
                 }
+                continue;
+            }
+            let slot = match slots.get(level) {
+                Some(&s) => s,
+                None => v.slot(level, user_key),
             };
-            for f in candidates {
-                if let Some(found) = self.probe(f, &lookup, hash, &mut cost, None)? {
-                    answer = Some(found);
-                    break 'levels;
+            match slot {
+                Slot::None => {}
+                Slot::Below(i) => files[i].io.add(&KEY_RANGE_SKIP),
+                Slot::In(i) => {
+                    if let Some(found) = self.probe_at(v, level, i, &mut lookup, hash, &mut cost)? {
+                        answer = Some(found);
+                        break 'levels;
+                    }
                 }
             }
         }
@@ -948,65 +977,95 @@ impl Inner {
         let mut batch_hashes: Vec<u64> = Vec::new();
         let mut answers: Vec<bool> = Vec::new();
         let mut group: Vec<usize> = Vec::new();
-        for level in 0..v.levels.len() {
+        // L0: every file may hold any key, newest first, so each file is
+        // probed for all the keys still pending, its filter in one batch.
+        for (fi, f) in v.levels[0].iter().enumerate() {
             if pending.is_empty() {
                 break;
             }
-            // (file, the pending keys it is probed for), in probe order.
-            let mut groups: Vec<(&Arc<FileHandle>, Vec<usize>)> = Vec::new();
-            if level == 0 {
-                // Newest first; a key found in one file stops there, so each
-                // file is probed after the one before it has answered.
-                for f in &v.levels[0] {
-                    groups.push((f, Vec::new()));
-                }
-            } else {
-                // Group index by file number, in first-probe order.
-                let mut at: HashMap<u64, usize> = HashMap::new();
-                for &i in &pending {
-                    if let Some(f) = v.file_for(level, keys[i]) {
-                        let g = *at.entry(f.number()).or_insert_with(|| {
-                            groups.push((f, Vec::new()));
-                            groups.len() - 1
-                        });
-                        groups[g].1.push(i);
-                    }
+            // Keys outside the file's range and keys its filter rules out
+            // cost no read: counted here, on the file's counters once.
+            let mut local = IoCounters::default();
+            group.clear();
+            for &i in &pending {
+                if v.l0_covers(fi, keys[i]) {
+                    group.push(i);
+                } else {
+                    local.files_considered += 1;
+                    local.key_range_skips += 1;
                 }
             }
-            for (f, ks) in groups {
-                // Keys outside the file's range and keys its filter rules out
-                // cost no read: counted here, on the file's counters once.
-                let mut local = IoCounters::default();
-                group.clear();
-                let candidates = if level == 0 { &pending } else { &ks };
-                for &i in candidates {
-                    if f.covers(keys[i]) {
-                        group.push(i);
-                    } else {
-                        local.files_considered += 1;
-                        local.key_range_skips += 1;
+            let filter = f.table.filter().filter(|x| x.is_usable());
+            if let Some(filter) = filter {
+                batch_hashes.clear();
+                batch_hashes.extend(group.iter().map(|&i| hashes[i]));
+                answers.clear();
+                answers.resize(group.len(), true);
+                filter.may_contain_batch(&batch_hashes, &mut answers);
+            }
+            let mut resolved = false;
+            for (j, &i) in group.iter().enumerate() {
+                let says = filter.map(|_| answers[j]);
+                if says == Some(false) {
+                    local.files_considered += 1;
+                    local.filter_checks += 1;
+                    local.filter_negatives += 1;
+                    costs[i].predicted += f.predicted_fpr();
+                } else if let Some(found) =
+                    self.probe_key(f, keys[i], snapshot, hashes[i], &mut costs[i], says)?
+                {
+                    if let Some(v) = found {
+                        g.found.fetch_add(1, Ordering::Relaxed);
+                        out[i] = Some(v);
                     }
+                    done[i] = true;
+                    resolved = true;
                 }
-                let filter = f.table.filter().filter(|x| x.is_usable());
-                if let Some(filter) = filter {
-                    batch_hashes.clear();
-                    batch_hashes.extend(group.iter().map(|&i| hashes[i]));
-                    answers.clear();
-                    answers.resize(group.len(), true);
-                    filter.may_contain_batch(&batch_hashes, &mut answers);
+            }
+            if local != IoCounters::default() {
+                f.io.add(&local);
+            }
+            if resolved {
+                pending.retain(|&i| !done[i]);
+            }
+        }
+        // Deeper levels: at most one file per key, a different one for most
+        // keys of a batch. A group of keys is placed and the filter memory
+        // of each key's file prefetched, then each key is tested: the
+        // group's cache misses are in flight together.
+        const NO_FILE: usize = usize::MAX;
+        let mut placed = [NO_FILE; BATCH_GROUP];
+        for (level, files) in v.levels.iter().enumerate().skip(1) {
+            if pending.is_empty() {
+                break;
+            }
+            let mut resolved = false;
+            for chunk in pending.chunks(BATCH_GROUP) {
+                for (p, &i) in placed.iter_mut().zip(chunk) {
+                    *p = match v.slot(level, keys[i]) {
+                        Slot::None => NO_FILE,
+                        Slot::Below(fi) => {
+                            files[fi].io.add(&KEY_RANGE_SKIP);
+                            NO_FILE
+                        }
+                        Slot::In(fi) => {
+                            prefetch_probe(v, level, fi, &files[fi], hashes[i]);
+                            fi
+                        }
+                    };
                 }
-                let mut resolved = false;
-                for (j, &i) in group.iter().enumerate() {
-                    if filter.is_some() && !answers[j] {
-                        local.files_considered += 1;
-                        local.filter_checks += 1;
-                        local.filter_negatives += 1;
-                        costs[i].predicted += f.predicted_fpr();
+                for (&fi, &i) in placed.iter().zip(chunk) {
+                    if fi == NO_FILE {
                         continue;
                     }
-                    let lookup = key::make_internal_key(keys[i], snapshot, ValueKind::Value);
-                    let says = filter.map(|_| answers[j]);
-                    if let Some(found) = self.probe(f, &lookup, hashes[i], &mut costs[i], says)? {
+                    let f = &files[fi];
+                    let says = v.filter(level, fi).map(|x| x.may_contain(hashes[i]));
+                    if says == Some(false) {
+                        f.io.add(&FILTER_NEGATIVE);
+                        costs[i].predicted += f.predicted_fpr();
+                    } else if let Some(found) =
+                        self.probe_key(f, keys[i], snapshot, hashes[i], &mut costs[i], says)?
+                    {
                         if let Some(v) = found {
                             g.found.fetch_add(1, Ordering::Relaxed);
                             out[i] = Some(v);
@@ -1015,18 +1074,50 @@ impl Inner {
                         resolved = true;
                     }
                 }
-                if local != IoCounters::default() {
-                    f.io.add(&local);
-                }
-                if resolved {
-                    pending.retain(|&i| !done[i]);
-                }
+            }
+            if resolved {
+                pending.retain(|&i| !done[i]);
             }
         }
         for &i in &pending {
             self.charge_missing(&costs[i]);
         }
         Ok(out)
+    }
+
+    /// [`Self::probe`] of file `i` of `level`, its filter probed from the
+    /// version's index: a negative touches neither the table nor its index.
+    fn probe_at(
+        &self,
+        v: &Version,
+        level: usize,
+        i: usize,
+        lookup: &mut Lookup,
+        hash: u64,
+        cost: &mut GetCost,
+    ) -> Result<Option<Option<Bytes>>> {
+        let f = &v.levels[level][i];
+        let says = v.filter(level, i).map(|x| x.may_contain(hash));
+        if says == Some(false) {
+            f.io.add(&FILTER_NEGATIVE);
+            cost.predicted += f.predicted_fpr();
+            return Ok(None);
+        }
+        self.probe(f, lookup.key(), hash, cost, says)
+    }
+
+    /// [`Self::probe`] for a user key, as of `snapshot`.
+    fn probe_key(
+        &self,
+        f: &FileHandle,
+        user_key: &[u8],
+        snapshot: u64,
+        hash: u64,
+        cost: &mut GetCost,
+        filter_says: Option<bool>,
+    ) -> Result<Option<Option<Bytes>>> {
+        let lookup = key::make_internal_key(user_key, snapshot, ValueKind::Value);
+        self.probe(f, &lookup, hash, cost, filter_says)
     }
 
     /// Looks `lookup` up in one file, charging the costs. `Some(Some(v))`: a
@@ -1039,7 +1130,7 @@ impl Inner {
         cost: &mut GetCost,
         filter_says: Option<bool>,
     ) -> Result<Option<Option<Bytes>>> {
-        let r = f.table.get_filtered(lookup, hash, filter_says)?;
+        let r = f.table.get_in_range(lookup, hash, filter_says)?;
         let has_filter = f.table.filter().is_some();
         let c = IoCounters {
             files_considered: 1,
@@ -1458,6 +1549,73 @@ impl Inner {
             s.levels.push(l);
         }
         s
+    }
+}
+
+/// The counters of one lookup that a file's key range ruled out.
+const KEY_RANGE_SKIP: IoCounters = IoCounters {
+    files_considered: 1,
+    key_range_skips: 1,
+    filter_checks: 0,
+    filter_negatives: 0,
+    filter_positives: 0,
+    false_positives: 0,
+    unusable_filter_reads: 0,
+    unfiltered_reads: 0,
+    block_reads: 0,
+    cache_hits: 0,
+    bytes_read: 0,
+};
+
+/// The counters of one lookup that a file's filter ruled out.
+const FILTER_NEGATIVE: IoCounters = IoCounters {
+    files_considered: 1,
+    key_range_skips: 0,
+    filter_checks: 1,
+    filter_negatives: 1,
+    filter_positives: 0,
+    false_positives: 0,
+    unusable_filter_reads: 0,
+    unfiltered_reads: 0,
+    block_reads: 0,
+    cache_hits: 0,
+    bytes_read: 0,
+};
+
+/// Upper bound of `Options::max_levels` (checked by `Options::validate`).
+const MAX_LEVELS: usize = 32;
+
+/// Starts loading what a probe of `hash` in file `i` of `level` (`f`) will
+/// read: the filter's memory, and the file's counters.
+#[inline]
+fn prefetch_probe(v: &Version, level: usize, i: usize, f: &FileHandle, hash: u64) {
+    if let Some(filter) = v.filter(level, i) {
+        filter.prefetch(hash);
+    }
+    crate::filter::prefetch_read(&f.io);
+}
+
+/// A point lookup's internal key (the user key at the read's sequence
+/// number), made when a table is first searched.
+struct Lookup<'a> {
+    user_key: &'a [u8],
+    seq: u64,
+    key: Option<Vec<u8>>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(user_key: &'a [u8], seq: u64) -> Self {
+        Lookup {
+            user_key,
+            seq,
+            key: None,
+        }
+    }
+
+    fn key(&mut self) -> &[u8] {
+        self.key.get_or_insert_with(|| {
+            key::make_internal_key(self.user_key, self.seq, ValueKind::Value)
+        })
     }
 }
 

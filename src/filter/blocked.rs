@@ -18,6 +18,8 @@
 //! mispredict about half its branches, and the line is already in cache after
 //! the first probe, so the remaining probes cost only a few ALU operations.
 
+use std::sync::Arc;
+
 use super::{
     BATCH_GROUP, FILTER_VERSION, FilterDecodeError, FilterKind, FilterTrailer, HASH_XXH3_64,
 };
@@ -274,7 +276,8 @@ pub struct Blocked512Filter {
     /// The filter's lines; a filter of no keys (no lines on disk) holds one
     /// zero line, which answers "absent" to every probe, so a probe needs no
     /// emptiness test.
-    lines: Box<[Line]>,
+    /// Shared by every clone.
+    lines: Arc<[Line]>,
     /// Lines on disk: `lines.len()`, or 0 for the filter of no keys.
     num_lines: usize,
     key_count: u64,
@@ -411,10 +414,10 @@ impl Blocked512Filter {
             "blocked512 filter with {num_probes} probes"
         );
         let num_lines = lines.len();
-        let lines = if num_lines == 0 {
-            vec![Line::default()].into_boxed_slice()
+        let lines: Arc<[Line]> = if num_lines == 0 {
+            Arc::new([Line::default()])
         } else {
-            lines
+            lines.into()
         };
         Blocked512Filter {
             lines,
@@ -517,6 +520,13 @@ impl Blocked512Filter {
     #[inline(never)]
     fn may_contain_scalar_call(&self, hash: u64) -> bool {
         self.may_contain_portable(hash)
+    }
+
+    /// Starts loading the line a probe of `hash` tests.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        // SAFETY: `lines` is never empty.
+        prefetch(unsafe { line_for(&self.lines, hash) });
     }
 
     /// The portable (scalar) probe; public so benchmarks can compare paths.

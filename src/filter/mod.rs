@@ -359,7 +359,7 @@ impl fmt::Display for FilterDecodeError {
 }
 
 /// An opened filter, ready to probe. Dispatch is a `match`, not a virtual call,
-/// so the hot path inlines.
+/// so the hot path inlines. Clones share the filter's bits (cheap).
 #[derive(Clone)]
 pub enum Filter {
     /// A 512-bit blocked Bloom filter.
@@ -458,6 +458,20 @@ impl Filter {
             Filter::Bloom(f) => f.may_contain(hash),
             Filter::Ribbon(f) => f.may_contain(hash),
             Filter::Unusable { .. } => true,
+        }
+    }
+
+    /// Starts loading the memory a [`Self::may_contain`] of `hash` will read,
+    /// and returns at once. A lookup that will probe several filters calls
+    /// this for each first, so their cache misses overlap instead of
+    /// following one another.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        match self {
+            Filter::Blocked512(f) => f.prefetch(hash),
+            Filter::Bloom(f) => f.prefetch(hash),
+            Filter::Ribbon(f) => f.prefetch(hash),
+            Filter::Unusable { .. } => {}
         }
     }
 

@@ -35,6 +35,8 @@
 //! An empty filter (0 keys) has no blocks and answers "absent" to every key;
 //! a filter of 1 key is one block.
 
+use std::sync::Arc;
+
 use super::{FILTER_VERSION, FilterDecodeError, FilterKind, FilterTrailer, HASH_XXH3_64};
 
 /// Slots per block, and the width of a coefficient row.
@@ -215,7 +217,7 @@ pub struct RibbonFilter {
     /// The solution, block after block, then `lower + 1` zero words of
     /// padding (when there is a block) so that a query in the last block
     /// can read "the next block" without a bounds branch.
-    words: Box<[u128]>,
+    words: Arc<[u128]>,
     shape: Shape,
     num_starts: u64,
     seed: u32,
@@ -443,7 +445,7 @@ impl RibbonFilter {
             words.resize(words.len() + shape.lower as usize + 1, 0);
         }
         RibbonFilter {
-            words: words.into_boxed_slice(),
+            words: words.into(),
             shape,
             num_starts: starts_of(shape.blocks),
             seed,
@@ -555,6 +557,19 @@ impl RibbonFilter {
         let a = remix(hash, self.seed_xor);
         let start = start_of(a, self.num_starts);
         self.check(a, start)
+    }
+
+    /// Starts loading the first word of `hash`'s window and the same column
+    /// of the next block.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        if self.num_starts == 0 {
+            return;
+        }
+        let s = start_of(remix(hash, self.seed_xor), self.num_starts);
+        let (first, cols) = self.shape.block(s / RIBBON_WIDTH);
+        super::prefetch_read(&self.words[first]);
+        super::prefetch_read(&self.words[first + cols]);
     }
 
     #[inline(always)]

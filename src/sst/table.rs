@@ -429,13 +429,32 @@ impl Table {
         hash: u64,
         filter_says: Option<bool>,
     ) -> Result<TableGet> {
-        let fmt = self.props.key_format;
-        let mut r = TableGet::default();
-        let uk = fmt.user_key(key);
+        let uk = self.props.key_format.user_key(key);
         if self.index.is_empty()
             || uk < &self.props.smallest_user_key[..]
             || uk > &self.props.largest_user_key[..]
         {
+            return Ok(TableGet {
+                key_range_skipped: true,
+                ..TableGet::default()
+            });
+        }
+        self.get_in_range(key, hash, filter_says)
+    }
+
+    /// [`get_filtered`](Self::get_filtered) for a key the caller has found
+    /// inside the table's key range (the engine's level index holds every
+    /// file's range, so it checks without touching the table).
+    pub(crate) fn get_in_range(
+        &self,
+        key: &[u8],
+        hash: u64,
+        filter_says: Option<bool>,
+    ) -> Result<TableGet> {
+        let fmt = self.props.key_format;
+        let mut r = TableGet::default();
+        let uk = fmt.user_key(key);
+        if self.index.is_empty() {
             r.key_range_skipped = true;
             return Ok(r);
         }

@@ -1,0 +1,132 @@
+//! Point lookups on a store of the `bench` command's shape (16-byte keys,
+//! 100-byte values, 2 MiB files, L1 4 MiB ×10, blocked512 at 10 bits/key,
+//! block cache off): missing gets one at a time, the same missing keys by
+//! `multi_get` (1,024 a call), and existing gets, each timed per key.
+//!
+//! For comparing builds and key counts (lookups that scale, docs/design.md
+//! "Read path"): `BLOOMLSM_STORE=DIR` measures an existing store opened
+//! read-only — e.g. DIR/blocked10 kept by `bloomlsm bench --keys 10000000
+//! --configs blocked10 --dir DIR` (keys of seed 42, `bench`'s default) — so
+//! two builds can be run alternately on the same files; without it a store of
+//! `BLOOMLSM_BENCH_KEYS` keys (default 10^6) is built first.
+//!
+//! `cargo bench --bench lookup`.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, WriteBatch};
+use criterion::Criterion;
+
+#[allow(dead_code)]
+#[path = "../src/bin/bloomlsm/workload.rs"]
+mod workload;
+use workload::{SplitMix64, absent_key, present_key};
+
+/// `bloomlsm bench`'s default seed: its stores' keys.
+const SEED: u64 = 42;
+/// Distinct keys per phase, cycled through.
+const LOOKUPS: u64 = 200_000;
+const MULTI_GET_BATCH: usize = 1024;
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 2 << 20,
+        target_file_size: 2 << 20,
+        level1_max_bytes: 4 << 20,
+        level_size_multiplier: 10,
+        block_cache_capacity: 0,
+        background_compaction: false,
+        sync_writes: false,
+        filters: FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))),
+        ..Options::default()
+    }
+}
+
+/// Writes keys `0..n` of `SEED`'s present family, flushing and compacting on
+/// this thread before the memtable would fill.
+fn fill(dir: &Path, n: u64) -> Db {
+    let opts = options();
+    let wbs = opts.write_buffer_size as u64;
+    let db = Db::open(dir, opts).unwrap();
+    let mut value = vec![0u8; 100];
+    let mut rng = SplitMix64::new(SEED);
+    let mut i = 0;
+    while i < n {
+        let mut batch = WriteBatch::new();
+        for j in i..(i + 1000).min(n) {
+            rng.fill(&mut value);
+            batch.put(present_key(SEED, j), &value);
+        }
+        // A 1,000-entry batch of this workload takes well under 256 KiB.
+        if db.stats().memtable_bytes + (256 << 10) >= wbs {
+            db.maintain().unwrap();
+        }
+        db.write(batch).unwrap();
+        i = (i + 1000).min(n);
+    }
+    db.maintain().unwrap();
+    db
+}
+
+fn main() {
+    let _tmp;
+    let db = match std::env::var_os("BLOOMLSM_STORE") {
+        Some(dir) => Db::open_read_only(&dir, options()).unwrap(),
+        None => {
+            let n = std::env::var("BLOOMLSM_BENCH_KEYS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1_000_000);
+            _tmp = tempfile::tempdir().unwrap();
+            fill(_tmp.path(), n)
+        }
+    };
+    let s = db.stats();
+    let keys: u64 = s.levels.iter().map(|l| l.entries).sum();
+    let shape: Vec<String> = s
+        .levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| format!("L{}:{}f", l.level, l.files))
+        .collect();
+    println!("lookup: {keys} keys, {}", shape.join(" "));
+    assert!(keys > 0, "the store is empty");
+
+    let missing: Vec<[u8; 16]> = (0..LOOKUPS).map(|i| absent_key(SEED, i)).collect();
+    let mut rng = SplitMix64::new(SEED ^ 0x6765_7473);
+    let existing: Vec<[u8; 16]> = (0..LOOKUPS)
+        .map(|_| present_key(SEED, rng.below(keys)))
+        .collect();
+    assert!(
+        db.get(existing[0]).unwrap().is_some(),
+        "not a store of seed {SEED}'s keys"
+    );
+
+    let mut c = Criterion::default().configure_from_args();
+    let mut g = c.benchmark_group(format!("lookup_{keys}"));
+    g.bench_function("missing_get", |b| {
+        let mut k = missing.iter().cycle();
+        b.iter(|| black_box(db.get(k.next().unwrap()).unwrap()))
+    });
+    g.bench_function("multi_get_missing_per_key", |b| {
+        b.iter_custom(|iters| {
+            let mut left = iters as usize;
+            let mut chunks = missing.chunks(MULTI_GET_BATCH).cycle();
+            let t = std::time::Instant::now();
+            while left > 0 {
+                let c = chunks.next().unwrap();
+                let c = &c[..c.len().min(left)];
+                black_box(db.multi_get(c).unwrap());
+                left -= c.len();
+            }
+            t.elapsed()
+        })
+    });
+    g.bench_function("existing_get", |b| {
+        let mut k = existing.iter().cycle();
+        b.iter(|| black_box(db.get(k.next().unwrap()).unwrap()))
+    });
+    g.finish();
+    c.final_summary();
+}
