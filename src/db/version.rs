@@ -73,6 +73,9 @@ impl FileHandle {
 /// prefixes need a full comparison.
 #[inline]
 fn prefix(key: &[u8]) -> u64 {
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
     let mut b = [0u8; 8];
     let n = key.len().min(8);
     b[..n].copy_from_slice(&key[..n]);
@@ -139,12 +142,21 @@ impl LevelIndex {
     /// The first file whose largest key is `>= key` (`len` if none).
     #[inline]
     fn first_not_below(&self, key: &[u8], kp: u64) -> usize {
-        let (mut lo, mut hi) = (0, self.largest_prefix.len());
+        // On prefixes alone first: `partition_point` compiles to a loop
+        // without data-dependent branches, so a search of random keys pays
+        // no mispredictions (nine of them per level at 400 files, measured
+        // as the search's hottest instructions with a branchy loop).
+        let lp = &self.largest_prefix;
+        let i = lp.partition_point(|&p| p < kp);
+        if i == lp.len() || lp[i] != kp {
+            return i;
+        }
+        // Files whose largest key shares the key's 8-byte prefix: compare
+        // whole keys among them.
+        let (mut lo, mut hi) = (i, i + lp[i..].partition_point(|&p| p == kp));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let p = self.largest_prefix[mid];
-            let below = p < kp || (p == kp && self.key(2 * mid + 1) < key);
-            if below {
+            if self.key(2 * mid + 1) < key {
                 lo = mid + 1;
             } else {
                 hi = mid;
