@@ -96,6 +96,30 @@ impl fmt::Display for Error {
     }
 }
 
+impl Error {
+    /// An equal error for another caller: the same variant and message (an
+    /// I/O error keeps its kind and text). Group commit hands the leader's
+    /// error to every writer of its group.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption { file, offset, what } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                what: what.clone(),
+            },
+            Error::InvalidArgument(w) => Error::InvalidArgument(w.clone()),
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::Poisoned(w) => Error::Poisoned(w.clone()),
+            Error::Closed => Error::Closed,
+            Error::ReadOnly => Error::ReadOnly,
+        }
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

@@ -6,7 +6,11 @@
 //!
 //! Each store goes through several crash rounds, so recovery of a store that
 //! was itself killed during recovery (or during a flush or compaction) is
-//! covered too.
+//! covered too. The concurrent variant runs several writer threads in the
+//! child, each on its own keys, so that writes are committed in groups (one
+//! WAL record and one fsync for many writers): each thread's acknowledged
+//! writes must all be there, and its one in-flight operation entirely or not
+//! at all.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -31,24 +35,31 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// One operation: the keys it sets (`Some(value)`) or deletes (`None`).
 type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
+/// Key `i` of writer thread `t` (threads write disjoint keys).
+fn key(t: u64, i: u64) -> Vec<u8> {
+    format!("t{t}key{i:05}").into_bytes()
+}
+
+/// The writer thread a key belongs to.
+fn thread_of(k: &[u8]) -> u64 {
+    let s = std::str::from_utf8(k).unwrap();
+    s[1..s.find("key").unwrap()].parse().unwrap()
 }
 
 /// Operation `i` of round `round`; the value names key, round and op, so a
 /// value from an unacknowledged op or another key is recognisable.
-fn gen_op(rng: &mut SplitMix64, round: u64, i: u64) -> Op {
+fn gen_op(rng: &mut SplitMix64, t: u64, round: u64, i: u64) -> Op {
     let n = match rng.below(100) {
         0..=59 => 1,
         60..=74 => 0, // single delete
         _ => 2 + rng.below(5),
     };
     if n == 0 {
-        return vec![(key(rng.below(KEY_SPACE)), None)];
+        return vec![(key(t, rng.below(KEY_SPACE)), None)];
     }
     (0..n)
         .map(|j| {
-            let k = key(rng.below(KEY_SPACE));
+            let k = key(t, rng.below(KEY_SPACE));
             if n > 1 && rng.below(5) == 0 {
                 return (k, None);
             }
@@ -60,8 +71,13 @@ fn gen_op(rng: &mut SplitMix64, round: u64, i: u64) -> Op {
         .collect()
 }
 
-fn op_rng(seed: u64, round: u64) -> SplitMix64 {
-    SplitMix64::new(seed.wrapping_mul(1_000_003).wrapping_add(round))
+/// The operations of writer thread `t` in round `round`.
+fn op_rng(seed: u64, round: u64, t: u64) -> SplitMix64 {
+    SplitMix64::new(
+        seed.wrapping_mul(1_000_003)
+            .wrapping_add(round.wrapping_mul(64))
+            .wrapping_add(t),
+    )
 }
 
 fn options(sync: bool) -> Options {
@@ -102,7 +118,8 @@ fn apply(model: &mut Model, op: &Op) {
     }
 }
 
-/// The writer. Only runs when the parent sets `ENV` ("dir|seed|round|sync").
+/// The writer. Only runs when the parent sets `ENV`
+/// ("dir|seed|round|sync|threads").
 #[test]
 #[ignore = "run by the crash tests as a child process"]
 fn child_writer() {
@@ -110,17 +127,30 @@ fn child_writer() {
         return;
     };
     let parts: Vec<&str> = spec.split('|').collect();
-    let (dir, seed, round, sync) = (
+    let (dir, seed, round, sync, threads) = (
         parts[0],
         parts[1].parse::<u64>().unwrap(),
         parts[2].parse::<u64>().unwrap(),
         parts[3] == "sync",
+        parts[4].parse::<u64>().unwrap(),
     );
     let db = open(dir, options(sync)).unwrap();
     println!("OPEN");
-    let mut rng = op_rng(seed, round);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let db = &db;
+            s.spawn(move || write_ops(db, seed, round, t));
+        }
+    });
+    db.close().unwrap();
+}
+
+/// Writer thread `t`'s operations, each acknowledged on stdout once the call
+/// returned.
+fn write_ops(db: &Db, seed: u64, round: u64, t: u64) {
+    let mut rng = op_rng(seed, round, t);
     for i in 0..CHILD_MAX_OPS {
-        let op = gen_op(&mut rng, round, i);
+        let op = gen_op(&mut rng, t, round, i);
         if op.len() == 1 {
             match &op[0] {
                 (k, Some(v)) => db.put(k, v).unwrap(),
@@ -137,14 +167,20 @@ fn child_writer() {
             db.write(b).unwrap();
         }
         // Acknowledged: the call returned.
-        println!("ACK {i}");
+        println!("ACK {t} {i}");
     }
-    db.close().unwrap();
 }
 
-/// Runs the child on `dir` and kills it; returns the index of the last
-/// acknowledged op (`None` if none was).
-fn crash_round(dir: &Path, seed: u64, round: u64, sync: bool, rng: &mut SplitMix64) -> Option<u64> {
+/// Runs the child on `dir` and kills it; returns, per writer thread, the
+/// index of its last acknowledged op (`None` if none was).
+fn crash_round(
+    dir: &Path,
+    seed: u64,
+    round: u64,
+    sync: bool,
+    threads: u64,
+    rng: &mut SplitMix64,
+) -> Vec<Option<u64>> {
     let mode = if sync { "sync" } else { "nosync" };
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -154,7 +190,10 @@ fn crash_round(dir: &Path, seed: u64, round: u64, sync: bool, rng: &mut SplitMix
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(ENV, format!("{}|{seed}|{round}|{mode}", dir.display()))
+        .env(
+            ENV,
+            format!("{}|{seed}|{round}|{mode}|{threads}", dir.display()),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -168,20 +207,27 @@ fn crash_round(dir: &Path, seed: u64, round: u64, sync: bool, rng: &mut SplitMix
         1 => Some(rng.below(5)),
         _ => Some(rng.below(1500)),
     };
-    let mut last_ack = None;
+    let mut last_ack = vec![None; threads as usize];
+    let mut acks = 0;
+    let mut record = |line: &str, last_ack: &mut Vec<Option<u64>>| {
+        if let Some(a) = line.strip_prefix("ACK ") {
+            let (t, i) = a.split_once(' ').unwrap();
+            let (t, i): (usize, u64) = (t.parse().unwrap(), i.parse().unwrap());
+            // A thread's acknowledgements come in order.
+            assert!(last_ack[t].is_none_or(|l| l < i));
+            last_ack[t] = Some(i);
+            acks += 1;
+        }
+        acks
+    };
     match kill_after_acks {
         None => {
             std::thread::sleep(Duration::from_micros(rng.below(20_000)));
         }
         Some(n) => {
             for line in lines.by_ref() {
-                let line = line.unwrap();
-                if let Some(i) = line.strip_prefix("ACK ") {
-                    let i: u64 = i.parse().unwrap();
-                    last_ack = Some(i);
-                    if i + 1 >= n {
-                        break;
-                    }
+                if record(&line.unwrap(), &mut last_ack) >= n {
+                    break;
                 }
             }
         }
@@ -190,9 +236,7 @@ fn crash_round(dir: &Path, seed: u64, round: u64, sync: bool, rng: &mut SplitMix
     // Acknowledgements printed before the kill still count.
     for line in lines {
         let Ok(line) = line else { break };
-        if let Some(i) = line.strip_prefix("ACK ") {
-            last_ack = Some(i.parse().unwrap());
-        }
+        record(&line, &mut last_ack);
     }
     let status = child.wait().unwrap();
     let mut err = String::new();
@@ -212,11 +256,10 @@ fn crash_round(dir: &Path, seed: u64, round: u64, sync: bool, rng: &mut SplitMix
     last_ack
 }
 
-/// Checks the reopened store: every acknowledged op applied, the in-flight
-/// op applied entirely or not at all, nothing else. Returns the store's state.
-fn check_recovered(db: &Db, model: &Model, in_flight: &Op, ctx: &str) -> Model {
-    let mut with_flight = model.clone();
-    apply(&mut with_flight, in_flight);
+/// Checks the reopened store: every acknowledged op applied, each writer
+/// thread's in-flight op applied entirely or not at all, nothing else.
+/// Returns the store's state.
+fn check_recovered(db: &Db, model: &Model, in_flight: &[Op], ctx: &str) -> Model {
     let got: Model = db
         .scan(..)
         .map(|r| {
@@ -224,7 +267,46 @@ fn check_recovered(db: &Db, model: &Model, in_flight: &Op, ctx: &str) -> Model {
             (k.to_vec(), v.to_vec())
         })
         .collect();
-    if got != *model && got != with_flight {
+    for (t, op) in in_flight.iter().enumerate() {
+        let of = |m: &Model| -> Model {
+            m.iter()
+                .filter(|(k, _)| thread_of(k) == t as u64)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let mut with_flight = model.clone();
+        apply(&mut with_flight, op);
+        check_thread(
+            &of(&got),
+            &of(model),
+            &of(&with_flight),
+            &format!("{ctx} thread {t}"),
+        );
+    }
+    // Nothing outside the writers' keys.
+    assert!(
+        got.keys()
+            .all(|k| (thread_of(k) as usize) < in_flight.len()),
+        "{ctx}: keys of no writer"
+    );
+    // Point lookups agree with the scan (and check keys outside it).
+    for t in 0..in_flight.len() as u64 {
+        for i in 0..KEY_SPACE {
+            let k = key(t, i);
+            let g = db
+                .get(&k)
+                .unwrap_or_else(|e| panic!("{ctx}: get: {e}"))
+                .map(|v| v.to_vec());
+            assert_eq!(g.as_ref(), got.get(&k), "{ctx}: get vs scan of key {t}/{i}");
+        }
+    }
+    got
+}
+
+/// One writer's keys: recovered state `got` is the acknowledged `model` or
+/// `model` plus the in-flight op.
+fn check_thread(got: &Model, model: &Model, with_flight: &Model, ctx: &str) {
+    if got != model && got != with_flight {
         let diff: Vec<String> = got
             .keys()
             .chain(model.keys())
@@ -251,38 +333,32 @@ fn check_recovered(db: &Db, model: &Model, in_flight: &Op, ctx: &str) -> Model {
             .collect();
         panic!("{ctx}: recovered state is neither acked nor acked+in-flight:\n{diff:#?}");
     }
-    // Point lookups agree with the scan (and check keys outside it).
-    for i in 0..KEY_SPACE {
-        let k = key(i);
-        let g = db
-            .get(&k)
-            .unwrap_or_else(|e| panic!("{ctx}: get: {e}"))
-            .map(|v| v.to_vec());
-        assert_eq!(g.as_ref(), got.get(&k), "{ctx}: get vs scan of key {i}");
-    }
-    got
 }
 
-fn crash_test(sync: bool, stores: u64, rounds: u64) {
+fn crash_test(sync: bool, threads: u64, stores: u64, rounds: u64) {
     let start = Instant::now();
     let mut killed_mid_run = 0;
     for s in 0..stores {
-        let seed = 0xC0A5_0000 + s + if sync { 0 } else { 1000 };
+        let seed = 0xC0A5_0000 + s + if sync { 0 } else { 1000 } + threads * 10_000;
         let dir = scratch_dir();
         let mut rng = SplitMix64::new(seed);
         let mut model = Model::new();
         for round in 0..rounds {
-            let ctx = format!("seed {seed:#x} round {round} sync {sync}");
-            let last_ack = crash_round(dir.path(), seed, round, sync, &mut rng);
-            // Replay the child's ops: acknowledged ones go into the model,
+            let ctx = format!("seed {seed:#x} round {round} sync {sync} threads {threads}");
+            let last_ack = crash_round(dir.path(), seed, round, sync, threads, &mut rng);
+            // Replay each thread's ops: acknowledged ones go into the model,
             // the next one may have been in flight.
-            let mut ops = op_rng(seed, round);
-            let acked = last_ack.map_or(0, |i| i + 1);
-            for i in 0..acked {
-                apply(&mut model, &gen_op(&mut ops, round, i));
+            let mut in_flight = Vec::new();
+            for (t, last) in last_ack.iter().enumerate() {
+                let t = t as u64;
+                let mut ops = op_rng(seed, round, t);
+                let acked = last.map_or(0, |i| i + 1);
+                for i in 0..acked {
+                    apply(&mut model, &gen_op(&mut ops, t, round, i));
+                }
+                in_flight.push(gen_op(&mut ops, t, round, acked));
             }
-            let in_flight = gen_op(&mut ops, round, acked);
-            if acked > 0 {
+            if last_ack.iter().any(Option::is_some) {
                 killed_mid_run += 1;
             }
             let db = open(dir.path(), options(sync))
@@ -293,11 +369,12 @@ fn crash_test(sync: bool, stores: u64, rounds: u64) {
         }
         // A clean reopen sees the same state.
         let db = open(dir.path(), options(sync)).unwrap();
-        check_recovered(&db, &model, &Vec::new(), &format!("seed {seed:#x} final"));
+        let none = vec![Vec::new(); threads as usize];
+        check_recovered(&db, &model, &none, &format!("seed {seed:#x} final"));
     }
     assert!(killed_mid_run >= (stores * rounds) as usize / 2);
     eprintln!(
-        "{} crash rounds (sync {sync}), {killed_mid_run} after some acks, in {:?}",
+        "{} crash rounds (sync {sync}, {threads} writer threads), {killed_mid_run} after some acks, in {:?}",
         stores * rounds,
         start.elapsed()
     );
@@ -315,7 +392,14 @@ fn size() -> (u64, u64) {
 #[test]
 fn crash_sync_writes() {
     let (stores, rounds) = size();
-    crash_test(true, stores, rounds);
+    crash_test(true, 1, stores, rounds);
+}
+
+#[test]
+fn crash_sync_writes_concurrent_writers() {
+    // Four writers: their batches are committed in groups.
+    let (stores, rounds) = size();
+    crash_test(true, 4, stores, rounds);
 }
 
 #[test]
@@ -323,5 +407,11 @@ fn crash_without_sync_keeps_acknowledged_writes() {
     // Without fsync the promise is weaker against power loss, but a killed
     // process loses nothing: every acknowledged record reached the OS.
     let (stores, rounds) = size();
-    crash_test(false, stores, rounds);
+    crash_test(false, 1, stores, rounds);
+}
+
+#[test]
+fn crash_without_sync_concurrent_writers() {
+    let (stores, rounds) = size();
+    crash_test(false, 4, stores, rounds);
 }

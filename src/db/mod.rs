@@ -26,7 +26,7 @@ pub use wal::{ReplayReport, Wal};
 
 use memtable::{LookupResult, MemTable};
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -76,6 +76,11 @@ struct Inner {
     /// `None` when open read-only.
     _lock: Option<Box<dyn FileLock>>,
     cache: Option<Arc<BlockCache>>,
+    /// Writers waiting for their group to be written (group commit).
+    write_queue: Mutex<WriteQueue>,
+    /// Signalled when a group is written: its writers' results are ready
+    /// and the next writer may lead.
+    write_done: Condvar,
     /// Serializes writers; holds the WAL.
     writer: Mutex<Writer>,
     state: Mutex<State>,
@@ -103,6 +108,23 @@ struct Writer {
     wal: Option<Wal>,
     mem: Arc<MemTable>,
 }
+
+/// The writer queue: batches in arrival order, each under a ticket, and the
+/// results of the groups written, by ticket, until their writers take them.
+#[derive(Default)]
+struct WriteQueue {
+    next_ticket: u64,
+    /// `None` once a leader has taken the batch into its group.
+    waiting: VecDeque<(u64, Option<WriteBatch>)>,
+    done: HashMap<u64, Result<()>>,
+}
+
+/// A group's leader takes followers' batches until the group would pass this
+/// many bytes past a small first batch, or `GROUP_MAX_BYTES` in all
+/// (LevelDB's 128 KiB and 1 MiB): a small write is not delayed by a large
+/// group.
+const GROUP_SMALL_BATCH: usize = 128 << 10;
+const GROUP_MAX_BYTES: usize = 1 << 20;
 
 struct State {
     /// Frozen memtables awaiting flush, oldest first, with their WAL numbers.
@@ -212,6 +234,8 @@ impl Db {
         let inner = Arc::new(Inner {
             dir,
             cache,
+            write_queue: Mutex::new(WriteQueue::default()),
+            write_done: Condvar::new(),
             writer: Mutex::new(Writer {
                 wal: o.wal,
                 mem: mem.clone(),
@@ -315,7 +339,7 @@ impl Db {
     /// assert_eq!(db.get("to")?.as_deref(), Some(&b"100"[..]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn write(&self, mut batch: WriteBatch) -> Result<()> {
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
         for op in batch.iter() {
             check_key(op.key())?;
             if op.value().len() > MAX_VALUE_LEN {
@@ -328,39 +352,7 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        let inner = &self.inner;
-        let mut w = inner
-            .writer
-            .lock()
-            .map_err(|_| Error::Poisoned("writer lock poisoned".into()))?;
-        if inner.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        if w.wal.is_none() {
-            return Err(Error::ReadOnly);
-        }
-        if let Err(e) = inner.make_room(&mut w) {
-            inner.poison("making room for a write", &e);
-            return Err(e);
-        }
-        let first = inner.last_seq.load(Ordering::Acquire) + 1;
-        batch.set_sequence(first);
-        let Some(wal) = w.wal.as_mut() else {
-            return Err(Error::ReadOnly);
-        };
-        if let Err(e) = wal.append_batch(&batch, inner.opts.sync_writes) {
-            // The log may now hold a partial record; refuse further writes
-            // rather than acknowledge anything after it.
-            inner
-                .state()
-                .bg_error
-                .get_or_insert_with(|| format!("WAL write failed: {e}"));
-            return Err(e);
-        }
-        w.mem.insert_batch(&batch);
-        let last = first + batch.len() as u64 - 1;
-        inner.last_seq.store(last, Ordering::Release);
-        Ok(())
+        self.inner.write_queued(batch)
     }
 
     /// The value of `key`, or `None`. Hashes the key once and reuses the hash
@@ -846,6 +838,111 @@ impl Inner {
         st.imm.push((frozen, st.wal_number));
         st.wal_number = number;
         self.install(st, w.mem.clone());
+        Ok(())
+    }
+
+    /// [`Db::write`] through the writer queue (LevelDB's group commit):
+    /// the writer at the front of the queue leads, taking the batches queued
+    /// behind it into one WAL record — one write, one fsync in sync mode —
+    /// and one memtable insert; every writer of the group returns only after
+    /// that, with the group's result. A lone writer is a group of one.
+    fn write_queued(&self, batch: WriteBatch) -> Result<()> {
+        let mut q = self.queue()?;
+        let ticket = q.next_ticket;
+        q.next_ticket += 1;
+        q.waiting.push_back((ticket, Some(batch)));
+        loop {
+            if let Some(r) = q.done.remove(&ticket) {
+                return r;
+            }
+            if q.waiting.front().map(|w| w.0) == Some(ticket) {
+                break;
+            }
+            q = self
+                .write_done
+                .wait(q)
+                .map_err(|_| Error::Poisoned("write queue lock poisoned".into()))?;
+        }
+        // Lead: this batch and those queued behind it, up to the group limit
+        // (a small first batch is not held back by much more than itself).
+        let mut group = q.waiting[0].1.take().expect("the leader's batch is queued");
+        let first = group.approximate_size();
+        let limit = if first <= GROUP_SMALL_BATCH {
+            first + GROUP_SMALL_BATCH
+        } else {
+            GROUP_MAX_BYTES
+        };
+        let mut members = 1;
+        for (_, b) in q.waiting.iter_mut().skip(1) {
+            let Some(b) = b.as_ref() else { break };
+            if group.approximate_size() + b.approximate_size() > limit {
+                break;
+            }
+            group.append(b);
+            members += 1;
+        }
+        for (_, b) in q.waiting.iter_mut().skip(1).take(members - 1) {
+            *b = None;
+        }
+        drop(q);
+        let result = self.write_group(group);
+        // Hand the result to the group, whatever happens to the lock.
+        let mut q = self.write_queue.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..members {
+            if let Some((t, _)) = q.waiting.pop_front()
+                && t != ticket
+            {
+                let r = match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                };
+                q.done.insert(t, r);
+            }
+        }
+        drop(q);
+        self.write_done.notify_all();
+        result
+    }
+
+    fn queue(&self) -> Result<MutexGuard<'_, WriteQueue>> {
+        self.write_queue
+            .lock()
+            .map_err(|_| Error::Poisoned("write queue lock poisoned".into()))
+    }
+
+    /// Logs and applies one batch (a group's): the writer lock, room in the
+    /// memtable, the WAL record, the memtable insert, the new last sequence.
+    fn write_group(&self, mut batch: WriteBatch) -> Result<()> {
+        let mut w = self
+            .writer
+            .lock()
+            .map_err(|_| Error::Poisoned("writer lock poisoned".into()))?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        if let Err(e) = self.make_room(&mut w) {
+            self.poison("making room for a write", &e);
+            return Err(e);
+        }
+        let first = self.last_seq.load(Ordering::Acquire) + 1;
+        batch.set_sequence(first);
+        let Some(wal) = w.wal.as_mut() else {
+            return Err(Error::ReadOnly);
+        };
+        if let Err(e) = wal.append_batch(&batch, self.opts.sync_writes) {
+            // The log may now hold a partial record; refuse further writes
+            // rather than acknowledge anything after it.
+            self.state()
+                .bg_error
+                .get_or_insert_with(|| format!("WAL write failed: {e}"));
+            return Err(e);
+        }
+        w.mem.insert_batch(&batch);
+        let last = first + batch.len() as u64 - 1;
+        self.last_seq.store(last, Ordering::Release);
         Ok(())
     }
 
