@@ -977,13 +977,17 @@ fn io_line(io: IoMode) -> &'static str {
 
 /// Checks, before anything runs, that `dir` (or, if it does not exist yet,
 /// its nearest existing ancestor) takes direct reads: a probe file is
-/// written, read back with O_DIRECT and removed. A refusal is a usage error
-/// in one line.
+/// written, read back with O_DIRECT and removed. A refusal, or a directory
+/// where no file can be written, is a usage error in one line.
 fn check_direct(dir: &Path) -> CliResult {
     let at = dir.ancestors().find(|a| a.is_dir()).unwrap_or(dir);
     let probe = at.join(format!(".bloomlsm-direct-probe-{}", std::process::id()));
-    std::fs::write(&probe, [0u8; 4096])
-        .map_err(|e| CliError::new(format!("--io direct: write {}: {e}", probe.display())))?;
+    std::fs::write(&probe, [0u8; 4096]).map_err(|e| {
+        CliError::usage(format!(
+            "--io direct: cannot write a probe file in {} ({e})",
+            at.display()
+        ))
+    })?;
     let read = RealFs.open_read_direct(&probe).and_then(|f| {
         let mut buf = [0u8; 4096];
         f.read_exact_at(&mut buf, 0)
@@ -1098,6 +1102,11 @@ pub fn device_check(rows: &[BenchRow], io: IoMode) -> Vec<String> {
                 off.into_iter()
                     .map(|l| format!("  OFF BY MORE THAN 5%: {l}")),
             );
+            if store > 0 && device == 0 {
+                lines.push(
+                    "  no byte reached a device: the stores' file system serves direct reads from memory (tmpfs does); choose --dir on a disk".into(),
+                );
+            }
             lines
         }
     }
