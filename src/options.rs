@@ -5,6 +5,8 @@ use std::sync::Arc;
 use crate::filter::{FilterKind, FilterPolicy, math};
 use crate::fs::{FileSystem, RealFs};
 
+pub use crate::fs::ReadMode;
+
 /// Checksum algorithm of new SSTable blocks (each file names its own).
 pub use crate::sst::ChecksumType;
 
@@ -223,6 +225,13 @@ pub struct Options {
     /// operating system's ([`crate::fs::RealFs`]); tests put a fault-injecting
     /// one here.
     pub fs: Arc<dyn FileSystem>,
+    /// How table files are read: through the page cache (default
+    /// [`ReadMode::Buffered`]) or with direct I/O ([`ReadMode::Direct`]:
+    /// lookups' and compactions' data-block reads reach the device; a file
+    /// system that refuses direct I/O makes [`crate::Db::open`] fail, unless
+    /// [`ReadMode::DirectOrBuffered`] asks to fall back). Not part of the
+    /// store's design: each open chooses.
+    pub read_mode: ReadMode,
     /// When the store records a design (its `OPTIONS` file: the filters,
     /// block size, checksum, file and level sizes above), open it with that
     /// design instead of these fields'. `false`: these fields replace the
@@ -253,6 +262,7 @@ impl Default for Options {
             background_compaction: true,
             dynamic_level_bytes: false,
             fs: RealFs::shared(),
+            read_mode: ReadMode::Buffered,
             use_stored_design: true,
         }
     }

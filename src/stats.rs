@@ -38,7 +38,8 @@ pub struct IoCounters {
     pub block_reads: u64,
     /// Data blocks found in the block cache.
     pub cache_hits: u64,
-    /// Bytes read from disk for data blocks.
+    /// Bytes read from disk for data blocks: each block with its trailer;
+    /// with [`crate::ReadMode::Direct`], the whole 4 KiB sectors read.
     pub bytes_read: u64,
 }
 

@@ -235,7 +235,7 @@ pub(crate) fn write_outputs(
     let finish = |b: TableBuilder, out: &mut Outputs| -> Result<()> {
         let summary = b.finish()?;
         out.bytes_written += summary.file_size;
-        out.files.push(open_output(summary, &cache, &opts.fs)?);
+        out.files.push(open_output(summary, &cache, opts)?);
         Ok(())
     };
     for entry in merge {
@@ -290,7 +290,7 @@ pub(crate) fn write_outputs(
 fn open_output(
     summary: TableSummary,
     cache: &Option<Arc<crate::sst::BlockCache>>,
-    fs: &Arc<dyn crate::fs::FileSystem>,
+    opts: &Options,
 ) -> Result<Arc<FileHandle>> {
     let number = filename::parse_file_name(
         summary
@@ -306,7 +306,8 @@ fn open_output(
         crate::sst::TableOpenOptions {
             file_id: number,
             cache: cache.clone(),
-            fs: Some(fs.clone()),
+            fs: Some(opts.fs.clone()),
+            read_mode: opts.read_mode,
         },
     )?;
     let meta = file_meta(number, &table);

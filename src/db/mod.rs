@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::filter::{BATCH_GROUP, key_hash};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
-use crate::options::Options;
+use crate::options::{Options, ReadMode};
 use crate::sst::BlockCache;
 use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Stats};
 use compaction::{Compaction, FileNumbers};
@@ -181,6 +181,7 @@ impl Db {
         };
         let design = options_file::settle(fs.as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
+        opts.read_mode = settle_read_mode(&dir, &opts)?;
         let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
         let cache = (opts.block_cache_capacity > 0)
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
@@ -211,6 +212,7 @@ impl Db {
         let dir = path.as_ref().to_path_buf();
         options_file::settle(opts.fs.clone().as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
+        opts.read_mode = settle_read_mode(&dir, &opts)?;
         let cache = (opts.block_cache_capacity > 0)
             .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
         let rec = recovery::recover_read_only(&dir, &opts, cache.clone())?;
@@ -609,6 +611,13 @@ impl Db {
         &self.inner.opts
     }
 
+    /// How the store reads its tables: [`ReadMode::Buffered`] or
+    /// [`ReadMode::Direct`] (a requested [`ReadMode::DirectOrBuffered`]
+    /// settled at open).
+    pub fn read_mode(&self) -> ReadMode {
+        self.inner.opts.read_mode
+    }
+
     /// The store's directory.
     ///
     /// ```
@@ -670,6 +679,16 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
+}
+
+/// The read mode the store in `dir` uses: `Direct` is probed on its
+/// `CURRENT` (or, for a new store, `LOCK`) file, so that a file system that
+/// refuses direct I/O fails the open at once; `DirectOrBuffered` settles on
+/// one of the two.
+fn settle_read_mode(dir: &Path, opts: &Options) -> Result<ReadMode> {
+    let (current, lock) = (filename::current_file(dir), filename::lock_file(dir));
+    crate::fs::resolve_read_mode(opts.fs.as_ref(), &[&current, &lock], opts.read_mode)
+        .map_err(|e| Error::io(format!("direct reads in {}", dir.display()), e))
 }
 
 fn check_options(opts: &Options) -> Result<()> {

@@ -298,6 +298,7 @@ fn open_tables(
                     file_id: meta.number,
                     cache: cache.clone(),
                     fs: Some(opts.fs.clone()),
+                    read_mode: opts.read_mode,
                 },
             )?;
             version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));

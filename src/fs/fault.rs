@@ -11,7 +11,8 @@
 //! unsynced bytes are cut off, unsynced new files vanish, unsynced renames are
 //! undone (the replaced file comes back). Removals are taken as durable at
 //! once (a simplification: a resurrected file is one a store must already
-//! ignore after a crash).
+//! ignore after a crash). [`FaultFs::refuse_direct`] makes it a file system
+//! without direct I/O.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -90,6 +91,7 @@ struct State {
     tripped: bool,
     files: HashMap<PathBuf, Durability>,
     renames: Vec<PendingRename>,
+    refuse_direct: bool,
 }
 
 impl State {
@@ -147,6 +149,12 @@ impl FaultFs {
         let mut s = self.state();
         s.fault = None;
         s.tripped = false;
+    }
+
+    /// `true`: every direct open is refused, as by a file system without
+    /// direct I/O (the error [`super::direct::refused`] recognises).
+    pub fn refuse_direct(&self, refuse: bool) {
+        self.state().refuse_direct = refuse;
     }
 
     /// Whether the armed fault has fired.
@@ -275,6 +283,9 @@ impl ReadableFile for FaultReadable {
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }
+    fn transfer_len(&self, offset: u64, len: usize) -> u64 {
+        self.inner.transfer_len(offset, len)
+    }
 }
 
 impl FileSystem for FaultFs {
@@ -293,6 +304,25 @@ impl FileSystem for FaultFs {
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
         self.state().check(Op::OpenRead)?;
         let inner = RealFs.open_read(path)?;
+        Ok(Arc::new(FaultReadable {
+            fs: self.clone(),
+            inner,
+        }))
+    }
+
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        let refuse = {
+            let mut s = self.state();
+            s.check(Op::OpenRead)?;
+            s.refuse_direct
+        };
+        if refuse {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{} (refused by FaultFs)", super::direct::REFUSED),
+            ));
+        }
+        let inner = RealFs.open_read_direct(path)?;
         Ok(Arc::new(FaultReadable {
             fs: self.clone(),
             inner,

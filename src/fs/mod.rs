@@ -4,8 +4,13 @@
 //! fault-injecting implementation, `fault::FaultFs`, is compiled for this
 //! crate's tests and with the `fault-injection` feature.
 //!
+//! Table files can also be read with direct I/O ([`ReadMode::Direct`],
+//! [`FileSystem::open_read_direct`], module [`direct`]): each read then
+//! reaches the device instead of the page cache.
+//!
 //! [`Options::fs`]: crate::Options::fs
 
+pub mod direct;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
 
@@ -35,6 +40,48 @@ pub trait ReadableFile: Send + Sync + fmt::Debug {
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
+    /// The bytes a read of `len` bytes at `offset` asks the file system
+    /// for: `len` through the page cache (which may read ahead, or nothing);
+    /// whole sectors around the range for a direct file.
+    fn transfer_len(&self, _offset: u64, len: usize) -> u64 {
+        len as u64
+    }
+}
+
+/// How table files are read: through the operating system's page cache, or
+/// around it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReadMode {
+    /// Ordinary reads, served by the page cache when it holds the bytes.
+    #[default]
+    Buffered,
+    /// Direct I/O (`O_DIRECT`, Linux): every read of a table file goes to the
+    /// device, in whole 4 KiB sectors ([`direct::DIRECT_ALIGN`]); the block
+    /// cache, if enabled, still serves repeated data blocks. A file system
+    /// that refuses direct I/O makes [`crate::Db::open`] fail with an error
+    /// saying so.
+    Direct,
+    /// [`ReadMode::Direct`] where the store's file system takes it,
+    /// otherwise [`ReadMode::Buffered`]; [`crate::Db::read_mode`] tells
+    /// which one the store uses.
+    DirectOrBuffered,
+}
+
+impl ReadMode {
+    /// `buffered`, `direct` or `direct-or-buffered`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadMode::Buffered => "buffered",
+            ReadMode::Direct => "direct",
+            ReadMode::DirectOrBuffered => "direct-or-buffered",
+        }
+    }
+}
+
+impl fmt::Display for ReadMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// A held directory lock; dropping it releases the lock.
@@ -49,6 +96,17 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn create_truncate(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens `path` for positional reads.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>>;
+    /// Opens `path` for positional reads that bypass the page cache
+    /// ([`ReadMode::Direct`]). A file system that cannot returns an
+    /// [`io::ErrorKind::Unsupported`] error that [`direct::refused`]
+    /// recognises; so does this default.
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        let _ = path;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            direct::REFUSED.to_string(),
+        ))
+    }
     /// Atomically replaces `to` by `from` (durable once the directory is
     /// synced).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
@@ -119,6 +177,9 @@ impl FileSystem for RealFs {
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
         Ok(Arc::new(RealReadable(File::open(path)?)))
     }
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        Ok(Arc::new(direct::open(path)?))
+    }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
     }
@@ -157,6 +218,53 @@ impl FileSystem for RealFs {
 /// A real file as a [`WritableFile`] (for code that opened it itself).
 pub(crate) fn real_writable(f: File) -> Box<dyn WritableFile> {
     Box::new(RealWritable(f))
+}
+
+/// Opens `path` for reads in `mode` (`DirectOrBuffered` is direct: the store
+/// settles it when it opens, [`resolve_read_mode`]).
+pub fn open_read_in(
+    fs: &dyn FileSystem,
+    path: &Path,
+    mode: ReadMode,
+) -> io::Result<Arc<dyn ReadableFile>> {
+    match mode {
+        ReadMode::Buffered => fs.open_read(path),
+        ReadMode::Direct | ReadMode::DirectOrBuffered => fs.open_read_direct(path),
+    }
+}
+
+/// The read mode a store in `dir` can use: `Buffered` stays; `Direct` is
+/// probed by opening (and reading) the first of `probes` that exists for
+/// direct reads, and a refusal is an error; `DirectOrBuffered` becomes
+/// `Direct` if the probe passes, else `Buffered`. With no probe file, the
+/// mode is taken as given (the first table opened will tell).
+pub fn resolve_read_mode(
+    fs: &dyn FileSystem,
+    probes: &[&Path],
+    mode: ReadMode,
+) -> io::Result<ReadMode> {
+    if mode == ReadMode::Buffered {
+        return Ok(mode);
+    }
+    let Some(path) = probes.iter().find(|p| fs.file_len(p).is_ok()) else {
+        return Ok(if mode == ReadMode::DirectOrBuffered {
+            ReadMode::Direct
+        } else {
+            mode
+        });
+    };
+    let probe = || -> io::Result<()> {
+        let f = fs.open_read_direct(path)?;
+        let n = f.len()?.min(direct::DIRECT_ALIGN) as usize;
+        f.read_exact_at(&mut vec![0u8; n], 0)
+    };
+    match probe() {
+        Ok(()) => Ok(ReadMode::Direct),
+        Err(e) if mode == ReadMode::DirectOrBuffered && direct::refused(&e) => {
+            Ok(ReadMode::Buffered)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Reads the whole file at `path`.

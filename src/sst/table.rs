@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterKind, key_hash};
-use crate::fs::{FileSystem, ReadableFile, RealFs};
+use crate::fs::{FileSystem, ReadMode, ReadableFile, RealFs, open_read_in};
 
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::BlockCache;
@@ -35,6 +35,9 @@ pub struct TableOpenOptions {
     pub cache: Option<Arc<BlockCache>>,
     /// The file system to read through; `None`: the operating system's.
     pub fs: Option<Arc<dyn FileSystem>>,
+    /// Read every block of the file through the page cache or around it
+    /// (then `bytes_read` counts whole sectors).
+    pub read_mode: ReadMode,
 }
 
 /// Data-block I/O done by one lookup or one iterator.
@@ -44,7 +47,8 @@ pub struct ReadStats {
     pub blocks_read: u64,
     /// Data blocks served by the block cache.
     pub cache_hits: u64,
-    /// Bytes read from the file, trailers included.
+    /// Bytes read from the file, trailers included; with direct reads, the
+    /// whole sectors read ([`ReadableFile::transfer_len`]).
     pub bytes_read: u64,
 }
 
@@ -144,8 +148,8 @@ impl Table {
     pub fn open(path: impl AsRef<Path>, opts: TableOpenOptions) -> Result<Table> {
         let path = path.as_ref().to_path_buf();
         let file = match &opts.fs {
-            Some(fs) => fs.open_read(&path),
-            None => RealFs.open_read(&path),
+            Some(fs) => open_read_in(fs.as_ref(), &path, opts.read_mode),
+            None => open_read_in(&RealFs, &path, opts.read_mode),
         }
         .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         let file_size = file
@@ -381,7 +385,9 @@ impl Table {
         }
         let data = self.read_raw(h, "data")?;
         io.blocks_read += 1;
-        io.bytes_read += h.size + BLOCK_TRAILER_LEN as u64;
+        io.bytes_read += self
+            .file
+            .transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
         let block = Block::new(data).map_err(|e| self.block_error(h, "data", e))?;
         if let Some(c) = cache {
             c.insert(self.file_id, h.offset, block.data().clone());

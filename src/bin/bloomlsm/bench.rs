@@ -10,6 +10,11 @@
 //! probes, false positives, data-block reads per missing get next to the
 //! model's prediction, and latencies.
 //!
+//! `--io direct` reads the tables with direct I/O ([`ReadMode::Direct`]), so
+//! every data-block read reaches the device; each phase reports its latency
+//! percentiles and the bytes the kernel read from the device
+//! (`/proc/self/io`) next to the store's count ([`phase`]).
+//!
 //! `--plot` adds a filter-only sweep (measured vs modelled FPR across bits per
 //! key for both filter kinds) and draws it with the per-configuration read
 //! costs as an SVG chart ([`plot`]).
@@ -19,12 +24,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bloomlsm::filter::{self, FilterKind, FilterPolicy};
-use bloomlsm::{Db, FilterOptions, Options, Stats, WriteBatch};
-use clap::Args;
+use bloomlsm::fs::{FileSystem, RealFs, direct};
+use bloomlsm::{Db, FilterOptions, Options, ReadMode, Stats, WriteBatch};
+use clap::{Args, ValueEnum};
 
 use serde_json::{Value, json};
 
 use crate::db_cmd::{shape_json, shape_line};
+use crate::phase::{PERCENTILES, Phase, Recorder};
 use crate::report::{self, TextTable, bytes, count, csv_line, percent, sig3};
 use crate::sweep::{SweepPoint, fpr_sweep, sweep_table};
 use crate::workload::{SplitMix64, absent_key, present_key};
@@ -76,6 +83,11 @@ pub struct BenchArgs {
     /// is deleted and rebuilt.
     #[arg(long, requires = "dir")]
     pub reuse_dir: bool,
+    /// How the stores read their tables: `buffered` (through the page cache)
+    /// or `direct` (O_DIRECT: every data-block read reaches the device; the
+    /// stores' directory must be on a file system that takes it, see --dir).
+    #[arg(long, value_enum, default_value_t = IoMode::Buffered, value_name = "MODE")]
+    pub io: IoMode,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -101,6 +113,25 @@ pub struct BenchArgs {
     /// No progress bars, and nothing on stderr but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--io`: how the stores read their tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IoMode {
+    /// Through the operating system's page cache.
+    Buffered,
+    /// Direct I/O (O_DIRECT): around the page cache, to the device.
+    Direct,
+}
+
+impl IoMode {
+    /// The store's read mode.
+    pub fn read_mode(self) -> ReadMode {
+        match self {
+            IoMode::Buffered => ReadMode::Buffered,
+            IoMode::Direct => ReadMode::Direct,
+        }
+    }
 }
 
 /// One filter configuration of the study.
@@ -216,9 +247,10 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
 /// The store options of the study: small buffers and levels so that 1M keys
 /// make a tree of at least four levels, compaction on the caller thread (same
 /// shape for every configuration), block cache off (every data-block read is
-/// a real `pread`).
-pub fn bench_options(filters: FilterOptions) -> Options {
+/// a real `pread`), tables read in `io` mode.
+pub fn bench_options(filters: FilterOptions, io: IoMode) -> Options {
     Options {
+        read_mode: io.read_mode(),
         write_buffer_size: 2 << 20,
         target_file_size: 2 << 20,
         level1_max_bytes: 4 << 20,
@@ -262,6 +294,10 @@ pub struct BenchRow {
     /// CPU to build the store's filters, ns per key, and per absent-key
     /// filter probe, ns ([`filter_cost::store_cost`]); `None` without filters.
     pub filter_cost: Option<(f64, Option<f64>)>,
+    /// Latencies and bytes of each phase, in [`PHASES`] order.
+    pub phases: [Phase; 3],
+    /// How the store read its tables.
+    pub io: IoMode,
 }
 
 impl BenchRow {
@@ -472,7 +508,7 @@ fn value_for(i: u64, template: &[u8], out: &mut Vec<u8>) {
 /// running every due flush and compaction on this thread so that the shape
 /// depends on the writes alone. Returns the open store and the load time.
 pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, f64)> {
-    let opts = bench_options(config.filters.clone());
+    let opts = bench_options(config.filters.clone(), args.io);
     let wbs = opts.write_buffer_size as u64;
     let db = Db::open(dir, opts)?;
     let pb = progress(
@@ -517,7 +553,15 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
     Ok((db, secs))
 }
 
-/// Runs the missing-key and existing-key phases on a loaded store.
+/// The study's read phases: (label, JSON / CSV name).
+pub const PHASES: [(&str, &str); 3] = [
+    ("missing get", "missing_get"),
+    ("multi_get missing", "multi_get_missing"),
+    ("existing get", "existing_get"),
+];
+
+/// Runs the missing-key, multi_get and existing-key phases on a loaded
+/// store, each from zeroed counters.
 pub fn measure(
     args: &BenchArgs,
     config: &BenchConfig,
@@ -526,6 +570,7 @@ pub fn measure(
 ) -> CliResult<Measured> {
     const STEP: u64 = 4096;
     let n = args.lookups;
+    let absent = || CliError::new("an absent-family key was found in the store");
 
     db.reset_stats();
     let pb = progress(
@@ -533,42 +578,48 @@ pub fn measure(
         args.quiet,
         format!("{}: missing gets", config.name),
     );
-    let t = Instant::now();
+    let mut rec = Recorder::start();
     let mut i = 0;
     while i < n {
         let end = (i + STEP).min(n);
         for j in i..end {
-            if db.get(absent_key(args.seed, j))?.is_some() {
-                return Err(CliError::new("an absent-family key was found in the store"));
+            let key = absent_key(args.seed, j);
+            if rec.time(1, || db.get(key))?.is_some() {
+                return Err(absent());
             }
         }
         pb.inc(end - i);
         i = end;
     }
-    let missing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
-    pb.finish_and_clear();
     let missing = db.stats();
+    let missing_phase = rec.finish(n, missing.total.bytes_read);
+    pb.finish_and_clear();
 
     // The same missing keys again, MULTI_GET_BATCH at a time.
+    db.reset_stats();
     let pb = progress(
         Some(n),
         args.quiet,
         format!("{}: missing keys by multi_get", config.name),
     );
     let mut batch: Vec<[u8; 16]> = Vec::with_capacity(MULTI_GET_BATCH as usize);
-    let t = Instant::now();
+    let mut rec = Recorder::start();
     let mut i = 0;
     while i < n {
         let end = (i + MULTI_GET_BATCH).min(n);
         batch.clear();
         batch.extend((i..end).map(|j| absent_key(args.seed, j)));
-        if db.multi_get(&batch)?.iter().any(Option::is_some) {
-            return Err(CliError::new("an absent-family key was found in the store"));
+        if rec
+            .time(end - i, || db.multi_get(&batch))?
+            .iter()
+            .any(Option::is_some)
+        {
+            return Err(absent());
         }
         pb.inc(end - i);
         i = end;
     }
-    let multi_missing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    let multi_phase = rec.finish(n, db.stats().total.bytes_read);
     pb.finish_and_clear();
 
     db.reset_stats();
@@ -579,7 +630,7 @@ pub fn measure(
     );
     let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
     let keys = args.keys.max(1);
-    let t = Instant::now();
+    let mut rec = Recorder::start();
     let mut i = 0;
     while i < n {
         let end = (i + STEP).min(n);
@@ -588,21 +639,21 @@ pub fn measure(
                 Some(z) => z.sample(&mut rng),
                 None => rng.below(keys),
             };
-            if db.get(present_key(args.seed, idx))?.is_none() {
+            let key = present_key(args.seed, idx);
+            if rec.time(1, || db.get(key))?.is_none() {
                 return Err(CliError::new(format!("inserted key #{idx} was not found")));
             }
         }
         pb.inc(end - i);
         i = end;
     }
-    let existing_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    let existing = db.stats();
+    let existing_phase = rec.finish(n, existing.total.bytes_read);
     pb.finish_and_clear();
     Ok(Measured {
         missing,
-        missing_ns,
-        multi_missing_ns,
-        existing: db.stats(),
-        existing_ns,
+        existing,
+        phases: [missing_phase, multi_phase, existing_phase],
     })
 }
 
@@ -613,14 +664,10 @@ pub const MULTI_GET_BATCH: u64 = 1024;
 pub struct Measured {
     /// Counters of the missing-key phase.
     pub missing: Stats,
-    /// Mean ns per missing-key get.
-    pub missing_ns: f64,
-    /// Mean ns per missing key looked up by `multi_get`.
-    pub multi_missing_ns: f64,
     /// Counters of the existing-key phase.
     pub existing: Stats,
-    /// Mean ns per existing-key get.
-    pub existing_ns: f64,
+    /// Latencies and bytes of each phase, in [`PHASES`] order.
+    pub phases: [Phase; 3],
 }
 
 /// Builds, loads and measures one configuration's store under `parent`,
@@ -636,10 +683,8 @@ pub fn run_config(
     let (db, load_secs) = load_store(args, config, &dir)?;
     let Measured {
         missing,
-        missing_ns: missing_get_ns,
-        multi_missing_ns: multi_get_missing_ns,
         existing,
-        existing_ns: existing_get_ns,
+        phases,
     } = measure(args, config, &db, zipf)?;
     let s = &missing;
     let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
@@ -658,10 +703,12 @@ pub fn run_config(
         },
         missing,
         existing,
-        missing_get_ns,
-        multi_get_missing_ns,
-        existing_get_ns,
+        missing_get_ns: phases[0].mean_ns,
+        multi_get_missing_ns: phases[1].mean_ns,
+        existing_get_ns: phases[2].mean_ns,
         filter_cost,
+        phases,
+        io: args.io,
     };
     db.close()?;
     if !keep {
@@ -696,6 +743,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     }
     if let Some(d) = &args.dir {
         check_dir(d, &args.configs, args.reuse_dir)?;
+        if args.io == IoMode::Direct {
+            check_direct(d)?;
+        }
     }
     let temp;
     let (parent, keep) = match &args.dir {
@@ -706,11 +756,14 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         }
         None => {
             temp = make_temp_dir()?;
+            if args.io == IoMode::Direct {
+                check_direct(&temp.0)?;
+            }
             (temp.0.clone(), false)
         }
     };
     let text = !args.json && !args.csv;
-    let o = bench_options(FilterOptions::none());
+    let o = bench_options(FilterOptions::none(), args.io);
     let dist = match args.zipf {
         Some(s) => format!("Zipf {s}"),
         None => "uniform".to_string(),
@@ -733,6 +786,12 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
             bytes(o.level1_max_bytes),
             o.level_size_multiplier,
             bytes(o.block_size as u64)
+        )?;
+        writeln!(
+            out,
+            "reads: {}; stores in {}",
+            io_line(args.io),
+            parent.display()
         )?;
         out.flush()?;
     }
@@ -764,7 +823,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         .find(|r| r.config.filters.policy.is_none())
         .cloned();
     if args.csv {
-        writeln!(out, "{}", csv_line(CSV_HEADER))?;
+        writeln!(out, "{}", csv_line(&csv_header()))?;
         for r in &rows {
             writeln!(out, "{}", csv_line(&csv_row(r, none.as_ref())))?;
         }
@@ -806,6 +865,30 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
                 "the files each get would have read without filters"
             }
         )?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Latency and bytes read per key, by phase ({}):",
+            args.io_name()
+        )?;
+        out.write_all(phase_table(&rows, none.as_ref()).render().as_bytes())?;
+        writeln!(
+            out,
+            "latency: per get from an HDR histogram (3 significant digits); multi_get: each call's time over its {MULTI_GET_BATCH} keys. store B: the store's count of data-block bytes read{}; device B: read_bytes of /proc/self/io over the phase (n/a off Linux){}.",
+            if args.io == IoMode::Direct {
+                " (whole 4 KiB sectors)"
+            } else {
+                " (block + trailer)"
+            },
+            if none.is_some() {
+                "; saved: device bytes per get below the none configuration's"
+            } else {
+                ""
+            }
+        )?;
+        for line in device_check(&rows, args.io) {
+            writeln!(out, "{line}")?;
+        }
     }
 
     if let Some(path) = &args.plot {
@@ -835,6 +918,23 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
                 .collect(),
             keys: args.keys,
             lookups: args.lookups,
+            latency: rows
+                .iter()
+                .map(|r| plot::LatencyCdf {
+                    name: r.config.name.clone(),
+                    phases: r
+                        .phases
+                        .iter()
+                        .zip(PHASES)
+                        .map(|(p, (label, _))| plot::PhaseCdf {
+                            label: label.to_string(),
+                            samples: p.samples,
+                            points: p.cdf.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            io: args.io_name(),
         };
         plot::write_chart(path, &chart)?;
         if args.json {
@@ -856,6 +956,160 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         }
     }
     Ok(rows)
+}
+
+impl BenchArgs {
+    /// `buffered` or `direct`.
+    pub fn io_name(&self) -> &'static str {
+        self.io.read_mode().name()
+    }
+}
+
+/// The header's description of the read mode.
+fn io_line(io: IoMode) -> &'static str {
+    match io {
+        IoMode::Buffered => "buffered (page cache)",
+        IoMode::Direct => {
+            "direct I/O (O_DIRECT, whole 4 KiB sectors: every data-block read reaches the device)"
+        }
+    }
+}
+
+/// Checks, before anything runs, that `dir` (or, if it does not exist yet,
+/// its nearest existing ancestor) takes direct reads: a probe file is
+/// written, read back with O_DIRECT and removed. A refusal, or a directory
+/// where no file can be written, is a usage error in one line.
+fn check_direct(dir: &Path) -> CliResult {
+    let at = dir.ancestors().find(|a| a.is_dir()).unwrap_or(dir);
+    let probe = at.join(format!(".bloomlsm-direct-probe-{}", std::process::id()));
+    std::fs::write(&probe, [0u8; 4096]).map_err(|e| {
+        CliError::usage(format!(
+            "--io direct: cannot write a probe file in {} ({e})",
+            at.display()
+        ))
+    })?;
+    let read = RealFs.open_read_direct(&probe).and_then(|f| {
+        let mut buf = [0u8; 4096];
+        f.read_exact_at(&mut buf, 0)
+    });
+    let _ = std::fs::remove_file(&probe);
+    match read {
+        Ok(()) => Ok(()),
+        Err(e) if direct::refused(&e) => Err(CliError::usage(format!(
+            "--io direct: {}: {}; choose --dir on a disk that takes it, or --io buffered",
+            at.display(),
+            direct::REFUSED
+        ))),
+        Err(e) => Err(CliError::new(format!(
+            "--io direct: read {}: {e}",
+            probe.display()
+        ))),
+    }
+}
+
+/// Per-phase latency percentiles and bytes read per key.
+pub fn phase_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
+    let mut head = vec!["config", "phase", "mean"];
+    head.extend(PERCENTILES.iter().map(|p| p.1));
+    head.extend(["max", "store B", "device B", "dev/store", "saved"]);
+    let mut t = TextTable::new(&head);
+    let b = |v: f64| {
+        if v.abs() < 10.0 {
+            format!("{v:.2} B")
+        } else if v < 0.0 {
+            format!("-{}", bytes(-v.round() as u64))
+        } else {
+            bytes(v.round() as u64)
+        }
+    };
+    for r in rows {
+        for (i, (label, _)) in PHASES.iter().enumerate() {
+            let p = &r.phases[i];
+            let mut cells = vec![
+                if i == 0 {
+                    r.config.name.clone()
+                } else {
+                    String::new()
+                },
+                label.to_string(),
+                report::duration_ns(p.mean_ns),
+            ];
+            cells.extend(
+                p.percentiles_ns
+                    .iter()
+                    .map(|&v| report::duration_ns(v as f64)),
+            );
+            cells.push(report::duration_ns(p.max_ns as f64));
+            cells.push(b(p.store_bytes_per_op()));
+            cells.push(p.device_bytes_per_op().map_or("n/a".into(), b));
+            cells.push(p.device_ratio().map_or("-".into(), |x| format!("{x:.3}")));
+            cells.push(device_saved(r, none, i).map_or("-".into(), b));
+            t.row(cells);
+        }
+    }
+    t
+}
+
+/// In direct mode every data-block read is a device read: the kernel's
+/// count must agree with the store's within 5% (phases that read at least
+/// 1 MiB). In buffered mode, how much of what the store read reached the
+/// device.
+pub fn device_check(rows: &[BenchRow], io: IoMode) -> Vec<String> {
+    let phases = || {
+        rows.iter().flat_map(|r| {
+            r.phases
+                .iter()
+                .zip(PHASES)
+                .map(move |(p, (label, _))| (r, label, p))
+        })
+    };
+    if phases().all(|(_, _, p)| p.device_bytes.is_none()) {
+        return vec!["device bytes: n/a (no /proc/self/io on this system)".into()];
+    }
+    let (store, device) = phases().fold((0u64, 0u64), |(s, d), (_, _, p)| {
+        (s + p.store_bytes, d + p.device_bytes.unwrap_or(0))
+    });
+    match io {
+        IoMode::Buffered => vec![format!(
+            "device check (buffered): {} of the {} the store read reached the device ({}); the page cache served the rest",
+            bytes(device),
+            bytes(store),
+            percent((store > 0).then(|| device as f64 / store as f64))
+        )],
+        IoMode::Direct => {
+            let checked: Vec<_> = phases()
+                .filter(|(_, _, p)| p.store_bytes >= 1 << 20)
+                .collect();
+            let off: Vec<String> = checked
+                .iter()
+                .filter(|(_, _, p)| p.device_ratio().is_none_or(|x| (x - 1.0).abs() > 0.05))
+                .map(|(r, label, p)| {
+                    format!(
+                        "{} {label}: device {} vs store {}",
+                        r.config.name,
+                        bytes(p.device_bytes.unwrap_or(0)),
+                        bytes(p.store_bytes)
+                    )
+                })
+                .collect();
+            let mut lines = vec![format!(
+                "device check (direct): {} of {} phases (those reading at least 1 MiB) agree with the store's count within 5%; overall device/store {:.3}",
+                checked.len() - off.len(),
+                checked.len(),
+                device as f64 / store.max(1) as f64
+            )];
+            lines.extend(
+                off.into_iter()
+                    .map(|l| format!("  OFF BY MORE THAN 5%: {l}")),
+            );
+            if store > 0 && device == 0 {
+                lines.push(
+                    "  no byte reached a device: the stores' file system serves direct reads from memory (tmpfs does); choose --dir on a disk".into(),
+                );
+            }
+            lines
+        }
+    }
 }
 
 /// A filter's CPU cost: one decimal below 100 ns.
@@ -936,7 +1190,34 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
         "existing_get_ns": r.existing_get_ns,
         "load_seconds": r.load_secs,
         "shape": shape_json(m),
+        "io": r.io.read_mode().name(),
+        "phases": r.phases.iter().zip(PHASES).enumerate().map(|(i, (p, (_, name)))| {
+            let mut o = json!({
+                "phase": name,
+                "keys": p.ops,
+                "mean_ns": p.mean_ns,
+            });
+            for ((_, _, key), v) in PERCENTILES.iter().zip(p.percentiles_ns) {
+                o[format!("{key}_ns")] = json!(v);
+            }
+            o["max_ns"] = json!(p.max_ns);
+            o["store_bytes"] = json!(p.store_bytes);
+            o["device_bytes"] = json!(p.device_bytes);
+            o["store_bytes_per_key"] = json!(p.store_bytes_per_op());
+            o["device_bytes_per_key"] = json!(p.device_bytes_per_op());
+            o["device_bytes_saved_per_key"] = json!(device_saved(r, none, i));
+            o
+        }).collect::<Vec<_>>(),
     })
+}
+
+/// Device bytes per key of phase `i` below the `none` row's (missing-key
+/// phases only).
+fn device_saved(r: &BenchRow, none: Option<&BenchRow>, i: usize) -> Option<f64> {
+    if i >= 2 {
+        return None;
+    }
+    Some(none?.phases[i].device_bytes_per_op()? - r.phases[i].device_bytes_per_op()?)
 }
 
 /// One point of the `--plot` sweep as JSON.
@@ -953,7 +1234,29 @@ pub fn sweep_json(p: &SweepPoint) -> Value {
     })
 }
 
-/// Column names of `--csv`.
+/// Column names of `--csv`: [`CSV_HEADER`], then [`CSV_PHASE_FIELDS`] for
+/// each phase, prefixed by its name (e.g. `missing_get_p99_ns`).
+pub fn csv_header() -> Vec<String> {
+    let mut h: Vec<String> = CSV_HEADER.iter().map(|s| s.to_string()).collect();
+    h.push("io".into());
+    for (_, phase) in PHASES {
+        h.extend(CSV_PHASE_FIELDS.iter().map(|f| format!("{phase}_{f}")));
+    }
+    h
+}
+
+/// Per-phase `--csv` fields.
+pub const CSV_PHASE_FIELDS: &[&str] = &[
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "store_bytes",
+    "device_bytes",
+];
+
+/// The fixed (phase-independent) `--csv` columns.
 pub const CSV_HEADER: &[&str] = &[
     "config",
     "policy",
@@ -996,6 +1299,19 @@ pub fn csv_row(r: &BenchRow, none: Option<&BenchRow>) -> Vec<String> {
         r.reads_per_existing_get().to_string(),
         format!("{:.3}", r.load_secs),
     ]
+    .into_iter()
+    .chain(std::iter::once(r.io.read_mode().name().to_string()))
+    .chain(r.phases.iter().flat_map(|p| {
+        p.percentiles_ns
+            .iter()
+            .chain([&p.max_ns, &p.store_bytes])
+            .map(u64::to_string)
+            .chain(std::iter::once(
+                p.device_bytes.map_or(String::new(), |b| b.to_string()),
+            ))
+            .collect::<Vec<_>>()
+    }))
+    .collect()
 }
 
 #[cfg(test)]

@@ -68,6 +68,7 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --keys 200000 --configs none,blocked8,monkey8
   bloomlsm bench --json --plot study.svg > study.jsonl
   bloomlsm bench --dir /tmp/stores --reuse-dir       keep the stores, replace an earlier run's
+  bloomlsm bench --io direct --dir /var/tmp/b        reads that reach the device (O_DIRECT)
 
 JSON (--json): one object per configuration per line, in --configs order:
   config, policy                       the name given and its policy, e.g. \"blocked512(10 b/k, k=6)\"
@@ -83,6 +84,19 @@ JSON (--json): one object per configuration per line, in --configs order:
                                        probe (absent key) by filter checks; null without filters
   shape                                [{level, files, keys, bytes, filter_bits_per_key}]
                                        per non-empty level; filter_bits_per_key null if unfiltered
+  io                                   \"buffered\" or \"direct\"
+  phases                               [{phase (\"missing_get\", \"multi_get_missing\", \"existing_get\"),
+                                       keys, mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns,
+                                       store_bytes, device_bytes, store_bytes_per_key,
+                                       device_bytes_per_key, device_bytes_saved_per_key}]
+                                       latency per key from an HDR histogram (multi_get: each
+                                       call's time over its keys); store_bytes: the store's count
+                                       of data-block bytes read (whole 4 KiB sectors with direct
+                                       I/O); device_bytes: /proc/self/io read_bytes over the phase
+                                       (null off Linux); saved: below the none configuration's
+                                       (missing-key phases; null without none)
+CSV (--csv): the same scalar fields, then io, then per phase <phase>_p50_ns, _p90_ns, _p99_ns,
+  _p999_ns, _max_ns, _store_bytes, _device_bytes.
 With --plot, one last line: {\"sweep\": [{filter, requested_bits_per_key, bits_per_key,
   probes_per_key, predicted_fpr, measured_fpr, probes, false_positives}], \"sweep_keys\": N,
   \"plot\": PATH}.

@@ -21,6 +21,7 @@ mod design;
 mod escape;
 mod filter_cost;
 mod help;
+mod phase;
 mod plot;
 mod report;
 mod sst_cmd;

@@ -7,7 +7,11 @@
 //! data-block reads per missing get of each store configuration, measured
 //! next to predicted (log scale). Bottom panel: the cost frontier — each
 //! configuration's measured FPR against its filter memory, labelled with what
-//! its filters cost in CPU to build (ns per key) and to probe (ns).
+//! its filters cost in CPU to build (ns per key) and to probe (ns). Below,
+//! one latency CDF panel per configuration: each read phase's latency (log
+//! scale) against the fraction of operations at most that slow, on a
+//! "nines" axis (90%, 99%, 99.9%, ...) so that the tail is as wide as the
+//! body.
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +51,30 @@ pub struct Chart<'a> {
     pub keys: u64,
     /// Missing-key gets per store.
     pub lookups: u64,
+    /// One latency CDF panel per configuration.
+    pub latency: Vec<LatencyCdf>,
+    /// The read mode of the stores, for the panels' titles.
+    pub io: &'static str,
+}
+
+/// A configuration's latency distributions, one per read phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencyCdf {
+    /// The configuration's name.
+    pub name: String,
+    /// One curve per read phase.
+    pub phases: Vec<PhaseCdf>,
+}
+
+/// One read phase's latency distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseCdf {
+    /// The phase, e.g. `missing get`.
+    pub label: String,
+    /// Latencies recorded (the resolution of the tail).
+    pub samples: u64,
+    /// `(ns, fraction of operations at most ns)`, ascending.
+    pub points: Vec<(f64, f64)>,
 }
 
 /// A store configuration's data-block reads per missing get.
@@ -78,13 +106,23 @@ pub fn write_chart(path: &Path, chart: &Chart<'_>) -> CliResult {
     let tmp = temp_path(path);
     let err = |e: String| CliError::new(format!("plot {}: {e}", path.display()));
     {
-        let root = SVGBackend::new(&tmp, (1500, 1150)).into_drawing_area();
+        let rows = chart.latency.len().div_ceil(CDF_COLUMNS) as u32;
+        let height = 1150 + rows * CDF_HEIGHT;
+        let root = SVGBackend::new(&tmp, (1500, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-        let (top, bottom) = root.split_vertically(600);
+        let (top, rest) = root.split_vertically(600);
+        let (bottom, cdfs) = rest.split_vertically(550);
         let (left, right) = top.split_horizontally(720);
         fpr_panel(&left, chart.sweep, chart.sweep_keys).map_err(|e| err(e.to_string()))?;
         reads_panel(&right, chart).map_err(|e| err(e.to_string()))?;
         frontier_panel(&bottom, chart).map_err(|e| err(e.to_string()))?;
+        if rows > 0 {
+            let cells = cdfs.split_evenly((rows as usize, CDF_COLUMNS));
+            let range = cdf_range(&chart.latency);
+            for (cell, cdf) in cells.iter().zip(&chart.latency) {
+                cdf_panel(cell, cdf, range, chart.io).map_err(|e| err(e.to_string()))?;
+            }
+        }
         root.present().map_err(|e| err(e.to_string()))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))?;
@@ -363,5 +401,122 @@ fn frontier_panel(
                 + Text::new(label, (12, -16 * near), font),
         ))?;
     }
+    Ok(())
+}
+
+/// Latency CDF panels per row, and each row's height in pixels.
+const CDF_COLUMNS: usize = 3;
+const CDF_HEIGHT: u32 = 360;
+
+/// Fraction `q` on the "nines" axis: `-log10(1 - q)` (90% → 1, 99% → 2),
+/// at most the resolution of `samples` (the slowest operation sits at
+/// `1 - 1/samples`).
+fn nines(q: f64, samples: u64) -> f64 {
+    let floor = 1.0 / samples.max(2) as f64;
+    -(1.0 - q).max(floor).log10()
+}
+
+/// The x range (ns, whole decades) and y range (nines) shared by every panel.
+fn cdf_range(cdfs: &[LatencyCdf]) -> ((f64, f64), f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = 0.0f64;
+    let mut top = 1.0f64;
+    for c in cdfs {
+        for p in &c.phases {
+            for &(ns, q) in &p.points {
+                lo = lo.min(ns);
+                hi = hi.max(ns);
+                top = top.max(nines(q, p.samples));
+            }
+        }
+    }
+    if !lo.is_finite() {
+        return ((10.0, 1e6), 3.0);
+    }
+    let lo = decade_floor(lo.max(1.0));
+    let hi = decade_floor(hi.max(lo)) * 10.0;
+    (
+        (lo, if hi > lo { hi } else { lo * 10.0 }),
+        top.ceil().max(1.0),
+    )
+}
+
+/// Labels of the nines axis: `0%`, `90%`, `99%`, `99.9%`, ...
+fn nines_label(y: &f64) -> String {
+    if y.fract().abs() > 1e-9 {
+        return String::new();
+    }
+    let n = *y as i32;
+    if n == 0 {
+        "0%".into()
+    } else {
+        let digits = (n - 2).max(0) as usize;
+        format!("{:.*}%", digits, 100.0 - 100.0 * 10f64.powi(-n))
+    }
+}
+
+/// A latency label: `300 ns`, `10 µs`, `1 ms`.
+fn ns_label(v: &f64) -> String {
+    let v = *v;
+    if v < 1e3 {
+        format!("{} ns", short(v))
+    } else if v < 1e6 {
+        format!("{} µs", short(v / 1e3))
+    } else if v < 1e9 {
+        format!("{} ms", short(v / 1e6))
+    } else {
+        format!("{} s", short(v / 1e9))
+    }
+}
+
+fn phase_color(i: usize) -> RGBColor {
+    [BLUE_, ORANGE_, GREEN_, GREY_][i % 4]
+}
+
+/// One configuration's latency CDFs, one line per phase.
+fn cdf_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    cdf: &LatencyCdf,
+    ((xlo, xhi), ytop): ((f64, f64), f64),
+    io: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("{}: latency CDF ({io} reads)", cdf.name),
+            ("sans-serif", 16),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(72)
+        .build_cartesian_2d((xlo..xhi).log_scale(), 0.0..ytop)?;
+    chart
+        .configure_mesh()
+        .x_desc("latency per key (log)")
+        .y_desc("operations at most this slow")
+        .x_label_formatter(&ns_label)
+        .y_labels(ytop as usize * 4 + 1)
+        .y_label_formatter(&nines_label)
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.08))
+        .draw()?;
+    for (i, p) in cdf.phases.iter().enumerate() {
+        let c = phase_color(i);
+        let line: Vec<(f64, f64)> = p
+            .points
+            .iter()
+            .map(|&(ns, q)| (ns.clamp(xlo, xhi), nines(q, p.samples)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line, c.stroke_width(2)))?
+            .label(p.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 13))
+        .draw()?;
     Ok(())
 }
