@@ -279,10 +279,11 @@ pub(crate) fn write_outputs(
             Error::corruption("<compaction>", 0, "malformed internal key in input")
         })?;
         let stripe = retention.stripe(parsed.seq);
-        if last_stripe == Some(stripe) && last_user_key == parsed.user_key {
+        let new_key = last_stripe.is_none() || last_user_key != parsed.user_key;
+        if !new_key && last_stripe == Some(stripe) {
             continue; // a newer version is seen by every reader that sees this one
         }
-        if last_user_key != parsed.user_key {
+        if new_key {
             last_user_key.clear();
             last_user_key.extend_from_slice(parsed.user_key);
         }
@@ -290,9 +291,12 @@ pub(crate) fn write_outputs(
         if parsed.kind == ValueKind::Deletion && stripe == 0 && drop_tombstone(parsed.user_key) {
             continue;
         }
-        if builder
-            .as_ref()
-            .is_some_and(|b| b.estimated_file_size() >= opts.target_file_size)
+        // Files are cut between user keys only: the files of a level ≥ 1 must
+        // not share a user key, and all versions of a key sit in one file.
+        if new_key
+            && builder
+                .as_ref()
+                .is_some_and(|b| b.estimated_file_size() >= opts.target_file_size)
         {
             finish(builder.take().expect("builder"), &mut out)?;
         }
@@ -379,6 +383,7 @@ pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
 /// similar bytes), merged in parallel on rayon's pool; their outputs, in key
 /// order, are the same files a single merge would write, cut at the shard
 /// boundaries as well.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dir: &Path,
     opts: &Options,

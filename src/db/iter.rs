@@ -228,7 +228,8 @@ impl DbIter {
     /// was. Keys the back end has already yielded stay behind it. The back
     /// end does not move; to read backward from a key, scan a range ending
     /// there (`db.scan(..=key).rev()`). Costs a new merge: one seek in every
-    /// memtable and file that may hold keys in the range.
+    /// memtable and file that may hold keys in the range (and one more for
+    /// the back end, if it is used again).
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -254,6 +255,11 @@ impl DbIter {
         };
         self.front_merge = None;
         self.front_done = false;
+        // The back end may have stopped where the front was; it resumes from
+        // its own bound.
+        self.back_merge = None;
+        self.back_done = false;
+        self.pending = None;
     }
 
     fn fail(&mut self, e: Error) -> Result<(Bytes, Bytes)> {
