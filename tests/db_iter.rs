@@ -288,3 +288,43 @@ fn flush_keeps_what_snapshots_see() {
         "the new file: k=newest; the old one unchanged"
     );
 }
+
+/// A snapshot or an iterator kept past `close` (or past dropping the `Db`)
+/// fails with `Error::Closed`, never a value or a panic, and does not keep
+/// the store locked.
+#[test]
+fn snapshots_and_iterators_end_with_their_store() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put("a", "1").unwrap();
+    db.put("b", "2").unwrap();
+    let snap = db.snapshot();
+    let clone = snap.clone();
+    let mut it = db.scan(..);
+    assert_eq!(it.next().unwrap().unwrap().0, "a");
+    let mut snap_it = snap.scan(..);
+    db.close().unwrap();
+    assert!(matches!(snap.get("a"), Err(bloomlsm::Error::Closed)));
+    assert!(matches!(
+        clone.multi_get(&["a"]),
+        Err(bloomlsm::Error::Closed)
+    ));
+    assert!(matches!(it.next(), Some(Err(bloomlsm::Error::Closed))));
+    assert!(it.next().is_none() && it.next_back().is_none());
+    assert!(matches!(
+        snap_it.next_back(),
+        Some(Err(bloomlsm::Error::Closed))
+    ));
+    assert!(matches!(
+        snap.scan_prefix("a").next(),
+        Some(Err(bloomlsm::Error::Closed))
+    ));
+    // Reopened while they live; dropping them afterwards touches nothing.
+    let db = Db::open(dir.path(), options()).unwrap();
+    drop((snap, clone, it, snap_it));
+    assert_eq!(db.get("b").unwrap().as_deref(), Some(&b"2"[..]));
+    // Dropping the handle closes the store too.
+    let snap = db.snapshot();
+    drop(db);
+    assert!(matches!(snap.get("b"), Err(bloomlsm::Error::Closed)));
+}

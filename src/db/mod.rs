@@ -14,7 +14,7 @@ pub(crate) mod memtable;
 pub(crate) mod merge;
 pub mod options_file;
 mod recovery;
-pub mod snapshot;
+mod snapshot;
 pub(crate) mod version;
 pub(crate) mod version_set;
 pub mod wal;
@@ -453,9 +453,10 @@ impl Db {
     /// for k in ["user:1", "user:2", "users", "video:1"] {
     ///     db.put(k, "x")?;
     /// }
-    /// let keys = |it: bloomlsm::DbIter| -> bloomlsm::Result<Vec<bloomlsm::Bytes>> {
+    /// fn keys(it: impl Iterator<Item = bloomlsm::Result<(bloomlsm::Bytes, bloomlsm::Bytes)>>)
+    ///     -> bloomlsm::Result<Vec<bloomlsm::Bytes>> {
     ///     it.map(|e| e.map(|(k, _v)| k)).collect()
-    /// };
+    /// }
     /// assert_eq!(keys(db.scan_prefix("user:"))?, ["user:1", "user:2"]);
     /// assert_eq!(keys(db.scan_prefix("user"))?, ["user:1", "user:2", "users"]);
     /// assert_eq!(keys(db.scan_prefix("user:").rev())?, ["user:2", "user:1"]);
@@ -509,7 +510,8 @@ impl Db {
     /// the next non-empty one below it until all data sits in the deepest
     /// level that holds any (when only L0 does: L1, or with
     /// [`Options::dynamic_level_bytes`] the base level), dropping shadowed
-    /// versions and tombstones.
+    /// versions and tombstones (except the versions live
+    /// [`Snapshot`]s see).
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;

@@ -1,5 +1,5 @@
 //! Snapshots: [`Snapshot`], a read-only view of the store at one sequence
-//! number, and the list of live ones ([`SnapshotList`]) for which flushes and
+//! number, and the list of live ones (`SnapshotList`) for which flushes and
 //! compactions keep old versions.
 
 use std::collections::BTreeMap;
@@ -229,6 +229,13 @@ impl std::fmt::Debug for Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handles_are_owned_and_shareable() {
+        fn is<T: Send + Sync + 'static>() {}
+        is::<Snapshot>();
+        is::<DbIter>();
+    }
 
     #[test]
     fn list_counts_handles_per_sequence() {
