@@ -16,7 +16,7 @@ pub mod stats;
 
 pub use bytes::Bytes;
 pub use db::iter::ScanRange;
-pub use db::{Db, DbIter, WriteBatch};
+pub use db::{Db, DbIter, Snapshot, WriteBatch};
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
 pub use options::{FilterOptions, Options, ReadMode};

@@ -154,6 +154,12 @@ fn db_round_trip_and_load() {
     );
     let o = bloomlsm(&["db", "scan", s, "--from", "b", "--to", "c", "--keys-only"]);
     assert_eq!(stdout(&o), "bin\\x00key\n");
+    let o = bloomlsm(&["db", "scan", s, "--reverse", "--keys-only"]);
+    assert_eq!(stdout(&o), "cherry\nbin\\x00key\napple\n");
+    let o = bloomlsm(&["db", "scan", s, "--prefix", "c", "--reverse"]);
+    assert_eq!(stdout(&o), "cherry\tdark red\n");
+    let o = bloomlsm(&["db", "scan", s, "--prefix", "b", "--from", "a"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
 
     assert!(bloomlsm(&["db", "delete", s, "apple"]).status.success());
     let o = bloomlsm(&["db", "get", s, "apple"]);

@@ -5,9 +5,10 @@
 //! n ≥ 1 over its target size (`level1_max_bytes · multiplier^(n-1)`) gives up
 //! one file (round-robin through its key space, as LevelDB does) to be merged
 //! with the files of level n+1 it overlaps. The level with the highest
-//! size/target score goes first. The output keeps only the newest version of
-//! each user key (there are no snapshots to preserve older ones) and drops
-//! tombstones when no deeper level could hold an older value of the key.
+//! size/target score goes first. The output keeps, of each user key, the
+//! newest version each live snapshot sees and the newest of all ([`Retention`]);
+//! it drops a tombstone that no snapshot needs when no deeper level could
+//! hold an older value of the key.
 //!
 //! With `Options::dynamic_level_bytes` the targets come from the bottom up
 //! instead ([`shape`]): L0 compacts into the *base level*, and the levels
@@ -17,8 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::filename;
-use crate::db::iter::{MergeIter, Source, seek_key};
+use crate::db::iter::seek_key;
 use crate::db::manifest::{FileMeta, FilterMeta};
+use crate::db::merge::{MergeIter, Source};
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
 use crate::filter::FilterPolicy;
@@ -202,6 +204,35 @@ pub(crate) fn whole_or_next(
     }
 }
 
+/// Which versions a flush or compaction keeps, given the live snapshots'
+/// sequence numbers `s1 < s2 < … < sn`. They cut the sequence numbers into
+/// *stripes* `[0, s1]`, `(s1, s2]`, …, `(sn, ∞)`; every reader (a snapshot,
+/// or the latest state in the top stripe) sees, of each key, the newest
+/// version at or below its sequence number: the newest version of some
+/// stripe. So of each key the newest version in each stripe is kept and the
+/// rest dropped (RocksDB's rule; LevelDB keeps every version above `s1`).
+/// A tombstone in the lowest stripe hides nothing any reader could see: it
+/// may go where no deeper level holds the key.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Retention {
+    /// Live snapshots, ascending, without repeats.
+    snapshots: Vec<u64>,
+}
+
+impl Retention {
+    /// The rule for the live snapshots `snapshots` (ascending).
+    pub(crate) fn new(snapshots: Vec<u64>) -> Self {
+        debug_assert!(snapshots.windows(2).all(|w| w[0] < w[1]));
+        Retention { snapshots }
+    }
+
+    /// The stripe of sequence number `seq`: how many snapshots are below it.
+    /// Readers see the same versions of every key in it.
+    fn stripe(&self, seq: u64) -> usize {
+        self.snapshots.partition_point(|&s| s < seq)
+    }
+}
+
 /// Allocates file numbers for outputs (and reserves them against deletion).
 pub(crate) trait FileNumbers {
     /// A fresh file number (reserved in the MANIFEST before it is returned).
@@ -216,9 +247,9 @@ pub(crate) struct Outputs {
 }
 
 /// Writes the entries of `merge` (internal-key order) into tables of at most
-/// about `target_file_size` bytes, keeping only the newest
-/// version of each user key and dropping tombstones where `drop_tombstone`
-/// says so.
+/// about `target_file_size` bytes, keeping the versions `retention` keeps and
+/// dropping the tombstones it allows where `drop_tombstone` (no deeper level
+/// covers the key) says so.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_outputs(
     dir: &Path,
@@ -226,12 +257,16 @@ pub(crate) fn write_outputs(
     merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
     policy: Option<FilterPolicy>,
     numbers: &(dyn FileNumbers + Sync),
+    retention: &Retention,
     drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
     cache: Option<Arc<crate::sst::BlockCache>>,
 ) -> Result<Outputs> {
     let mut out = Outputs::default();
     let mut builder: Option<TableBuilder> = None;
-    let mut last_user_key: Option<Vec<u8>> = None;
+    // The previous entry's user key and stripe (versions come newest first,
+    // so a key's stripes only go down).
+    let mut last_user_key: Vec<u8> = Vec::new();
+    let mut last_stripe: Option<usize> = None;
     let finish = |b: TableBuilder, out: &mut Outputs| -> Result<()> {
         let summary = b.finish()?;
         out.bytes_written += summary.file_size;
@@ -243,16 +278,25 @@ pub(crate) fn write_outputs(
         let parsed = key::parse(&ikey).ok_or_else(|| {
             Error::corruption("<compaction>", 0, "malformed internal key in input")
         })?;
-        if last_user_key.as_deref() == Some(parsed.user_key) {
-            continue; // shadowed by a newer version
+        let stripe = retention.stripe(parsed.seq);
+        let new_key = last_stripe.is_none() || last_user_key != parsed.user_key;
+        if !new_key && last_stripe == Some(stripe) {
+            continue; // a newer version is seen by every reader that sees this one
         }
-        last_user_key = Some(parsed.user_key.to_vec());
-        if parsed.kind == ValueKind::Deletion && drop_tombstone(parsed.user_key) {
+        if new_key {
+            last_user_key.clear();
+            last_user_key.extend_from_slice(parsed.user_key);
+        }
+        last_stripe = Some(stripe);
+        if parsed.kind == ValueKind::Deletion && stripe == 0 && drop_tombstone(parsed.user_key) {
             continue;
         }
-        if builder
-            .as_ref()
-            .is_some_and(|b| b.estimated_file_size() >= opts.target_file_size)
+        // Files are cut between user keys only: the files of a level ≥ 1 must
+        // not share a user key, and all versions of a key sit in one file.
+        if new_key
+            && builder
+                .as_ref()
+                .is_some_and(|b| b.estimated_file_size() >= opts.target_file_size)
         {
             finish(builder.take().expect("builder"), &mut out)?;
         }
@@ -332,13 +376,15 @@ pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
 }
 
 /// Runs compaction `c` over version `v`: merges inputs into new files at the
-/// output level. Installing the result is the caller's job.
+/// output level, keeping what `retention` keeps. Installing the result is the
+/// caller's job.
 ///
 /// A large compaction is split into up to `opts.max_subcompactions` shards over
 /// disjoint user-key ranges (cut at input-file boundaries so the shards carry
 /// similar bytes), merged in parallel on rayon's pool; their outputs, in key
 /// order, are the same files a single merge would write, cut at the shard
 /// boundaries as well.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dir: &Path,
     opts: &Options,
@@ -346,6 +392,7 @@ pub(crate) fn run(
     c: &Compaction,
     policy: Option<FilterPolicy>,
     numbers: &(dyn FileNumbers + Sync),
+    retention: &Retention,
     cache: Option<Arc<crate::sst::BlockCache>>,
 ) -> Result<Outputs> {
     let out_level = c.output_level();
@@ -380,6 +427,7 @@ pub(crate) fn run(
             merge,
             policy,
             numbers,
+            retention,
             &drop_tombstone,
             cache.clone(),
         )

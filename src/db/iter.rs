@@ -1,221 +1,20 @@
-//! Ordered iteration over the whole store: a k-way merge of memtables and
-//! files in internal-key order, then the user view (newest version of each
-//! key, tombstones hidden, range bounds applied).
+//! The user's view of the store: [`DbIter`], for each user key in a range
+//! the newest version visible at one sequence number, tombstones hidden,
+//! from either end, with `seek`; and the [`ScanRange`] bounds it takes.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
 use std::ops::{
     Bound, Range, RangeBounds, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive,
 };
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 
 use crate::db::memtable::MemTable;
-use crate::db::version::FileHandle;
-use crate::error::Result;
+use crate::db::merge::{Direction, MergeIter, Source};
+use crate::db::version::Version;
+use crate::error::{Error, Result};
 use crate::key::{self, MAX_SEQUENCE, ValueKind};
-use crate::sst::{Table, TableIter};
-
-/// A stream of `(internal key, value)` in internal-key order.
-pub(crate) type Entry = (Bytes, Bytes);
-
-/// One input of the merge.
-pub(crate) enum Source {
-    /// A memtable, read in chunks so that no borrow outlives a call.
-    Mem {
-        mem: Arc<MemTable>,
-        snapshot: u64,
-        /// Internal key to resume from (exclusive once `started`).
-        resume: Bytes,
-        started: bool,
-        buf: VecDeque<Entry>,
-        done: bool,
-    },
-    /// One table.
-    Table(TableIter<Arc<Table>>),
-    /// The files of one level ≥ 1, opened one after another.
-    Level {
-        files: VecDeque<Arc<FileHandle>>,
-        start: Option<Bytes>,
-        current: Option<TableIter<Arc<Table>>>,
-    },
-}
-
-const MEM_CHUNK: usize = 256;
-
-impl Source {
-    /// A memtable from internal key `start` (or the beginning).
-    pub(crate) fn mem(mem: Arc<MemTable>, snapshot: u64, start: Option<Bytes>) -> Self {
-        Source::Mem {
-            mem,
-            snapshot,
-            resume: start.unwrap_or_default(),
-            started: false,
-            buf: VecDeque::new(),
-            done: false,
-        }
-    }
-
-    /// One table from internal key `start` (or the beginning).
-    pub(crate) fn table(table: Arc<Table>, start: Option<&[u8]>) -> Self {
-        Source::Table(TableIter::new(table, start))
-    }
-
-    /// The disjoint, sorted `files` of one level, from internal key `start`.
-    pub(crate) fn level(files: Vec<Arc<FileHandle>>, start: Option<Bytes>) -> Self {
-        let files = match &start {
-            Some(s) => {
-                let uk = key::user_key(s);
-                files
-                    .into_iter()
-                    .filter(|f| f.largest_user_key() >= uk)
-                    .collect()
-            }
-            None => files.into(),
-        };
-        Source::Level {
-            files,
-            start,
-            current: None,
-        }
-    }
-
-    fn next(&mut self) -> Option<Result<Entry>> {
-        match self {
-            Source::Mem {
-                mem,
-                snapshot,
-                resume,
-                started,
-                buf,
-                done,
-            } => {
-                if buf.is_empty() && !*done {
-                    let skip_first = *started;
-                    let it = if resume.is_empty() {
-                        mem.iter_snapshot(*snapshot)
-                    } else {
-                        mem.iter_from(resume, *snapshot)
-                    };
-                    let mut it = it.skip_while(|(k, _)| skip_first && k == resume);
-                    for e in it.by_ref().take(MEM_CHUNK) {
-                        buf.push_back(e);
-                    }
-                    match buf.back() {
-                        Some((k, _)) => {
-                            *resume = k.clone();
-                            *started = true;
-                        }
-                        None => *done = true,
-                    }
-                    if buf.len() < MEM_CHUNK {
-                        *done = true;
-                    }
-                }
-                buf.pop_front().map(Ok)
-            }
-            Source::Table(it) => it.next(),
-            Source::Level {
-                files,
-                start,
-                current,
-            } => loop {
-                if let Some(it) = current {
-                    match it.next() {
-                        Some(e) => return Some(e),
-                        None => *current = None,
-                    }
-                }
-                let f = files.pop_front()?;
-                let from = start.take();
-                *current = Some(TableIter::new(f.table.clone(), from.as_deref()));
-            },
-        }
-    }
-}
-
-struct HeapItem {
-    key: Bytes,
-    value: Bytes,
-    source: usize,
-}
-
-impl PartialEq for HeapItem {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for HeapItem {}
-impl PartialOrd for HeapItem {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for HeapItem {
-    // BinaryHeap is a max-heap: reverse so the smallest key (then the newest
-    // source, lowest index) is on top.
-    fn cmp(&self, other: &Self) -> Ordering {
-        key::compare_internal(&other.key, &self.key).then_with(|| other.source.cmp(&self.source))
-    }
-}
-
-/// K-way merge of sources in internal-key order. Sources are listed newest
-/// first. After an error it yields that error once and ends.
-pub(crate) struct MergeIter {
-    sources: Vec<Source>,
-    heap: BinaryHeap<HeapItem>,
-    primed: bool,
-    failed: bool,
-}
-
-impl MergeIter {
-    pub(crate) fn new(sources: Vec<Source>) -> Self {
-        MergeIter {
-            sources,
-            heap: BinaryHeap::new(),
-            primed: false,
-            failed: false,
-        }
-    }
-
-    fn pull(&mut self, i: usize) -> Result<()> {
-        if let Some(e) = self.sources[i].next() {
-            let (key, value) = e?;
-            self.heap.push(HeapItem {
-                key,
-                value,
-                source: i,
-            });
-        }
-        Ok(())
-    }
-}
-
-impl Iterator for MergeIter {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Result<Entry>> {
-        if self.failed {
-            return None;
-        }
-        if !self.primed {
-            self.primed = true;
-            for i in 0..self.sources.len() {
-                if let Err(e) = self.pull(i) {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
-            }
-        }
-        let top = self.heap.pop()?;
-        if let Err(e) = self.pull(top.source) {
-            self.failed = true;
-            return Some(Err(e));
-        }
-        Some(Ok((top.key, top.value)))
-    }
-}
 
 /// A range of user keys for [`Db::scan`](crate::Db::scan): `..`, `a..b`,
 /// `a..=b`, `a..`, `..b`, `..=b`, or a `(Bound, Bound)` pair, with keys of
@@ -269,33 +68,219 @@ scan_range_by_range_bounds!(
     (Bound<K>, Bound<K>),
 );
 
-/// The user's view of a merge: for each user key in `range` the newest
-/// version, tombstones hidden. Returned by [`crate::Db::scan`].
+/// What an iterator reads: the memtables and files pinned when it was made,
+/// at one sequence number.
+pub(crate) struct View {
+    /// The active, then the frozen memtables, newest first.
+    pub mems: Vec<Arc<MemTable>>,
+    /// The files.
+    pub version: Arc<Version>,
+    /// Versions with a higher sequence number are invisible.
+    pub seq: u64,
+    /// Set when the store closes; the iterator then fails with
+    /// [`Error::Closed`].
+    pub closed: Arc<AtomicBool>,
+}
+
+impl View {
+    /// A merge of every source that may hold user keys in `[lo, hi]`, from
+    /// internal key `start` (included) in direction `dir`.
+    fn merge(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        start: Option<Bytes>,
+        dir: Direction,
+    ) -> MergeIter {
+        let mut sources = Vec::new();
+        for mem in &self.mems {
+            sources.push(Source::mem_dir(mem.clone(), self.seq, start.clone(), dir));
+        }
+        let v = &self.version;
+        for f in &v.levels[0] {
+            if f.overlaps(lo, hi) {
+                sources.push(Source::table_dir(f.table.clone(), start.as_deref(), dir));
+            }
+        }
+        for level in 1..v.levels.len() {
+            let files = v.overlapping(level, lo, hi);
+            if !files.is_empty() {
+                sources.push(Source::level_dir(files, start.clone(), dir));
+            }
+        }
+        MergeIter::with_direction(sources, dir)
+    }
+}
+
+/// An iterator over the live entries of a key range, in key order, as of one
+/// point in time: for each user key the newest version visible then, deleted
+/// keys left out. Returned by [`Db::scan`](crate::Db::scan),
+/// [`Db::scan_prefix`](crate::Db::scan_prefix) and the same methods of a
+/// [`Snapshot`](crate::Snapshot).
+///
+/// - **Both ends**: it is a [`DoubleEndedIterator`]; `.rev()` scans
+///   backward, and `next` and `next_back` may be mixed: the two ends meet
+///   and never yield a key twice.
+/// - **Seek**: [`seek`](Self::seek) moves the front end.
+/// - **Point in time**: it reads the memtables and files of the moment it was
+///   made, at that moment's sequence number (or its snapshot's); later writes,
+///   flushes and compactions do not change what it yields.
+/// - **Errors**: a damaged file yields `Err` once, then the iterator ends.
+///   Used after its store was closed (or dropped), it yields
+///   `Err(`[`Error::Closed`]`)` once and ends: it owns what it reads (it is
+///   `'static`, `Send` and `Sync`, like [`Snapshot`](crate::Snapshot)), so this
+///   is checked at run time, not by the borrow checker.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+/// for k in ["a", "b", "c", "d", "e"] {
+///     db.put(k, k.to_uppercase())?;
+/// }
+/// let keys = |it: &mut dyn Iterator<Item = bloomlsm::Result<(bloomlsm::Bytes, bloomlsm::Bytes)>>| {
+///     it.map(|e| e.map(|(k, _)| k)).collect::<bloomlsm::Result<Vec<_>>>()
+/// };
+/// assert_eq!(keys(&mut db.scan("b"..).rev())?, ["e", "d", "c", "b"]);
+/// let mut it = db.scan(..);
+/// it.seek("c");
+/// assert_eq!(keys(&mut it)?, ["c", "d", "e"]);
+/// // Both ends at once.
+/// let mut it = db.scan(..);
+/// assert_eq!(it.next().transpose()?.unwrap().0, "a");
+/// assert_eq!(it.next_back().transpose()?.unwrap().0, "e");
+/// assert_eq!(keys(&mut it)?, ["b", "c", "d"]);
+/// assert!(it.next_back().is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct DbIter {
-    merge: MergeIter,
-    end: Bound<Bytes>,
-    last_user_key: Option<Bytes>,
-    done: bool,
+    view: View,
+    /// The range's start: where a seek before it lands.
+    start: Bound<Bytes>,
+    /// The front end yields only keys above `front`, the back end only keys
+    /// below `back`; each end moves its bound past every key it decides
+    /// (yields, or finds deleted), so the ends never yield a key twice.
+    front: Bound<Bytes>,
+    back: Bound<Bytes>,
+    /// Built on first use (and again by `seek`).
+    front_merge: Option<MergeIter>,
+    back_merge: Option<MergeIter>,
+    front_done: bool,
+    back_done: bool,
+    /// The back end's key being read: its newest visible version so far (a
+    /// reverse merge shows a key's versions oldest first).
+    pending: Option<(Bytes, ValueKind, Bytes)>,
+    failed: bool,
+}
+
+/// Whether `k` lies above the lower bound `lo`.
+fn above(lo: &Bound<Bytes>, k: &[u8]) -> bool {
+    match lo {
+        Bound::Included(b) => k >= &b[..],
+        Bound::Excluded(b) => k > &b[..],
+        Bound::Unbounded => true,
+    }
+}
+
+/// Whether `k` lies below the upper bound `hi`.
+fn below(hi: &Bound<Bytes>, k: &[u8]) -> bool {
+    match hi {
+        Bound::Included(b) => k <= &b[..],
+        Bound::Excluded(b) => k < &b[..],
+        Bound::Unbounded => true,
+    }
+}
+
+fn bound_key(b: &Bound<Bytes>) -> Option<&[u8]> {
+    match b {
+        Bound::Included(k) | Bound::Excluded(k) => Some(&k[..]),
+        Bound::Unbounded => None,
+    }
+}
+
+fn malformed(ikey: &[u8]) -> Error {
+    Error::corruption(
+        "<scan>",
+        0,
+        format!("malformed internal key of {} bytes", ikey.len()),
+    )
 }
 
 impl DbIter {
-    /// `skip`: a user key whose versions are all passed over (an excluded
-    /// start bound).
-    pub(crate) fn new(merge: MergeIter, end: Bound<Bytes>, skip: Option<Bytes>) -> Self {
+    /// The live entries of `view` with user keys between `start` and `end`.
+    pub(crate) fn new(view: View, start: Bound<Bytes>, end: Bound<Bytes>) -> Self {
         DbIter {
-            merge,
-            end,
-            last_user_key: skip,
-            done: false,
+            view,
+            front: start.clone(),
+            start,
+            back: end,
+            front_merge: None,
+            back_merge: None,
+            front_done: false,
+            back_done: false,
+            pending: None,
+            failed: false,
         }
     }
 
-    fn past_end(&self, user_key: &[u8]) -> bool {
-        match &self.end {
-            Bound::Included(e) => user_key > &e[..],
-            Bound::Excluded(e) => user_key >= &e[..],
-            Bound::Unbounded => false,
-        }
+    /// Moves the front end: the next [`next`](Iterator::next) yields the
+    /// first live key `>= key` inside the scan's range (the range's first key
+    /// if `key` lies before it), forward or backward from where the front
+    /// was. Keys the back end has already yielded stay behind it. The back
+    /// end does not move; to read backward from a key, scan a range ending
+    /// there (`db.scan(..=key).rev()`). Costs a new merge: one seek in every
+    /// memtable and file that may hold keys in the range (and one more for
+    /// the back end, if it is used again).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// for k in ["apple", "banana", "cherry"] {
+    ///     db.put(k, "x")?;
+    /// }
+    /// let mut it = db.scan(..);
+    /// it.seek("b");
+    /// assert_eq!(it.next().transpose()?.unwrap().0, "banana");
+    /// it.seek("a"); // back again
+    /// assert_eq!(it.next().transpose()?.unwrap().0, "apple");
+    /// it.seek("zebra");
+    /// assert!(it.next().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seek(&mut self, key: impl AsRef<[u8]>) {
+        let key = key.as_ref();
+        self.front = if above(&self.start, key) {
+            Bound::Included(Bytes::copy_from_slice(key))
+        } else {
+            self.start.clone()
+        };
+        self.front_merge = None;
+        self.front_done = false;
+        // The back end may have stopped where the front was; it resumes from
+        // its own bound.
+        self.back_merge = None;
+        self.back_done = false;
+        self.pending = None;
+    }
+
+    fn fail(&mut self, e: Error) -> Result<(Bytes, Bytes)> {
+        self.failed = true;
+        Err(e)
+    }
+
+    fn closed(&self) -> bool {
+        self.view.closed.load(Ordering::Acquire)
+    }
+
+    fn build(&self, dir: Direction) -> MergeIter {
+        let (lo, hi) = (bound_key(&self.front), bound_key(&self.back));
+        let start = match dir {
+            Direction::Forward => lo.map(seek_key),
+            // Sorts after every version of the key.
+            Direction::Reverse => {
+                hi.map(|k| Bytes::from(key::make_internal_key(k, 0, ValueKind::Deletion)))
+            }
+        };
+        self.view.merge(lo, hi, start, dir)
     }
 }
 
@@ -303,36 +288,110 @@ impl Iterator for DbIter {
     type Item = Result<(Bytes, Bytes)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            let (ikey, value) = match self.merge.next()? {
-                Ok(e) => e,
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
+        if self.failed || self.front_done {
+            return None;
+        }
+        if self.closed() {
+            return Some(self.fail(Error::Closed));
+        }
+        if self.front_merge.is_none() {
+            self.front_merge = Some(self.build(Direction::Forward));
+        }
+        loop {
+            let (ikey, value) = match self.front_merge.as_mut()?.next() {
+                None => {
+                    self.front_done = true;
+                    return None;
                 }
+                Some(Err(e)) => return Some(self.fail(e)),
+                Some(Ok(e)) => e,
             };
             let Some(parsed) = key::parse(&ikey) else {
-                self.done = true;
-                return Some(Err(crate::Error::corruption(
-                    "<scan>",
-                    0,
-                    format!("malformed internal key of {} bytes", ikey.len()),
-                )));
+                return Some(self.fail(malformed(&ikey)));
             };
-            if self.last_user_key.as_deref() == Some(parsed.user_key) {
-                continue; // an older version of a key already decided
+            // Newer than the view, an older version of a decided key, or
+            // before the start.
+            if parsed.seq > self.view.seq || !above(&self.front, parsed.user_key) {
+                continue;
             }
-            if self.past_end(parsed.user_key) {
-                self.done = true;
+            if !below(&self.back, parsed.user_key) {
+                self.front_done = true;
                 return None;
             }
             let user_key = ikey.slice(..parsed.user_key.len());
-            self.last_user_key = Some(user_key.clone());
+            self.front = Bound::Excluded(user_key.clone());
             if parsed.kind == ValueKind::Value {
                 return Some(Ok((user_key, value)));
             }
         }
-        None
+    }
+}
+
+impl DoubleEndedIterator for DbIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.failed || self.back_done {
+            return None;
+        }
+        if self.closed() {
+            return Some(self.fail(Error::Closed));
+        }
+        if self.back_merge.is_none() {
+            self.back_merge = Some(self.build(Direction::Reverse));
+        }
+        loop {
+            let entry = match self.back_merge.as_mut()?.next() {
+                None => None,
+                Some(Err(e)) => return Some(self.fail(e)),
+                Some(Ok((ikey, value))) => {
+                    let Some(parsed) = key::parse(&ikey) else {
+                        return Some(self.fail(malformed(&ikey)));
+                    };
+                    // Newer than the view, or past the end.
+                    if parsed.seq > self.view.seq || !below(&self.back, parsed.user_key) {
+                        continue;
+                    }
+                    let kind = parsed.kind;
+                    let user_key = ikey.slice(..parsed.user_key.len());
+                    if self.pending.as_ref().is_some_and(|p| p.0 == user_key) {
+                        self.pending = Some((user_key, kind, value)); // a newer version
+                        continue;
+                    }
+                    Some((user_key, kind, value))
+                }
+            };
+            // A new key (or the end): the pending key has shown all its versions.
+            let end = entry.as_ref().is_none_or(|e| !above(&self.front, &e.0));
+            let decided = if end {
+                self.back_done = true;
+                self.pending.take()
+            } else {
+                std::mem::replace(&mut self.pending, entry)
+            };
+            if let Some((user_key, kind, value)) = decided {
+                // The front end may have passed it meanwhile.
+                if !above(&self.front, &user_key) {
+                    self.back_done = true;
+                    return None;
+                }
+                self.back = Bound::Excluded(user_key.clone());
+                if kind == ValueKind::Value {
+                    return Some(Ok((user_key, value)));
+                }
+            }
+            if self.back_done {
+                return None;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for DbIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIter")
+            .field("seq", &self.view.seq)
+            .field("front", &self.front)
+            .field("back", &self.back)
+            .finish_non_exhaustive()
     }
 }
 
@@ -343,4 +402,48 @@ pub(crate) fn seek_key(user_key: &[u8]) -> Bytes {
         MAX_SEQUENCE,
         ValueKind::Value,
     ))
+}
+
+/// The range of every key starting with `prefix`: from `prefix` to the
+/// shortest key above all of them (the prefix with trailing `0xff` bytes cut
+/// and its last byte incremented), unbounded if there is none.
+pub(crate) fn prefix_range(prefix: &[u8]) -> (Bound<Bytes>, Bound<Bytes>) {
+    let mut end = prefix.to_vec();
+    let hi = loop {
+        match end.pop() {
+            Some(0xff) => continue,
+            Some(b) => {
+                end.push(b + 1);
+                break Bound::Excluded(Bytes::from(end));
+            }
+            None => break Bound::Unbounded,
+        }
+    };
+    (Bound::Included(Bytes::copy_from_slice(prefix)), hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ranges() {
+        let b = |s: &[u8]| Bytes::copy_from_slice(s);
+        assert_eq!(
+            prefix_range(b"ab"),
+            (Bound::Included(b(b"ab")), Bound::Excluded(b(b"ac")))
+        );
+        assert_eq!(
+            prefix_range(b"a\xff\xff"),
+            (Bound::Included(b(b"a\xff\xff")), Bound::Excluded(b(b"b")))
+        );
+        assert_eq!(
+            prefix_range(b"\xff"),
+            (Bound::Included(b(b"\xff")), Bound::Unbounded)
+        );
+        assert_eq!(
+            prefix_range(b""),
+            (Bound::Included(b(b"")), Bound::Unbounded)
+        );
+    }
 }

@@ -124,33 +124,25 @@ impl MemTable {
     /// Iterates every entry in internal-key order, including entries inserted
     /// while iterating.
     pub fn iter(&self) -> MemTableIter<'_> {
-        self.iter_at(Bound::Unbounded, MAX_SEQUENCE)
+        self.iter_range(Bound::Unbounded, Bound::Unbounded, MAX_SEQUENCE)
     }
 
-    /// Iterates every entry with sequence ≤ `snapshot_seq`, in internal-key
-    /// order (see [`MemTable::iter_from`] for the consistency rule).
-    pub fn iter_snapshot(&self, snapshot_seq: u64) -> MemTableIter<'_> {
-        self.iter_at(Bound::Unbounded, snapshot_seq)
-    }
-
-    /// Iterates entries with internal key ≥ `seek` (a full internal key; use
-    /// `make_internal_key(k, MAX_SEQUENCE, Value)` to start at user key `k`,
-    /// and [`MemTable::iter_snapshot`] to start at the beginning — an empty or
-    /// short `seek` is not an internal key and does not sort first)
-    /// whose sequence is ≤ `snapshot_seq`, in internal-key order. Writes may
-    /// continue meanwhile; entries newer than the snapshot are skipped, so the
+    /// Entries with internal keys between `lo` and `hi` (full internal keys:
+    /// `make_internal_key(k, MAX_SEQUENCE, Value)` sorts before every version
+    /// of user key `k`) whose sequence is ≤ `snapshot_seq`, in internal-key
+    /// order; double-ended (`.rev()` walks down from `hi`). Writes may continue
+    /// meanwhile; entries newer than the snapshot are skipped, so the
     /// iteration is a consistent view as long as the store publishes sequence
     /// numbers only after their batch is fully inserted.
-    pub fn iter_from(&self, seek: &[u8], snapshot_seq: u64) -> MemTableIter<'_> {
-        self.iter_at(
-            Bound::Included(InternalKey(Bytes::copy_from_slice(seek))),
-            snapshot_seq,
-        )
-    }
-
-    fn iter_at(&self, start: Bound<InternalKey>, snapshot_seq: u64) -> MemTableIter<'_> {
+    pub fn iter_range(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        snapshot_seq: u64,
+    ) -> MemTableIter<'_> {
+        let own = |b: Bound<&[u8]>| b.map(|k| InternalKey(Bytes::copy_from_slice(k)));
         MemTableIter {
-            range: self.map.range((start, Bound::Unbounded)),
+            range: self.map.range((own(lo), own(hi))),
             snapshot_seq,
         }
     }
@@ -176,7 +168,7 @@ impl MemTable {
 type RangeBounds = (Bound<InternalKey>, Bound<InternalKey>);
 
 /// Ordered iterator over a memtable's entries, yielding
-/// `(internal key, value)`; see [`MemTable::iter_from`].
+/// `(internal key, value)`; see [`MemTable::iter_range`].
 pub struct MemTableIter<'a> {
     range: Range<'a, InternalKey, RangeBounds, InternalKey, Bytes>,
     snapshot_seq: u64,
@@ -187,6 +179,17 @@ impl Iterator for MemTableIter<'_> {
 
     fn next(&mut self) -> Option<(Bytes, Bytes)> {
         for e in self.range.by_ref() {
+            if key::trailer(&e.key().0) >> 8 <= self.snapshot_seq {
+                return Some((e.key().0.clone(), e.value().clone()));
+            }
+        }
+        None
+    }
+}
+
+impl DoubleEndedIterator for MemTableIter<'_> {
+    fn next_back(&mut self) -> Option<(Bytes, Bytes)> {
+        while let Some(e) = self.range.next_back() {
             if key::trailer(&e.key().0) >> 8 <= self.snapshot_seq {
                 return Some((e.key().0.clone(), e.value().clone()));
             }
@@ -215,8 +218,10 @@ mod tests {
             m.get(b"", 6),
             Some(LookupResult::Value(Bytes::from("empty")))
         );
-        assert_eq!(m.iter_snapshot(5).count(), 4);
-        assert_eq!(m.iter_snapshot(6).next().unwrap().1, Bytes::from("empty"));
+        let all = |snap| m.iter_range(Bound::Unbounded, Bound::Unbounded, snap);
+        assert_eq!(all(5).count(), 4);
+        assert_eq!(all(6).next().unwrap().1, Bytes::from("empty"));
+        assert_eq!(all(6).next_back().unwrap().1, Bytes::from("ab2"));
         assert_eq!(m.get(b"a", 0), None);
         assert_eq!(m.get(b"a", 1), Some(LookupResult::Value(Bytes::from("a1"))));
         assert_eq!(m.get(b"a", 2), Some(LookupResult::Value(Bytes::from("a1"))));
@@ -246,8 +251,17 @@ mod tests {
             ]
         );
         let seek = make_internal_key(b"a", 4, ValueKind::Value);
-        let from: Vec<_> = m.iter_from(&seek, 2).map(|(_, v)| v).collect();
+        let from: Vec<_> = m
+            .iter_range(Bound::Included(&seek), Bound::Unbounded, 2)
+            .map(|(_, v)| v)
+            .collect();
         assert_eq!(from, vec![Bytes::from("a1"), Bytes::from("ab2")]);
+        let down: Vec<_> = m
+            .iter_range(Bound::Unbounded, Bound::Excluded(&seek), 9)
+            .rev()
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(down, vec![Bytes::from("a5"), Bytes::from("empty")]);
         assert_eq!(m.len(), 5);
         assert!(m.approximate_memory_bytes() >= 5 * (ENTRY_OVERHEAD + 9));
     }
@@ -306,7 +320,8 @@ mod tests {
                     .flat_map(|(k, vs)| vs.range(..=snap).rev()
                         .map(move |(s, v)| (k.clone(), *s, v.clone().unwrap_or_default())))
                     .collect();
-                let got: Vec<(Vec<u8>, u64, Vec<u8>)> = m.iter_snapshot(snap)
+                let got: Vec<(Vec<u8>, u64, Vec<u8>)> = m
+                    .iter_range(Bound::Unbounded, Bound::Unbounded, snap)
                     .map(|(ik, v)| {
                         let p = key::parse(&ik).unwrap();
                         (p.user_key.to_vec(), p.seq, v.to_vec())
@@ -315,17 +330,31 @@ mod tests {
                 prop_assert_eq!(&got, &want);
                 // Seek into the middle.
                 let seek = make_internal_key(&[b'k', 1], snap, ValueKind::Value);
-                let from: Vec<_> = m.iter_from(&seek, snap)
+                let from: Vec<_> = m.iter_range(Bound::Included(&seek), Bound::Unbounded, snap)
                     .map(|(ik, _)| ik.to_vec())
                     .collect();
-                let want_from: Vec<_> = want.iter()
+                let want_all: Vec<_> = want.iter()
                     .map(|(k, s, _)| {
                         let kind = if model[k][s].is_some() { ValueKind::Value } else { ValueKind::Deletion };
                         make_internal_key(k, *s, kind)
                     })
+                    .collect();
+                let want_from: Vec<_> = want_all.iter()
                     .filter(|ik| compare_internal(ik, &seek) != Ordering::Less)
+                    .cloned()
                     .collect();
                 prop_assert_eq!(from, want_from);
+                // And backward from it.
+                let down: Vec<_> = m.iter_range(Bound::Unbounded, Bound::Excluded(&seek), snap)
+                    .rev()
+                    .map(|(ik, _)| ik.to_vec())
+                    .collect();
+                let want_down: Vec<_> = want_all.iter()
+                    .filter(|ik| compare_internal(ik, &seek) == Ordering::Less)
+                    .rev()
+                    .cloned()
+                    .collect();
+                prop_assert_eq!(down, want_down);
             }
             prop_assert_eq!(m.len(), ops.len());
         }

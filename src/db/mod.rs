@@ -11,8 +11,10 @@ pub(crate) mod iter;
 pub mod log;
 pub mod manifest;
 pub(crate) mod memtable;
+pub(crate) mod merge;
 pub mod options_file;
 mod recovery;
+mod snapshot;
 pub(crate) mod version;
 pub(crate) mod version_set;
 pub mod wal;
@@ -22,6 +24,7 @@ pub use filename::FileKind;
 pub use iter::DbIter;
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 pub use manifest::{FileMeta, FilterMeta, Manifest, RecoverReport, RecoveredState, VersionEdit};
+pub use snapshot::Snapshot;
 pub use wal::{ReplayReport, Wal};
 
 use memtable::{LookupResult, MemTable};
@@ -43,8 +46,9 @@ use crate::key::{self, ValueKind};
 use crate::options::{Options, ReadMode};
 use crate::sst::BlockCache;
 use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Stats};
-use compaction::{Compaction, FileNumbers};
-use iter::{MergeIter, Source};
+use compaction::{Compaction, FileNumbers, Retention};
+use iter::View;
+use snapshot::SnapshotList;
 use version::{FileHandle, Slot, Version};
 use version_set::VersionSet;
 
@@ -60,6 +64,9 @@ const MAX_IMMUTABLE: usize = 2;
 pub struct Db {
     inner: Arc<Inner>,
     bg: Mutex<Option<JoinHandle<()>>>,
+    /// The directory lock (`None` when open read-only), released by
+    /// [`Db::close`]: snapshots and iterators may keep `inner` alive longer.
+    lock: Mutex<Option<Box<dyn FileLock>>>,
 }
 
 /// What readers see: the memtables and the file set, swapped atomically.
@@ -73,8 +80,6 @@ struct SuperVersion {
 struct Inner {
     dir: PathBuf,
     opts: Options,
-    /// `None` when open read-only.
-    _lock: Option<Box<dyn FileLock>>,
     cache: Option<Arc<BlockCache>>,
     /// Writers waiting for their group to be written (group commit).
     write_queue: Mutex<WriteQueue>,
@@ -100,7 +105,10 @@ struct Inner {
     stalls: AtomicU64,
     wal_tail_dropped: u64,
     wal_salvaged: u64,
-    closed: AtomicBool,
+    /// Set by `close`; iterators and snapshots hold it too.
+    closed: Arc<AtomicBool>,
+    /// Live snapshots: the versions flushes and compactions keep.
+    snapshots: SnapshotList,
 }
 
 struct Writer {
@@ -266,8 +274,8 @@ impl Db {
             stalls: AtomicU64::new(0),
             wal_tail_dropped: o.wal_tail_dropped,
             wal_salvaged: o.wal_salvaged,
-            closed: AtomicBool::new(false),
-            _lock: lock,
+            closed: Arc::new(AtomicBool::new(false)),
+            snapshots: SnapshotList::default(),
             opts,
         });
         let bg = if writable {
@@ -284,6 +292,7 @@ impl Db {
         let db = Db {
             inner,
             bg: Mutex::new(bg),
+            lock: Mutex::new(lock),
         };
         // Work may already be due (e.g. many L0 files at open).
         db.inner.cv.notify_all();
@@ -371,7 +380,7 @@ impl Db {
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let key = key.as_ref();
         check_key(key)?;
-        self.inner.get(key)
+        self.inner.get(key, None)
     }
 
     /// The values of `keys`, in order (`None` for an absent key): the answers
@@ -397,7 +406,7 @@ impl Db {
         for k in &keys {
             check_key(k)?;
         }
-        self.inner.multi_get(&keys)
+        self.inner.multi_get(&keys, None)
     }
 
     /// The live entries with user keys in `range`, in key order, as of now:
@@ -425,7 +434,54 @@ impl Db {
     /// ```
     pub fn scan(&self, range: impl iter::ScanRange) -> DbIter {
         let (start, end) = range.into_bounds();
-        self.inner.scan(start, end)
+        self.inner.scan(start, end, None)
+    }
+
+    /// The live entries whose keys start with `prefix`, in key order, as of
+    /// now: a [`scan`](Self::scan) of the range from `prefix` to the first key
+    /// past every key with that prefix (an empty prefix scans everything).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// for k in ["user:1", "user:2", "users", "video:1"] {
+    ///     db.put(k, "x")?;
+    /// }
+    /// fn keys(it: impl Iterator<Item = bloomlsm::Result<(bloomlsm::Bytes, bloomlsm::Bytes)>>)
+    ///     -> bloomlsm::Result<Vec<bloomlsm::Bytes>> {
+    ///     it.map(|e| e.map(|(k, _v)| k)).collect()
+    /// }
+    /// assert_eq!(keys(db.scan_prefix("user:"))?, ["user:1", "user:2"]);
+    /// assert_eq!(keys(db.scan_prefix("user"))?, ["user:1", "user:2", "users"]);
+    /// assert_eq!(keys(db.scan_prefix("user:").rev())?, ["user:2", "user:1"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
+        let (start, end) = iter::prefix_range(prefix.as_ref());
+        self.inner.scan(start, end, None)
+    }
+
+    /// A [`Snapshot`] of the store as of now: reads and scans through it see
+    /// exactly the writes made before this call. Until it is dropped,
+    /// flushes and compactions keep the versions it sees. It ends with the
+    /// store (later reads through it return [`Error::Closed`]) and is not
+    /// persisted across a reopen.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("balance", "100")?;
+    /// let snap = db.snapshot();
+    /// db.put("balance", "50")?;
+    /// db.flush()?;
+    /// assert_eq!(snap.get("balance")?.as_deref(), Some(&b"100"[..]));
+    /// assert_eq!(db.get("balance")?.as_deref(), Some(&b"50"[..]));
+    /// db.close()?;
+    /// assert!(matches!(snap.get("balance"), Err(bloomlsm::Error::Closed)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.inner.clone())
     }
 
     /// Writes the memtable (if not empty) to an L0 file and waits until every
@@ -448,7 +504,8 @@ impl Db {
     /// the next non-empty one below it until all data sits in the deepest
     /// level that holds any (when only L0 does: L1, or with
     /// [`Options::dynamic_level_bytes`] the base level), dropping shadowed
-    /// versions and tombstones.
+    /// versions and tombstones (except the versions live
+    /// [`Snapshot`]s see).
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -660,6 +717,8 @@ impl Db {
             .lock()
             .map_err(|_| Error::Poisoned("writer lock poisoned".into()))
             .and_then(|mut w| w.wal.as_mut().map_or(Ok(()), Wal::sync));
+        // Snapshots and iterators may outlive the handle; the lock may not.
+        drop(self.lock.lock().ok().and_then(|mut g| g.take()));
         if let Some(e) = inner.state().bg_error.clone() {
             return Err(Error::Poisoned(e));
         }
@@ -715,14 +774,16 @@ fn check_key(key: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Writes `mem` as a table numbered `number`, keeping the newest version of
-/// each key (tombstones stay: older values may live in deeper levels).
+/// Writes `mem` as a table numbered `number`, keeping of each key the
+/// versions `retention` keeps (tombstones stay: older values may live in
+/// deeper levels).
 fn flush_memtable(
     dir: &Path,
     opts: &Options,
     mem: &MemTable,
     number: u64,
     v: &Version,
+    retention: &Retention,
     cache: Option<Arc<BlockCache>>,
 ) -> Result<Option<Arc<FileHandle>>> {
     /// A flush writes exactly one file: its size limit is lifted below.
@@ -747,6 +808,7 @@ fn flush_memtable(
         mem.iter().map(Ok),
         policy,
         &Fixed(number),
+        retention,
         &|_| false,
         cache,
     )?;
@@ -770,6 +832,13 @@ impl Inner {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What a flush or compaction starting now keeps: the versions the live
+    /// snapshots see. A snapshot taken later sees the newest version of every
+    /// key already written, which is kept anyway.
+    fn retention(&self) -> Retention {
+        Retention::new(self.snapshots.sequences())
     }
 
     fn super_version(&self) -> Arc<SuperVersion> {
@@ -965,9 +1034,10 @@ impl Inner {
         Ok(())
     }
 
-    fn get(&self, user_key: &[u8]) -> Result<Option<Bytes>> {
+    /// `at`: a snapshot's sequence number (`None`: the latest).
+    fn get(&self, user_key: &[u8], at: Option<u64>) -> Result<Option<Bytes>> {
         let sv = self.super_version();
-        let snapshot = self.last_seq.load(Ordering::Acquire);
+        let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         self.gets.gets.fetch_add(1, Ordering::Relaxed);
         for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
             if let Some(r) = mem.get(user_key, snapshot) {
@@ -1061,9 +1131,9 @@ impl Inner {
     /// `get` per key, but each file's filter is probed for all the keys that
     /// reach it at once ([`crate::Filter::may_contain_batch`]: prefetched
     /// lines), and the keys are hashed and the version pinned once.
-    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+    fn multi_get(&self, keys: &[&[u8]], at: Option<u64>) -> Result<Vec<Option<Bytes>>> {
         let sv = self.super_version();
-        let snapshot = self.last_seq.load(Ordering::Acquire);
+        let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         let g = &self.gets;
         g.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
         let mut out: Vec<Option<Bytes>> = vec![None; keys.len()];
@@ -1281,39 +1351,17 @@ impl Inner {
         }
     }
 
-    fn scan(&self, start: Bound<Bytes>, end: Bound<Bytes>) -> DbIter {
+    /// `at`: a snapshot's sequence number (`None`: the latest).
+    fn scan(&self, start: Bound<Bytes>, end: Bound<Bytes>, at: Option<u64>) -> DbIter {
         let sv = self.super_version();
-        let snapshot = self.last_seq.load(Ordering::Acquire);
-        let (seek, skip) = match &start {
-            Bound::Included(k) => (Some(iter::seek_key(k)), None),
-            Bound::Excluded(k) => (Some(iter::seek_key(k)), Some(k.clone())),
-            Bound::Unbounded => (None, None),
+        let seq = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
+        let view = View {
+            mems: std::iter::once(&sv.mem).chain(&sv.imm).cloned().collect(),
+            version: sv.version.clone(),
+            seq,
+            closed: self.closed.clone(),
         };
-        let lo = match &start {
-            Bound::Included(k) | Bound::Excluded(k) => Some(&k[..]),
-            Bound::Unbounded => None,
-        };
-        let hi = match &end {
-            Bound::Included(k) | Bound::Excluded(k) => Some(&k[..]),
-            Bound::Unbounded => None,
-        };
-        let mut sources = Vec::new();
-        for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
-            sources.push(Source::mem(mem.clone(), snapshot, seek.clone()));
-        }
-        let v = &sv.version;
-        for f in &v.levels[0] {
-            if f.overlaps(lo, hi) {
-                sources.push(Source::table(f.table.clone(), seek.as_deref()));
-            }
-        }
-        for level in 1..v.levels.len() {
-            let files = v.overlapping(level, lo, hi);
-            if !files.is_empty() {
-                sources.push(Source::level(files, seek.clone()));
-            }
-        }
-        DbIter::new(MergeIter::new(sources), end, skip)
+        DbIter::new(view, start, end)
     }
 
     fn flush(&self) -> Result<()> {
@@ -1416,6 +1464,7 @@ impl Inner {
             &mem,
             number,
             &version,
+            &self.retention(),
             self.cache.clone(),
         )?;
         filename::sync_dir_in(self.fs(), &self.dir)?;
@@ -1541,6 +1590,7 @@ impl Inner {
                 &c,
                 policy,
                 self,
+                &self.retention(),
                 self.cache.clone(),
             )?;
             filename::sync_dir_in(self.fs(), &self.dir)?;

@@ -82,7 +82,16 @@ pub(crate) fn recover(
     if !replay.mem.is_empty() {
         let number = vs.new_file_number(last_sequence)?;
         if let Some(fh) =
-            super::flush_memtable(dir, opts, &replay.mem, number, vs.current(), cache)?
+            // No snapshot survives a reopen: the newest version of each key.
+            super::flush_memtable(
+                dir,
+                opts,
+                &replay.mem,
+                number,
+                vs.current(),
+                &super::compaction::Retention::default(),
+                cache,
+            )?
         {
             edit.new_files.push((0, fh.meta.clone()));
             opened.push(fh);

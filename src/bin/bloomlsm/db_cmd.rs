@@ -126,6 +126,12 @@ pub struct ScanArgs {
     /// End key (exclusive).
     #[arg(long)]
     pub to: Option<String>,
+    /// Only the keys that start with this prefix.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub prefix: Option<String>,
+    /// Last key first (with --limit: the last N keys).
+    #[arg(long)]
+    pub reverse: bool,
     /// Print at most this many entries.
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
@@ -532,12 +538,22 @@ fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
             .transpose()
     };
     let (from, to) = (bound("--from", &a.from)?, bound("--to", &a.to)?);
+    let prefix = bound("--prefix", &a.prefix)?;
     let db = open_for_reading(&a.dir)?;
     let lo = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
     let hi = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let it = match &prefix {
+        Some(p) => db.scan_prefix(p),
+        None => db.scan((lo, hi)),
+    };
+    let it: Box<dyn Iterator<Item = bloomlsm::Result<_>>> = if a.reverse {
+        Box::new(it.rev())
+    } else {
+        Box::new(it)
+    };
     let limit = a.limit.unwrap_or(u64::MAX);
     let mut out = std::io::BufWriter::new(out);
-    for (n, e) in db.scan((lo, hi)).enumerate() {
+    for (n, e) in it.enumerate() {
         if n as u64 >= limit {
             break;
         }

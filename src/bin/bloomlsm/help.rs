@@ -206,6 +206,7 @@ pub const DB_SCAN: &str = concat!(
   bloomlsm db scan /tmp/s
   bloomlsm db scan /tmp/s --from b --to c --keys-only
   bloomlsm db scan /tmp/s --limit 100 --json
+  bloomlsm db scan /tmp/s --prefix user: --reverse --limit 10   the last 10 keys starting with user:
   bloomlsm db scan /tmp/a > dump.tsv && bloomlsm db load /tmp/b dump.tsv
 ",
     key_forms!(),

@@ -1,0 +1,344 @@
+//! The k-way merge under compactions and the user iterators: memtables and
+//! files in internal-key order, ascending or descending.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::db::memtable::MemTable;
+use crate::db::version::FileHandle;
+use crate::error::Result;
+use crate::key;
+use crate::sst::table::TableRevIter;
+use crate::sst::{Table, TableIter};
+
+/// A stream of `(internal key, value)` in internal-key order.
+pub(crate) type Entry = (Bytes, Bytes);
+
+/// Which way a source or a merge runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Ascending internal keys (user key up, newest version first).
+    Forward,
+    /// Descending internal keys (user key down, oldest version first).
+    Reverse,
+}
+
+/// One input of the merge.
+pub(crate) enum Source {
+    /// A memtable, read in chunks so that no borrow outlives a call.
+    Mem {
+        mem: Arc<MemTable>,
+        snapshot: u64,
+        dir: Direction,
+        /// Where the next chunk starts (the far end is unbounded).
+        resume: Bound<Bytes>,
+        buf: VecDeque<Entry>,
+        done: bool,
+    },
+    /// One table, forward.
+    Table(TableIter<Arc<Table>>),
+    /// One table, backward.
+    TableRev(TableRevIter<Arc<Table>>),
+    /// The disjoint, sorted files of one level ≥ 1, opened one after another
+    /// (from the front, or from the back when reversed).
+    Level {
+        files: VecDeque<Arc<FileHandle>>,
+        dir: Direction,
+        /// Bound for the first file opened.
+        start: Option<Bytes>,
+        current: Option<Box<Source>>,
+    },
+}
+
+const MEM_CHUNK: usize = 256;
+
+impl Source {
+    /// A memtable from internal key `start` (included; `None`: the end the
+    /// direction starts at).
+    pub(crate) fn mem_dir(
+        mem: Arc<MemTable>,
+        snapshot: u64,
+        start: Option<Bytes>,
+        dir: Direction,
+    ) -> Self {
+        Source::Mem {
+            mem,
+            snapshot,
+            dir,
+            resume: start.map_or(Bound::Unbounded, Bound::Included),
+            buf: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// One table from internal key `start` (or the beginning), forward.
+    pub(crate) fn table(table: Arc<Table>, start: Option<&[u8]>) -> Self {
+        Source::Table(TableIter::new(table, start))
+    }
+
+    /// One table from internal key `start` (included) in direction `dir`.
+    pub(crate) fn table_dir(table: Arc<Table>, start: Option<&[u8]>, dir: Direction) -> Self {
+        match dir {
+            Direction::Forward => Source::Table(TableIter::new(table, start)),
+            Direction::Reverse => Source::TableRev(TableRevIter::new(table, start)),
+        }
+    }
+
+    /// The disjoint, sorted `files` of one level, from internal key `start`,
+    /// forward.
+    pub(crate) fn level(files: Vec<Arc<FileHandle>>, start: Option<Bytes>) -> Self {
+        Source::level_dir(files, start, Direction::Forward)
+    }
+
+    /// The disjoint, sorted `files` of one level, from internal key `start`
+    /// (included) in direction `dir`; files wholly on the far side of `start`
+    /// are left out.
+    pub(crate) fn level_dir(
+        files: Vec<Arc<FileHandle>>,
+        start: Option<Bytes>,
+        dir: Direction,
+    ) -> Self {
+        let files = match &start {
+            Some(s) => {
+                let uk = key::user_key(s);
+                files
+                    .into_iter()
+                    .filter(|f| match dir {
+                        Direction::Forward => f.largest_user_key() >= uk,
+                        Direction::Reverse => f.smallest_user_key() <= uk,
+                    })
+                    .collect()
+            }
+            None => files.into(),
+        };
+        Source::Level {
+            files,
+            dir,
+            start,
+            current: None,
+        }
+    }
+
+    fn next(&mut self) -> Option<Result<Entry>> {
+        match self {
+            Source::Mem {
+                mem,
+                snapshot,
+                dir,
+                resume,
+                buf,
+                done,
+            } => {
+                if buf.is_empty() && !*done {
+                    let from = match &*resume {
+                        Bound::Included(k) => Bound::Included(&k[..]),
+                        Bound::Excluded(k) => Bound::Excluded(&k[..]),
+                        Bound::Unbounded => Bound::Unbounded,
+                    };
+                    match dir {
+                        Direction::Forward => buf.extend(
+                            mem.iter_range(from, Bound::Unbounded, *snapshot)
+                                .take(MEM_CHUNK),
+                        ),
+                        Direction::Reverse => buf.extend(
+                            mem.iter_range(Bound::Unbounded, from, *snapshot)
+                                .rev()
+                                .take(MEM_CHUNK),
+                        ),
+                    }
+                    match buf.back() {
+                        Some((k, _)) => *resume = Bound::Excluded(k.clone()),
+                        None => *done = true,
+                    }
+                    if buf.len() < MEM_CHUNK {
+                        *done = true;
+                    }
+                }
+                buf.pop_front().map(Ok)
+            }
+            Source::Table(it) => it.next(),
+            Source::TableRev(it) => it.next(),
+            Source::Level {
+                files,
+                dir,
+                start,
+                current,
+            } => loop {
+                if let Some(it) = current {
+                    match it.next() {
+                        Some(e) => return Some(e),
+                        None => *current = None,
+                    }
+                }
+                let f = match dir {
+                    Direction::Forward => files.pop_front()?,
+                    Direction::Reverse => files.pop_back()?,
+                };
+                let from = start.take();
+                *current = Some(Box::new(Source::table_dir(
+                    f.table.clone(),
+                    from.as_deref(),
+                    *dir,
+                )));
+            },
+        }
+    }
+}
+
+struct HeapItem {
+    key: Bytes,
+    value: Bytes,
+    source: usize,
+    dir: Direction,
+}
+
+impl PartialEq for HeapItem {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for HeapItem {}
+impl PartialOrd for HeapItem {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for HeapItem {
+    // BinaryHeap is a max-heap. Forward: the smallest key on top, then the
+    // newest source (lowest index). Reverse: the largest key, then the oldest
+    // source, so that of two equal keys the newest source's comes last, where
+    // a reverse reader takes its answer from.
+    fn cmp(&self, other: &Self) -> Ordering {
+        match self.dir {
+            Direction::Forward => key::compare_internal(&other.key, &self.key)
+                .then_with(|| other.source.cmp(&self.source)),
+            Direction::Reverse => key::compare_internal(&self.key, &other.key)
+                .then_with(|| self.source.cmp(&other.source)),
+        }
+    }
+}
+
+/// K-way merge of sources, all running in one direction, listed newest
+/// first. After an error it yields that error once and ends.
+pub(crate) struct MergeIter {
+    sources: Vec<Source>,
+    dir: Direction,
+    heap: BinaryHeap<HeapItem>,
+    primed: bool,
+    failed: bool,
+}
+
+impl MergeIter {
+    /// A forward merge.
+    pub(crate) fn new(sources: Vec<Source>) -> Self {
+        MergeIter::with_direction(sources, Direction::Forward)
+    }
+
+    /// A merge of `sources`, which must all run in direction `dir`.
+    pub(crate) fn with_direction(sources: Vec<Source>, dir: Direction) -> Self {
+        MergeIter {
+            sources,
+            dir,
+            heap: BinaryHeap::new(),
+            primed: false,
+            failed: false,
+        }
+    }
+
+    fn pull(&mut self, i: usize) -> Result<()> {
+        if let Some(e) = self.sources[i].next() {
+            let (key, value) = e?;
+            self.heap.push(HeapItem {
+                key,
+                value,
+                source: i,
+                dir: self.dir,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for MergeIter {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Result<Entry>> {
+        if self.failed {
+            return None;
+        }
+        if !self.primed {
+            self.primed = true;
+            for i in 0..self.sources.len() {
+                if let Err(e) = self.pull(i) {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        let top = self.heap.pop()?;
+        if let Err(e) = self.pull(top.source) {
+            self.failed = true;
+            return Some(Err(e));
+        }
+        Some(Ok((top.key, top.value)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, make_internal_key};
+
+    fn keys(m: MergeIter) -> Vec<(Vec<u8>, u64)> {
+        m.map(|e| {
+            let (k, _) = e.unwrap();
+            let p = key::parse(&k).unwrap();
+            (p.user_key.to_vec(), p.seq)
+        })
+        .collect()
+    }
+
+    #[test]
+    fn memtables_merge_both_ways_and_resume_across_chunks() {
+        let a = Arc::new(MemTable::new());
+        let b = Arc::new(MemTable::new());
+        let mut want = Vec::new();
+        for i in 0..(3 * MEM_CHUNK as u64) {
+            let k = format!("k{:05}", i / 2).into_bytes();
+            let m = if i % 3 == 0 { &a } else { &b };
+            m.insert(&k, i + 1, ValueKind::Value, b"v");
+            want.push((k, i + 1));
+        }
+        want.sort_by(|x, y| x.0.cmp(&y.0).then(y.1.cmp(&x.1)));
+        let sources = |dir, start: Option<Bytes>| {
+            vec![
+                Source::mem_dir(a.clone(), u64::MAX >> 8, start.clone(), dir),
+                Source::mem_dir(b.clone(), u64::MAX >> 8, start, dir),
+            ]
+        };
+        let fwd = keys(MergeIter::new(sources(Direction::Forward, None)));
+        assert_eq!(fwd, want);
+        let rev = keys(MergeIter::with_direction(
+            sources(Direction::Reverse, None),
+            Direction::Reverse,
+        ));
+        assert_eq!(rev, want.iter().rev().cloned().collect::<Vec<_>>());
+        // From a bound: the entries <= (k00100, 0, Deletion), backward.
+        let upper = Bytes::from(make_internal_key(b"k00100", 0, ValueKind::Deletion));
+        let rev = keys(MergeIter::with_direction(
+            sources(Direction::Reverse, Some(upper)),
+            Direction::Reverse,
+        ));
+        let expect: Vec<_> = want
+            .iter()
+            .filter(|(k, _)| k.as_slice() <= b"k00100".as_slice())
+            .rev()
+            .cloned()
+            .collect();
+        assert_eq!(rev, expect);
+    }
+}
