@@ -225,6 +225,7 @@ pub(crate) fn write_outputs(
     opts: &Options,
     merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
     policy: Option<FilterPolicy>,
+    compression: crate::sst::Compression,
     numbers: &(dyn FileNumbers + Sync),
     drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
     cache: Option<Arc<crate::sst::BlockCache>>,
@@ -272,6 +273,7 @@ pub(crate) fn write_outputs(
                         block_size: opts.block_size,
                         checksum: opts.checksum,
                         filter: policy,
+                        compression,
                         key_format: KeyFormat::Internal,
                         ..TableBuilderOptions::default()
                     },
@@ -378,6 +380,7 @@ pub(crate) fn run(
             opts,
             merge,
             policy,
+            opts.compression.for_level(out_level),
             numbers,
             &drop_tombstone,
             cache.clone(),
