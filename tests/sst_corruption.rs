@@ -359,7 +359,7 @@ fn build_compressed(
     assert!(t.data_blocks() >= 3, "{}", t.data_blocks());
     for i in 0..t.data_blocks() {
         assert_eq!(
-            t.data_block_type(i).unwrap(),
+            t.data_block_codec(i).unwrap().0,
             c.block_type(),
             "{c} block {i}"
         );

@@ -676,18 +676,34 @@ impl Table {
         self.props.compression
     }
 
-    /// The stored type byte of data block `i` (0 = raw, 1 = LZ4, 2 = zstd),
-    /// read from its trailer; for `sst dump`. Reads 1 byte, checks nothing.
-    pub fn data_block_type(&self, i: usize) -> Result<u8> {
+    /// How data block `i` is stored: its type byte (0 = raw, 1 = LZ4,
+    /// 2 = zstd) and its size before compression (trailer excluded), read
+    /// from its trailer and its length prefix without checking the block
+    /// (for `sst dump`; [`verify_all`](Self::verify_all) checks). A prefix
+    /// that is not a varint32 is corruption.
+    pub fn data_block_codec(&self, i: usize) -> Result<(u8, u64)> {
         let h = self
             .index
             .get(i)
             .ok_or_else(|| Error::invalid(format!("no data block {i}")))?
             .handle;
-        let at = h.offset.saturating_add(h.size);
-        let mut b = [0u8; 1];
-        read_at(self.file.as_ref(), &self.path, &mut b, at)?;
-        Ok(b[0])
+        let mut t = [0u8; 1];
+        read_at(
+            self.file.as_ref(),
+            &self.path,
+            &mut t,
+            h.offset.saturating_add(h.size),
+        )?;
+        if t[0] == BLOCK_TYPE_NONE {
+            return Ok((t[0], h.size));
+        }
+        let mut prefix = [0u8; 5];
+        let n = (h.size as usize).min(prefix.len());
+        read_at(self.file.as_ref(), &self.path, &mut prefix[..n], h.offset)?;
+        let (raw, _) = super::format::get_varint32(&prefix[..n]).ok_or_else(|| {
+            self.corruption(h.offset, "data block: bad uncompressed-length varint")
+        })?;
+        Ok((t[0], u64::from(raw)))
     }
 
     /// The file's checksum algorithm.
@@ -1049,7 +1065,7 @@ mod tests {
             assert_eq!(t.compression(), c);
             assert_eq!(p.format_version, if c == Compression::None { 1 } else { 2 });
             let want_type = c.block_type();
-            assert_eq!(t.data_block_type(0).unwrap(), want_type, "{c}");
+            assert_eq!(t.data_block_codec(0).unwrap().0, want_type, "{c}");
             if c == Compression::None {
                 assert_eq!(p.data_raw_size, p.data_size);
             } else {
