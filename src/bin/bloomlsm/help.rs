@@ -68,6 +68,7 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --keys 200000 --configs none,blocked8,monkey8
   bloomlsm bench --json --plot study.svg > study.jsonl
   bloomlsm bench --dir /tmp/stores --reuse-dir       keep the stores, replace an earlier run's
+  bloomlsm bench --configs blocked10 --compression zstd:3 --value-ratio 0.3
 
 JSON (--json): one object per configuration per line, in --configs order:
   config, policy                       the name given and its policy, e.g. \"blocked512(10 b/k, k=6)\"
@@ -269,10 +270,12 @@ pub const DB_COMPACT: &str = concat!(
     "Examples:
   bloomlsm db compact /tmp/s
   bloomlsm db compact /tmp/s --filter fpr:0.001 --level-filter 0=blocked512:8
-The writing commands (put, delete, load, compact) keep the filter design the store
-records (its OPTIONS file) unless given --filter, --level-filter, --monkey or
---no-last-level-filter: those change it for every file written from then on (the
-change is logged in OPTIONS); files already written keep their own filters.
+  bloomlsm db compact /tmp/s --compression lz4 --level-compression 6=zstd:9
+The writing commands (put, delete, load, compact) keep the filter and compression
+design the store records (its OPTIONS file) unless given --filter, --level-filter,
+--monkey, --no-last-level-filter, --compression or --level-compression: those change
+it for every file written from then on (the change is logged in OPTIONS); files
+already written keep their own filters and compression until rewritten.
 ",
     exit_status!()
 );
