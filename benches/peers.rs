@@ -95,6 +95,8 @@ impl Bloomlsm {
             block_cache_capacity: CACHE_BYTES,
             background_compaction: false,
             filters: FilterOptions::uniform(Some(FilterPolicy::blocked512(BITS_PER_KEY))),
+            // fjall is built without lz4: both store values uncompressed.
+            compression: bloomlsm::CompressionOptions::none(),
             ..Options::default()
         };
         let db = Db::open(dir, opts).unwrap();

@@ -1,6 +1,8 @@
 //! SSTable benchmarks: build throughput and point lookups (present keys,
 //! absent keys with and without a filter), block cache off, file in the page
-//! cache, keys pre-hashed as the engine does.
+//! cache, keys pre-hashed as the engine does; and the cost of block
+//! compression: compressing and decoding one data block per codec, and
+//! present-key lookups in tables built with each codec.
 
 use std::fs::File;
 use std::hint::black_box;
@@ -9,7 +11,11 @@ use std::time::Duration;
 
 use bloomlsm::filter::FilterPolicy;
 use bloomlsm::key_hash;
-use bloomlsm::sst::{Table, TableBuilder, TableBuilderOptions, TableOpenOptions};
+use bloomlsm::sst::block::{Block, BlockBuilder};
+use bloomlsm::sst::compression::{self, Compressor};
+use bloomlsm::sst::{
+    Compression, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableOpenOptions,
+};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const N: u64 = 100_000;
@@ -33,9 +39,28 @@ fn sorted_entries() -> Vec<(Vec<u8>, Vec<u8>)> {
     e
 }
 
+/// 100-byte values compressing to about half: 50 random bytes twice (the
+/// `bench` command's default `--value-ratio 0.5`).
+fn half_compressible(i: u64) -> Vec<u8> {
+    let raw: Vec<u8> = (0..7).flat_map(|j| mix(i * 8 + j).to_le_bytes()).collect();
+    let mut v = raw[..50].to_vec();
+    v.extend_from_slice(&raw[..50]);
+    v
+}
+
 fn build(path: &Path, entries: &[(Vec<u8>, Vec<u8>)], filter: Option<FilterPolicy>) {
+    build_with(path, entries, filter, Compression::None)
+}
+
+fn build_with(
+    path: &Path,
+    entries: &[(Vec<u8>, Vec<u8>)],
+    filter: Option<FilterPolicy>,
+    compression: Compression,
+) {
     let opts = TableBuilderOptions {
         filter,
+        compression,
         ..Default::default()
     };
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
@@ -128,5 +153,94 @@ fn benches(c: &mut Criterion) {
     );
 }
 
-criterion_group!(sst, benches);
+fn codecs() -> Vec<Compression> {
+    let mut v = vec![Compression::Lz4];
+    if cfg!(feature = "zstd") {
+        v.extend([Compression::Zstd(1), Compression::Zstd(3)]);
+    }
+    v
+}
+
+/// One 4 KiB data block of sorted keys and half-compressible values:
+/// compress it, and decode it as a read does (decompress + parse).
+fn block_codecs(c: &mut Criterion) {
+    let mut entries: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..40).map(|i| (key(i), half_compressible(i))).collect();
+    entries.sort();
+    let mut b = BlockBuilder::new(16);
+    for (k, v) in &entries {
+        b.add(k, v);
+    }
+    let raw = b.finish().to_vec();
+    let mut g = c.benchmark_group("sst_block_codec");
+    g.sample_size(30)
+        .measurement_time(Duration::from_secs(2))
+        .throughput(Throughput::Bytes(raw.len() as u64));
+    g.bench_function("parse_raw", |b| {
+        b.iter(|| Block::new(black_box(raw.clone()).into()).unwrap())
+    });
+    for codec in codecs() {
+        let mut cx = Compressor::new(codec).unwrap();
+        let (stored, ty) = cx.compress(&raw);
+        let stored = stored.to_vec();
+        println!(
+            "{codec}: {} -> {} bytes ({:.2}x)",
+            raw.len(),
+            stored.len(),
+            raw.len() as f64 / stored.len() as f64
+        );
+        g.bench_function(format!("compress_{codec}"), |b| {
+            b.iter(|| cx.compress(black_box(&raw)).0.len())
+        });
+        g.bench_function(format!("decode_{codec}"), |b| {
+            b.iter(|| {
+                let out = compression::decompress(ty, black_box(&stored), 1 << 16).unwrap();
+                let block = Block::new(out.into()).unwrap();
+                black_box(block.iter(KeyFormat::Plain).advance().unwrap())
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Present-key lookups (block cache off: each one reads and decodes a
+/// block) in tables of half-compressible values, per codec.
+fn compressed_gets(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut entries: Vec<_> = (0..N).map(|i| (key(i), half_compressible(i))).collect();
+    entries.sort();
+    let present: Vec<(Vec<u8>, u64)> = (0..N)
+        .map(|i| {
+            let k = key(i);
+            let h = key_hash(&k);
+            (k, h)
+        })
+        .collect();
+    let mut g = c.benchmark_group("sst_get_compressed");
+    g.sample_size(20)
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(1));
+    for codec in [Compression::None].into_iter().chain(codecs()) {
+        let path = dir.path().join(format!("{}.sst", codec.name()));
+        build_with(&path, &entries, Some(FilterPolicy::default()), codec);
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        println!(
+            "{codec}: file {} bytes, data {} stored / {} raw",
+            t.file_size(),
+            t.properties().data_size,
+            t.properties().data_raw_size
+        );
+        let mut i = 0usize;
+        g.bench_function(format!("present_cache_off_{codec}"), |b| {
+            b.iter(|| {
+                let (k, h) = &present[i % present.len()];
+                i += 1;
+                black_box(t.get(black_box(k), *h).unwrap())
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(sst, benches, block_codecs, compressed_gets);
 criterion_main!(sst);

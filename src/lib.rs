@@ -19,5 +19,5 @@ pub use db::iter::ScanRange;
 pub use db::{Db, DbIter, Snapshot, WriteBatch};
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
-pub use options::{FilterOptions, Options, ReadMode};
+pub use options::{Compression, CompressionOptions, FilterOptions, Options, ReadMode};
 pub use stats::{FileStats, IoCounters, LevelStats, Stats};

@@ -1,4 +1,5 @@
-//! Store options: memory, files, levels, durability, and the filter of each level.
+//! Store options: memory, files, levels, durability, and the filter and
+//! compression of each level.
 
 use std::sync::Arc;
 
@@ -9,6 +10,70 @@ pub use crate::fs::ReadMode;
 
 /// Checksum algorithm of new SSTable blocks (each file names its own).
 pub use crate::sst::ChecksumType;
+/// A codec for data blocks (each block's type byte names its own).
+pub use crate::sst::Compression;
+
+/// Which compression each level's new files get for their data blocks.
+///
+/// Files keep the compression they were built with (each block records its
+/// own): changing these options affects only files written afterwards.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressionOptions {
+    /// The compression of every level unless overridden.
+    pub default: Compression,
+    /// Per-level overrides `(level, compression)`; a later entry for the
+    /// same level wins.
+    pub per_level: Vec<(usize, Compression)>,
+}
+
+impl Default for CompressionOptions {
+    /// LZ4 on every level but L0, which stays uncompressed (as fjall's
+    /// lsm-tree does by default): L0 files are short-lived and written on the
+    /// flush path, deeper levels hold the bulk of the data.
+    /// docs/design.md ("Compression") has the measurements behind it.
+    fn default() -> Self {
+        CompressionOptions {
+            default: Compression::Lz4,
+            per_level: vec![(0, Compression::None)],
+        }
+    }
+}
+
+impl CompressionOptions {
+    /// The same compression on every level.
+    pub fn uniform(c: Compression) -> Self {
+        CompressionOptions {
+            default: c,
+            per_level: Vec::new(),
+        }
+    }
+
+    /// No compression anywhere (every file format version 1).
+    pub fn none() -> Self {
+        Self::uniform(Compression::None)
+    }
+
+    /// The compression of a new file at `level`.
+    ///
+    /// ```
+    /// use bloomlsm::options::{Compression, CompressionOptions};
+    /// let c = CompressionOptions::default();
+    /// assert_eq!(c.for_level(0), Compression::None);
+    /// assert_eq!(c.for_level(3), Compression::Lz4);
+    /// ```
+    pub fn for_level(&self, level: usize) -> Compression {
+        self.per_level
+            .iter()
+            .rev()
+            .find(|(l, _)| *l == level)
+            .map_or(self.default, |(_, c)| *c)
+    }
+
+    /// Every compression named (the default and the overrides).
+    pub fn all(&self) -> impl Iterator<Item = Compression> + '_ {
+        std::iter::once(self.default).chain(self.per_level.iter().map(|(_, c)| *c))
+    }
+}
 
 /// Which filter each level's new files get.
 ///
@@ -200,6 +265,9 @@ pub struct Options {
     pub block_cache_capacity: usize,
     /// Filters per level. Default blocked512 at 10 bits/key everywhere.
     pub filters: FilterOptions,
+    /// Data-block compression per level. Default LZ4 below L0
+    /// ([`CompressionOptions::default`]).
+    pub compression: CompressionOptions,
     /// On recovery, skip corrupt WAL records in the middle of a log (and report
     /// them in [`crate::Stats`]) instead of refusing to open. Default false.
     pub salvage_wal: bool,
@@ -233,7 +301,7 @@ pub struct Options {
     /// store's design: each open chooses.
     pub read_mode: ReadMode,
     /// When the store records a design (its `OPTIONS` file: the filters,
-    /// block size, checksum, file and level sizes above), open it with that
+    /// compression, block size, checksum, file and level sizes above), open it with that
     /// design instead of these fields'. `false`: these fields replace the
     /// stored design, and the change is logged in `OPTIONS`. A new store
     /// records these fields either way. Default true.
@@ -257,6 +325,7 @@ impl Default for Options {
             max_levels: 7,
             block_cache_capacity: 8 << 20,
             filters: FilterOptions::default(),
+            compression: CompressionOptions::default(),
             salvage_wal: false,
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             background_compaction: true,
@@ -325,6 +394,16 @@ impl Options {
         }
         if self.target_file_size < 4096 {
             return bad("target_file_size must be at least 4096");
+        }
+        if let Some(c) = self.compression.all().find(|c| !c.is_available()) {
+            return Err(crate::Error::invalid(format!(
+                "{c} compression needs bloomlsm's `zstd` feature, which this build lacks"
+            )));
+        }
+        if let Some((l, _)) = self.compression.per_level.iter().find(|(l, _)| *l >= 64) {
+            return Err(crate::Error::invalid(format!(
+                "compression set for level {l}; levels are below 64"
+            )));
         }
         Ok(())
     }

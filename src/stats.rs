@@ -185,8 +185,12 @@ pub struct LevelStats {
     pub entries: u64,
     /// Bytes of those files on disk.
     pub file_bytes: u64,
-    /// Bytes of their data blocks (what level targets count).
+    /// Bytes of their data blocks as stored, compressed or not (what level
+    /// targets count).
     pub data_bytes: u64,
+    /// Bytes of their data blocks before compression (`data_raw_bytes /
+    /// data_bytes` is the level's compression ratio).
+    pub data_raw_bytes: u64,
     /// Bytes of filter bits held in memory for them.
     pub filter_bytes: u64,
     /// Keys covered by usable filters.
@@ -303,6 +307,12 @@ pub struct FileStats {
     pub number: u64,
     /// Bytes on disk.
     pub file_bytes: u64,
+    /// Bytes of its data blocks as stored.
+    pub data_bytes: u64,
+    /// Bytes of its data blocks before compression.
+    pub data_raw_bytes: u64,
+    /// How its data blocks were compressed: `none`, `lz4` or `zstd:LEVEL`.
+    pub compression: String,
     /// Entries.
     pub entries: u64,
     /// Smallest user key in the file.
@@ -463,6 +473,14 @@ impl fmt::Display for FileStats {
             Key(&self.smallest),
             Key(&self.largest)
         )?;
+        if self.compression != "none" {
+            write!(
+                f,
+                "{} (data {:.2}x), ",
+                self.compression,
+                self.data_raw_bytes as f64 / self.data_bytes.max(1) as f64
+            )?;
+        }
         if self.filter_usable {
             write!(
                 f,
@@ -553,6 +571,9 @@ mod tests {
             level: 1,
             number: 12,
             file_bytes: 1000,
+            data_bytes: 900,
+            data_raw_bytes: 900,
+            compression: "none".into(),
             entries: 10,
             smallest: b"a".to_vec(),
             largest: b"m".to_vec(),

@@ -1152,7 +1152,7 @@ fn a_store_keeps_the_filter_design_it_was_made_with() {
     }
     let o = bloomlsm(&["db", "stats", s]);
     assert!(
-        stdout(&o).contains("design: filter bloom:12:8\n"),
+        stdout(&o).contains("design: filter bloom:12:8; compression lz4, L0 none\n"),
         "{}",
         stdout(&o)
     );
@@ -1242,4 +1242,148 @@ fn stats_probes_reach_the_filters() {
             "observed {observed}, predicted {predicted}: {l}"
         );
     }
+}
+
+#[test]
+fn compression_flags_are_recorded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    let zstd = if cfg!(feature = "zstd") {
+        "zstd:7"
+    } else {
+        "lz4"
+    };
+    // Compressible values; written with the codec on every level.
+    let input: String = (0..3000)
+        .map(|i| format!("key{i:06}\tvalue-{}\n", "abc".repeat(20 + i % 7)))
+        .collect();
+    let o = bloomlsm_stdin(
+        &["db", "load", s, "-", "--quiet", "--compression", zstd],
+        input.as_bytes(),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let o = bloomlsm(&["db", "compact", s]);
+    assert!(o.status.success(), "{o:?}");
+    let options = std::fs::read_to_string(store.join("OPTIONS")).unwrap();
+    assert!(
+        options.contains(&format!("\ncompression = {zstd}\n")),
+        "{options}"
+    );
+    // Per-level replacement; the rest of the recorded design stays.
+    let o = bloomlsm(&["db", "put", s, "k", "v", "--level-compression", "0=none"]);
+    assert!(o.status.success(), "{o:?}");
+    let options = std::fs::read_to_string(store.join("OPTIONS")).unwrap();
+    assert!(
+        options.contains("\ncompression.level.0 = none\n"),
+        "{options}"
+    );
+    assert!(
+        options.contains(&format!("\ncompression = {zstd}\n")),
+        "{options}"
+    );
+
+    let o = bloomlsm(&["db", "stats", s, "--files", "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    let v = json(&stdout(&o));
+    let f = &v["files"][0];
+    assert_eq!(f["compression"], zstd, "{v}");
+    let (raw, stored) = (
+        f["data_raw_bytes"].as_u64().unwrap(),
+        f["data_bytes"].as_u64().unwrap(),
+    );
+    assert!(raw > 3 * stored, "{raw} vs {stored}");
+
+    // sst dump: per file and per block.
+    let sst = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap();
+    let o = bloomlsm(&["sst", "dump", sst.to_str().unwrap(), "--json", "--blocks"]);
+    assert!(o.status.success(), "{o:?}");
+    let d = json(&stdout(&o));
+    assert_eq!(d["compression"], zstd);
+    assert_eq!(d["footer_format_version"], 2);
+    assert!(d["compression_ratio"].as_f64().unwrap() > 3.0, "{d}");
+    assert_eq!(d["compressed_blocks"], d["data_blocks"]);
+    let b = &d["blocks"][0];
+    assert_eq!(b["type"], &zstd[..4]);
+    assert!(b["raw_size"].as_u64().unwrap() > b["size"].as_u64().unwrap());
+    let o = bloomlsm(&["sst", "dump", sst.to_str().unwrap()]);
+    assert!(
+        stdout(&o).contains(&format!("compression      {zstd}: ")),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn bad_compression_specs_are_usage_errors_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("new");
+    let s = store.to_str().unwrap();
+    for flags in [
+        &["--compression", "gzip"][..],
+        &["--compression", "zstd:0"],
+        &["--compression", "lz4:1"],
+        &["--level-compression", "9=lz4"],
+        &["--level-compression", "lz4"],
+        &["--level-compression", "1=zstd:99"],
+    ] {
+        let mut args = vec!["db", "put", s, "k", "v"];
+        args.extend_from_slice(flags);
+        let o = bloomlsm(&args);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {o:?}");
+        assert!(!store.exists(), "{flags:?} wrote the store");
+        let mut args = vec!["bench", "--keys", "100", "--quiet"];
+        args.extend_from_slice(flags);
+        let o = bloomlsm(&args);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "bench {flags:?}: {o:?}");
+    }
+    let o = bloomlsm(&["bench", "--keys", "100", "--value-ratio", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
+#[test]
+fn bench_reports_disk_bytes_and_ratio() {
+    let run = |c: &str| {
+        let o = bloomlsm(&[
+            "bench",
+            "--keys",
+            "60000",
+            "--lookups",
+            "1000",
+            "--configs",
+            "blocked10",
+            "--compression",
+            c,
+            "--json",
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{o:?}");
+        json(stdout(&o).lines().next().unwrap())
+    };
+    let (none, lz4) = (run("none"), run("lz4"));
+    assert_eq!(none["compression_ratio"], 1.0);
+    let r = lz4["compression_ratio"].as_f64().unwrap();
+    // Values made to compress to 0.5 (the default --value-ratio).
+    assert!(r > 1.3, "{lz4}");
+    assert!(lz4["disk_bytes"].as_u64() < none["disk_bytes"].as_u64());
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "3000",
+        "--lookups",
+        "100",
+        "--configs",
+        "none",
+        "--csv",
+        "--quiet",
+    ]);
+    let csv = stdout(&o);
+    let header = csv.lines().next().unwrap();
+    assert!(header.contains(",disk_bytes,compression_ratio,"), "{header}");
 }

@@ -2,7 +2,7 @@
 //! are recorded in `OPTIONS` and used on reopen unless the caller replaces
 //! them, and each replacement is logged there.
 
-use bloomlsm::{Db, FilterOptions, FilterPolicy, Options};
+use bloomlsm::{Compression, CompressionOptions, Db, FilterOptions, FilterPolicy, Options};
 
 mod common;
 use common::scratch_dir;
@@ -147,4 +147,118 @@ fn a_damaged_options_file_is_refused() {
         .collect();
     assert_eq!(before, after);
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "left as it was");
+}
+
+/// `(level, compression)` of every live file.
+fn compressions(db: &Db) -> Vec<(usize, String)> {
+    db.file_stats()
+        .iter()
+        .map(|f| (f.level, f.compression.clone()))
+        .collect()
+}
+
+fn strong() -> Compression {
+    if cfg!(feature = "zstd") {
+        Compression::Zstd(5)
+    } else {
+        Compression::Lz4
+    }
+}
+
+#[test]
+fn a_reopened_store_keeps_its_compression() {
+    let dir = scratch_dir();
+    let mut mine = CompressionOptions::uniform(strong());
+    mine.per_level.push((1, Compression::Lz4));
+    let db = Db::open(
+        dir.path(),
+        Options {
+            compression: mine.clone(),
+            ..options(FilterOptions::default())
+        },
+    )
+    .unwrap();
+    fill(&db, 0, 1500);
+    db.close().unwrap();
+    let text = options_text(dir.path());
+    assert!(
+        text.contains(&format!("\ncompression = {}\n", strong())),
+        "{text}"
+    );
+    assert!(text.contains("\ncompression.level.1 = lz4\n"), "{text}");
+    // Reopened with the default compression: the stored one wins.
+    let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
+    assert_eq!(db.options().compression, mine);
+    fill(&db, 1500, 6000);
+    db.compact().unwrap();
+    db.maintain().unwrap(); // L1 is over its target: some of it moves down
+    let cs = compressions(&db);
+    assert!(cs.iter().any(|(l, _)| *l >= 2), "{cs:?}");
+    for (level, c) in &cs {
+        let want = if *level == 1 {
+            "lz4".to_string()
+        } else {
+            strong().to_string()
+        };
+        assert_eq!(c, &want, "{cs:?}");
+    }
+    for i in (0..3000).step_by(97) {
+        let v = db.get(format!("key{i:06}")).unwrap().unwrap();
+        assert_eq!(v, format!("value{i:040}").as_bytes());
+    }
+    let s = db.stats();
+    let (raw, stored): (u64, u64) = s
+        .levels
+        .iter()
+        .fold((0, 0), |a, l| (a.0 + l.data_raw_bytes, a.1 + l.data_bytes));
+    assert!(
+        raw > stored * 2,
+        "zero-padded values compress: {raw} vs {stored}"
+    );
+    db.close().unwrap();
+    assert_eq!(options_text(dir.path()).matches("history = ").count(), 1);
+}
+
+#[test]
+fn replaced_compression_applies_to_new_files_and_old_ones_still_read() {
+    let dir = scratch_dir();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            compression: CompressionOptions::uniform(Compression::Lz4),
+            ..options(FilterOptions::default())
+        },
+    )
+    .unwrap();
+    fill(&db, 0, 2000);
+    db.close().unwrap();
+    let none = Options {
+        use_stored_design: false,
+        compression: CompressionOptions::none(),
+        ..options(FilterOptions::default())
+    };
+    let db = Db::open(dir.path(), none).unwrap();
+    // Files keep the compression they were built with until rewritten (the
+    // WAL's tail, flushed at open, is written with the new design).
+    let cs = compressions(&db);
+    assert!(cs.iter().filter(|(_, c)| c == "lz4").count() >= 2, "{cs:?}");
+    fill(&db, 2000, 2000);
+    db.compact().unwrap();
+    let cs = compressions(&db);
+    assert!(cs.iter().all(|(_, c)| c == "none"), "{cs:?}");
+    for i in (0..4000).step_by(89) {
+        assert!(db.get(format!("key{i:06}")).unwrap().is_some(), "key {i}");
+    }
+    db.close().unwrap();
+    let text = options_text(dir.path());
+    assert!(text.contains("compression: lz4 -> none"), "{text}");
+}
+
+#[test]
+fn zstd_without_the_feature_is_refused() {
+    let o = Options {
+        compression: CompressionOptions::uniform(Compression::Zstd(3)),
+        ..Options::default()
+    };
+    assert_eq!(o.validate().is_ok(), cfg!(feature = "zstd"));
 }

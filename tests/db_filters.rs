@@ -25,6 +25,8 @@ fn options(filters: FilterOptions) -> Options {
         block_cache_capacity: 0,
         background_compaction: false,
         filters,
+        // Raw tables: the level shapes these tests need come from raw sizes.
+        compression: bloomlsm::CompressionOptions::none(),
         ..Options::default()
     }
 }

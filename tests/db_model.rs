@@ -8,7 +8,9 @@ use std::ops::Bound;
 use std::path::Path;
 
 mod common;
-use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, WriteBatch};
+use bloomlsm::{
+    Compression, CompressionOptions, Db, FilterOptions, FilterPolicy, Options, WriteBatch,
+};
 use common::scratch_dir;
 use common::workload::SplitMix64;
 
@@ -74,6 +76,12 @@ fn options(rng: &mut SplitMix64, background: bool) -> Options {
         block_cache_capacity: [0, 16 << 10, 1 << 20][rng.below(3) as usize],
         background_compaction: background,
         filters,
+        compression: match rng.below(4) {
+            0 => CompressionOptions::default(),
+            1 if cfg!(feature = "zstd") => CompressionOptions::uniform(Compression::Zstd(1)),
+            1 => CompressionOptions::uniform(Compression::Lz4),
+            _ => CompressionOptions::none(),
+        },
         ..Options::default()
     }
 }

@@ -4,7 +4,8 @@
 //! bound; a decoder that accepts a mutant must give something usable (an
 //! iterator that ends, a filter that answers).
 //!
-//! Decoders: SSTable data blocks, footers, filter blocks (trailer and body,
+//! Decoders: SSTable data blocks, compressed block payloads (LZ4 and zstd
+//! decompression with its length prefix and bound), footers, filter blocks (trailer and body,
 //! every family), whole tables (`Table::open` + `verify_all`), WAL batches and
 //! MANIFEST edits, record logs as WAL and MANIFEST readers see them, and
 //! `OPTIONS` files.
@@ -19,9 +20,10 @@ use std::path::Path;
 
 use bloomlsm::db::{LogReader, LogWriter, VersionEdit, WriteBatch};
 use bloomlsm::sst::block::{Block, BlockBuilder};
+use bloomlsm::sst::compression::{self, Compressor};
 use bloomlsm::sst::format::FOOTER_LEN;
 use bloomlsm::sst::{
-    Footer, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableOpenOptions,
+    Compression, Footer, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableOpenOptions,
 };
 use bloomlsm::{Filter, FilterPolicy, key_hash};
 
@@ -114,6 +116,48 @@ fn data_blocks() {
             }
             let mut it = block.iter(format);
             let _ = it.seek(b"key000100");
+        }
+    }
+}
+
+/// The decompression path of a data block: `varint32 raw_len` + LZ4 block
+/// or zstd frame, checked against a bound. Mutants must give an error or
+/// exactly the declared number of bytes, and never a panic; the bound keeps
+/// the allocation at most 64 KiB whatever the prefix says.
+#[test]
+fn compressed_block_payloads() {
+    let mut codecs = vec![Compression::Lz4];
+    if cfg!(feature = "zstd") {
+        codecs.push(Compression::Zstd(3));
+    }
+    let mut rng = Rng(SplitMix64::new(7));
+    for c in codecs {
+        let mut seeds = Vec::new();
+        for (n, restart) in [(3, 1), (40, 16), (300, 4)] {
+            let mut b = BlockBuilder::new(restart);
+            for (i, k) in keys(n).iter().enumerate() {
+                b.add(k, format!("value{}", i % 7).as_bytes());
+            }
+            let raw = b.finish().to_vec();
+            let mut cx = Compressor::new(c).unwrap();
+            let (stored, t) = cx.compress(&raw);
+            assert_eq!(t, c.block_type(), "{c}: a seed that compresses");
+            seeds.push(stored.to_vec());
+        }
+        for _ in 0..cases(25_000, 500_000) {
+            let data = mutant(&mut rng, &seeds);
+            let bound = 1 << 16;
+            if let Ok(out) = compression::decompress(c.block_type(), &data, bound) {
+                assert!(out.len() <= bound as usize);
+                if let Ok(block) = Block::new(out.into()) {
+                    let mut it = block.iter(KeyFormat::Plain);
+                    let mut steps = 0;
+                    while let Ok(true) = it.advance() {
+                        steps += 1;
+                        assert!(steps <= block.len(), "an iterator that does not end");
+                    }
+                }
+            }
         }
     }
 }
@@ -308,10 +352,17 @@ fn whole_tables() {
 fn sample_table_bytes() -> Vec<Vec<u8>> {
     let dir = scratch_dir();
     let mut out = Vec::new();
-    for (i, (n, filter)) in [
-        (30, Some(FilterPolicy::blocked512(10.0))),
-        (200, Some(FilterPolicy::bloom(8.0))),
-        (5, None),
+    let zstd = if cfg!(feature = "zstd") {
+        Compression::Zstd(1)
+    } else {
+        Compression::Lz4
+    };
+    for (i, (n, filter, compression)) in [
+        (30, Some(FilterPolicy::blocked512(10.0)), Compression::None),
+        (200, Some(FilterPolicy::bloom(8.0)), Compression::None),
+        (5, None, Compression::None),
+        (60, Some(FilterPolicy::blocked512(10.0)), Compression::Lz4),
+        (60, None, zstd),
     ]
     .into_iter()
     .enumerate()
@@ -325,6 +376,7 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
                 block_size: 256,
                 filter,
                 key_format: KeyFormat::Plain,
+                compression,
                 ..TableBuilderOptions::default()
             },
         );

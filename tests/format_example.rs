@@ -1,5 +1,6 @@
-//! `docs/format.md` contains a hexdump of a tiny table. This rebuilds that
-//! table and checks the document's bytes are exactly the bytes we write.
+//! `docs/format.md` contains a hexdump of a tiny table, and one of an
+//! LZ4-compressed data block. This rebuilds both and checks the document's
+//! bytes are exactly the bytes we write.
 //! To regenerate the dump: `BLOOMLSM_PRINT_EXAMPLE=1 cargo test --test
 //! format_example -- --nocapture`.
 
@@ -7,7 +8,8 @@ use std::fs::File;
 
 use bloomlsm::filter::FilterPolicy;
 use bloomlsm::sst::{
-    ChecksumType, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableOpenOptions,
+    ChecksumType, Compression, KeyFormat, Table, TableBuilder, TableBuilderOptions,
+    TableOpenOptions,
 };
 
 const ENTRIES: [(&str, &str); 3] = [("apple", "red"), ("banana", "yellow"), ("cherry", "")];
@@ -22,6 +24,7 @@ fn example_bytes() -> Vec<u8> {
         filter: Some(FilterPolicy::blocked512(10.0)),
         key_format: KeyFormat::Plain,
         creation_time: Some(1_700_000_000),
+        compression: Compression::None,
     };
     let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
     for (k, v) in ENTRIES {
@@ -64,15 +67,16 @@ fn hexdump(bytes: &[u8]) -> String {
     out
 }
 
-/// The bytes of the hexdump between the markers in `docs/format.md`.
-fn documented_bytes() -> Vec<u8> {
+/// The bytes of the hexdump between the `<!-- NAME-begin -->` and
+/// `<!-- NAME-end -->` markers in `docs/format.md`.
+fn documented_bytes(name: &str) -> Vec<u8> {
     let doc =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/format.md")).unwrap();
     let start = doc
-        .find("<!-- example-hexdump-begin -->")
+        .find(&format!("<!-- {name}-begin -->"))
         .expect("begin marker");
     let end = doc
-        .find("<!-- example-hexdump-end -->")
+        .find(&format!("<!-- {name}-end -->"))
         .expect("end marker");
     let mut bytes = Vec::new();
     for line in doc[start..end].lines() {
@@ -97,7 +101,7 @@ fn documented_example_matches_the_bytes_we_write() {
     if std::env::var_os("BLOOMLSM_PRINT_EXAMPLE").is_some() {
         println!("{} bytes\n{}", bytes.len(), hexdump(&bytes));
     }
-    let doc = documented_bytes();
+    let doc = documented_bytes("example-hexdump");
     assert_eq!(doc.len(), bytes.len(), "documented example length");
     assert_eq!(
         &doc[doc.len() - 52..],
@@ -107,5 +111,43 @@ fn documented_example_matches_the_bytes_we_write() {
     assert!(
         doc == bytes,
         "docs/format.md hexdump differs from the bytes written"
+    );
+}
+
+/// The first data block (payload and trailer) of a table of three entries
+/// whose values repeat, written with LZ4.
+fn compressed_block_bytes() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lz4.sst");
+    let opts = TableBuilderOptions {
+        checksum: ChecksumType::Crc32,
+        filter: None,
+        key_format: KeyFormat::Plain,
+        creation_time: Some(1_700_000_000),
+        compression: Compression::Lz4,
+        ..TableBuilderOptions::default()
+    };
+    let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
+    for k in ["k1", "k2", "k3"] {
+        b.add(k.as_bytes(), "abcd".repeat(5).as_bytes()).unwrap();
+    }
+    b.finish().unwrap();
+    let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+    t.verify_all().unwrap();
+    assert_eq!(t.data_block_codec(0).unwrap().0, 1);
+    let h = t.index_entries().next().unwrap().1;
+    let bytes = std::fs::read(&path).unwrap();
+    bytes[h.offset as usize..(h.offset + h.size + 5) as usize].to_vec()
+}
+
+#[test]
+fn documented_compressed_block_matches_the_bytes_we_write() {
+    let bytes = compressed_block_bytes();
+    if std::env::var_os("BLOOMLSM_PRINT_EXAMPLE").is_some() {
+        println!("{} bytes\n{}", bytes.len(), hexdump(&bytes));
+    }
+    assert!(
+        documented_bytes("compressed-block-hexdump") == bytes,
+        "docs/format.md compressed block differs from the bytes written"
     );
 }

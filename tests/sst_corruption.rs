@@ -8,7 +8,8 @@ use std::path::Path;
 use bloomlsm::filter::FilterPolicy;
 use bloomlsm::sst::format::block_trailer;
 use bloomlsm::sst::{
-    ChecksumType, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableOpenOptions,
+    ChecksumType, Compression, KeyFormat, Table, TableBuilder, TableBuilderOptions,
+    TableOpenOptions,
 };
 use bloomlsm::{Error, key_hash};
 
@@ -48,6 +49,16 @@ fn build_from(
     restart_interval: usize,
     es: &Entries,
 ) -> Vec<u8> {
+    build_with(path, checksum, restart_interval, es, Compression::None)
+}
+
+fn build_with(
+    path: &Path,
+    checksum: ChecksumType,
+    restart_interval: usize,
+    es: &Entries,
+    compression: Compression,
+) -> Vec<u8> {
     let opts = TableBuilderOptions {
         block_size: 256,
         restart_interval,
@@ -55,6 +66,7 @@ fn build_from(
         filter: Some(FilterPolicy::blocked512(10.0)),
         key_format: KeyFormat::Plain,
         creation_time: Some(1_700_000_000),
+        compression,
     };
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
@@ -295,7 +307,7 @@ fn structural_damage_behind_valid_checksums_is_corruption() {
 
     // Unknown format version and checksum type (checked before the checksum).
     let mut bad = good.clone();
-    bad[f + 36] = 2;
+    bad[f + 36] = 3;
     assert!(
         open(&bad)
             .unwrap_err()
@@ -310,4 +322,237 @@ fn structural_damage_behind_valid_checksums_is_corruption() {
             .to_string()
             .contains("checksum type")
     );
+}
+
+fn codecs() -> Vec<Compression> {
+    let mut v = vec![Compression::Lz4];
+    if cfg!(feature = "zstd") {
+        v.push(Compression::Zstd(3));
+    }
+    v
+}
+
+/// Compressible entries: long values of repeated structure, so every data
+/// block is stored compressed.
+fn compressible_entries() -> Entries {
+    (0..24u32)
+        .map(|i| {
+            (
+                format!("key{:04}", i * 3).into_bytes(),
+                format!("value-{i}-")
+                    .repeat(4 + i as usize % 5)
+                    .into_bytes(),
+            )
+        })
+        .collect()
+}
+
+/// Builds a compressed table and returns its bytes and the handles of its
+/// data blocks, checking that every one of them is stored compressed.
+fn build_compressed(
+    path: &Path,
+    c: Compression,
+    es: &Entries,
+) -> (Vec<u8>, Vec<bloomlsm::sst::BlockHandle>) {
+    let good = build_with(path, ChecksumType::Crc32, 16, es, c);
+    let t = Table::open(path, TableOpenOptions::default()).unwrap();
+    assert!(t.data_blocks() >= 3, "{}", t.data_blocks());
+    for i in 0..t.data_blocks() {
+        assert_eq!(
+            t.data_block_codec(i).unwrap().0,
+            c.block_type(),
+            "{c} block {i}"
+        );
+    }
+    let handles = t.index_entries().map(|(_, h)| h).collect();
+    (good, handles)
+}
+
+#[test]
+fn every_byte_flip_of_a_compressed_table_is_detected_or_harmless() {
+    let dir = tempfile::tempdir().unwrap();
+    let es = compressible_entries();
+    for c in codecs() {
+        let path = dir.path().join(format!("{}.sst", c.name()));
+        let (good, _) = build_compressed(&path, c, &es);
+        assert!(!check(&path, &es, "pristine"));
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x01;
+            std::fs::write(&path, &bad).unwrap();
+            let what = format!("{c} flip at {i}");
+            assert!(check(&path, &es, &what), "{what}: not detected");
+        }
+    }
+}
+
+/// The decompressor itself facing damage: each byte of each compressed data
+/// block flipped (two patterns) and the trailer re-sealed, so the checksum
+/// passes and only the decoder and the length check stand between the damage
+/// and the caller. Every answer must be right or a corruption error.
+#[test]
+fn damaged_compressed_blocks_behind_valid_checksums_never_give_wrong_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let es = compressible_entries();
+    for c in codecs() {
+        let path = dir.path().join(format!("r-{}.sst", c.name()));
+        let (good, handles) = build_compressed(&path, c, &es);
+        let mut detected = 0;
+        let mut flips = 0;
+        for h in &handles {
+            for j in 0..h.size as usize {
+                for pat in [0x01u8, 0xff] {
+                    let mut bad = good.clone();
+                    reseal_as(&mut bad, h.offset, h.size, c.block_type(), |p| p[j] ^= pat);
+                    std::fs::write(&path, &bad).unwrap();
+                    let what = format!("{c}: block at {} byte {j} ^ {pat:#04x}", h.offset);
+                    flips += 1;
+                    // A flip in a literal decodes to other bytes of the right
+                    // length: a changed entry the block decoder may accept. Such
+                    // a value differs from the original, so `check` would
+                    // fail on it: count only what it lets through.
+                    if let Some(found) = check_no_panic(&path, &es, &what) {
+                        detected += usize::from(found);
+                    }
+                }
+            }
+        }
+        assert!(detected > flips / 2, "{c}: {detected} of {flips} detected");
+    }
+}
+
+/// Like `check`, but a damaged literal may legitimately change a key or a
+/// value (the checksum was re-sealed over it), so this checks only that
+/// nothing panics and that every error is corruption. `Some(true)` if an
+/// error was reported.
+fn check_no_panic(path: &Path, es: &Entries, what: &str) -> Option<bool> {
+    let t = match Table::open(path, TableOpenOptions::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            expect_corruption(e, what);
+            return Some(true);
+        }
+    };
+    let mut corrupt = false;
+    for (k, _) in es {
+        if let Err(e) = t.get(k, key_hash(k)) {
+            expect_corruption(e, what);
+            corrupt = true;
+        }
+    }
+    for item in t.iter() {
+        if let Err(e) = item {
+            expect_corruption(e, what);
+            corrupt = true;
+        }
+    }
+    if let Err(e) = t.verify_all() {
+        expect_corruption(e, what);
+        corrupt = true;
+    }
+    Some(corrupt)
+}
+
+fn reseal_as(
+    bytes: &mut [u8],
+    offset: u64,
+    size: u64,
+    block_type: u8,
+    edit: impl FnOnce(&mut [u8]),
+) {
+    let (s, e) = (offset as usize, (offset + size) as usize);
+    edit(&mut bytes[s..e]);
+    let tr = block_trailer(ChecksumType::Crc32, &bytes[s..e], block_type, offset);
+    bytes[e..e + 5].copy_from_slice(&tr);
+}
+
+#[test]
+fn compressed_block_lengths_are_checked_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let es = compressible_entries();
+    for c in codecs() {
+        let path = dir.path().join(format!("l-{}.sst", c.name()));
+        let (good, handles) = build_compressed(&path, c, &es);
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        let max = t.properties().data_raw_max;
+        drop(t);
+        // The varint32 length prefix of a block (always 2 bytes here).
+        let declared_of = |h: &bloomlsm::sst::BlockHandle| {
+            let b = &good[h.offset as usize..];
+            assert!(b[0] & 0x80 != 0 && b[1] & 0x80 == 0, "a 2-byte prefix");
+            u32::from(b[0] & 0x7f) | u32::from(b[1]) << 7
+        };
+        // The block whose decoded size is smallest, so one more is in bounds.
+        let h = *handles.iter().min_by_key(|h| declared_of(h)).unwrap();
+        let actual = declared_of(&h);
+        assert!(u64::from(actual) < max);
+        let prefix_len = 2;
+        let payload = &good[h.offset as usize + prefix_len..(h.offset + h.size) as usize];
+        for (declared, want) in [
+            (u32::MAX, "more than the table's largest block"),
+            (max as u32 + 1, "more than the table's largest block"),
+            (actual + 1, "decompress"),
+            (actual - 1, "decompress"),
+            (1, "decompress"),
+            (0, "decompress"),
+        ] {
+            let mut block = Vec::new();
+            let mut v = declared;
+            while v >= 0x80 {
+                block.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            block.push(v as u8);
+            block.extend_from_slice(payload);
+            // Keep the block's size (cut or zero-padded at the end), so the
+            // handles stay valid and only the length prefix tells.
+            block.resize(h.size as usize, 0);
+            let mut bad = good.clone();
+            reseal_as(&mut bad, h.offset, h.size, c.block_type(), |p| {
+                p.copy_from_slice(&block)
+            });
+            std::fs::write(&path, &bad).unwrap();
+            let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+            let victim = t
+                .index_entries()
+                .find(|(_, x)| *x == h)
+                .map(|(k, _)| k.to_vec())
+                .unwrap();
+            match t.get(&victim, key_hash(&victim)).unwrap_err() {
+                Error::Corruption { offset, what, file } => {
+                    assert_eq!((offset, file), (h.offset, path.clone()));
+                    assert!(what.contains(want), "{c} {declared}: {what}");
+                }
+                e => panic!("{e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn unknown_block_types_are_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let es = compressible_entries();
+    let path = dir.path().join("u.sst");
+    let (good, handles) = build_compressed(&path, Compression::Lz4, &es);
+    let h = handles[1];
+    let mut bad = good.clone();
+    reseal_as(&mut bad, h.offset, h.size, 7, |_| {});
+    std::fs::write(&path, &bad).unwrap();
+    let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+    let e = t.verify_all().unwrap_err();
+    assert!(e.to_string().contains("unknown block type 7"), "{e}");
+    // An LZ4 type byte on a version 1 (uncompressed) table's block is unknown
+    // there too.
+    let path1 = dir.path().join("v1.sst");
+    let good1 = build(&path1, ChecksumType::Crc32, 16);
+    let t = Table::open(&path1, TableOpenOptions::default()).unwrap();
+    let h = t.index_entries().next().unwrap().1;
+    drop(t);
+    let mut bad = good1.clone();
+    reseal_as(&mut bad, h.offset, h.size, 1, |_| {});
+    std::fs::write(&path1, &bad).unwrap();
+    let t = Table::open(&path1, TableOpenOptions::default()).unwrap();
+    let e = t.verify_all().unwrap_err();
+    assert!(e.to_string().contains("unknown block type 1"), "{e}");
 }

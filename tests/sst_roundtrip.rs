@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use bloomlsm::filter::FilterPolicy;
 use bloomlsm::sst::{
-    BlockCache, ChecksumType, InternalKey, KeyFormat, Table, TableBuilder, TableBuilderOptions,
-    TableIter, TableOpenOptions, ValueKind,
+    BlockCache, ChecksumType, Compression, InternalKey, KeyFormat, Table, TableBuilder,
+    TableBuilderOptions, TableIter, TableOpenOptions, ValueKind,
 };
 use bloomlsm::{Error, key_hash};
 use proptest::collection::{btree_map, btree_set, vec};
@@ -60,7 +60,21 @@ fn value_strategy() -> impl Strategy<Value = Vec<u8>> {
         2 => Just(Vec::new()),
         5 => vec(any::<u8>(), 0..40),
         1 => vec(any::<u8>(), 300..5000),
+        // Compressible: runs of a few letters.
+        2 => vec((0u8..3, 1usize..40), 1..30).prop_map(|runs| runs
+            .into_iter()
+            .flat_map(|(b, n)| std::iter::repeat_n(b'a' + b, n))
+            .collect()),
     ]
+}
+
+fn compression_strategy() -> impl Strategy<Value = Compression> {
+    let zstd = if cfg!(feature = "zstd") {
+        Compression::Zstd(3)
+    } else {
+        Compression::Lz4
+    };
+    prop_oneof![Just(Compression::None), Just(Compression::Lz4), Just(zstd)]
 }
 
 fn checksum_strategy() -> impl Strategy<Value = ChecksumType> {
@@ -117,6 +131,10 @@ fn check_properties(t: &Table, entries: &Entries, fmt: KeyFormat) {
         assert_eq!(t.largest_key(), &last.0[..]);
     }
     assert_eq!(p.data_blocks as usize, t.data_blocks());
+    assert!(p.data_raw_size >= p.data_size || p.compression != Compression::None);
+    if p.compression == Compression::None {
+        assert_eq!((p.format_version, p.data_raw_size), (1, p.data_size));
+    }
 }
 
 proptest! {
@@ -130,13 +148,14 @@ proptest! {
         checksum in checksum_strategy(),
         filter in filter_strategy(),
         (block_size, restart_interval) in layout_strategy(),
+        compression in compression_strategy(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.sst");
         let entries: Entries = map.clone().into_iter().collect();
         let opts = TableBuilderOptions {
             block_size, restart_interval, checksum, filter,
-            key_format: KeyFormat::Plain, creation_time: None,
+            key_format: KeyFormat::Plain, creation_time: None, compression,
         };
         let t = build(&path, &entries, opts);
         check_properties(&t, &entries, KeyFormat::Plain);
@@ -217,12 +236,13 @@ proptest! {
         checksum in checksum_strategy(),
         filter in filter_strategy(),
         (block_size, restart_interval) in layout_strategy(),
+        compression in compression_strategy(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sst");
         let opts = TableBuilderOptions {
             block_size, restart_interval, checksum, filter,
-            key_format: KeyFormat::Internal, creation_time: None,
+            key_format: KeyFormat::Internal, creation_time: None, compression,
         };
         let t = build(&path, &entries, opts);
         check_properties(&t, &entries, KeyFormat::Internal);

@@ -256,6 +256,7 @@ pub(crate) fn write_outputs(
     opts: &Options,
     merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
     policy: Option<FilterPolicy>,
+    compression: crate::sst::Compression,
     numbers: &(dyn FileNumbers + Sync),
     retention: &Retention,
     drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
@@ -316,6 +317,7 @@ pub(crate) fn write_outputs(
                         block_size: opts.block_size,
                         checksum: opts.checksum,
                         filter: policy,
+                        compression,
                         key_format: KeyFormat::Internal,
                         ..TableBuilderOptions::default()
                     },
@@ -426,6 +428,7 @@ pub(crate) fn run(
             opts,
             merge,
             policy,
+            opts.compression.for_level(out_level),
             numbers,
             retention,
             &drop_tombstone,

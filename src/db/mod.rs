@@ -592,6 +592,9 @@ impl Db {
                     level,
                     number: f.number(),
                     file_bytes: f.meta.file_size,
+                    data_bytes: f.table.properties().data_size,
+                    data_raw_bytes: f.table.properties().data_raw_size,
+                    compression: f.table.compression().to_string(),
                     entries: f.meta.entries,
                     smallest: f.smallest_user_key().to_vec(),
                     largest: f.largest_user_key().to_vec(),
@@ -807,6 +810,7 @@ fn flush_memtable(
         &flush_opts,
         mem.iter().map(Ok),
         policy,
+        opts.compression.for_level(0),
         &Fixed(number),
         retention,
         &|_| false,
@@ -1578,9 +1582,11 @@ impl Inner {
         let trivial = c.inputs.len() == 1
             && c.next_inputs.is_empty()
             && c.level > 0
-            && c.inputs[0].meta.filter.as_ref().and_then(|f| f.policy()) == policy;
+            && c.inputs[0].meta.filter.as_ref().and_then(|f| f.policy()) == policy
+            && c.inputs[0].table.compression() == self.opts.compression.for_level(out_level);
         if trivial {
-            // Same filter policy either way: move the file, rewrite nothing.
+            // Same filter policy and compression either way: move the file,
+            // rewrite nothing.
             new_files.push(c.inputs[0].clone());
         } else {
             let out = compaction::run(
@@ -1680,6 +1686,7 @@ impl Inner {
                 l.entries += f.meta.entries;
                 l.file_bytes += f.meta.file_size;
                 l.data_bytes += f.table.properties().data_size;
+                l.data_raw_bytes += f.table.properties().data_raw_size;
                 l.filter_bytes += f.table.filter_memory_bytes() as u64;
                 s.index_bytes += f.table.index_memory_bytes() as u64;
                 let usable = f.table.filter().filter(|x| x.is_usable());

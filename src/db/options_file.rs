@@ -1,5 +1,5 @@
-//! The `OPTIONS` file: the design of the files a store writes — the filter of
-//! each level, block size, checksum, file and level sizes — so that a store
+//! The `OPTIONS` file: the design of the files a store writes — the filter and
+//! compression of each level, block size, checksum, file and level sizes — so that a store
 //! keeps its design across opens (RocksDB's `OPTIONS-NNNNNN`), and a history
 //! of every change to it.
 //!
@@ -13,6 +13,8 @@
 //! filter.level.3 = none
 //! filter.skip_last_level = false
 //! filter.monkey_avg_bits_per_key = none
+//! compression = lz4
+//! compression.level.0 = none
 //! block_size = 4096
 //! checksum = crc32
 //! target_file_size = 2097152
@@ -33,7 +35,7 @@ use crate::db::filename::{options_file, options_tmp_file, sync_dir_in};
 use crate::error::{Error, Result};
 use crate::filter::{filter_spec, parse_filter_spec};
 use crate::fs::FileSystem;
-use crate::options::{ChecksumType, FilterOptions, Options};
+use crate::options::{ChecksumType, Compression, CompressionOptions, FilterOptions, Options};
 
 /// The format version written.
 pub const VERSION: u32 = 1;
@@ -46,6 +48,8 @@ const MAX_HISTORY: usize = 100;
 pub struct Design {
     /// [`Options::filters`].
     pub filters: FilterOptions,
+    /// [`Options::compression`].
+    pub compression: CompressionOptions,
     /// [`Options::block_size`].
     pub block_size: usize,
     /// [`Options::checksum`].
@@ -67,6 +71,7 @@ impl Design {
     pub fn of(opts: &Options) -> Design {
         Design {
             filters: opts.filters.clone(),
+            compression: opts.compression.clone(),
             block_size: opts.block_size,
             checksum: opts.checksum,
             target_file_size: opts.target_file_size,
@@ -80,6 +85,7 @@ impl Design {
     /// Sets the design part of `opts` to this.
     pub fn apply(&self, opts: &mut Options) {
         opts.filters = self.filters.clone();
+        opts.compression = self.compression.clone();
         opts.block_size = self.block_size;
         opts.checksum = self.checksum;
         opts.target_file_size = self.target_file_size;
@@ -105,6 +111,11 @@ impl Design {
             f.monkey_avg_bits_per_key
                 .map_or("none".to_string(), |b| b.to_string()),
         ));
+        let c = &self.compression;
+        v.push(("compression".into(), c.default.to_string()));
+        for (level, x) in &c.per_level {
+            v.push((format!("compression.level.{level}"), x.to_string()));
+        }
         v.push(("block_size".into(), self.block_size.to_string()));
         v.push(("checksum".into(), self.checksum.name().to_string()));
         v.push(("target_file_size".into(), self.target_file_size.to_string()));
@@ -192,6 +203,8 @@ impl OptionsFile {
 
         let mut opts = Options::default();
         opts.filters.per_level.clear();
+        // A store recorded before compression existed wrote its files raw.
+        opts.compression = CompressionOptions::none();
         let mut seen: Vec<String> = Vec::new();
         let mut history = Vec::new();
         let mut version = None;
@@ -239,6 +252,7 @@ impl OptionsFile {
                         ),
                     }
                 }
+                "compression" => opts.compression.default = Compression::parse(v).map_err(&err)?,
                 "block_size" => opts.block_size = num(v)? as usize,
                 "checksum" => {
                     opts.checksum = [ChecksumType::Crc32, ChecksumType::Xxh3]
@@ -251,12 +265,20 @@ impl OptionsFile {
                 "level_size_multiplier" => opts.level_size_multiplier = num(v)?,
                 "max_levels" => opts.max_levels = num(v)? as usize,
                 "dynamic_level_bytes" => opts.dynamic_level_bytes = flag(v)?,
-                _ => match k.strip_prefix("filter.level.").map(str::parse::<usize>) {
-                    Some(Ok(level)) if level < 64 => f
-                        .per_level
-                        .push((level, parse_filter_spec(v).map_err(&err)?)),
-                    _ => return Err(err(format!("unknown setting {k:?}"))),
-                },
+                _ => {
+                    let level = |prefix: &str| match k.strip_prefix(prefix).map(str::parse) {
+                        Some(Ok(l)) if l < 64 => Some(l),
+                        _ => None,
+                    };
+                    if let Some(l) = level("filter.level.") {
+                        f.per_level.push((l, parse_filter_spec(v).map_err(&err)?));
+                    } else if let Some(l) = level("compression.level.") {
+                        let c = Compression::parse(v).map_err(&err)?;
+                        opts.compression.per_level.push((l, c));
+                    } else {
+                        return Err(err(format!("unknown setting {k:?}")));
+                    }
+                }
             }
         }
         match version {
@@ -392,6 +414,13 @@ mod tests {
         opts.filters
             .per_level
             .push((1, Some(FilterPolicy::blocked512(12.25))));
+        opts.compression = CompressionOptions {
+            default: Compression::Lz4,
+            per_level: vec![(0, Compression::None), (4, Compression::Zstd(9))],
+        };
+        if !cfg!(feature = "zstd") {
+            opts.compression.per_level.pop();
+        }
         OptionsFile {
             design: Design::of(&opts),
             history: vec!["1 created".into(), "2 changed: x".into()],
@@ -413,6 +442,31 @@ mod tests {
             "{ch:?}"
         );
         assert!(d.changes(&d).is_empty());
+        let none = Design {
+            compression: CompressionOptions::none(),
+            ..d.clone()
+        };
+        let ch = none.changes(&d);
+        assert!(ch.iter().any(|c| c == "compression: none -> lz4"), "{ch:?}");
+        assert!(
+            ch.iter()
+                .any(|c| c == "compression.level.0: (unset) -> none"),
+            "{ch:?}"
+        );
+    }
+
+    #[test]
+    fn a_file_from_before_compression_reads_as_none() {
+        let text = String::from_utf8(sample().encode()).unwrap();
+        let body: String = text
+            .lines()
+            .filter(|l| !l.starts_with("compression") && !l.starts_with("crc32"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let crc = crc32fast::hash(body.as_bytes());
+        let bytes = format!("{body}crc32 = {crc:08x}\n").into_bytes();
+        let f = OptionsFile::decode(&bytes, Path::new("OPTIONS")).unwrap();
+        assert_eq!(f.design.compression, CompressionOptions::none());
     }
 
     #[test]
@@ -449,6 +503,11 @@ mod tests {
             good_body.replace("checksum = xxh3", "checksum = md5"),
             good_body.replace("max_levels = 7", "max_levels = 7\nmax_levels = 7"),
             good_body.replace("filter = bloom", "filter = bogus"),
+            good_body.replace("compression = lz4", "compression = lz5"),
+            good_body.replace("compression = lz4", "compression = zstd:99"),
+            good_body.replace("compression.level.0 = none", "compression.level.x = none"),
+            good_body.replace("compression.level.0 = none", "compression.level.64 = none"),
+            good_body.replace("compression = lz4", "compression = lz4\ncompression = lz4"),
             format!("{good_body}colour = blue\n"),
             format!("{good_body}no equals sign\n"),
             good_body.replace("block_size = 8192\n", ""),

@@ -21,9 +21,11 @@ use crate::fs::{WritableFile, WriteAdapter};
 use crate::key;
 
 use super::block::BlockBuilder;
+use super::compression::{Compression, Compressor};
 use super::format::{
-    BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION, Footer,
-    KeyFormat, META_FILTER_PREFIX, META_PROPERTIES, block_trailer, show_key,
+    BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION,
+    FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat, META_FILTER_PREFIX, META_PROPERTIES,
+    block_trailer, show_key,
 };
 use super::properties::TableProperties;
 
@@ -43,6 +45,10 @@ pub struct TableBuilderOptions {
     pub key_format: KeyFormat,
     /// The `creation.time` property; `None` = now. Set it for reproducible files.
     pub creation_time: Option<u64>,
+    /// How data blocks are compressed (default none). Anything but
+    /// [`Compression::None`] writes a format version 2 table; the index,
+    /// filter, properties and metaindex blocks are never compressed.
+    pub compression: Compression,
 }
 
 impl Default for TableBuilderOptions {
@@ -54,6 +60,7 @@ impl Default for TableBuilderOptions {
             filter: Some(FilterPolicy::default()),
             key_format: KeyFormat::Plain,
             creation_time: None,
+            compression: Compression::None,
         }
     }
 }
@@ -96,7 +103,13 @@ pub struct TableBuilder {
     raw_key_bytes: u64,
     raw_value_bytes: u64,
     data_size: u64,
+    data_raw_size: u64,
+    data_raw_max: u64,
     deletions: u64,
+    /// `None` while a block is being written, or if `compression` is unavailable.
+    compressor: Option<Compressor>,
+    /// Why the builder cannot write (the compression is unavailable).
+    unusable: Option<String>,
     /// Set after a write error: the file is unusable.
     failed: bool,
 }
@@ -127,6 +140,10 @@ impl TableBuilder {
         let mut opts = opts;
         opts.block_size = opts.block_size.max(1);
         opts.restart_interval = opts.restart_interval.max(1);
+        let (compressor, unusable) = match Compressor::new(opts.compression) {
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, Some(e)),
+        };
         TableBuilder {
             out: BufWriter::with_capacity(64 * 1024, WriteAdapter(file)),
             path: path.into(),
@@ -143,7 +160,11 @@ impl TableBuilder {
             raw_key_bytes: 0,
             raw_value_bytes: 0,
             data_size: 0,
+            data_raw_size: 0,
+            data_raw_max: 0,
             deletions: 0,
+            compressor,
+            unusable,
             failed: false,
         }
     }
@@ -168,9 +189,7 @@ impl TableBuilder {
     /// sort strictly after the previous key, is shorter than an internal-key
     /// trailer under [`KeyFormat::Internal`], or key/value exceed 4 GiB.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        if self.failed {
-            return Err(Error::invalid("table builder failed earlier"));
-        }
+        self.check_usable()?;
         let fmt = self.opts.key_format;
         if fmt == KeyFormat::Internal && key.len() < key::TRAILER_LEN {
             return Err(Error::invalid(format!(
@@ -226,15 +245,26 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Writes `payload` plus its trailer at the current offset.
-    fn write_block(&mut self, payload_is_data: bool, payload: &[u8]) -> Result<BlockHandle> {
+    fn check_usable(&self) -> Result<()> {
+        if let Some(why) = &self.unusable {
+            return Err(Error::invalid(why.clone()));
+        }
+        if self.failed {
+            return Err(Error::invalid("table builder failed earlier"));
+        }
+        Ok(())
+    }
+
+    /// Writes `payload` (stored bytes of type `block_type`) plus its trailer
+    /// at the current offset.
+    fn write_block(
+        &mut self,
+        payload_is_data: bool,
+        payload: &[u8],
+        block_type: u8,
+    ) -> Result<BlockHandle> {
         let handle = BlockHandle::new(self.offset, payload.len() as u64);
-        let trailer = block_trailer(
-            self.opts.checksum,
-            payload,
-            BLOCK_TYPE_UNCOMPRESSED,
-            self.offset,
-        );
+        let trailer = block_trailer(self.opts.checksum, payload, block_type, self.offset);
         let r = self
             .out
             .write_all(payload)
@@ -256,7 +286,13 @@ impl TableBuilder {
             return Ok(());
         }
         let mut data = std::mem::replace(&mut self.data, BlockBuilder::new(1));
-        let r = self.write_block(true, data.finish());
+        let mut cx = self.compressor.take().expect("checked by add");
+        let raw = data.finish();
+        self.data_raw_size += (raw.len() + BLOCK_TRAILER_LEN) as u64;
+        self.data_raw_max = self.data_raw_max.max(raw.len() as u64);
+        let (stored, block_type) = cx.compress(raw);
+        let r = self.write_block(true, stored, block_type);
+        self.compressor = Some(cx);
         data.reset();
         self.data = data;
         let handle = r?;
@@ -270,22 +306,20 @@ impl TableBuilder {
     /// Writes the last data block, the filter, index, properties and metaindex
     /// blocks and the footer, then fsyncs the file.
     pub fn finish(mut self) -> Result<TableSummary> {
-        if self.failed {
-            return Err(Error::invalid("table builder failed earlier"));
-        }
+        self.check_usable()?;
         self.flush_data_block()?;
 
         let mut meta: Vec<(String, BlockHandle)> = Vec::new();
         let mut filter_size = 0;
         if let Some(policy) = self.opts.filter {
             let bytes = policy.build(&self.hashes);
-            let h = self.write_block(false, &bytes)?;
+            let h = self.write_block(false, &bytes, BLOCK_TYPE_UNCOMPRESSED)?;
             filter_size = h.size + BLOCK_TRAILER_LEN as u64;
             meta.push((format!("{META_FILTER_PREFIX}{}", policy.name()), h));
         }
 
         let mut index = std::mem::replace(&mut self.index, BlockBuilder::new(1));
-        let index_handle = self.write_block(false, index.finish())?;
+        let index_handle = self.write_block(false, index.finish(), BLOCK_TYPE_UNCOMPRESSED)?;
 
         let fmt = self.opts.key_format;
         let creation_time = self.opts.creation_time.unwrap_or_else(|| {
@@ -299,6 +333,12 @@ impl TableBuilder {
         } else {
             Vec::new()
         };
+        let compression = self.opts.compression;
+        let format_version = if compression == Compression::None {
+            FORMAT_VERSION_UNCOMPRESSED
+        } else {
+            FORMAT_VERSION
+        };
         let props = TableProperties {
             entries: self.entries,
             data_blocks: self.data_blocks,
@@ -309,6 +349,9 @@ impl TableBuilder {
             raw_key_bytes: self.raw_key_bytes,
             raw_value_bytes: self.raw_value_bytes,
             data_size: self.data_size,
+            data_raw_size: self.data_raw_size,
+            data_raw_max: self.data_raw_max,
+            compression,
             index_size: index_handle.size + BLOCK_TRAILER_LEN as u64,
             filter_size,
             filter_policy: self.opts.filter.map(|p| p.name().to_string()),
@@ -316,11 +359,11 @@ impl TableBuilder {
             filter_probes: self.opts.filter.map_or(0, |p| p.num_probes()),
             filter_keys: self.hashes.len() as u64,
             key_format: fmt,
-            format_version: FORMAT_VERSION,
+            format_version,
             creation_time,
             deletions: (fmt == KeyFormat::Internal).then_some(self.deletions),
         };
-        let props_handle = self.write_block(false, &props.encode())?;
+        let props_handle = self.write_block(false, &props.encode(), BLOCK_TYPE_UNCOMPRESSED)?;
         meta.push((META_PROPERTIES.to_string(), props_handle));
 
         // Metaindex keys are sorted bytewise ("filter.*" < "properties").
@@ -329,13 +372,13 @@ impl TableBuilder {
         for (name, h) in &meta {
             mi.add(name.as_bytes(), &h.encode());
         }
-        let metaindex_handle = self.write_block(false, mi.finish())?;
+        let metaindex_handle = self.write_block(false, mi.finish(), BLOCK_TYPE_UNCOMPRESSED)?;
 
         let footer = Footer {
             metaindex: metaindex_handle,
             index: index_handle,
             checksum: self.opts.checksum,
-            format_version: FORMAT_VERSION,
+            format_version,
         };
         let ctx = || format!("write {}", self.path.display());
         self.out

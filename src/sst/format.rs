@@ -9,11 +9,18 @@ use crate::key;
 
 /// Magic number at the very end of every table: the bytes `b"bloomSST"`.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"bloomSST");
-/// The table format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest table format version this build writes and reads: 2, the
+/// version of a table built with compression (its data blocks may be stored
+/// compressed, and its properties record how).
+pub const FORMAT_VERSION: u32 = 2;
+/// The format version of a table without compressed blocks (every block
+/// type 0), which builds from before compression read too. This build writes
+/// it for tables built with [`Compression::None`](super::Compression::None).
+pub const FORMAT_VERSION_UNCOMPRESSED: u32 = 1;
 /// Size of the block trailer: 1 type byte + 4 checksum bytes.
 pub const BLOCK_TRAILER_LEN: usize = 5;
-/// Block type byte of an uncompressed block (the only type written).
+/// Block type byte of an uncompressed block (see [`super::compression`] for
+/// the others).
 pub const BLOCK_TYPE_UNCOMPRESSED: u8 = 0;
 /// Size of the fixed footer at the end of every table.
 pub const FOOTER_LEN: usize = 52;
@@ -175,13 +182,16 @@ pub fn block_trailer(
     t
 }
 
-/// Checks a block read from `offset` (`raw` = payload ++ trailer). Returns the
-/// payload length, or what is wrong with it.
+/// Checks a block read from `offset` (`raw` = payload ++ trailer). Returns
+/// the payload length and the block type, or what is wrong with it. Type 0
+/// is always accepted; the compressed types (1 = LZ4, 2 = zstd) only if
+/// `compressed_ok` (a format version 2 table); any other type is an error.
 pub fn verify_block(
     checksum: ChecksumType,
     raw: &[u8],
     offset: u64,
-) -> std::result::Result<usize, String> {
+    compressed_ok: bool,
+) -> std::result::Result<(usize, u8), String> {
     let n = raw
         .len()
         .checked_sub(BLOCK_TRAILER_LEN)
@@ -198,10 +208,12 @@ pub fn verify_block(
     }
     // Checked after the checksum so that a flipped type byte reads as a checksum
     // error, and a genuinely unknown type (from a future writer) as this.
-    if block_type != BLOCK_TYPE_UNCOMPRESSED {
+    let known = block_type == BLOCK_TYPE_UNCOMPRESSED
+        || (compressed_ok && super::compression::block_type_name(block_type).is_some());
+    if !known {
         return Err(format!("unknown block type {block_type}"));
     }
-    Ok(n)
+    Ok((n, block_type))
 }
 
 // ---------------------------------------------------------------- footer
@@ -257,7 +269,7 @@ impl Footer {
             return Err((44, format!("bad magic number {magic:#018x}")));
         }
         let format_version = u32_at(36);
-        if format_version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_UNCOMPRESSED..=FORMAT_VERSION).contains(&format_version) {
             return Err((36, format!("unknown table format version {format_version}")));
         }
         let checksum = ChecksumType::from_byte(f[32])
@@ -366,17 +378,26 @@ mod tests {
             let payload = b"some block payload".to_vec();
             let mut raw = payload.clone();
             raw.extend_from_slice(&block_trailer(ct, &payload, 0, 4096));
-            assert_eq!(verify_block(ct, &raw, 4096), Ok(payload.len()));
+            assert_eq!(
+                verify_block(ct, &raw, 4096, false),
+                Ok((payload.len(), BLOCK_TYPE_UNCOMPRESSED))
+            );
             // The same bytes copied to another offset fail.
             for other in [0u64, 4095, 4097, 8192, 1 << 32] {
-                assert!(verify_block(ct, &raw, other).is_err(), "{ct:?} at {other}");
+                assert!(
+                    verify_block(ct, &raw, other, true).is_err(),
+                    "{ct:?} at {other}"
+                );
             }
             for i in 0..raw.len() {
                 let mut bad = raw.clone();
                 bad[i] ^= 0x01;
-                assert!(verify_block(ct, &bad, 4096).is_err(), "{ct:?} flip {i}");
+                assert!(
+                    verify_block(ct, &bad, 4096, true).is_err(),
+                    "{ct:?} flip {i}"
+                );
             }
-            assert!(verify_block(ct, &raw[..4], 4096).is_err());
+            assert!(verify_block(ct, &raw[..4], 4096, true).is_err());
         }
         // Distinct offsets below 4 GiB have distinct mixes (spot check).
         assert_ne!(offset_mix(1), offset_mix(2));
@@ -388,8 +409,14 @@ mod tests {
         let ct = ChecksumType::Crc32;
         let mut raw = b"abc".to_vec();
         raw.extend_from_slice(&block_trailer(ct, b"abc", 7, 10));
-        let e = verify_block(ct, &raw, 10).unwrap_err();
+        let e = verify_block(ct, &raw, 10, true).unwrap_err();
         assert!(e.contains("unknown block type 7"), "{e}");
+        // The compressed types are known only in a version 2 table.
+        let mut raw = b"abc".to_vec();
+        raw.extend_from_slice(&block_trailer(ct, b"abc", 1, 10));
+        assert_eq!(verify_block(ct, &raw, 10, true), Ok((3, 1)));
+        let e = verify_block(ct, &raw, 10, false).unwrap_err();
+        assert!(e.contains("unknown block type 1"), "{e}");
     }
 
     #[test]

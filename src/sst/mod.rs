@@ -7,6 +7,7 @@
 //! - [`builder`]: [`TableBuilder`] writes a table.
 //! - [`table`]: [`Table`] opens, verifies and reads one.
 //! - [`properties`]: the properties block.
+//! - [`compression`]: the block codecs (none, LZ4, zstd) and their specs.
 //! - [`cache`]: the shared [`BlockCache`] of data blocks.
 //!
 //! Tables the store writes hold [`InternalKey`]s ([`KeyFormat::Internal`]):
@@ -17,6 +18,7 @@
 pub mod block;
 pub mod builder;
 pub mod cache;
+pub mod compression;
 pub mod format;
 pub mod properties;
 pub mod table;
@@ -24,6 +26,9 @@ pub mod table;
 pub use crate::key::{InternalKey, ValueKind};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use cache::{BlockCache, CacheStats};
-pub use format::{BlockHandle, ChecksumType, FORMAT_VERSION, Footer, KeyFormat};
+pub use compression::Compression;
+pub use format::{
+    BlockHandle, ChecksumType, FORMAT_VERSION, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
+};
 pub use properties::TableProperties;
 pub use table::{ReadStats, Table, TableGet, TableIter, TableOpenOptions};

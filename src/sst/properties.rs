@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::block::{Block, BlockBuilder, BlockError};
-use super::format::{KeyFormat, get_varint64, put_varint64};
+use super::compression::Compression;
+use super::format::{FORMAT_VERSION_UNCOMPRESSED, KeyFormat, get_varint64, put_varint64};
 
 /// Everything the properties block records about a table.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,8 +33,21 @@ pub struct TableProperties {
     pub raw_key_bytes: u64,
     /// Sum of value lengths (`raw.value.bytes`).
     pub raw_value_bytes: u64,
-    /// Bytes of all data blocks including trailers (`data.size`).
+    /// Bytes of all data blocks as stored, trailers included (`data.size`).
     pub data_size: u64,
+    /// Bytes of all data blocks before compression, trailers included
+    /// (`data.raw_size`; equal to `data_size` in a table without compression).
+    /// `data_raw_size / data_size` is the table's compression ratio.
+    pub data_raw_size: u64,
+    /// The largest data block before compression, trailer excluded
+    /// (`data.raw_max`): the bound a reader puts on a compressed block's
+    /// declared length. 0 in a format version 1 table (nothing to bound).
+    pub data_raw_max: u64,
+    /// How the data blocks were compressed (`compression`; a format version 1
+    /// table has no such property and no compressed block:
+    /// [`Compression::None`]). A block that did not shrink enough is stored
+    /// raw even so; its type byte says which.
+    pub compression: Compression,
     /// Bytes of the index block including its trailer (`index.size`).
     pub index_size: u64,
     /// Bytes of the filter block including its trailer (`filter.size`, 0 if none).
@@ -59,10 +73,16 @@ pub struct TableProperties {
 
 /// Property names, in the bytewise order they are stored in.
 pub mod names {
+    /// `compression`: `none`, `lz4` or `zstd:LEVEL` (format version 2 only).
+    pub const COMPRESSION: &str = "compression";
     /// `creation.time`: varint64 unix seconds.
     pub const CREATION_TIME: &str = "creation.time";
     /// `data.blocks`: varint64.
     pub const DATA_BLOCKS: &str = "data.blocks";
+    /// `data.raw_max`: varint64 bytes (format version 2 only).
+    pub const DATA_RAW_MAX: &str = "data.raw_max";
+    /// `data.raw_size`: varint64 bytes (format version 2 only).
+    pub const DATA_RAW_SIZE: &str = "data.raw_size";
     /// `data.size`: varint64 bytes.
     pub const DATA_SIZE: &str = "data.size";
     /// `deletions`: varint64 (internal-key tables only).
@@ -113,6 +133,11 @@ impl TableProperties {
         m.insert(CREATION_TIME, varint(self.creation_time));
         m.insert(DATA_BLOCKS, varint(self.data_blocks));
         m.insert(DATA_SIZE, varint(self.data_size));
+        if self.format_version > FORMAT_VERSION_UNCOMPRESSED {
+            m.insert(COMPRESSION, self.compression.to_string().into_bytes());
+            m.insert(DATA_RAW_MAX, varint(self.data_raw_max));
+            m.insert(DATA_RAW_SIZE, varint(self.data_raw_size));
+        }
         if let Some(d) = self.deletions {
             m.insert(DELETIONS, varint(d));
         }
@@ -207,6 +232,24 @@ impl TableProperties {
             None => None,
             Some(_) => Some(num(DELETIONS)?),
         };
+        let format_version = small(FORMAT_VERSION)?;
+        let data_size = num(DATA_SIZE)?;
+        let (compression, data_raw_size, data_raw_max) =
+            if format_version > FORMAT_VERSION_UNCOMPRESSED {
+                let name = raw(COMPRESSION)?;
+                let c = std::str::from_utf8(name)
+                    .ok()
+                    .and_then(|n| Compression::parse(n).ok())
+                    .ok_or_else(|| {
+                        err(format!(
+                            "unknown compression {:?}",
+                            String::from_utf8_lossy(name)
+                        ))
+                    })?;
+                (c, num(DATA_RAW_SIZE)?, num(DATA_RAW_MAX)?)
+            } else {
+                (Compression::None, data_size, 0)
+            };
         Ok(TableProperties {
             entries: num(ENTRIES)?,
             data_blocks: num(DATA_BLOCKS)?,
@@ -216,7 +259,10 @@ impl TableProperties {
             largest_user_key: raw(USER_KEY_LARGEST)?.to_vec(),
             raw_key_bytes: num(RAW_KEY_BYTES)?,
             raw_value_bytes: num(RAW_VALUE_BYTES)?,
-            data_size: num(DATA_SIZE)?,
+            data_size,
+            data_raw_size,
+            data_raw_max,
+            compression,
             index_size: num(INDEX_SIZE)?,
             filter_size,
             filter_policy,
@@ -224,7 +270,7 @@ impl TableProperties {
             filter_probes,
             filter_keys,
             key_format,
-            format_version: small(FORMAT_VERSION)?,
+            format_version,
             creation_time: num(CREATION_TIME)?,
             deletions,
         })
@@ -246,6 +292,9 @@ mod tests {
             raw_key_bytes: 5,
             raw_value_bytes: 300,
             data_size: 400,
+            data_raw_size: 400,
+            data_raw_max: 0,
+            compression: Compression::None,
             index_size: 30,
             filter_size: 89,
             filter_policy: Some("blocked512".into()),
@@ -277,14 +326,40 @@ mod tests {
         q.key_format = KeyFormat::Internal;
         q.deletions = Some(2);
         assert_eq!(roundtrip(&q), q);
+        // Version 2: the compression properties are written and read back.
+        let mut r = sample();
+        r.format_version = 2;
+        r.compression = Compression::Zstd(7);
+        r.data_raw_size = 1234;
+        r.data_raw_max = 600;
+        assert_eq!(roundtrip(&r), r);
+        // ... and required.
+        let block = Block::new(Bytes::from(r.encode())).unwrap();
+        let mut b = BlockBuilder::new(1);
+        let mut it = block.iter(KeyFormat::Plain);
+        while it.advance().unwrap() {
+            if it.key() != names::DATA_RAW_MAX.as_bytes() {
+                b.add(it.key(), it.value_slice());
+            }
+        }
+        let block = Block::new(Bytes::from(b.finish().to_vec())).unwrap();
+        let e = TableProperties::decode(&block).unwrap_err();
+        assert!(
+            e.what.contains("missing property data.raw_max"),
+            "{}",
+            e.what
+        );
     }
 
     #[test]
     fn names_are_sorted() {
         use names::*;
         let all = [
+            COMPRESSION,
             CREATION_TIME,
             DATA_BLOCKS,
+            DATA_RAW_MAX,
+            DATA_RAW_SIZE,
             DATA_SIZE,
             DELETIONS,
             ENTRIES,

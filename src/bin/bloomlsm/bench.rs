@@ -30,11 +30,12 @@ use clap::{Args, ValueEnum};
 
 use serde_json::{Value, json};
 
-use crate::db_cmd::{shape_json, shape_line};
+use crate::db_cmd::{level_total, shape_json, shape_line};
+use crate::design::{CompressionArgs, describe_compression};
 use crate::phase::{PERCENTILES, Phase, Recorder};
 use crate::report::{self, TextTable, bytes, count, csv_line, percent, sig3};
 use crate::sweep::{SweepPoint, fpr_sweep, sweep_table};
-use crate::workload::{SplitMix64, absent_key, present_key};
+use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
 use crate::{CliError, CliResult, filter_cost, plot, progress, write_json};
 
 /// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
@@ -56,6 +57,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100, value_name = "BYTES",
           value_parser = clap::value_parser!(u32).range(0..=1 << 20))]
     pub value_size: u32,
+    /// Make values compress to about this fraction of their size (db_bench's
+    /// --compression_ratio): 1 = random bytes, 0.5 about 2x.
+    #[arg(long, default_value_t = 0.5, value_name = "R", value_parser = parse_ratio)]
+    pub value_ratio: f64,
+    #[command(flatten)]
+    pub compression: CompressionArgs,
     /// Gets per phase (missing keys, then existing keys).
     #[arg(long, default_value_t = 200_000, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -132,6 +139,13 @@ impl IoMode {
             IoMode::Direct => ReadMode::Direct,
         }
     }
+}
+
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|r| *r > 0.0 && *r <= 1.0)
+        .ok_or_else(|| format!("{s:?}: the value ratio must be a number in (0, 1]"))
 }
 
 /// One filter configuration of the study.
@@ -347,6 +361,17 @@ impl BenchRow {
             .join(", ")
     }
 
+    /// Bytes of the store's files on disk after loading.
+    pub fn disk_bytes(&self) -> u64 {
+        level_total(&self.missing).file_bytes
+    }
+
+    /// Data-block bytes before compression over bytes stored.
+    pub fn compression_ratio(&self) -> Option<f64> {
+        let t = level_total(&self.missing);
+        (t.data_bytes > 0).then(|| t.data_raw_bytes as f64 / t.data_bytes as f64)
+    }
+
     /// Data-block reads per existing get.
     pub fn reads_per_existing_get(&self) -> f64 {
         let g = self.existing.gets.max(1);
@@ -496,19 +521,13 @@ fn store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
     Ok(d)
 }
 
-/// Deterministic value bytes of key `i`.
-fn value_for(i: u64, template: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    out.extend_from_slice(template);
-    let n = out.len().min(8);
-    out[..n].copy_from_slice(&i.to_le_bytes()[..n]);
-}
-
 /// Loads `args.keys` keys into a store at `dir` with `config`'s filters,
 /// running every due flush and compaction on this thread so that the shape
 /// depends on the writes alone. Returns the open store and the load time.
 pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, f64)> {
-    let opts = bench_options(config.filters.clone(), args.io);
+    let mut opts = bench_options(config.filters.clone(), args.io);
+    args.compression
+        .apply(&mut opts.compression, opts.max_levels)?;
     let wbs = opts.write_buffer_size as u64;
     let db = Db::open(dir, opts)?;
     let pb = progress(
@@ -516,9 +535,12 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
         args.quiet,
         format!("{}: load", config.name),
     );
-    let mut template = vec![0u8; args.value_size as usize];
-    SplitMix64::new(args.seed ^ 0x7661_6c75).fill(&mut template);
-    let mut value = Vec::with_capacity(template.len());
+    let values = ValueSource::new(
+        args.seed ^ 0x7661_6c75,
+        args.value_ratio,
+        args.value_size as usize,
+    );
+    let mut value = Vec::with_capacity(args.value_size as usize);
     // Per-entry memtable cost, estimated from the first batch; used to flush
     // before the memtable would fill up on its own (a freeze would hand the
     // flush to the background thread, and we want every step on this one).
@@ -530,7 +552,7 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
         let end = (i + batch_keys).min(args.keys);
         let mut batch = WriteBatch::new();
         for j in i..end {
-            value_for(j, &template, &mut value);
+            values.value(j, &mut value);
             batch.put(present_key(args.seed, j), &value);
         }
         let before = db.stats().memtable_bytes;
@@ -737,6 +759,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         Some(s) => Some(Zipf::new(args.keys, s)),
         None => None,
     };
+    // Bad compression flags are usage errors, found before anything is written.
+    let mut o = bench_options(FilterOptions::none(), args.io);
+    args.compression.apply(&mut o.compression, o.max_levels)?;
     // Output paths are checked before the (long) run starts.
     if let Some(path) = &args.plot {
         check_plot_path(path)?;
@@ -763,7 +788,6 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         }
     };
     let text = !args.json && !args.csv;
-    let o = bench_options(FilterOptions::none(), args.io);
     let dist = match args.zipf {
         Some(s) => format!("Zipf {s}"),
         None => "uniform".to_string(),
@@ -771,21 +795,23 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     if text {
         writeln!(
             out,
-            "bloomlsm bench: {} keys (16 B) with {} B values; {} missing + {} existing ({dist}) gets per configuration; seed {}",
+            "bloomlsm bench: {} keys (16 B) with {} B values (made to compress to {}); {} missing + {} existing ({dist}) gets per configuration; seed {}",
             count(args.keys),
             args.value_size,
+            args.value_ratio,
             count(args.lookups),
             count(args.lookups),
             args.seed
         )?;
         writeln!(
             out,
-            "store: write buffer {}, target file {}, L1 {} x{} per level, {} blocks, block cache off, compaction on the caller thread",
+            "store: write buffer {}, target file {}, L1 {} x{} per level, {} blocks, {}, block cache off, compaction on the caller thread",
             bytes(o.write_buffer_size as u64),
             bytes(o.target_file_size),
             bytes(o.level1_max_bytes),
             o.level_size_multiplier,
-            bytes(o.block_size as u64)
+            bytes(o.block_size as u64),
+            describe_compression(&o.compression)
         )?;
         writeln!(
             out,
@@ -1138,6 +1164,8 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         "build/key",
         "probe",
         "load",
+        "disk",
+        "ratio",
     ]);
     for r in rows {
         let (build, probe) = r.filter_cost.unzip();
@@ -1156,6 +1184,9 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
             build.map_or("-".into(), small_ns),
             probe.flatten().map_or("-".into(), small_ns),
             format!("{:.1} s", r.load_secs),
+            report::bytes(r.disk_bytes()),
+            r.compression_ratio()
+                .map_or("-".into(), |x| format!("{x:.2}x")),
         ]);
     }
     t
@@ -1189,6 +1220,10 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
         "block_reads_per_existing_get": r.reads_per_existing_get(),
         "existing_get_ns": r.existing_get_ns,
         "load_seconds": r.load_secs,
+        "disk_bytes": r.disk_bytes(),
+        "data_bytes": level_total(m).data_bytes,
+        "data_raw_bytes": level_total(m).data_raw_bytes,
+        "compression_ratio": r.compression_ratio(),
         "shape": shape_json(m),
         "io": r.io.read_mode().name(),
         "phases": r.phases.iter().zip(PHASES).enumerate().map(|(i, (p, (_, name)))| {
@@ -1275,6 +1310,8 @@ pub const CSV_HEADER: &[&str] = &[
     "filter_probe_ns",
     "block_reads_per_existing_get",
     "load_seconds",
+    "disk_bytes",
+    "compression_ratio",
 ];
 
 /// One `--csv` line's fields.
@@ -1298,6 +1335,8 @@ pub fn csv_row(r: &BenchRow, none: Option<&BenchRow>) -> Vec<String> {
         opt(r.filter_cost.and_then(|c| c.1)),
         r.reads_per_existing_get().to_string(),
         format!("{:.3}", r.load_secs),
+        r.disk_bytes().to_string(),
+        opt(r.compression_ratio()),
     ]
     .into_iter()
     .chain(std::iter::once(r.io.read_mode().name().to_string()))
@@ -1319,6 +1358,25 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
+
+    #[test]
+    fn values_compress_about_as_stated() {
+        use bloomlsm::sst::compression::Compressor;
+        for ratio in [1.0, 0.5, 0.25] {
+            let src = ValueSource::new(7, ratio, 100);
+            let (mut block, mut v) = (Vec::new(), Vec::new());
+            for i in 0..40 {
+                src.value(i, &mut v);
+                assert_eq!(v.len(), 100);
+                block.extend_from_slice(&v);
+            }
+            let mut cx = Compressor::new(bloomlsm::Compression::Lz4).unwrap();
+            let (stored, _) = cx.compress(&block);
+            let got = stored.len() as f64 / block.len() as f64;
+            eprintln!("ratio {ratio}: lz4 {got:.3}");
+            assert!((got - ratio).abs() < 0.15, "ratio {ratio}: lz4 {got:.3}");
+        }
+    }
 
     #[test]
     fn parses_configs() {

@@ -20,7 +20,7 @@ use bloomlsm::{Db, FileStats, LevelStats, Options, Stats, WriteBatch};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::design::{DesignArgs, describe};
+use crate::design::{DesignArgs, describe, describe_compression};
 use crate::escape::Codec;
 use crate::report::{TextTable, bytes, count, percent, sig3};
 use crate::workload::SplitMix64;
@@ -396,13 +396,25 @@ pub fn shape_json(s: &Stats) -> Value {
         .collect()
 }
 
+/// A compression ratio, uncompressed over stored bytes: `2.41x` (`-` for
+/// nothing stored).
+pub fn ratio(raw: u64, stored: u64) -> String {
+    if stored == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}x", raw as f64 / stored as f64)
+    }
+}
+
 /// The sums over every non-empty level (policy and predicted FPR left empty).
-fn level_total(s: &Stats) -> LevelStats {
+pub fn level_total(s: &Stats) -> LevelStats {
     let mut total = LevelStats::default();
     for l in s.levels.iter().filter(|l| l.files > 0) {
         total.files += l.files;
         total.entries += l.entries;
         total.file_bytes += l.file_bytes;
+        total.data_bytes += l.data_bytes;
+        total.data_raw_bytes += l.data_raw_bytes;
         total.filter_bytes += l.filter_bytes;
         total.filtered_keys += l.filtered_keys;
         total.io.add(&l.io);
@@ -516,6 +528,8 @@ fn level_json(l: &LevelStats, total: bool) -> Value {
         "files": l.files,
         "keys": l.entries,
         "bytes": l.file_bytes,
+        "data_bytes": l.data_bytes,
+        "data_raw_bytes": l.data_raw_bytes,
         "filter_policy": (!total).then_some(l.policies.as_str()),
         "filter_bytes": l.filter_bytes,
         "filter_bits_per_key": l.filter_bits_per_key(),
@@ -732,6 +746,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
     let checked = checked_fpr(&all_files, s.levels.len());
     let files = if a.files { all_files } else { Vec::new() };
     let design = db.options().filters.clone();
+    let compression = db.options().compression.clone();
     db.close()?;
     if a.json {
         let levels: Vec<Value> = s
@@ -770,6 +785,9 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
                         "level": f.level,
                         "bytes": f.file_bytes,
                         "keys": f.entries,
+                        "compression": f.compression,
+                        "data_bytes": f.data_bytes,
+                        "data_raw_bytes": f.data_raw_bytes,
                         "filter": f.filter,
                         "filter_usable": f.filter_usable,
                         "bits_per_key": f.bits_per_key,
@@ -783,7 +801,21 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         return write_json(out, &v);
     }
     writeln!(out, "store {}: {}", a.dir.display(), shape_line(&s))?;
-    writeln!(out, "design: {}", describe(&design))?;
+    writeln!(
+        out,
+        "design: {}; {}",
+        describe(&design),
+        describe_compression(&compression)
+    )?;
+    let total = level_total(&s);
+    writeln!(
+        out,
+        "disk: {} in files; data blocks {} stored, {} uncompressed (ratio {})",
+        bytes(total.file_bytes),
+        bytes(total.data_bytes),
+        bytes(total.data_raw_bytes),
+        ratio(total.data_raw_bytes, total.data_bytes)
+    )?;
     writeln!(
         out,
         "memory: filters {}, indexes {}, memtables {}",
@@ -826,19 +858,26 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
             "level",
             "size",
             "keys",
+            "compression",
             "filter",
             "bits/key",
             "pred FPR",
             "checks",
             "false pos",
         ])
-        .align(4, crate::report::Align::Left);
+        .align(4, crate::report::Align::Left)
+        .align(5, crate::report::Align::Left);
         for f in &files {
             t.row(vec![
                 format!("{:06}.sst", f.number),
                 format!("L{}", f.level),
                 bytes(f.file_bytes),
                 count(f.entries),
+                format!(
+                    "{} {}",
+                    f.compression,
+                    ratio(f.data_raw_bytes, f.data_bytes)
+                ),
                 if f.filter_usable || f.filter == "none" {
                     f.filter.clone()
                 } else {

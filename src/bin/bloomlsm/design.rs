@@ -1,4 +1,4 @@
-//! The filter-design flags of the writing `db` commands. Without any, a store
+//! The design flags (filters, compression) of the writing `db` commands. Without any, a store
 //! keeps the design it records in its `OPTIONS` file; with some, those parts
 //! of the recorded design change (and the store logs the change).
 
@@ -8,7 +8,7 @@ use bloomlsm::db::options_file;
 use bloomlsm::filter::{
     FilterPolicy, MAX_BITS_PER_KEY, MIN_BITS_PER_KEY, filter_spec, parse_filter_spec,
 };
-use bloomlsm::{FilterOptions, Options};
+use bloomlsm::{Compression, CompressionOptions, FilterOptions, Options};
 use clap::Args;
 
 use crate::{CliError, CliResult};
@@ -34,6 +34,69 @@ pub struct DesignArgs {
     /// keys that exist anyway).
     #[arg(long)]
     pub no_last_level_filter: bool,
+    #[command(flatten)]
+    pub compression: CompressionArgs,
+}
+
+/// The compression flags, shared by the writing `db` commands and `bench`.
+#[derive(Clone, Debug, Default, Args)]
+pub struct CompressionArgs {
+    /// Data-block compression of every level: `none`, `lz4`, `zstd` (level 3)
+    /// or `zstd:LEVEL` (1-22). Files keep the compression they were written
+    /// with; new default stores use lz4 below L0, none on L0.
+    #[arg(long, value_name = "SPEC", value_parser = Compression::parse)]
+    pub compression: Option<Compression>,
+    /// The compression of one level, as `LEVEL=SPEC` (e.g. `0=none`,
+    /// `3=zstd:9`); repeatable, replaces that level's recorded compression.
+    #[arg(long = "level-compression", value_name = "LEVEL=SPEC", value_parser = parse_level_compression)]
+    pub level_compression: Vec<(usize, Compression)>,
+}
+
+impl CompressionArgs {
+    /// Whether any flag was given.
+    pub fn any(&self) -> bool {
+        self.compression.is_some() || !self.level_compression.is_empty()
+    }
+
+    /// Applies the flags to `c` (a store with `max_levels` levels); a usage
+    /// error for a level the store lacks or a codec this build lacks.
+    pub fn apply(&self, c: &mut CompressionOptions, max_levels: usize) -> CliResult {
+        if let Some(x) = self.compression {
+            c.default = x;
+            // `--compression` alone means every level.
+            if self.level_compression.is_empty() {
+                c.per_level.clear();
+            }
+        }
+        for (level, x) in &self.level_compression {
+            if *level >= max_levels {
+                return Err(CliError::usage(format!(
+                    "--level-compression {level}=…: the store has levels 0..{}",
+                    max_levels - 1
+                )));
+            }
+            c.per_level.retain(|(l, _)| l != level);
+            c.per_level.push((*level, *x));
+        }
+        if let Some(x) = c.all().find(|x| !x.is_available()) {
+            return Err(CliError::usage(format!(
+                "--compression {x}: this build of bloomlsm has no zstd (feature `zstd`)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn parse_level_compression(s: &str) -> Result<(usize, Compression), String> {
+    let (level, spec) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: want LEVEL=SPEC, e.g. 0=none or 3=zstd:9"))?;
+    let level: usize = level
+        .parse()
+        .ok()
+        .filter(|l| *l < 32)
+        .ok_or_else(|| format!("{s:?}: the level must be a number below 32"))?;
+    Ok((level, Compression::parse(spec)?))
 }
 
 /// A parsed filter spec (`None`: no filter).
@@ -74,6 +137,7 @@ impl DesignArgs {
             || !self.level_filter.is_empty()
             || self.monkey.is_some()
             || self.no_last_level_filter
+            || self.compression.any()
     }
 
     /// Sets `opts` up for the store in `dir`: unchanged (the store's recorded
@@ -106,6 +170,8 @@ impl DesignArgs {
                 opts.max_levels - 1
             )));
         }
+        self.compression
+            .apply(&mut opts.compression, opts.max_levels)?;
         opts.use_stored_design = false;
         Ok(())
     }
@@ -122,6 +188,15 @@ pub fn describe(f: &FilterOptions) -> String {
     }
     if f.skip_last_level {
         s.push_str(", none on the last level");
+    }
+    s
+}
+
+/// One line describing a compression design, e.g. `compression lz4, L0 none`.
+pub fn describe_compression(c: &CompressionOptions) -> String {
+    let mut s = format!("compression {}", c.default);
+    for (level, x) in &c.per_level {
+        s.push_str(&format!(", L{level} {x}"));
     }
     s
 }
@@ -143,6 +218,13 @@ mod tests {
         assert_eq!(parse_bits("7.5").unwrap(), 7.5);
         for bad in ["0", "-1", "nan", "1000", "x"] {
             assert!(parse_bits(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_level_compression("3=zstd:9").unwrap(),
+            (3, Compression::Zstd(9))
+        );
+        for bad in ["3", "x=lz4", "40=lz4", "2=gzip", "2=zstd:0", "=none"] {
+            assert!(parse_level_compression(bad).is_err(), "{bad}");
         }
     }
 }

@@ -69,6 +69,7 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --json --plot study.svg > study.jsonl
   bloomlsm bench --dir /tmp/stores --reuse-dir       keep the stores, replace an earlier run's
   bloomlsm bench --io direct --dir /var/tmp/b        reads that reach the device (O_DIRECT)
+  bloomlsm bench --configs blocked10 --compression zstd:3 --value-ratio 0.3
 
 JSON (--json): one object per configuration per line, in --configs order:
   config, policy                       the name given and its policy, e.g. \"blocked512(10 b/k, k=6)\"
@@ -79,6 +80,9 @@ JSON (--json): one object per configuration per line, in --configs order:
   missing_gets, filter_checks, filter_negatives, false_positives, missing_get_ns,
   multi_get_missing_ns                 the same missing keys by Db::multi_get, 1,024 a call
   existing_gets, block_reads_per_existing_get, existing_get_ns, load_seconds
+  disk_bytes                           bytes of the store's files after loading
+  data_bytes, data_raw_bytes           data blocks as stored and before compression
+  compression_ratio                    data_raw_bytes / data_bytes (null without data)
   filter_build_ns_per_key, filter_probe_ns   CPU of the store's filters: each level's policy
                                        timed on a 65,536-key filter, build weighted by keys,
                                        probe (absent key) by filter checks; null without filters
@@ -116,14 +120,18 @@ pub const SST_DUMP: &str = concat!(
 JSON (--json): one object:
   file, file_bytes, footer_format_version, properties_format_version, checksum,
   key_format (\"plain\" or \"internal\"), entries, deletions (null if not recorded),
-  raw_key_bytes, raw_value_bytes, data_blocks, data_bytes (with trailers),
-  index_bytes, index_memory_bytes,
+  raw_key_bytes, raw_value_bytes, data_blocks, data_bytes (as stored, with trailers),
+  data_raw_bytes (before compression, with trailers), compression (\"none\", \"lz4\",
+  \"zstd:LEVEL\"), compression_ratio (data_raw_bytes / data_bytes; null without data
+  blocks), compressed_blocks (data blocks stored compressed), index_bytes,
+  index_memory_bytes,
   filter      null if none; {policy, usable, reason (null if usable), bits_per_key_requested,
               probes, keys, memory_bytes, bits_per_key, predicted_fpr, offset, size}
   smallest_key, largest_key   null for an empty table; {key} for plain keys,
               {key, seq, kind (\"put\" or \"del\")} for internal keys
   created (unix seconds), created_utc (\"YYYY-MM-DDTHH:MM:SSZ\")
-  blocks      with --blocks: [{offset, size, last_key}]
+  blocks      with --blocks: [{offset, size (as stored), type (\"none\", \"lz4\", \"zstd\"),
+              raw_size (before compression), last_key}]
   records     with --entries: [{key, seq, kind, value}] (seq and kind for internal keys)
 ",
     exit_status!()
@@ -277,10 +285,12 @@ pub const DB_COMPACT: &str = concat!(
     "Examples:
   bloomlsm db compact /tmp/s
   bloomlsm db compact /tmp/s --filter fpr:0.001 --level-filter 0=blocked512:8
-The writing commands (put, delete, load, compact) keep the filter design the store
-records (its OPTIONS file) unless given --filter, --level-filter, --monkey or
---no-last-level-filter: those change it for every file written from then on (the
-change is logged in OPTIONS); files already written keep their own filters.
+  bloomlsm db compact /tmp/s --compression lz4 --level-compression 6=zstd:9
+The writing commands (put, delete, load, compact) keep the filter and compression
+design the store records (its OPTIONS file) unless given --filter, --level-filter,
+--monkey, --no-last-level-filter, --compression or --level-compression: those change
+it for every file written from then on (the change is logged in OPTIONS); files
+already written keep their own filters and compression until rewritten.
 ",
     exit_status!()
 );

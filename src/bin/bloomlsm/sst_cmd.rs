@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use bloomlsm::db::MAX_KEY_LEN;
 use bloomlsm::filter::{Filter, key_hash};
+use bloomlsm::sst::compression::block_type_name;
 use bloomlsm::sst::format::BLOCK_TRAILER_LEN;
 use bloomlsm::sst::{InternalKey, KeyFormat, Table, TableOpenOptions};
 use clap::{Args, Subcommand};
@@ -205,6 +206,12 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
     let sizes: Vec<u64> = t.index_entries().map(|(_, h)| h.size).collect();
     let data_total: u64 = sizes.iter().map(|s| s + BLOCK_TRAILER_LEN as u64).sum();
     let limit = a.limit.unwrap_or(u64::MAX);
+    // Each block's type byte and uncompressed size (a 1- to 6-byte read each).
+    let codecs = (0..sizes.len())
+        .map(|i| t.data_block_codec(i))
+        .collect::<bloomlsm::Result<Vec<_>>>()?;
+    let compressed = codecs.iter().filter(|(ty, _)| *ty != 0).count();
+    let type_name = |ty: u8| block_type_name(ty).unwrap_or("unknown");
     if a.json {
         let mut v = json!({
             "file": a.file.display().to_string(),
@@ -219,6 +226,10 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
             "raw_value_bytes": p.raw_value_bytes,
             "data_blocks": sizes.len(),
             "data_bytes": data_total,
+            "data_raw_bytes": p.data_raw_size,
+            "compression": p.compression.to_string(),
+            "compression_ratio": (data_total > 0).then(|| p.data_raw_size as f64 / data_total as f64),
+            "compressed_blocks": compressed,
             "index_bytes": p.index_size,
             "index_memory_bytes": t.index_memory_bytes(),
             "filter": filter_json(&t),
@@ -230,11 +241,14 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
         if a.blocks {
             v["blocks"] = t
                 .index_entries()
+                .zip(&codecs)
                 .take(limit as usize)
-                .map(|(k, h)| {
+                .map(|((k, h), (ty, raw))| {
                     json!({
                         "offset": h.offset,
                         "size": h.size,
+                        "type": type_name(*ty),
+                        "raw_size": raw,
                         "last_key": key_json(codec, fmt, k),
                     })
                 })
@@ -307,6 +321,18 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
     kv(out, "data blocks", blocks)?;
     kv(
         out,
+        "compression",
+        format!(
+            "{}: {} of {} data blocks stored compressed; {} uncompressed, ratio {}",
+            p.compression,
+            count(compressed as u64),
+            count(sizes.len() as u64),
+            bytes(p.data_raw_size),
+            crate::db_cmd::ratio(p.data_raw_size, data_total)
+        ),
+    )?;
+    kv(
+        out,
         "index block",
         format!(
             "{} on disk, {} in memory",
@@ -355,15 +381,21 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
         writeln!(out)?;
         writeln!(
             out,
-            "{:>6}  {:>10}  {:>6}  last key",
-            "block", "offset", "size"
+            "{:>6}  {:>10}  {:>6}  {:<4}  {:>6}  last key",
+            "block", "offset", "size", "type", "raw"
         )?;
-        for (i, (k, h)) in t.index_entries().enumerate().take(limit as usize) {
+        for (i, ((k, h), (ty, raw))) in t
+            .index_entries()
+            .zip(&codecs)
+            .enumerate()
+            .take(limit as usize)
+        {
             writeln!(
                 out,
-                "{i:>6}  {:>10}  {:>6}  {}",
+                "{i:>6}  {:>10}  {:>6}  {:<4}  {raw:>6}  {}",
                 h.offset,
                 h.size,
+                type_name(*ty),
                 show_key(codec, fmt, k)
             )?;
         }

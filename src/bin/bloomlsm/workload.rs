@@ -77,3 +77,35 @@ fn key16(seed: u64, x: u64) -> [u8; 16] {
     k[8..].copy_from_slice(&lo.to_be_bytes());
     k
 }
+
+/// Values that compress to about a chosen fraction of their size, in the
+/// spirit of db_bench's `--compression_ratio`: value `i` is `ratio · len`
+/// pseudo-random bytes (seeded by `i`) repeated to fill `len` bytes, so each
+/// value compresses on its own and the keys' order in a block does not
+/// matter. Ratio 1 is incompressible random bytes; 0.5 compresses about 2x
+/// with LZ4 or zstd.
+#[derive(Clone, Debug)]
+pub struct ValueSource {
+    seed: u64,
+    len: usize,
+    raw: usize,
+}
+
+impl ValueSource {
+    /// Values of `len` bytes compressing to about `ratio` (in `0..=1`).
+    pub fn new(seed: u64, ratio: f64, len: usize) -> Self {
+        let raw = ((len as f64 * ratio).round() as usize).clamp(1.min(len), len);
+        ValueSource { seed, len, raw }
+    }
+
+    /// Writes the value of key `i` into `out` (replacing its contents).
+    pub fn value(&self, i: u64, out: &mut Vec<u8>) {
+        out.clear();
+        out.resize(self.raw, 0);
+        SplitMix64::new(mix64(self.seed ^ mix64(i))).fill(out);
+        while out.len() < self.len {
+            let n = (self.len - out.len()).min(self.raw);
+            out.extend_from_within(..n);
+        }
+    }
+}
