@@ -1385,5 +1385,8 @@ fn bench_reports_disk_bytes_and_ratio() {
     ]);
     let csv = stdout(&o);
     let header = csv.lines().next().unwrap();
-    assert!(header.contains(",disk_bytes,compression_ratio,"), "{header}");
+    assert!(
+        header.contains(",disk_bytes,compression_ratio,"),
+        "{header}"
+    );
 }
