@@ -1204,11 +1204,7 @@ impl Inner {
                 } else if let Some(found) =
                     self.probe_key(f, keys[i], snapshot, hashes[i], &mut costs[i], says)?
                 {
-                    if let Some(v) = found {
-                        g.found.fetch_add(1, Ordering::Relaxed);
-                        out[i] = Some(v);
-                    }
-                    done[i] = true;
+                    settle(g, &mut out, &mut done, i, found);
                     resolved = true;
                 }
             }
@@ -1256,11 +1252,7 @@ impl Inner {
                     } else if let Some(found) =
                         self.probe_key(f, keys[i], snapshot, hashes[i], &mut costs[i], says)?
                     {
-                        if let Some(v) = found {
-                            g.found.fetch_add(1, Ordering::Relaxed);
-                            out[i] = Some(v);
-                        }
-                        done[i] = true;
+                        settle(g, &mut out, &mut done, i, found);
                         resolved = true;
                     }
                 }
@@ -1757,6 +1749,22 @@ const FILTER_NEGATIVE: IoCounters = IoCounters {
 
 /// Upper bound of `Options::max_levels` (checked by `Options::validate`).
 const MAX_LEVELS: usize = 32;
+
+/// Records multi_get key `i`'s answer from a file: a value, or a tombstone
+/// (`None`); either way the key is done.
+fn settle(
+    g: &GetCounters,
+    out: &mut [Option<Bytes>],
+    done: &mut [bool],
+    i: usize,
+    found: Option<Bytes>,
+) {
+    if let Some(v) = found {
+        g.found.fetch_add(1, Ordering::Relaxed);
+        out[i] = Some(v);
+    }
+    done[i] = true;
+}
 
 /// Starts loading what a probe of `hash` in file `i` of `level` (`f`) will
 /// read: the filter's memory, and the file's counters.
