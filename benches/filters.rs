@@ -5,7 +5,8 @@
 //! build and probe a 10^8-key filter. The target check (`cargo bench --bench
 //! filters -- zzz` skips the criterion groups) ends with blocked512 against
 //! Parquet's split block Bloom filter (`benches/peer/sbbf.rs`, a peer for this
-//! comparison only); `BLOOMLSM_SBBF_ONLY=1` runs only that part.
+//! comparison only); `BLOOMLSM_SBBF_ONLY=1` runs only that part, and
+//! `BLOOMLSM_RIBBON_ONLY=1` only the Ribbon targets.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -305,6 +306,14 @@ fn count_hashes(hashes: &[u64], probe: impl Fn(u64) -> bool) -> usize {
     hashes.iter().filter(|&&h| probe(h)).count()
 }
 
+/// One row of the targets table.
+fn print_row(what: &str, got: String, target: &str, ok: bool) {
+    println!(
+        "{what:<52} {got:>14}  {target:<14} {}",
+        if ok { "met" } else { "MISSED" }
+    );
+}
+
 /// The targets, on medians of this run (never asserted in tests).
 fn check_targets() {
     let h6 = hashes(1_000_000);
@@ -394,12 +403,7 @@ fn check_targets() {
             out2.iter().filter(|&&x| x).count()
         },
     );
-    let row = |what: &str, got: String, target: &str, ok: bool| {
-        println!(
-            "{what:<52} {got:>14}  {target:<14} {}",
-            if ok { "met" } else { "MISSED" }
-        );
-    };
+    let row = print_row;
     println!("\nTargets (medians of this run):");
     println!(
         "(this build {}: docs/filters.md, \"Build for the CPU\")",
@@ -672,6 +676,15 @@ fn sbbf_targets() {
 fn main() {
     if std::env::var_os("BLOOMLSM_SBBF_ONLY").is_some() {
         sbbf_targets();
+        return;
+    }
+    if std::env::var_os("BLOOMLSM_RIBBON_ONLY").is_some() {
+        let h6 = hashes(1_000_000);
+        let pre6: Vec<u64> = probe_keys(1_000_000, false)
+            .iter()
+            .map(|k| key_hash(k))
+            .collect();
+        ribbon_targets(&h6, &pre6, print_row);
         return;
     }
     let mut c = Criterion::default().configure_from_args();

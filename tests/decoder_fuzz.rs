@@ -6,7 +6,8 @@
 //!
 //! Decoders: SSTable data blocks, compressed block payloads (LZ4 and zstd
 //! decompression with its length prefix and bound), footers, filter blocks (trailer and body,
-//! every family), whole tables (`Table::open` + `verify_all`), WAL batches and
+//! every family), whole tables (`Table::open` + `verify_all`; blocked512,
+//! Bloom and Ribbon filters, none, LZ4 and zstd), WAL batches and
 //! MANIFEST edits, record logs as WAL and MANIFEST readers see them, and
 //! `OPTIONS` files.
 //!
@@ -363,6 +364,7 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
         (5, None, Compression::None),
         (60, Some(FilterPolicy::blocked512(10.0)), Compression::Lz4),
         (60, None, zstd),
+        (150, Some(FilterPolicy::ribbon(7.0)), Compression::None),
     ]
     .into_iter()
     .enumerate()

@@ -1,11 +1,13 @@
 //! Corrupt and truncated tables: every single-byte flip and every truncation
 //! gives either the original answers or `Error::Corruption` — never a panic,
-//! never a wrong value.
+//! never a wrong value. Tables with blocked512 and Ribbon filters; damage
+//! re-sealed behind a valid checksum tests the block and filter decoders
+//! themselves.
 
 use std::fs::File;
 use std::path::Path;
 
-use bloomlsm::filter::FilterPolicy;
+use bloomlsm::filter::{Filter, FilterPolicy};
 use bloomlsm::sst::format::block_trailer;
 use bloomlsm::sst::{
     ChecksumType, Compression, KeyFormat, Table, TableBuilder, TableBuilderOptions,
@@ -59,11 +61,29 @@ fn build_with(
     es: &Entries,
     compression: Compression,
 ) -> Vec<u8> {
+    build_filtered(
+        path,
+        checksum,
+        restart_interval,
+        es,
+        compression,
+        FilterPolicy::blocked512(10.0),
+    )
+}
+
+fn build_filtered(
+    path: &Path,
+    checksum: ChecksumType,
+    restart_interval: usize,
+    es: &Entries,
+    compression: Compression,
+    filter: FilterPolicy,
+) -> Vec<u8> {
     let opts = TableBuilderOptions {
         block_size: 256,
         restart_interval,
         checksum,
-        filter: Some(FilterPolicy::blocked512(10.0)),
+        filter: Some(filter),
         key_format: KeyFormat::Plain,
         creation_time: Some(1_700_000_000),
         compression,
@@ -555,4 +575,222 @@ fn unknown_block_types_are_corruption() {
     let t = Table::open(&path1, TableOpenOptions::default()).unwrap();
     let e = t.verify_all().unwrap_err();
     assert!(e.to_string().contains("unknown block type 1"), "{e}");
+}
+
+// ---- Ribbon filter blocks -------------------------------------------------
+
+/// Enough keys for a Ribbon filter of several 128-slot blocks, so its header
+/// has a real "upper columns from block" field.
+fn ribbon_entries() -> Entries {
+    (0..200u32)
+        .map(|i| {
+            (
+                format!("k{:05}", i * 7).into_bytes(),
+                format!("v{i}").into_bytes(),
+            )
+        })
+        .collect()
+}
+
+/// A Ribbon-filtered table of `es`, its bytes and its filter block handle
+/// (checked to be an opened Ribbon filter of more than one block).
+fn build_ribbon(path: &Path, es: &Entries) -> (Vec<u8>, bloomlsm::sst::BlockHandle) {
+    let good = build_filtered(
+        path,
+        ChecksumType::Crc32,
+        16,
+        es,
+        Compression::None,
+        FilterPolicy::ribbon(7.0),
+    );
+    let t = Table::open(path, TableOpenOptions::default()).unwrap();
+    match t.filter() {
+        Some(Filter::Ribbon(r)) => {
+            assert!(r.num_blocks() >= 2, "{} blocks", r.num_blocks());
+            assert!(r.upper_start_block() < r.num_blocks(), "{r:?}");
+        }
+        f => panic!("not a ribbon filter: {f:?}"),
+    }
+    assert!(t.data_blocks() >= 4, "a few blocks: {}", t.data_blocks());
+    let h = t.filter_handle().unwrap();
+    drop(t);
+    (good, h)
+}
+
+/// `check`, which also asserts that a table whose filter opened as
+/// [`Filter::Unusable`] reports that on every lookup (the flag the store
+/// counts as `unusable_filter_reads`). Returns whether corruption was
+/// reported, and whether the filter was unusable.
+fn check_counting_unusable(path: &Path, es: &Entries, what: &str) -> (bool, bool) {
+    let unusable = match Table::open(path, TableOpenOptions::default()) {
+        Ok(t) => {
+            let unusable = matches!(t.filter(), Some(Filter::Unusable { .. }));
+            for (k, _) in es {
+                if let Ok(r) = t.get(k, key_hash(k)) {
+                    assert_eq!(r.filter_unusable, unusable, "{what}: unusable flag");
+                }
+            }
+            unusable
+        }
+        Err(_) => false,
+    };
+    (check(path, es, what), unusable)
+}
+
+/// Byte flips of tables with a Ribbon filter: every bit of a multi-block
+/// filter block and of its block trailer, and a spread of single-byte flips
+/// (every 3rd byte, pattern 0x01) over a whole small table. The filter block
+/// is read and its checksum verified at `Table::open`, so every flip inside
+/// it is `Corruption` from `open` naming the block's offset — the Ribbon
+/// decoder never sees damaged bytes; flips elsewhere behave as for any table
+/// (the original answers or `Corruption`, at the latest from `verify_all`).
+#[test]
+fn every_byte_flip_of_a_ribbon_table_is_detected_or_harmless() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.sst");
+    let (good, h) = build_ribbon(&path, &ribbon_entries());
+    let (s, e) = (h.offset as usize, (h.offset + h.size) as usize + 5);
+    for i in s..e {
+        for bit in 0..8 {
+            let mut bad = good.clone();
+            bad[i] ^= 1 << bit;
+            std::fs::write(&path, &bad).unwrap();
+            let what = format!("ribbon filter block bit {bit} at {i}");
+            match Table::open(&path, TableOpenOptions::default()) {
+                Err(Error::Corruption {
+                    offset, what: w, ..
+                }) => {
+                    assert_eq!(offset, h.offset, "{what}: {w}");
+                    assert!(w.contains("checksum"), "{what}: {w}");
+                }
+                Err(e) => panic!("{what}: {e}"),
+                Ok(_) => panic!("{what}: opened"),
+            }
+        }
+    }
+    let es = entries();
+    let small = build_filtered(
+        &path,
+        ChecksumType::Crc32,
+        16,
+        &es,
+        Compression::None,
+        FilterPolicy::ribbon(7.0),
+    );
+    assert!(!check(&path, &es, "pristine"));
+    for i in (0..small.len()).step_by(3) {
+        let mut bad = small.clone();
+        bad[i] ^= 0x01;
+        std::fs::write(&path, &bad).unwrap();
+        let what = format!("ribbon table flip at {i}");
+        assert!(check(&path, &es, &what), "{what}: not detected");
+    }
+}
+
+/// Which part of a Ribbon filter block a byte offset (within the block's
+/// payload of `len` bytes) falls in.
+#[derive(Debug, PartialEq)]
+enum RibbonPart {
+    /// Solution words: any value is a well-formed filter.
+    Solution,
+    /// The seed (header) and key count (trailer): any value is well formed.
+    FreeField,
+    /// Every other header and trailer byte: sizes, columns, reserved bytes,
+    /// k, hash, version, kind.
+    Checked,
+}
+
+fn ribbon_part(at: usize, len: usize) -> RibbonPart {
+    use bloomlsm::filter::FILTER_TRAILER_LEN;
+    use bloomlsm::filter::ribbon::RIBBON_HEADER_LEN;
+    let header = len - FILTER_TRAILER_LEN - RIBBON_HEADER_LEN;
+    let trailer = len - FILTER_TRAILER_LEN;
+    if at < header {
+        RibbonPart::Solution
+    } else if at < trailer {
+        // upper_start u64, seed u32, lower u8, 3 reserved bytes.
+        match at - header {
+            8..12 => RibbonPart::FreeField,
+            _ => RibbonPart::Checked,
+        }
+    } else {
+        // units u64, key_count u64, k, hash, version, kind.
+        match at - trailer {
+            8..16 => RibbonPart::FreeField,
+            _ => RibbonPart::Checked,
+        }
+    }
+}
+
+/// The Ribbon decoder itself facing damage: every bit of the filter block's
+/// payload flipped and its block trailer re-sealed, so the checksum passes.
+/// * A header or trailer field whose value is checked (blocks, upper start,
+///   lower columns, reserved bytes, k, kind) gives `Corruption` from
+///   `Table::open`; an unknown hash function or version opens the filter as
+///   unusable, every lookup reports it (`filter_unusable`, counted by the
+///   store) and every answer is right.
+/// * A flip in the solution words, the seed or the key count leaves a
+///   well-formed filter that may now say "absent" for a stored key: without
+///   the checksum that is a wrong answer no decoder can see. Those cases
+///   assert only no panic, every error `Corruption`, and that `verify_all`
+///   (which probes the filter for every stored key) reports any key a lookup
+///   lost.
+#[test]
+fn damaged_ribbon_filters_behind_valid_checksums_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.sst");
+    let es = ribbon_entries();
+    let (good, h) = build_ribbon(&path, &es);
+    let (s, e) = (h.offset as usize, (h.offset + h.size) as usize);
+    let block_type = good[e];
+    let (mut corrupt, mut unusable, mut lost_and_reported) = (0, 0, 0);
+    for i in s..e {
+        let part = ribbon_part(i - s, e - s);
+        // Every bit of the header and trailer; one bit (varying) of each
+        // solution byte, which keeps the sweep quick.
+        let bits = if part == RibbonPart::Solution {
+            i % 8..i % 8 + 1
+        } else {
+            0..8
+        };
+        for bit in bits {
+            let mut bad = good.clone();
+            reseal_as(&mut bad, h.offset, h.size, block_type, |p| {
+                p[i - s] ^= 1 << bit
+            });
+            std::fs::write(&path, &bad).unwrap();
+            let what = format!("re-sealed ribbon bit {bit} at {i} ({part:?})");
+            if part == RibbonPart::Checked {
+                let (reported, was_unusable) = check_counting_unusable(&path, &es, &what);
+                assert!(reported || was_unusable, "{what}: not detected");
+                corrupt += usize::from(reported);
+                unusable += usize::from(was_unusable);
+                continue;
+            }
+            let t = match Table::open(&path, TableOpenOptions::default()) {
+                Ok(t) => t,
+                Err(e) => panic!("{what}: a well-formed filter rejected: {e}"),
+            };
+            let mut lost = false;
+            for (k, v) in &es {
+                let r = t.get(k, key_hash(k)).unwrap();
+                match r.entry {
+                    Some((gk, gv)) => assert_eq!((&gk[..], &gv[..]), (&k[..], &v[..])),
+                    None => lost = true,
+                }
+                let mut absent = k.clone();
+                absent.push(b'!');
+                assert!(t.get(&absent, key_hash(&absent)).unwrap().entry.is_none());
+            }
+            match t.verify_all() {
+                Ok(()) => assert!(!lost, "{what}: a key lost and verify_all passed"),
+                Err(e) => {
+                    expect_corruption(e, &what);
+                    lost_and_reported += usize::from(lost);
+                }
+            }
+        }
+    }
+    // The sweep reached every outcome.
+    assert!(corrupt > 0 && unusable > 0 && lost_and_reported > 0);
 }

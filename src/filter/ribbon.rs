@@ -602,8 +602,10 @@ impl RibbonFilter {
             }
             k = 2;
         }
-        for (j, (&w, &v)) in cur.iter().zip(nxt).enumerate().skip(k) {
-            if (par(w, v) ^ (y >> j)) & 1 != 0 {
+        // An index loop: `enumerate().skip(k)` compiled to an out-of-line
+        // `nth` call on this path.
+        for j in k..cols {
+            if (par(cur[j], nxt[j]) ^ (y >> j)) & 1 != 0 {
                 return false;
             }
         }
