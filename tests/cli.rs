@@ -1348,7 +1348,7 @@ fn bad_compression_specs_are_usage_errors_and_write_nothing() {
 }
 
 #[test]
-fn bench_reports_disk_bytes_and_ratio() {
+fn bench_reports_disk_bytes_ratio_and_write_amplification() {
     let run = |c: &str| {
         let o = bloomlsm(&[
             "bench",
@@ -1372,6 +1372,12 @@ fn bench_reports_disk_bytes_and_ratio() {
     // Values made to compress to 0.5 (the default --value-ratio).
     assert!(r > 1.3, "{lz4}");
     assert!(lz4["disk_bytes"].as_u64() < none["disk_bytes"].as_u64());
+    // 60,000 16-byte keys with 100-byte values.
+    let n = |k: &str| none[k].as_u64().unwrap();
+    assert_eq!(n("user_bytes_written"), 60_000 * 116, "{none}");
+    assert!(n("bytes_flushed") > 0 && n("bytes_compacted") > 0, "{none}");
+    let wa = (n("bytes_flushed") + n("bytes_compacted")) as f64 / n("user_bytes_written") as f64;
+    assert_eq!(none["write_amplification"].as_f64(), Some(wa), "{none}");
     let o = bloomlsm(&[
         "bench",
         "--keys",
@@ -1386,7 +1392,10 @@ fn bench_reports_disk_bytes_and_ratio() {
     let csv = stdout(&o);
     let header = csv.lines().next().unwrap();
     assert!(
-        header.contains(",disk_bytes,compression_ratio,"),
+        header.contains(
+            ",disk_bytes,compression_ratio,write_amplification,user_bytes_written,\
+             bytes_flushed,bytes_compacted,"
+        ),
         "{header}"
     );
 }

@@ -100,6 +100,11 @@ struct Inner {
     retired_io: Vec<AtomicIo>,
     flushes: AtomicU64,
     compactions: AtomicU64,
+    /// Keys + values of the ops acknowledged by `Db::write` since open.
+    user_bytes_written: AtomicU64,
+    /// Table bytes written by flushes since open (not by recovery).
+    bytes_flushed: AtomicU64,
+    /// Table bytes written by compactions since open.
     bytes_compacted: AtomicU64,
     slowdowns: AtomicU64,
     stalls: AtomicU64,
@@ -269,6 +274,8 @@ impl Db {
             retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
+            user_bytes_written: AtomicU64::new(0),
+            bytes_flushed: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
             slowdowns: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
@@ -351,7 +358,9 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut user_bytes = 0;
         for op in batch.iter() {
+            user_bytes += (op.key().len() + op.value().len()) as u64;
             check_key(op.key())?;
             if op.value().len() > MAX_VALUE_LEN {
                 return Err(Error::invalid(format!(
@@ -363,7 +372,12 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        self.inner.write_queued(batch)
+        self.inner.write_queued(batch)?;
+        // Counted once acknowledged: the denominator of write amplification.
+        self.inner
+            .user_bytes_written
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The value of `key`, or `None`. Hashes the key once and reuses the hash
@@ -611,7 +625,9 @@ impl Db {
         out
     }
 
-    /// Zeroes the lookup counters (global, per level and per file).
+    /// Zeroes the lookup counters (global, per level and per file). The
+    /// background and write counters (flushes, compactions, bytes written,
+    /// write amplification) count since open and are not reset.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -1478,7 +1494,7 @@ impl Inner {
             .log_and_apply(edit, &opened, self.last_seq.load(Ordering::Acquire))?;
         st.imm.remove(0);
         for fh in &opened {
-            self.bytes_compacted
+            self.bytes_flushed
                 .fetch_add(fh.meta.file_size, Ordering::Relaxed);
         }
         let mem_now = self.super_version().mem.clone();
@@ -1651,6 +1667,8 @@ impl Inner {
                 / 1e9,
             flushes: self.flushes.load(Ordering::Relaxed),
             compactions: self.compactions.load(Ordering::Relaxed),
+            user_bytes_written: self.user_bytes_written.load(Ordering::Relaxed),
+            bytes_flushed: self.bytes_flushed.load(Ordering::Relaxed),
             bytes_compacted: self.bytes_compacted.load(Ordering::Relaxed),
             write_slowdowns: self.slowdowns.load(Ordering::Relaxed),
             write_stalls: self.stalls.load(Ordering::Relaxed),

@@ -372,6 +372,13 @@ impl BenchRow {
         (t.data_bytes > 0).then(|| t.data_raw_bytes as f64 / t.data_bytes as f64)
     }
 
+    /// The load's write amplification: bytes flushed and compacted over
+    /// the keys and values written ([`Stats::write_amplification`]; the
+    /// counters count since open, and the lookup phases write nothing).
+    pub fn write_amplification(&self) -> Option<f64> {
+        self.missing.write_amplification()
+    }
+
     /// Data-block reads per existing get.
     pub fn reads_per_existing_get(&self) -> f64 {
         let g = self.existing.gets.max(1);
@@ -884,6 +891,10 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         )?;
         writeln!(
             out,
+            "w-amp: the load's write amplification, bytes flushed and compacted over the keys and values written."
+        )?;
+        writeln!(
+            out,
             "reads/missing get: data blocks read per missing-key get; predicted = sum of the modelled FPRs of the files each get probed. Saved: vs {}.",
             if none.is_some() {
                 "the none configuration"
@@ -1164,6 +1175,7 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         "build/key",
         "probe",
         "load",
+        "w-amp",
         "disk",
         "ratio",
     ]);
@@ -1184,6 +1196,8 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
             build.map_or("-".into(), small_ns),
             probe.flatten().map_or("-".into(), small_ns),
             format!("{:.1} s", r.load_secs),
+            r.write_amplification()
+                .map_or("-".into(), |x| format!("{x:.2}")),
             report::bytes(r.disk_bytes()),
             r.compression_ratio()
                 .map_or("-".into(), |x| format!("{x:.2}x")),
@@ -1220,6 +1234,10 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
         "block_reads_per_existing_get": r.reads_per_existing_get(),
         "existing_get_ns": r.existing_get_ns,
         "load_seconds": r.load_secs,
+        "write_amplification": r.write_amplification(),
+        "user_bytes_written": m.user_bytes_written,
+        "bytes_flushed": m.bytes_flushed,
+        "bytes_compacted": m.bytes_compacted,
         "disk_bytes": r.disk_bytes(),
         "data_bytes": level_total(m).data_bytes,
         "data_raw_bytes": level_total(m).data_raw_bytes,
@@ -1312,6 +1330,10 @@ pub const CSV_HEADER: &[&str] = &[
     "load_seconds",
     "disk_bytes",
     "compression_ratio",
+    "write_amplification",
+    "user_bytes_written",
+    "bytes_flushed",
+    "bytes_compacted",
 ];
 
 /// One `--csv` line's fields.
@@ -1337,6 +1359,10 @@ pub fn csv_row(r: &BenchRow, none: Option<&BenchRow>) -> Vec<String> {
         format!("{:.3}", r.load_secs),
         r.disk_bytes().to_string(),
         opt(r.compression_ratio()),
+        opt(r.write_amplification()),
+        r.missing.user_bytes_written.to_string(),
+        r.missing.bytes_flushed.to_string(),
+        r.missing.bytes_compacted.to_string(),
     ]
     .into_iter()
     .chain(std::iter::once(r.io.read_mode().name().to_string()))

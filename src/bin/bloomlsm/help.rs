@@ -83,6 +83,9 @@ JSON (--json): one object per configuration per line, in --configs order:
   disk_bytes                           bytes of the store's files after loading
   data_bytes, data_raw_bytes           data blocks as stored and before compression
   compression_ratio                    data_raw_bytes / data_bytes (null without data)
+  write_amplification                  the load's (bytes_flushed + bytes_compacted) /
+                                       user_bytes_written (keys + values; WAL not counted)
+  user_bytes_written, bytes_flushed, bytes_compacted   the load's bytes (Stats of the library)
   filter_build_ns_per_key, filter_probe_ns   CPU of the store's filters: each level's policy
                                        timed on a 65,536-key filter, build weighted by keys,
                                        probe (absent key) by filter checks; null without filters
