@@ -11,14 +11,21 @@
 //! from benches/db.rs (2 MiB write buffer, 512 KiB files, ×8 level fan-out).
 //! Files stay in the OS page cache (they were just written).
 //!
-//! Timing: after one warm-up round, `ROUNDS` rounds; in each round every
-//! engine does `GETS` existing-key gets then `GETS` missing-key gets (engines
-//! interleaved, so machine noise hits all of them alike). Reported: the median
-//! (and min–max) of the per-round ns/op, the ratio to bloomlsm's median, each
-//! engine's load time, and the engines' own I/O counters over one extra pass
-//! of missing-key gets.
+//! Load: each engine's fill (puts in batches, then flush and settle its
+//! compactions) in turn, reported as puts/s (fills are not interleaved: each
+//! engine's background threads would run during the others' timed writes).
 //!
-//! `cargo bench --bench peers [--features rocksdb-peer]`;
+//! Timing: in two states — the settled tree, then after a full manual
+//! compaction of every engine — one warm-up round, then `ROUNDS` rounds; in
+//! each round every engine does `GETS` existing-key gets then `GETS`
+//! missing-key gets (engines interleaved, so machine noise hits all of them
+//! alike). Reported: the median (and min–max) of the per-round ns/op, the
+//! ratio of bloomlsm's median to the fastest peer's, each engine's puts/s, and
+//! the engines' own I/O counters over one extra pass of missing-key gets.
+//! Each engine's version and options are printed first.
+//!
+//! `cargo bench --bench peers`; with RocksDB (prebuilt, see README):
+//! `source ../shared/rocksdb/env.sh && cargo bench --features rocksdb-peer --bench peers`;
 //! `BLOOMLSM_PEERS_KEYS=N` changes the key count (default 1M),
 //! `BLOOMLSM_PEERS_GETS=N` the gets per round (default 100k),
 //! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7).
@@ -47,6 +54,16 @@ const WRITE_BUFFER: usize = 2 << 20;
 const TARGET_FILE: u64 = 512 << 10;
 const LEVEL1_BYTES: u64 = 512 << 10;
 const FANOUT: u64 = 8;
+const BLOCK_SIZE: usize = 4096;
+
+/// A package's version as Cargo.lock pins it (the bench is built from it).
+fn locked_version(package: &str) -> String {
+    let lock = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"));
+    let head = format!("name = \"{package}\"\nversion = \"");
+    lock.split_once(&head)
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map_or_else(|| "?".to_string(), |(v, _)| v.to_string())
+}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -68,6 +85,10 @@ fn for_each_record(n: u64, mut f: impl FnMut(u64, &[u8; 16], &[u8])) {
 /// One engine under test.
 trait Engine {
     fn name(&self) -> &'static str;
+    /// Version and the options that matter for the comparison.
+    fn describe(&self) -> String;
+    /// Full manual compaction, blocking until done.
+    fn compact(&self);
     /// `true` if the key was found.
     fn get(&self, key: &[u8; 16]) -> bool;
     /// Level shape after the fill, for the report.
@@ -93,9 +114,11 @@ impl Bloomlsm {
             level1_max_bytes: LEVEL1_BYTES,
             level_size_multiplier: FANOUT,
             block_cache_capacity: CACHE_BYTES,
+            block_size: BLOCK_SIZE,
             background_compaction: false,
             filters: FilterOptions::uniform(Some(FilterPolicy::blocked512(BITS_PER_KEY))),
-            // fjall is built without lz4: both store values uncompressed.
+            // The default is LZ4 below L0; every engine here stores blocks
+            // uncompressed (fjall is built without lz4).
             compression: bloomlsm::CompressionOptions::none(),
             ..Options::default()
         };
@@ -120,6 +143,21 @@ impl Bloomlsm {
 impl Engine for Bloomlsm {
     fn name(&self) -> &'static str {
         "bloomlsm"
+    }
+    fn describe(&self) -> String {
+        format!(
+            "bloomlsm {} (this tree): blocked512 {BITS_PER_KEY} b/k on every level, \
+             filters+index in memory, {BLOCK_SIZE} B blocks, {} MiB block cache, no compression, \
+             write buffer {} KiB, files {} KiB, L1 {} KiB x{FANOUT}, compaction in the writer thread",
+            env!("CARGO_PKG_VERSION"),
+            CACHE_BYTES >> 20,
+            WRITE_BUFFER >> 10,
+            TARGET_FILE >> 10,
+            LEVEL1_BYTES >> 10
+        )
+    }
+    fn compact(&self) {
+        self.db.compact().unwrap();
     }
     fn get(&self, key: &[u8; 16]) -> bool {
         self.db.get(key).unwrap().is_some()
@@ -179,8 +217,8 @@ struct Fjall {
 impl Fjall {
     fn fill(dir: &Path, n: u64) -> (Self, Duration) {
         use fjall::config::{
-            BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry,
-            PartitioningPolicy, PinningPolicy,
+            BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy,
+            FilterPolicyEntry, PartitioningPolicy, PinningPolicy,
         };
         let db = fjall::Database::builder(dir)
             .cache_size(CACHE_BYTES as u64)
@@ -205,6 +243,7 @@ impl Fjall {
                     .data_block_compression_policy(CompressionPolicy::all(
                         fjall::CompressionType::None,
                     ))
+                    .data_block_size_policy(BlockSizePolicy::all(BLOCK_SIZE as u32))
             })
             .unwrap();
         let t = Instant::now();
@@ -262,6 +301,24 @@ impl Engine for Fjall {
     fn name(&self) -> &'static str {
         "fjall"
     }
+    fn describe(&self) -> String {
+        format!(
+            "fjall {} (lsm-tree {}): Bloom {BITS_PER_KEY} b/k on every level, full filter+index \
+             blocks pinned, {BLOCK_SIZE} B blocks, {} MiB cache, no compression, memtable {} KiB, \
+             leveled: tables {} KiB, ratio {FANOUT}",
+            locked_version("fjall"),
+            locked_version("lsm-tree"),
+            CACHE_BYTES >> 20,
+            WRITE_BUFFER >> 10,
+            TARGET_FILE >> 10
+        )
+    }
+    fn compact(&self) {
+        // `Keyspace::major_compact` uses 64 MB tables; the tree's own takes
+        // the target size. No snapshots or overwrites: seqno threshold 0.
+        self.ks.rotate_memtable_and_wait().unwrap();
+        self.ks.tree.major_compact(TARGET_FILE, 0).unwrap();
+    }
     fn get(&self, key: &[u8; 16]) -> bool {
         self.ks.get(key).unwrap().is_some()
     }
@@ -308,7 +365,9 @@ impl Rocks {
     fn fill(dir: &Path, n: u64) -> (Self, Duration) {
         use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch};
         let mut bb = BlockBasedOptions::default();
+        // Full (not block-based) filter: FastLocalBloom at format_version ≥ 5.
         bb.set_bloom_filter(BITS_PER_KEY, false);
+        bb.set_block_size(BLOCK_SIZE);
         bb.set_block_cache(&Cache::new_lru_cache(CACHE_BYTES));
         bb.set_cache_index_and_filter_blocks(false);
         let mut opts = Options::default();
@@ -363,6 +422,51 @@ impl Rocks {
 impl Engine for Rocks {
     fn name(&self) -> &'static str {
         "rocksdb"
+    }
+    fn describe(&self) -> String {
+        // The linked library's own account: its OPTIONS file.
+        let opts = std::fs::read_dir(self.db.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+            .max_by_key(|e| e.file_name())
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .unwrap_or_default();
+        let field = |name: &str| {
+            opts.lines()
+                .map(str::trim)
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+                .unwrap_or("?")
+                .to_string()
+        };
+        format!(
+            "RocksDB {} (crate rocksdb {}): filter_policy={} ({BITS_PER_KEY} b/k, full filters; \
+             FastLocalBloom at format_version ≥ 5) format_version={} block_size={} \
+             cache_index_and_filter_blocks={} block cache LRU {} MiB, compression={} \
+             bottommost={} write_buffer_size={} target_file_size_base={} \
+             max_bytes_for_level_base={} multiplier={} dynamic_level_bytes={}",
+            field("rocksdb_version"),
+            locked_version("rocksdb"),
+            field("filter_policy"),
+            field("format_version"),
+            field("block_size"),
+            field("cache_index_and_filter_blocks"),
+            CACHE_BYTES >> 20,
+            field("compression"),
+            field("bottommost_compression"),
+            field("write_buffer_size"),
+            field("target_file_size_base"),
+            field("max_bytes_for_level_base"),
+            field("max_bytes_for_level_multiplier"),
+            field("level_compaction_dynamic_level_bytes"),
+        )
+    }
+    fn compact(&self) {
+        self.db.flush().unwrap();
+        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
+        let mut wait = rocksdb::WaitForCompactOptions::default();
+        wait.set_flush(true);
+        self.db.wait_for_compact(&wait).unwrap();
     }
     fn get(&self, key: &[u8; 16]) -> bool {
         self.db.get_pinned(key).unwrap().is_some()
@@ -424,6 +528,106 @@ fn time_gets(e: &dyn Engine, keys: &[[u8; 16]], expect: bool) -> f64 {
     ns
 }
 
+/// Per-round ns/op of one state, per engine: `(existing, missing)`.
+struct Rounds {
+    existing: Vec<Vec<f64>>,
+    missing: Vec<Vec<f64>>,
+    /// Each engine's [`Engine::shape`] in this state.
+    shapes: Vec<String>,
+}
+
+/// Key streams shared by the two states (each state gets fresh keys).
+struct Keys {
+    n: u64,
+    gets: usize,
+    rounds: usize,
+    rng: SplitMix64,
+    next_absent: u64,
+}
+
+/// One warm-up round (page cache, block caches, branch predictors), then
+/// `rounds` timed rounds, engines interleaved within each.
+fn measure(engines: &[Box<dyn Engine>], keys: &mut Keys) -> Rounds {
+    let mut r = Rounds {
+        existing: vec![Vec::new(); engines.len()],
+        missing: vec![Vec::new(); engines.len()],
+        shapes: engines.iter().map(|e| e.shape()).collect(),
+    };
+    for round in 0..=keys.rounds {
+        let present: Vec<[u8; 16]> = (0..keys.gets)
+            .map(|_| present_key(SEED, keys.rng.below(keys.n)))
+            .collect();
+        let absent: Vec<[u8; 16]> = (0..keys.gets as u64)
+            .map(|i| absent_key(SEED, keys.next_absent + i))
+            .collect();
+        keys.next_absent += keys.gets as u64;
+        for (i, e) in engines.iter().enumerate() {
+            let hit = time_gets(e.as_ref(), &present, true);
+            let miss = time_gets(e.as_ref(), &absent, false);
+            if round > 0 {
+                r.existing[i].push(hit);
+                r.missing[i].push(miss);
+            }
+        }
+    }
+    r
+}
+
+/// Each engine's counters over `probes` further missing-key gets.
+fn counters(engines: &[Box<dyn Engine>], probes: u64, first: u64) -> Vec<String> {
+    engines
+        .iter()
+        .map(|e| {
+            e.reset_counters();
+            for i in 0..probes {
+                assert!(!e.get(&absent_key(SEED, first + i)));
+            }
+            e.counters(probes)
+        })
+        .collect()
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    (
+        v.iter().copied().fold(f64::INFINITY, f64::min),
+        v.iter().copied().fold(0.0, f64::max),
+    )
+}
+
+/// Prints one state's table; returns bloomlsm's ratios to the fastest peer
+/// `(existing, missing)` (engine 0 is bloomlsm).
+fn report(title: &str, engines: &[Box<dyn Engine>], r: &mut Rounds) -> (f64, f64) {
+    let meds: Vec<(f64, f64)> = (0..engines.len())
+        .map(|i| (median(&mut r.existing[i]), median(&mut r.missing[i])))
+        .collect();
+    let best = |f: fn(&(f64, f64)) -> f64| meds[1..].iter().map(f).fold(f64::INFINITY, f64::min);
+    let (best_e, best_m) = (best(|m| m.0), best(|m| m.1));
+    println!("\n{title}\n");
+    println!(
+        "| engine | existing get ns/op (min–max) | missing get ns/op (min–max) | existing / fastest peer | missing / fastest peer |"
+    );
+    println!("|---|---|---|---|---|");
+    for (i, e) in engines.iter().enumerate() {
+        let (lo_e, hi_e) = min_max(&r.existing[i]);
+        let (lo_m, hi_m) = min_max(&r.missing[i]);
+        let (me, mm) = meds[i];
+        println!(
+            "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {:.2}× | {:.2}× |",
+            e.name(),
+            me / best_e,
+            mm / best_m,
+        );
+    }
+    for (e, shape) in engines.iter().zip(&r.shapes) {
+        println!("  {:<9} {shape}", e.name());
+    }
+    (meds[0].0 / best_e, meds[0].1 / best_m)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
     let n = env_u64("BLOOMLSM_PEERS_KEYS", 1_000_000);
@@ -431,89 +635,120 @@ fn main() {
     let rounds = env_u64("BLOOMLSM_PEERS_ROUNDS", 7) as usize;
 
     let root = tempfile::tempdir().unwrap();
-    let mut engines: Vec<(Box<dyn Engine>, Duration)> = Vec::new();
+    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    let mut loads: Vec<Duration> = Vec::new();
     {
         let (e, load) = Bloomlsm::fill(&root.path().join("bloomlsm"), n);
         eprintln!("bloomlsm loaded in {:.1}s", load.as_secs_f64());
-        engines.push((Box::new(e), load));
+        engines.push(Box::new(e));
+        loads.push(load);
     }
     {
         let (e, load) = Fjall::fill(&root.path().join("fjall"), n);
         eprintln!("fjall loaded in {:.1}s", load.as_secs_f64());
-        engines.push((Box::new(e), load));
+        engines.push(Box::new(e));
+        loads.push(load);
     }
     #[cfg(feature = "rocksdb-peer")]
     {
         let (e, load) = Rocks::fill(&root.path().join("rocksdb"), n);
         eprintln!("rocksdb loaded in {:.1}s", load.as_secs_f64());
-        engines.push((Box::new(e), load));
+        engines.push(Box::new(e));
+        loads.push(load);
     }
 
-    // Round 0 is a warm-up (page cache, block caches, branch predictors).
-    let mut rng = SplitMix64::new(99);
-    let mut existing = vec![Vec::new(); engines.len()];
-    let mut missing = vec![Vec::new(); engines.len()];
-    let mut next_absent = 0u64;
-    for round in 0..=rounds {
-        let present: Vec<[u8; 16]> = (0..gets).map(|_| present_key(SEED, rng.below(n))).collect();
-        let absent: Vec<[u8; 16]> = (0..gets as u64)
-            .map(|i| absent_key(SEED, next_absent + i))
-            .collect();
-        next_absent += gets as u64;
-        for (i, (e, _)) in engines.iter().enumerate() {
-            let hit = time_gets(e.as_ref(), &present, true);
-            let miss = time_gets(e.as_ref(), &absent, false);
-            if round > 0 {
-                existing[i].push(hit);
-                missing[i].push(miss);
-            }
-        }
+    println!("\nEngines:");
+    for e in &engines {
+        println!("  {}", e.describe());
     }
-
-    // Counters over one more pass of missing keys.
-    let probes = 200_000u64;
-    let mut counters = Vec::new();
-    for (e, _) in &engines {
-        e.reset_counters();
-        for i in 0..probes {
-            assert!(!e.get(&absent_key(SEED, (1 << 40) + i)));
-        }
-        counters.push(e.counters(probes));
-    }
-
     println!(
-        "\nPeers: {n} keys x {VALUE_LEN} B values, {rounds} rounds x {gets} gets per kind \
-         (+1 warm-up), 8 MiB block cache, no compression, 10 bits/key Bloom\n"
+        "\nPeers: {n} keys x {VALUE_LEN} B values in batches of {BATCH}, {rounds} rounds x \
+         {gets} gets per kind (+1 warm-up) per state, engines interleaved in each round"
     );
-    println!(
-        "| engine | existing get ns/op (min–max) | missing get ns/op (min–max) | existing vs bloomlsm | missing vs bloomlsm | load |"
-    );
-    println!("|---|---|---|---|---|---|");
-    let mut meds = Vec::new();
-    for i in 0..engines.len() {
-        let (lo_e, hi_e) = (
-            existing[i].iter().copied().fold(f64::INFINITY, f64::min),
-            existing[i].iter().copied().fold(0.0, f64::max),
-        );
-        let (lo_m, hi_m) = (
-            missing[i].iter().copied().fold(f64::INFINITY, f64::min),
-            missing[i].iter().copied().fold(0.0, f64::max),
-        );
-        meds.push((median(&mut existing[i]), median(&mut missing[i])));
-        let (me, mm) = meds[i];
-        let (be, bm) = meds[0];
+
+    let puts = |i: usize| n as f64 / loads[i].as_secs_f64();
+    println!("\nLoad (fill, flush and settle; engines one after another):\n");
+    println!("| engine | load s | puts/s | bloomlsm / engine |");
+    println!("|---|---|---|---|");
+    for (i, e) in engines.iter().enumerate() {
         println!(
-            "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {:.2}× | {:.2}× | {:.1} s |",
-            engines[i].0.name(),
-            me / be,
-            mm / bm,
-            engines[i].1.as_secs_f64()
+            "| {} | {:.1} | {:.0} | {:.2}× |",
+            e.name(),
+            loads[i].as_secs_f64(),
+            puts(i),
+            puts(0) / puts(i)
         );
     }
-    println!("\n(ratio = engine's median / bloomlsm's median; > 1 means bloomlsm is faster)\n");
-    println!("Shapes after the fill, and counters over {probes} further missing-key gets:");
-    for ((e, _), c) in engines.iter().zip(&counters) {
-        println!("  {:<9} {}", e.name(), e.shape());
-        println!("  {:<9} {c}", "");
+
+    let mut keys = Keys {
+        n,
+        gets,
+        rounds,
+        rng: SplitMix64::new(99),
+        next_absent: 0,
+    };
+    let probes = 200_000u64;
+    let mut settled = measure(&engines, &mut keys);
+    let settled_counters = counters(&engines, probes, 1 << 40);
+
+    let mut compaction = Vec::new();
+    for e in &engines {
+        let t = Instant::now();
+        e.compact();
+        compaction.push(t.elapsed());
+        eprintln!(
+            "{} compacted in {:.1}s",
+            e.name(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let mut compacted = measure(&engines, &mut keys);
+    let compacted_counters = counters(&engines, probes, 2 << 40);
+
+    let (se, sm) = report(
+        "Settled tree (ratio = engine's median / fastest peer's median; bloomlsm's row is the target ratio)",
+        &engines,
+        &mut settled,
+    );
+    let times: Vec<String> = engines
+        .iter()
+        .zip(&compaction)
+        .map(|(e, t)| format!("{} {:.1} s", e.name(), t.as_secs_f64()))
+        .collect();
+    let (ce, cm) = report(
+        &format!("After a full manual compaction ({})", times.join(", ")),
+        &engines,
+        &mut compacted,
+    );
+    for (title, c) in [
+        ("settled", &settled_counters),
+        ("compacted", &compacted_counters),
+    ] {
+        println!("\nCounters over {probes} further missing-key gets, {title}:");
+        for (e, c) in engines.iter().zip(c) {
+            println!("  {:<9} {c}", e.name());
+        }
+    }
+
+    println!("\nTargets (issue 14):");
+    for (i, e) in engines.iter().enumerate().skip(1) {
+        let want = if e.name() == "rocksdb" { 1.5 } else { 1.2 };
+        let got = puts(0) / puts(i);
+        println!(
+            "  load ≥ {want}× {}: {got:.2}× {}",
+            e.name(),
+            verdict(got >= want)
+        );
+    }
+    for (what, got) in [
+        ("missing get, settled", sm),
+        ("missing get, compacted", cm),
+        ("existing get, settled", se),
+        ("existing get, compacted", ce),
+    ] {
+        println!(
+            "  {what} ≤ 0.8× fastest peer: {got:.2}× {}",
+            verdict(got <= 0.8)
+        );
     }
 }
