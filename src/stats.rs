@@ -44,6 +44,21 @@ pub struct IoCounters {
 }
 
 impl IoCounters {
+    /// Every counter zero (the same as `Default`, usable in constants).
+    pub const ZERO: IoCounters = IoCounters {
+        files_considered: 0,
+        key_range_skips: 0,
+        filter_checks: 0,
+        filter_negatives: 0,
+        filter_positives: 0,
+        false_positives: 0,
+        unusable_filter_reads: 0,
+        unfiltered_reads: 0,
+        block_reads: 0,
+        cache_hits: 0,
+        bytes_read: 0,
+    };
+
     /// Observed false-positive rate: false positives over probes of keys the
     /// file did not hold (negatives + false positives). `None` before any.
     pub fn observed_fpr(&self) -> Option<f64> {

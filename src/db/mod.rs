@@ -1739,30 +1739,15 @@ impl Inner {
 const KEY_RANGE_SKIP: IoCounters = IoCounters {
     files_considered: 1,
     key_range_skips: 1,
-    filter_checks: 0,
-    filter_negatives: 0,
-    filter_positives: 0,
-    false_positives: 0,
-    unusable_filter_reads: 0,
-    unfiltered_reads: 0,
-    block_reads: 0,
-    cache_hits: 0,
-    bytes_read: 0,
+    ..IoCounters::ZERO
 };
 
 /// The counters of one lookup that a file's filter ruled out.
 const FILTER_NEGATIVE: IoCounters = IoCounters {
     files_considered: 1,
-    key_range_skips: 0,
     filter_checks: 1,
     filter_negatives: 1,
-    filter_positives: 0,
-    false_positives: 0,
-    unusable_filter_reads: 0,
-    unfiltered_reads: 0,
-    block_reads: 0,
-    cache_hits: 0,
-    bytes_read: 0,
+    ..IoCounters::ZERO
 };
 
 /// Upper bound of `Options::max_levels` (checked by `Options::validate`).

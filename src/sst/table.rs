@@ -903,6 +903,13 @@ impl<T: Deref<Target = Table>> TableIter<T> {
     }
 }
 
+/// An iterator's next item from its `step`: the end and an error both end it.
+fn fuse(step: Result<Option<(Bytes, Bytes)>>, done: &mut bool) -> Option<Result<(Bytes, Bytes)>> {
+    let item = step.transpose();
+    *done = !matches!(item, Some(Ok(_)));
+    item
+}
+
 impl<T: Deref<Target = Table>> Iterator for TableIter<T> {
     type Item = Result<(Bytes, Bytes)>;
 
@@ -910,17 +917,7 @@ impl<T: Deref<Target = Table>> Iterator for TableIter<T> {
         if self.done {
             return None;
         }
-        match self.step() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        fuse(self.step(), &mut self.done)
     }
 }
 
@@ -1010,17 +1007,7 @@ impl<T: Deref<Target = Table>> Iterator for TableRevIter<T> {
         if self.done {
             return None;
         }
-        match self.step() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        fuse(self.step(), &mut self.done)
     }
 }
 
