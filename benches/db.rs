@@ -21,7 +21,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlsm::filter::math;
-use bloomlsm::{Db, FilterKind, FilterOptions, FilterPolicy, Options, WriteBatch};
+use bloomlsm::{Db, FilterKind, FilterOptions, FilterPolicy, Options};
 use criterion::Criterion;
 
 // The `bench` command's key generator (not part of the library's API).
@@ -29,6 +29,9 @@ use criterion::Criterion;
 #[path = "../src/bin/bloomlsm/workload.rs"]
 mod workload;
 use workload::{SplitMix64, absent_key, present_key};
+
+#[path = "support/fill.rs"]
+mod fill;
 
 const SEED: u64 = 7;
 
@@ -61,21 +64,7 @@ fn options(filters: FilterOptions, dynamic: bool) -> Options {
 fn fill(dir: &std::path::Path, filters: FilterOptions, dynamic: bool, n: u64) -> (Db, Duration) {
     let db = Db::open(dir, options(filters, dynamic)).unwrap();
     let t = Instant::now();
-    let mut value = vec![0u8; 100];
-    let mut rng = SplitMix64::new(SEED);
-    let mut batch = WriteBatch::new();
-    for i in 0..n {
-        rng.fill(&mut value);
-        batch.put(present_key(SEED, i), &value);
-        if batch.len() == 1000 {
-            db.write(std::mem::take(&mut batch)).unwrap();
-        }
-        if i % 100_000 == 99_999 {
-            db.maintain().unwrap();
-        }
-    }
-    db.write(batch).unwrap();
-    db.maintain().unwrap();
+    fill::fill(&db, SEED, n, 100_000);
     (db, t.elapsed())
 }
 

@@ -11,13 +11,16 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bloomlsm::{Db, FilterOptions, Options, WriteBatch};
+use bloomlsm::{Db, FilterOptions, Options};
 use criterion::Criterion;
 
 #[allow(dead_code)]
 #[path = "../src/bin/bloomlsm/workload.rs"]
 mod workload;
-use workload::{SplitMix64, present_key};
+use workload::present_key;
+
+#[path = "support/fill.rs"]
+mod fill;
 
 const SEED: u64 = 7;
 
@@ -43,21 +46,8 @@ fn main() {
         ..Options::default()
     };
     let db = Db::open(dir.path(), opts).unwrap();
+    let mut rng = fill::fill(&db, SEED, n, 50_000);
     let mut value = vec![0u8; 100];
-    let mut rng = SplitMix64::new(SEED);
-    let mut batch = WriteBatch::new();
-    for i in 0..n {
-        rng.fill(&mut value);
-        batch.put(present_key(SEED, i), &value);
-        if batch.len() == 1000 {
-            db.write(std::mem::take(&mut batch)).unwrap();
-        }
-        if i % 50_000 == 49_999 {
-            db.maintain().unwrap();
-        }
-    }
-    db.write(batch).unwrap();
-    db.maintain().unwrap();
     // Newer versions of some keys in two L0 files and in the memtable.
     for round in 0..3 {
         for _ in 0..2000 {
