@@ -370,3 +370,47 @@ fn monkey_gives_smaller_levels_more_bits() {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()));
     }
 }
+
+/// Files per level and keys per level after a load, for `filters`, with the
+/// default per-level compression (raw L0, compressed below) and sharded
+/// compactions.
+fn load_shape(filters: FilterOptions) -> Vec<(usize, usize, u64)> {
+    let dir = scratch_dir();
+    let opts = Options {
+        compression: bloomlsm::CompressionOptions::default(),
+        max_subcompactions: 2,
+        ..options(filters)
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let mut rng = SplitMix64::new(0x5A9E);
+    for i in 0..6000u64 {
+        let k = format!("{:016x}", rng.next_u64()).into_bytes();
+        let mut v = format!("value-{i}-").into_bytes();
+        v.resize(100, b'v');
+        db.put(&k, &v).unwrap();
+        db.maintain().unwrap();
+    }
+    let mut shape = vec![(0usize, 0usize, 0u64); 8];
+    for f in db.file_stats() {
+        shape[f.level].0 = f.level;
+        shape[f.level].1 += 1;
+        shape[f.level].2 += f.entries;
+    }
+    db.close().unwrap();
+    shape.retain(|s| s.1 > 0);
+    shape
+}
+
+/// The tree's shape is a function of the data, not of the filters: filter
+/// blocks are part of a file's size, so anything sized by whole files
+/// (level targets, sub-compaction splits) would give each filter
+/// configuration its own tree, and the study would compare different trees.
+#[test]
+fn shape_does_not_depend_on_filters() {
+    let none = load_shape(FilterOptions::uniform(None));
+    assert!(none.len() >= 3, "the load should reach L2: {none:?}");
+    for policy in [FilterPolicy::blocked512(10.0), FilterPolicy::bloom(16.0)] {
+        let got = load_shape(FilterOptions::uniform(Some(policy)));
+        assert_eq!(got, none, "{policy:?} vs no filters");
+    }
+}

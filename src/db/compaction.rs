@@ -450,13 +450,15 @@ pub(crate) fn run(
 }
 
 /// User keys at which to split `c` into shards: none for a compaction smaller
-/// than four output files or with sub-compactions off. The inputs' index keys
+/// than four output files or with sub-compactions off. Sized by data bytes,
+/// as level targets are, so the tree's shape does not depend on the filter
+/// configuration (whole file sizes include the filter blocks). The inputs' index keys
 /// (the last key of every data block, already in memory) sample the key
 /// distribution of the bytes to merge, about one key per 4 KiB; their
 /// quantiles give shards of nearly equal size even when, as with L0 files, all
 /// inputs span the same key range.
 fn shard_bounds(c: &Compaction, opts: &Options) -> Vec<Vec<u8>> {
-    let total: u64 = c.all_inputs().map(|f| f.meta.file_size).sum();
+    let total: u64 = c.all_inputs().map(|f| f.table.properties().data_size).sum();
     let shards = opts.max_subcompactions.max(1);
     if shards == 1 || total < 4 * opts.target_file_size {
         return Vec::new();
