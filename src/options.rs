@@ -265,6 +265,25 @@ pub struct Options {
     pub block_cache_capacity: usize,
     /// Filters per level. Default blocked512 at 10 bits/key everywhere.
     pub filters: FilterOptions,
+    /// Target bytes of one filter partition in new tables; 0 writes each
+    /// filter as one block. A file's filter larger than this is split into
+    /// partitions picked by key hash, so that a filter not held in memory
+    /// ([`Options::filter_memory_budget`]) costs one small block read per
+    /// probe instead of its whole size (RocksDB's partitioned filters, with
+    /// 4 KiB partitions by default there). Part of the store's design.
+    /// Default 0.
+    pub filter_partition_bytes: usize,
+    /// Bytes of filter bits the store may hold in memory; `None` (the
+    /// default) holds every file's filter. With a budget, the filters that
+    /// save the most I/O per byte stay in memory — those of L0 and of the
+    /// smallest levels first, since a missing-key lookup probes one file per
+    /// level, whatever the level's size (Monkey's observation, applied to
+    /// memory rather than to bits) — and the others are read on demand,
+    /// through the block cache, one partition per probe (whole, for an
+    /// unpartitioned filter). Filter-block reads are counted apart from
+    /// data-block reads ([`crate::IoCounters::filter_block_reads`]). Not
+    /// part of the store's design: each open chooses.
+    pub filter_memory_budget: Option<u64>,
     /// Data-block compression per level. Default LZ4 below L0
     /// ([`CompressionOptions::default`]).
     pub compression: CompressionOptions,
@@ -325,6 +344,8 @@ impl Default for Options {
             max_levels: 7,
             block_cache_capacity: 8 << 20,
             filters: FilterOptions::default(),
+            filter_partition_bytes: 0,
+            filter_memory_budget: None,
             compression: CompressionOptions::default(),
             salvage_wal: false,
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
@@ -394,6 +415,11 @@ impl Options {
         }
         if self.target_file_size < 4096 {
             return bad("target_file_size must be at least 4096");
+        }
+        if self.filter_partition_bytes != 0
+            && !(64..=1 << 24).contains(&self.filter_partition_bytes)
+        {
+            return bad("filter_partition_bytes must be 0 or in 64..=16 MiB");
         }
         if let Some(c) = self.compression.all().find(|c| !c.is_available()) {
             return Err(crate::Error::invalid(format!(

@@ -41,6 +41,13 @@ pub struct IoCounters {
     /// Bytes read from disk for data blocks: each block with its trailer;
     /// with [`crate::ReadMode::Direct`], the whole 4 KiB sectors read.
     pub bytes_read: u64,
+    /// Filter blocks (whole filters, or partitions) read from disk for
+    /// filters not held in memory ([`crate::Options::filter_memory_budget`]).
+    pub filter_block_reads: u64,
+    /// Filter blocks of such filters found in the block cache.
+    pub filter_cache_hits: u64,
+    /// Bytes read from disk for those filter blocks (trailers included).
+    pub filter_bytes_read: u64,
 }
 
 impl IoCounters {
@@ -57,6 +64,9 @@ impl IoCounters {
         block_reads: 0,
         cache_hits: 0,
         bytes_read: 0,
+        filter_block_reads: 0,
+        filter_cache_hits: 0,
+        filter_bytes_read: 0,
     };
 
     /// Observed false-positive rate: false positives over probes of keys the
@@ -79,6 +89,9 @@ impl IoCounters {
         self.block_reads += other.block_reads;
         self.cache_hits += other.cache_hits;
         self.bytes_read += other.bytes_read;
+        self.filter_block_reads += other.filter_block_reads;
+        self.filter_cache_hits += other.filter_cache_hits;
+        self.filter_bytes_read += other.filter_bytes_read;
     }
 }
 
@@ -96,6 +109,9 @@ pub(crate) struct AtomicIo {
     block_reads: AtomicU64,
     cache_hits: AtomicU64,
     bytes_read: AtomicU64,
+    filter_block_reads: AtomicU64,
+    filter_cache_hits: AtomicU64,
+    filter_bytes_read: AtomicU64,
 }
 
 impl AtomicIo {
@@ -110,6 +126,9 @@ impl AtomicIo {
             (&self.block_reads, o.block_reads),
             (&self.cache_hits, o.cache_hits),
             (&self.bytes_read, o.bytes_read),
+            (&self.filter_block_reads, o.filter_block_reads),
+            (&self.filter_cache_hits, o.filter_cache_hits),
+            (&self.filter_bytes_read, o.filter_bytes_read),
         ] {
             if v != 0 {
                 a.fetch_add(v, Relaxed);
@@ -128,6 +147,9 @@ impl AtomicIo {
             block_reads: self.block_reads.load(Relaxed),
             cache_hits: self.cache_hits.load(Relaxed),
             bytes_read: self.bytes_read.load(Relaxed),
+            filter_block_reads: self.filter_block_reads.load(Relaxed),
+            filter_cache_hits: self.filter_cache_hits.load(Relaxed),
+            filter_bytes_read: self.filter_bytes_read.load(Relaxed),
             ..IoCounters::default()
         };
         IoCounters {
@@ -152,6 +174,9 @@ impl AtomicIo {
             &self.block_reads,
             &self.cache_hits,
             &self.bytes_read,
+            &self.filter_block_reads,
+            &self.filter_cache_hits,
+            &self.filter_bytes_read,
         ] {
             a.store(0, Relaxed);
         }
@@ -206,8 +231,11 @@ pub struct LevelStats {
     /// Bytes of their data blocks before compression (`data_raw_bytes /
     /// data_bytes` is the level's compression ratio).
     pub data_raw_bytes: u64,
-    /// Bytes of filter bits held in memory for them.
+    /// Bytes of their filters' bits (held in memory, or read on demand
+    /// under a filter memory budget).
     pub filter_bytes: u64,
+    /// Of those, the bytes held in memory (all of them without a budget).
+    pub filter_pinned_bytes: u64,
     /// Keys covered by usable filters.
     pub filtered_keys: u64,
     /// Files without a usable filter (none, or unknown policy).
@@ -262,8 +290,11 @@ pub struct Stats {
     pub base_level: usize,
     /// Sum of the per-level lookup costs.
     pub total: IoCounters,
-    /// Bytes of filter bits in memory, all levels.
+    /// Bytes of filter bits, all levels (in memory, or read on demand under
+    /// a filter memory budget).
     pub filter_bytes: u64,
+    /// Of those, the bytes held in memory.
+    pub filter_pinned_bytes: u64,
     /// Bytes of index blocks in memory, all levels.
     pub index_bytes: u64,
     /// Bytes currently held by the block cache.
@@ -363,6 +394,11 @@ pub struct FileStats {
     pub bits_per_key: f64,
     /// Whether the filter can be used.
     pub filter_usable: bool,
+    /// Whether the filter's bits are held in memory (false: read on demand,
+    /// under a filter memory budget, or no usable filter).
+    pub filter_pinned: bool,
+    /// Partitions of the filter (0: one whole block).
+    pub filter_partitions: usize,
     /// Modelled FPR of the file's filter (1.0 without a usable filter).
     pub predicted_fpr: f64,
     /// Lookup costs on this file since the last reset.
@@ -421,7 +457,17 @@ impl fmt::Display for IoCounters {
             self.block_reads,
             Size(self.bytes_read),
             self.cache_hits,
-        )
+        )?;
+        if self.filter_block_reads + self.filter_cache_hits > 0 {
+            write!(
+                f,
+                "; {} filter blocks read from disk ({}), {} from the cache",
+                self.filter_block_reads,
+                Size(self.filter_bytes_read),
+                self.filter_cache_hits
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -535,6 +581,12 @@ impl fmt::Display for FileStats {
                 self.bits_per_key,
                 self.predicted_fpr * 100.0
             )?;
+            if self.filter_partitions > 0 {
+                write!(f, ", {} partitions", self.filter_partitions)?;
+            }
+            if !self.filter_pinned {
+                f.write_str(", read on demand")?;
+            }
         } else if self.filter == "none" {
             f.write_str("no filter")?;
         } else {
@@ -626,6 +678,8 @@ mod tests {
             filter: "none".into(),
             bits_per_key: 0.0,
             filter_usable: false,
+            filter_pinned: false,
+            filter_partitions: 0,
             predicted_fpr: 1.0,
             io: IoCounters::default(),
         };

@@ -25,6 +25,7 @@ fn example_bytes() -> Vec<u8> {
         key_format: KeyFormat::Plain,
         creation_time: Some(1_700_000_000),
         compression: Compression::None,
+        filter_partition_bytes: 0,
     };
     let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
     for (k, v) in ENTRIES {

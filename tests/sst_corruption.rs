@@ -87,6 +87,7 @@ fn build_filtered(
         key_format: KeyFormat::Plain,
         creation_time: Some(1_700_000_000),
         compression,
+        filter_partition_bytes: 0,
     };
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
@@ -327,7 +328,7 @@ fn structural_damage_behind_valid_checksums_is_corruption() {
 
     // Unknown format version and checksum type (checked before the checksum).
     let mut bad = good.clone();
-    bad[f + 36] = 3;
+    bad[f + 36] = 4;
     assert!(
         open(&bad)
             .unwrap_err()

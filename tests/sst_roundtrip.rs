@@ -97,7 +97,9 @@ fn layout_strategy() -> impl Strategy<Value = (usize, usize)> {
     )
 }
 
-fn build(path: &Path, entries: &Entries, opts: TableBuilderOptions) -> Table {
+/// Builds and opens a table; `on_demand` opens it with its filter read on
+/// demand (not held in memory), as a store under a filter memory budget does.
+fn build(path: &Path, entries: &Entries, opts: TableBuilderOptions, on_demand: bool) -> Table {
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in entries {
         b.add(k, v).unwrap();
@@ -105,7 +107,19 @@ fn build(path: &Path, entries: &Entries, opts: TableBuilderOptions) -> Table {
     let s = b.finish().unwrap();
     assert_eq!(s.file_size, std::fs::metadata(path).unwrap().len());
     assert_eq!(s.entries, entries.len() as u64);
-    Table::open(path, TableOpenOptions::default()).unwrap()
+    let t = Table::open(
+        path,
+        TableOpenOptions {
+            filter_on_demand: on_demand,
+            ..TableOpenOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(t.filter_info().is_some(), t.filter_handle().is_some());
+    if on_demand {
+        assert!(t.filter().is_none_or(|f| !f.is_usable()));
+    }
+    t
 }
 
 fn collect<T: std::ops::Deref<Target = Table>>(it: TableIter<T>) -> Entries {
@@ -132,8 +146,17 @@ fn check_properties(t: &Table, entries: &Entries, fmt: KeyFormat) {
     }
     assert_eq!(p.data_blocks as usize, t.data_blocks());
     assert!(p.data_raw_size >= p.data_size || p.compression != Compression::None);
+    let version = if p.filter_partitions > 0 {
+        3
+    } else if p.compression == Compression::None {
+        1
+    } else {
+        2
+    };
+    assert_eq!(p.format_version, version);
+    assert_eq!(p.filter_partitions as usize, t.filter_partitions().len());
     if p.compression == Compression::None {
-        assert_eq!((p.format_version, p.data_raw_size), (1, p.data_size));
+        assert_eq!(p.data_raw_size, p.data_size);
     }
 }
 
@@ -149,6 +172,8 @@ proptest! {
         filter in filter_strategy(),
         (block_size, restart_interval) in layout_strategy(),
         compression in compression_strategy(),
+        filter_partition_bytes in prop_oneof![Just(0usize), Just(64), Just(256)],
+        on_demand in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.sst");
@@ -156,11 +181,12 @@ proptest! {
         let opts = TableBuilderOptions {
             block_size, restart_interval, checksum, filter,
             key_format: KeyFormat::Plain, creation_time: None, compression,
+            filter_partition_bytes,
         };
-        let t = build(&path, &entries, opts);
+        let t = build(&path, &entries, opts, on_demand);
         check_properties(&t, &entries, KeyFormat::Plain);
         prop_assert_eq!(t.checksum_type(), checksum);
-        prop_assert_eq!(t.filter().is_some(), filter.is_some());
+        prop_assert_eq!(t.filter_info().is_some(), filter.is_some());
         for (k, v) in &entries {
             let r = t.get(k, key_hash(k)).unwrap();
             prop_assert!(!r.filter_negative, "false negative");
@@ -169,6 +195,9 @@ proptest! {
             prop_assert_eq!(&gv[..], &v[..]);
             prop_assert_eq!(r.blocks_read, 1);
             prop_assert!(r.user_key_found && !r.false_positive());
+            // A filter not in memory costs one filter-block read per probe.
+            let filtered = on_demand && filter.is_some();
+            prop_assert_eq!(r.filter_blocks_read, u64::from(filtered));
         }
         for k in &absent {
             if map.contains_key(k) { continue; }
@@ -176,7 +205,7 @@ proptest! {
             prop_assert!(r.entry.is_none());
             prop_assert!(r.blocks_read <= 1);
             if r.blocks_read == 1 {
-                prop_assert!(t.filter().is_none() || r.false_positive());
+                prop_assert!(t.filter_info().is_none() || r.false_positive());
             }
         }
         prop_assert_eq!(collect(t.iter()), entries.clone());
@@ -237,14 +266,17 @@ proptest! {
         filter in filter_strategy(),
         (block_size, restart_interval) in layout_strategy(),
         compression in compression_strategy(),
+        filter_partition_bytes in prop_oneof![Just(0usize), Just(64), Just(256)],
+        on_demand in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sst");
         let opts = TableBuilderOptions {
             block_size, restart_interval, checksum, filter,
             key_format: KeyFormat::Internal, creation_time: None, compression,
+            filter_partition_bytes,
         };
-        let t = build(&path, &entries, opts);
+        let t = build(&path, &entries, opts, on_demand);
         check_properties(&t, &entries, KeyFormat::Internal);
         let dels = entries.iter().filter(|e| e.0[e.0.len() - 8] == 0).count() as u64;
         prop_assert_eq!(t.properties().deletions, Some(dels));
@@ -305,7 +337,7 @@ fn concurrent_readers_share_table_and_cache() {
     let entries: Entries = (0..3000u32)
         .map(|i| (format!("key{i:08}").into_bytes(), i.to_le_bytes().repeat(5)))
         .collect();
-    build(&path, &entries, TableBuilderOptions::default());
+    build(&path, &entries, TableBuilderOptions::default(), false);
     let cache = Arc::new(BlockCache::new(64 * 1024));
     let t = Arc::new(
         Table::open(

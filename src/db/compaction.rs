@@ -319,6 +319,7 @@ pub(crate) fn write_outputs(
                         filter: policy,
                         compression,
                         key_format: KeyFormat::Internal,
+                        filter_partition_bytes: opts.filter_partition_bytes,
                         ..TableBuilderOptions::default()
                     },
                 ))
@@ -354,6 +355,7 @@ fn open_output(
             cache: cache.clone(),
             fs: Some(opts.fs.clone()),
             read_mode: opts.read_mode,
+            filter_on_demand: opts.filter_memory_budget.is_some(),
         },
     )?;
     let meta = file_meta(number, &table);

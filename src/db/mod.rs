@@ -601,7 +601,8 @@ impl Db {
         let mut out = Vec::new();
         for (level, files) in sv.version.levels.iter().enumerate() {
             for f in files {
-                let filter = f.table.filter();
+                let info = f.table.filter_info();
+                let usable = info.filter(|x| x.is_usable());
                 out.push(FileStats {
                     level,
                     number: f.number(),
@@ -613,10 +614,10 @@ impl Db {
                     smallest: f.smallest_user_key().to_vec(),
                     largest: f.largest_user_key().to_vec(),
                     filter: f.table.filter_policy_name().unwrap_or("none").to_string(),
-                    bits_per_key: filter
-                        .filter(|x| x.is_usable())
-                        .map_or(0.0, |x| x.bits_per_key()),
-                    filter_usable: filter.is_some_and(|x| x.is_usable()),
+                    bits_per_key: usable.map_or(0.0, |x| x.bits_per_key()),
+                    filter_usable: usable.is_some(),
+                    filter_pinned: f.filter_pinned(),
+                    filter_partitions: info.map_or(0, |x| x.partitions),
                     predicted_fpr: f.predicted_fpr(),
                     io: f.io.load(),
                 });
@@ -1201,7 +1202,7 @@ impl Inner {
                     local.key_range_skips += 1;
                 }
             }
-            let filter = f.table.filter().filter(|x| x.is_usable());
+            let filter = v.filter(0, fi);
             if let Some(filter) = filter {
                 batch_hashes.clear();
                 batch_hashes.extend(group.iter().map(|&i| hashes[i]));
@@ -1329,7 +1330,7 @@ impl Inner {
         filter_says: Option<bool>,
     ) -> Result<Option<Option<Bytes>>> {
         let r = f.table.get_in_range(lookup, hash, filter_says)?;
-        let has_filter = f.table.filter().is_some();
+        let has_filter = f.table.filter_info().is_some();
         let c = IoCounters {
             files_considered: 1,
             key_range_skips: u64::from(r.key_range_skipped),
@@ -1342,6 +1343,9 @@ impl Inner {
             block_reads: r.blocks_read,
             cache_hits: r.cache_hits,
             bytes_read: r.bytes_read,
+            filter_block_reads: r.filter_blocks_read,
+            filter_cache_hits: r.filter_cache_hits,
+            filter_bytes_read: r.filter_bytes_read,
         };
         f.io.add(&c);
         if !r.key_range_skipped {
@@ -1697,17 +1701,22 @@ impl Inner {
                 l.file_bytes += f.meta.file_size;
                 l.data_bytes += f.table.properties().data_size;
                 l.data_raw_bytes += f.table.properties().data_raw_size;
-                l.filter_bytes += f.table.filter_memory_bytes() as u64;
+                let info = f.table.filter_info();
+                let usable = info.filter(|x| x.is_usable());
+                let bytes = usable.map_or(0, |x| x.memory_bytes as u64);
+                l.filter_bytes += bytes;
+                if f.filter_pinned() {
+                    l.filter_pinned_bytes += bytes;
+                }
                 s.index_bytes += f.table.index_memory_bytes() as u64;
-                let usable = f.table.filter().filter(|x| x.is_usable());
                 match usable {
-                    Some(x) => l.filtered_keys += x.key_count(),
+                    Some(x) => l.filtered_keys += x.key_count,
                     None => l.unfiltered_files += 1,
                 }
                 weighted += f.predicted_fpr() * f.meta.entries as f64;
-                let name = match (f.table.filter(), &f.meta.filter) {
+                let name = match (info, &f.meta.filter) {
                     (Some(x), Some(m)) if x.is_usable() => {
-                        format!("{}({} b/k, k={})", m.name, m.bits_per_key, x.num_probes())
+                        format!("{}({} b/k, k={})", m.name, m.bits_per_key, x.num_probes)
                     }
                     (Some(_), Some(m)) => format!("{}(unusable)", m.name),
                     _ => "none".to_string(),
@@ -1728,6 +1737,7 @@ impl Inner {
                 .collect::<Vec<_>>()
                 .join(", ");
             s.filter_bytes += l.filter_bytes;
+            s.filter_pinned_bytes += l.filter_pinned_bytes;
             s.total.add(&l.io);
             s.levels.push(l);
         }

@@ -48,6 +48,8 @@ const MAX_HISTORY: usize = 100;
 pub struct Design {
     /// [`Options::filters`].
     pub filters: FilterOptions,
+    /// [`Options::filter_partition_bytes`].
+    pub filter_partition_bytes: usize,
     /// [`Options::compression`].
     pub compression: CompressionOptions,
     /// [`Options::block_size`].
@@ -71,6 +73,7 @@ impl Design {
     pub fn of(opts: &Options) -> Design {
         Design {
             filters: opts.filters.clone(),
+            filter_partition_bytes: opts.filter_partition_bytes,
             compression: opts.compression.clone(),
             block_size: opts.block_size,
             checksum: opts.checksum,
@@ -85,6 +88,7 @@ impl Design {
     /// Sets the design part of `opts` to this.
     pub fn apply(&self, opts: &mut Options) {
         opts.filters = self.filters.clone();
+        opts.filter_partition_bytes = self.filter_partition_bytes;
         opts.compression = self.compression.clone();
         opts.block_size = self.block_size;
         opts.checksum = self.checksum;
@@ -111,6 +115,14 @@ impl Design {
             f.monkey_avg_bits_per_key
                 .map_or("none".to_string(), |b| b.to_string()),
         ));
+        // Only when set: a build from before partitioned filters reads the
+        // OPTIONS of a store that does not use them.
+        if self.filter_partition_bytes != 0 {
+            v.push((
+                "filter.partition_bytes".into(),
+                self.filter_partition_bytes.to_string(),
+            ));
+        }
         let c = &self.compression;
         v.push(("compression".into(), c.default.to_string()));
         for (level, x) in &c.per_level {
@@ -254,6 +266,7 @@ impl OptionsFile {
                 }
                 "compression" => opts.compression.default = Compression::parse(v).map_err(&err)?,
                 "block_size" => opts.block_size = num(v)? as usize,
+                "filter.partition_bytes" => opts.filter_partition_bytes = num(v)? as usize,
                 "checksum" => {
                     opts.checksum = [ChecksumType::Crc32, ChecksumType::Xxh3]
                         .into_iter()

@@ -76,6 +76,7 @@ pub(crate) fn recover(
     snapshot.last_sequence = last_sequence;
     let manifest = Manifest::create(fs, dir, manifest_number, &snapshot.snapshot_edit())?;
     let mut vs = VersionSet::new(manifest, snapshot, version);
+    vs.filter_budget = opts.filter_memory_budget;
 
     let mut edit = VersionEdit::new();
     let mut opened: Vec<Arc<FileHandle>> = Vec::new();
@@ -308,11 +309,13 @@ fn open_tables(
                     cache: cache.clone(),
                     fs: Some(opts.fs.clone()),
                     read_mode: opts.read_mode,
+                    filter_on_demand: opts.filter_memory_budget.is_some(),
                 },
             )?;
             version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
         }
     }
+    version.pin_filters(opts.filter_memory_budget);
     version.sort();
     Ok(version)
 }

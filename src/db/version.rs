@@ -5,7 +5,7 @@
 //! Each file's [`Table`] (index and filter in memory) is opened once and shared
 //! by every version that contains it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::db::manifest::FileMeta;
 use crate::filter::Filter;
@@ -25,19 +25,66 @@ pub struct FileHandle {
     /// Modelled FPR of the filter (1.0 without a usable one), computed once:
     /// every lookup that probes the file adds it to the predicted reads.
     predicted_fpr: f64,
+    /// The filter, loaded because the filter memory budget chose it, for a
+    /// table opened with its filter on demand.
+    pinned: Mutex<Option<Filter>>,
 }
 
 impl FileHandle {
     pub(crate) fn new(meta: FileMeta, table: Arc<Table>) -> Self {
         let predicted_fpr = table
-            .filter()
+            .filter_info()
             .filter(|f| f.is_usable())
-            .map_or(1.0, |f| f.predicted_fpr());
+            .map_or(1.0, |f| f.predicted_fpr);
         FileHandle {
             meta,
             table,
             io: AtomicIo::default(),
             predicted_fpr,
+            pinned: Mutex::new(None),
+        }
+    }
+
+    /// The usable filter held in memory for this file: the table's own, or
+    /// the one the filter memory budget pinned. `None`: no usable filter, or
+    /// one read on demand.
+    pub fn filter(&self) -> Option<Filter> {
+        match self.table.filter() {
+            Some(f) if f.is_usable() => Some(f.clone()),
+            Some(_) => None,
+            None => self
+                .pinned
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+
+    /// Whether the usable filter is held in memory.
+    pub fn filter_pinned(&self) -> bool {
+        self.table.filter().is_some_and(Filter::is_usable)
+            || self
+                .pinned
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some()
+    }
+
+    /// Holds the filter in memory (read from the file if not yet), or drops
+    /// it. A filter that cannot be read stays on demand: the lookups that
+    /// need it report the damage.
+    fn set_pinned(&self, pin: bool) {
+        if self.table.filter().is_some() {
+            return; // held by the table for its life
+        }
+        let mut g = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+        if !pin {
+            *g = None;
+        } else if g.is_none()
+            && let Ok(Some(f)) = self.table.load_filter()
+            && f.is_usable()
+        {
+            *g = Some(f);
         }
     }
 
@@ -207,6 +254,46 @@ impl Version {
         }
     }
 
+    /// Chooses which files' filters are held in memory under `budget`
+    /// bytes (`None`: no budget; every table keeps the filter it opened
+    /// with). Holding file f's filter saves, per missing-key lookup, the
+    /// filter-block read a probe of f would otherwise make, times the
+    /// chance p_f that the lookup probes f: 1 for an L0 file, f's share of
+    /// its level's keys below (one file per level is probed). Files are
+    /// taken by p_f per byte of filter, greedily, while they fit: a level's
+    /// files all have 8 / (level keys × bits per key), so L0 and the
+    /// smallest levels come first and the last, largest level last.
+    /// Call before [`Version::sort`], which indexes the filters held.
+    pub fn pin_filters(&self, budget: Option<u64>) {
+        let Some(budget) = budget else { return };
+        let mut candidates: Vec<(f64, usize, &Arc<FileHandle>)> = Vec::new();
+        for (level, files) in self.levels.iter().enumerate() {
+            let level_keys: u64 = files.iter().map(|f| f.meta.entries).sum();
+            for f in files {
+                let Some(info) = f.table.filter_info().filter(|i| i.is_usable()) else {
+                    continue;
+                };
+                let p = if level == 0 {
+                    1.0
+                } else {
+                    f.meta.entries as f64 / level_keys.max(1) as f64
+                };
+                candidates.push((p / info.memory_bytes.max(1) as f64, level, f));
+            }
+        }
+        // Ties (a level's files): upper levels first, then key order.
+        candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut used = 0u64;
+        for (_, _, f) in candidates {
+            let bytes = f.table.filter_info().map_or(0, |i| i.memory_bytes) as u64;
+            let pin = used + bytes <= budget;
+            if pin {
+                used += bytes;
+            }
+            f.set_pinned(pin);
+        }
+    }
+
     /// Restores the ordering invariants after edits and rebuilds the lookup
     /// index.
     pub fn sort(&mut self) {
@@ -218,10 +305,11 @@ impl Version {
             .levels
             .iter()
             .map(|files| {
-                LevelIndex::new(files.iter().map(|f| {
-                    let filter = f.table.filter().filter(|x| x.is_usable()).cloned();
-                    (f.smallest_user_key(), f.largest_user_key(), filter)
-                }))
+                LevelIndex::new(
+                    files
+                        .iter()
+                        .map(|f| (f.smallest_user_key(), f.largest_user_key(), f.filter())),
+                )
             })
             .collect();
     }

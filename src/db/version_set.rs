@@ -157,6 +157,9 @@ pub(crate) struct VersionSet {
     /// A failed MANIFEST append: the file's tail is unknown, so no edit may
     /// follow it.
     failed: Option<String>,
+    /// [`crate::Options::filter_memory_budget`]: each new version chooses
+    /// the filters held in memory under it.
+    pub(crate) filter_budget: Option<u64>,
 }
 
 impl VersionSet {
@@ -171,6 +174,7 @@ impl VersionSet {
             state,
             pointers: vec![Vec::new(); levels],
             failed: None,
+            filter_budget: None,
         }
     }
 
@@ -184,6 +188,7 @@ impl VersionSet {
             state,
             pointers: vec![Vec::new(); levels],
             failed: None,
+            filter_budget: None,
         }
     }
 
@@ -266,6 +271,7 @@ impl VersionSet {
             }
         }
         // The builder has checked the levels; the handles are the same files.
+        v.pin_filters(self.filter_budget);
         v.sort();
 
         if let Err(e) = manifest.append(&edit) {

@@ -13,6 +13,7 @@
 pub mod blocked;
 pub mod bloom;
 pub mod math;
+pub mod partitioned;
 pub mod ribbon;
 mod spec;
 
@@ -20,6 +21,7 @@ use std::fmt;
 
 pub use blocked::Blocked512Filter;
 pub use bloom::BloomFilter;
+pub use partitioned::PartitionedFilter;
 pub use ribbon::RibbonFilter;
 pub use spec::{filter_spec, parse_filter_spec};
 
@@ -368,6 +370,9 @@ pub enum Filter {
     Bloom(BloomFilter),
     /// A Ribbon filter.
     Ribbon(RibbonFilter),
+    /// Partitions of one filter, each a filter of one of the kinds above,
+    /// picked by key hash ([`partitioned::partition_of`]).
+    Partitioned(PartitionedFilter),
     /// A filter this build cannot read: answers "may contain" for every key.
     Unusable {
         /// Why, e.g. `"unknown filter kind 7"`.
@@ -397,6 +402,12 @@ impl fmt::Debug for Filter {
                 .field("lower_columns", &r.lower_columns())
                 .field("upper_start_block", &r.upper_start_block())
                 .field("seed", &r.seed())
+                .finish(),
+            Filter::Partitioned(p) => f
+                .debug_struct("Partitioned")
+                .field("kind", &p.kind())
+                .field("partitions", &p.partitions().len())
+                .field("keys", &p.key_count())
                 .finish(),
             Filter::Unusable { reason } => {
                 f.debug_struct("Unusable").field("reason", reason).finish()
@@ -457,6 +468,7 @@ impl Filter {
             Filter::Blocked512(f) => f.may_contain(hash),
             Filter::Bloom(f) => f.may_contain(hash),
             Filter::Ribbon(f) => f.may_contain(hash),
+            Filter::Partitioned(f) => f.may_contain(hash),
             Filter::Unusable { .. } => true,
         }
     }
@@ -471,6 +483,7 @@ impl Filter {
             Filter::Blocked512(f) => f.prefetch(hash),
             Filter::Bloom(f) => f.prefetch(hash),
             Filter::Ribbon(f) => f.prefetch(hash),
+            Filter::Partitioned(f) => f.prefetch(hash),
             Filter::Unusable { .. } => {}
         }
     }
@@ -482,6 +495,15 @@ impl Filter {
             Filter::Blocked512(f) => f.may_contain_batch(hashes, out),
             Filter::Bloom(f) => f.may_contain_batch(hashes, out),
             Filter::Ribbon(f) => f.may_contain_batch(hashes, out),
+            Filter::Partitioned(f) => {
+                assert_eq!(hashes.len(), out.len(), "one output per hash");
+                for (hs, os) in hashes.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP)) {
+                    hs.iter().for_each(|&h| f.prefetch(h));
+                    for (o, &h) in os.iter_mut().zip(hs) {
+                        *o = f.may_contain(h);
+                    }
+                }
+            }
             Filter::Unusable { .. } => {
                 assert_eq!(hashes.len(), out.len(), "one output per hash");
                 out.fill(true)
@@ -495,7 +517,7 @@ impl Filter {
         assert_eq!(keys.len(), out.len(), "one output per key");
         match self {
             Filter::Blocked512(f) => f.may_contain_keys(keys, out),
-            Filter::Bloom(_) | Filter::Ribbon(_) => {
+            Filter::Bloom(_) | Filter::Ribbon(_) | Filter::Partitioned(_) => {
                 let mut group = [0u64; BATCH_GROUP];
                 for (ks, os) in keys.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP)) {
                     let hs = &mut group[..ks.len()];
@@ -520,6 +542,7 @@ impl Filter {
             Filter::Blocked512(_) => Some(FilterKind::Blocked512),
             Filter::Bloom(_) => Some(FilterKind::Bloom),
             Filter::Ribbon(_) => Some(FilterKind::Ribbon),
+            Filter::Partitioned(f) => f.kind(),
             Filter::Unusable { .. } => None,
         }
     }
@@ -530,6 +553,7 @@ impl Filter {
             Filter::Blocked512(f) => f.key_count(),
             Filter::Bloom(f) => f.key_count(),
             Filter::Ribbon(f) => f.key_count(),
+            Filter::Partitioned(f) => f.key_count(),
             Filter::Unusable { .. } => 0,
         }
     }
@@ -540,6 +564,7 @@ impl Filter {
             Filter::Blocked512(f) => f.num_probes(),
             Filter::Bloom(f) => f.num_probes(),
             Filter::Ribbon(_) => 1,
+            Filter::Partitioned(f) => f.num_probes(),
             Filter::Unusable { .. } => 0,
         }
     }
@@ -550,6 +575,7 @@ impl Filter {
             Filter::Blocked512(f) => f.memory_bytes(),
             Filter::Bloom(f) => f.memory_bytes(),
             Filter::Ribbon(f) => f.memory_bytes(),
+            Filter::Partitioned(f) => f.memory_bytes(),
             Filter::Unusable { .. } => 0,
         }
     }
@@ -569,8 +595,10 @@ impl Filter {
     /// an unusable filter, 0.0 for an empty one. For Ribbon, the exact FPR of
     /// its stored column mix ([`RibbonFilter::predicted_fpr`]).
     pub fn predicted_fpr(&self) -> f64 {
-        if let Filter::Ribbon(f) = self {
-            return f.predicted_fpr();
+        match self {
+            Filter::Ribbon(f) => return f.predicted_fpr(),
+            Filter::Partitioned(f) => return f.predicted_fpr(),
+            _ => {}
         }
         match self.kind() {
             None => 1.0,

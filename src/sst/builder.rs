@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
-use crate::filter::{FilterPolicy, key_hash};
+use crate::filter::{FilterPolicy, key_hash, partitioned};
 use crate::fs::{WritableFile, WriteAdapter};
 use crate::key;
 
@@ -24,8 +24,8 @@ use super::block::BlockBuilder;
 use super::compression::{Compression, Compressor};
 use super::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION,
-    FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat, META_FILTER_PREFIX, META_PROPERTIES,
-    block_trailer, show_key,
+    FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
+    META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PROPERTIES, block_trailer, show_key,
 };
 use super::properties::TableProperties;
 
@@ -49,6 +49,12 @@ pub struct TableBuilderOptions {
     /// [`Compression::None`] writes a format version 2 table; the index,
     /// filter, properties and metaindex blocks are never compressed.
     pub compression: Compression,
+    /// Target bytes of one filter partition; 0 (the default) writes the
+    /// filter as one block. A filter larger than this is written as about
+    /// `filter bytes / filter_partition_bytes` partitions picked by key hash
+    /// (a format version 3 table), so that a reader that does not keep the
+    /// filter in memory reads one small partition per probe.
+    pub filter_partition_bytes: usize,
 }
 
 impl Default for TableBuilderOptions {
@@ -61,6 +67,7 @@ impl Default for TableBuilderOptions {
             key_format: KeyFormat::Plain,
             creation_time: None,
             compression: Compression::None,
+            filter_partition_bytes: 0,
         }
     }
 }
@@ -311,11 +318,34 @@ impl TableBuilder {
 
         let mut meta: Vec<(String, BlockHandle)> = Vec::new();
         let mut filter_size = 0;
+        let mut filter_partitions = 0u64;
         if let Some(policy) = self.opts.filter {
-            let bytes = policy.build(&self.hashes);
-            let h = self.write_block(false, &bytes, BLOCK_TYPE_UNCOMPRESSED)?;
-            filter_size = h.size + BLOCK_TRAILER_LEN as u64;
-            meta.push((format!("{META_FILTER_PREFIX}{}", policy.name()), h));
+            let n = partitioned::partition_count(
+                &policy,
+                self.hashes.len(),
+                self.opts.filter_partition_bytes,
+            );
+            if n == 1 {
+                let bytes = policy.build(&self.hashes);
+                let h = self.write_block(false, &bytes, BLOCK_TYPE_UNCOMPRESSED)?;
+                filter_size = h.size + BLOCK_TRAILER_LEN as u64;
+                meta.push((format!("{META_FILTER_PREFIX}{}", policy.name()), h));
+            } else {
+                let mut handles = Vec::with_capacity(n);
+                for part in partitioned::build_partitions(&policy, &self.hashes, n) {
+                    let h = self.write_block(false, &part, BLOCK_TYPE_UNCOMPRESSED)?;
+                    filter_size += h.size + BLOCK_TRAILER_LEN as u64;
+                    handles.push(h);
+                }
+                let index = super::filter_block::encode_partition_index(&handles);
+                let h = self.write_block(false, &index, BLOCK_TYPE_UNCOMPRESSED)?;
+                filter_size += h.size + BLOCK_TRAILER_LEN as u64;
+                filter_partitions = n as u64;
+                meta.push((
+                    format!("{META_FILTER_PARTITIONS_PREFIX}{}", policy.name()),
+                    h,
+                ));
+            }
         }
 
         let mut index = std::mem::replace(&mut self.index, BlockBuilder::new(1));
@@ -334,10 +364,12 @@ impl TableBuilder {
             Vec::new()
         };
         let compression = self.opts.compression;
-        let format_version = if compression == Compression::None {
+        let format_version = if filter_partitions > 0 {
+            FORMAT_VERSION
+        } else if compression == Compression::None {
             FORMAT_VERSION_UNCOMPRESSED
         } else {
-            FORMAT_VERSION
+            FORMAT_VERSION_COMPRESSED
         };
         let props = TableProperties {
             entries: self.entries,
@@ -354,6 +386,7 @@ impl TableBuilder {
             compression,
             index_size: index_handle.size + BLOCK_TRAILER_LEN as u64,
             filter_size,
+            filter_partitions,
             filter_policy: self.opts.filter.map(|p| p.name().to_string()),
             filter_bits_per_key: self.opts.filter.map_or(0.0, |p| p.bits_per_key()),
             filter_probes: self.opts.filter.map_or(0, |p| p.num_probes()),

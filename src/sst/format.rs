@@ -9,10 +9,14 @@ use crate::key;
 
 /// Magic number at the very end of every table: the bytes `b"bloomSST"`.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"bloomSST");
-/// The newest table format version this build writes and reads: 2, the
-/// version of a table built with compression (its data blocks may be stored
-/// compressed, and its properties record how).
-pub const FORMAT_VERSION: u32 = 2;
+/// The newest table format version this build writes and reads: 3, the
+/// version of a table whose filter is partitioned (its blocks may also be
+/// compressed, as in version 2).
+pub const FORMAT_VERSION: u32 = 3;
+/// The format version of a table built with compression and a whole filter
+/// block (its data blocks may be stored compressed, and its properties
+/// record how).
+pub const FORMAT_VERSION_COMPRESSED: u32 = 2;
 /// The format version of a table without compressed blocks (every block
 /// type 0), which builds from before compression read too. This build writes
 /// it for tables built with [`Compression::None`](super::Compression::None).
@@ -33,6 +37,9 @@ pub const MAX_HANDLE_LEN: usize = 20;
 pub const META_PROPERTIES: &str = "properties";
 /// Prefix of the metaindex key of the filter block (`filter.<policy name>`).
 pub const META_FILTER_PREFIX: &str = "filter.";
+/// Prefix of the metaindex key of a partitioned filter's partition index
+/// block (`filter_partitions.<policy name>`, format version 3).
+pub const META_FILTER_PARTITIONS_PREFIX: &str = "filter_partitions.";
 
 // ---------------------------------------------------------------- varints
 

@@ -8,6 +8,7 @@
 //! - [`table`]: [`Table`] opens, verifies and reads one.
 //! - [`properties`]: the properties block.
 //! - [`compression`]: the block codecs (none, LZ4, zstd) and their specs.
+//! - [`filter_block`]: a table's filter on disk: whole, or hash-partitioned.
 //! - [`cache`]: the shared [`BlockCache`] of data blocks.
 //!
 //! Tables the store writes hold [`InternalKey`]s ([`KeyFormat::Internal`]):
@@ -19,6 +20,7 @@ pub mod block;
 pub mod builder;
 pub mod cache;
 pub mod compression;
+pub mod filter_block;
 pub mod format;
 pub mod properties;
 pub mod table;
@@ -27,8 +29,10 @@ pub use crate::key::{InternalKey, ValueKind};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use cache::{BlockCache, CacheStats};
 pub use compression::Compression;
+pub use filter_block::FilterInfo;
 pub use format::{
-    BlockHandle, ChecksumType, FORMAT_VERSION, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
+    BlockHandle, ChecksumType, FORMAT_VERSION, FORMAT_VERSION_COMPRESSED,
+    FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
 };
 pub use properties::TableProperties;
 pub use table::{ReadStats, Table, TableGet, TableIter, TableOpenOptions};

@@ -52,6 +52,9 @@ pub struct TableProperties {
     pub index_size: u64,
     /// Bytes of the filter block including its trailer (`filter.size`, 0 if none).
     pub filter_size: u64,
+    /// Partitions of the filter (`filter.partitions`, format version 3
+    /// only); 0 for a whole filter block or none.
+    pub filter_partitions: u64,
     /// Filter policy name (`filter.policy`); `None` if the table has no filter.
     pub filter_policy: Option<String>,
     /// Bits per key the policy was asked for (`filter.bits_per_key`).
@@ -93,6 +96,8 @@ pub mod names {
     pub const FILTER_BITS_PER_KEY: &str = "filter.bits_per_key";
     /// `filter.keys`: varint64.
     pub const FILTER_KEYS: &str = "filter.keys";
+    /// `filter.partitions`: varint64 (format version 3 only).
+    pub const FILTER_PARTITIONS: &str = "filter.partitions";
     /// `filter.policy`: name bytes.
     pub const FILTER_POLICY: &str = "filter.policy";
     /// `filter.probes`: varint64.
@@ -148,6 +153,9 @@ impl TableProperties {
                 self.filter_bits_per_key.to_le_bytes().to_vec(),
             );
             m.insert(FILTER_KEYS, varint(self.filter_keys));
+            if self.filter_partitions > 0 {
+                m.insert(FILTER_PARTITIONS, varint(self.filter_partitions));
+            }
             m.insert(FILTER_POLICY, p.as_bytes().to_vec());
             m.insert(FILTER_PROBES, varint(u64::from(self.filter_probes)));
             m.insert(FILTER_SIZE, varint(self.filter_size));
@@ -228,6 +236,18 @@ impl TableProperties {
             } else {
                 (0.0, 0, 0, 0)
             };
+        // Version 3 is the version of a partitioned filter: the two go together.
+        let filter_partitions = match m.get(FILTER_PARTITIONS.as_bytes()) {
+            None => 0,
+            Some(_) => num(FILTER_PARTITIONS)?,
+        };
+        let version = small(FORMAT_VERSION)?;
+        if (version >= 3) != (filter_policy.is_some() && filter_partitions >= 2) {
+            return Err(err(format!(
+                "format version {version} with {filter_partitions} filter partitions \
+                 (version 3 is a table with a partitioned filter, of 2 or more)"
+            )));
+        }
         let deletions = match m.get(DELETIONS.as_bytes()) {
             None => None,
             Some(_) => Some(num(DELETIONS)?),
@@ -265,6 +285,7 @@ impl TableProperties {
             compression,
             index_size: num(INDEX_SIZE)?,
             filter_size,
+            filter_partitions,
             filter_policy,
             filter_bits_per_key,
             filter_probes,
@@ -297,6 +318,7 @@ mod tests {
             compression: Compression::None,
             index_size: 30,
             filter_size: 89,
+            filter_partitions: 0,
             filter_policy: Some("blocked512".into()),
             filter_bits_per_key: 9.5,
             filter_probes: 6,
@@ -365,6 +387,7 @@ mod tests {
             ENTRIES,
             FILTER_BITS_PER_KEY,
             FILTER_KEYS,
+            FILTER_PARTITIONS,
             FILTER_POLICY,
             FILTER_PROBES,
             FILTER_SIZE,

@@ -14,15 +14,17 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::filter::{Filter, FilterKind, key_hash};
+use crate::filter::{Filter, FilterKind, PartitionedFilter, key_hash, partitioned};
 use crate::fs::{FileSystem, ReadMode, ReadableFile, RealFs, open_read_in};
 
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::BlockCache;
 use super::compression::{self, BLOCK_TYPE_NONE, Compression};
+use super::filter_block::{self, FilterInfo};
 use super::format::{
     BLOCK_TRAILER_LEN, BlockHandle, ChecksumType, FOOTER_LEN, FORMAT_VERSION_UNCOMPRESSED, Footer,
-    KeyFormat, META_FILTER_PREFIX, META_PROPERTIES, show_key, verify_block,
+    KeyFormat, META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PROPERTIES, show_key,
+    verify_block,
 };
 
 /// The `what` of data blocks: the only blocks that may be stored compressed.
@@ -42,6 +44,12 @@ pub struct TableOpenOptions {
     /// Read every block of the file through the page cache or around it
     /// (then `bytes_read` counts whole sectors).
     pub read_mode: ReadMode,
+    /// Do not keep the filter in memory: it is read and checked at open,
+    /// then dropped, and each lookup reads the filter block it needs (one
+    /// partition of a partitioned filter) through the block cache. The
+    /// store's filter memory budget opens its tables this way and pins the
+    /// filters it chooses itself ([`Table::load_filter`]).
+    pub filter_on_demand: bool,
 }
 
 /// Data-block I/O done by one lookup or one iterator.
@@ -81,6 +89,14 @@ pub struct TableGet {
     pub cache_hits: u64,
     /// Bytes read from disk (as stored, trailer included).
     pub bytes_read: u64,
+    /// Filter blocks (whole filters or partitions) read from disk for a
+    /// filter not held in memory (0 or 1).
+    pub filter_blocks_read: u64,
+    /// Bytes of those filter blocks (trailer included; whole sectors with
+    /// direct reads).
+    pub filter_bytes_read: u64,
+    /// Filter blocks served by the block cache (0 or 1).
+    pub filter_cache_hits: u64,
 }
 
 impl TableGet {
@@ -127,9 +143,14 @@ pub struct Table {
     /// All index keys back to back (one allocation instead of one per block).
     index_keys: Vec<u8>,
     index: Vec<IndexEntry>,
+    /// The filter, when held in memory.
     filter: Option<Filter>,
     filter_name: Option<String>,
+    /// The filter block, or a partitioned filter's partition index block.
     filter_handle: Option<BlockHandle>,
+    /// A partitioned filter's partitions (empty for a whole filter block).
+    filter_partitions: Vec<BlockHandle>,
+    filter_info: Option<FilterInfo>,
     properties_handle: BlockHandle,
 }
 
@@ -186,6 +207,8 @@ impl Table {
             filter: None,
             filter_name: None,
             filter_handle: None,
+            filter_partitions: Vec::new(),
+            filter_info: None,
             properties_handle: BlockHandle::default(),
         };
 
@@ -193,7 +216,8 @@ impl Table {
         let mi = table.read_block(footer.metaindex, "metaindex")?;
         let mut it = mi.iter(KeyFormat::Plain);
         let mut props_handle = None;
-        let mut filter: Option<(String, BlockHandle)> = None;
+        // (policy name, handle, partitioned)
+        let mut filter: Option<(String, BlockHandle, bool)> = None;
         loop {
             let at = footer.metaindex.offset + it.next_offset() as u64;
             if !table.block_step(&mut it, footer.metaindex, "metaindex")? {
@@ -209,7 +233,13 @@ impl Table {
                 }
             } else if let Some(policy) = name.strip_prefix(META_FILTER_PREFIX.as_bytes()) {
                 let policy = String::from_utf8_lossy(policy).into_owned();
-                if filter.replace((policy, h)).is_some() {
+                if filter.replace((policy, h, false)).is_some() {
+                    return Err(table.corruption(at, "more than one filter block"));
+                }
+            } else if let Some(policy) = name.strip_prefix(META_FILTER_PARTITIONS_PREFIX.as_bytes())
+            {
+                let policy = String::from_utf8_lossy(policy).into_owned();
+                if filter.replace((policy, h, true)).is_some() {
                     return Err(table.corruption(at, "more than one filter block"));
                 }
             }
@@ -252,6 +282,20 @@ impl Table {
                 ),
             ));
         }
+        if filter.as_ref().is_some_and(|f| f.2) != (p.filter_partitions > 0) {
+            return Err(table.corruption(
+                footer.metaindex.offset,
+                format!(
+                    "metaindex has a {} filter, properties say {} partitions",
+                    if filter.as_ref().is_some_and(|f| f.2) {
+                        "partitioned"
+                    } else {
+                        "whole or no"
+                    },
+                    p.filter_partitions
+                ),
+            ));
+        }
         if filter.as_ref().map(|f| &f.0) != p.filter_policy.as_ref() {
             return Err(table.corruption(
                 footer.metaindex.offset,
@@ -263,28 +307,60 @@ impl Table {
             ));
         }
 
-        // Filter: kept in memory (aligned copy) for the table's life.
-        if let Some((name, h)) = filter {
-            let bytes = table.read_raw(h, "filter")?;
-            let f = match FilterKind::from_name(&name) {
-                None => Filter::Unusable {
-                    reason: format!("unknown filter policy {name:?}"),
-                },
-                Some(kind) => {
-                    let f = Filter::open(&bytes)
-                        .map_err(|e| table.corruption(h.offset, format!("filter block: {e}")))?;
-                    if f.kind().is_some_and(|k| k != kind) {
+        // Filter: read and checked whole, then kept in memory (aligned
+        // copy) for the table's life, or dropped when read on demand.
+        if let Some((name, h, partitioned)) = filter {
+            if partitioned {
+                let bytes = table.read_raw(h, "filter partition index")?;
+                let parts = filter_block::decode_partition_index(&bytes).map_err(|(at, e)| {
+                    table.corruption(h.offset + at as u64, format!("filter partition index: {e}"))
+                })?;
+                if parts.len() as u64 != table.props.filter_partitions {
+                    return Err(table.corruption(
+                        h.offset,
+                        format!(
+                            "filter partition index has {} partitions, properties say {}",
+                            parts.len(),
+                            table.props.filter_partitions
+                        ),
+                    ));
+                }
+                // Written back to back just before the index block: any
+                // other layout (say, two handles swapped behind a re-sealed
+                // checksum, which would send keys to the wrong partition)
+                // is damage.
+                let mut next = parts[0].offset;
+                for (i, ph) in parts.iter().enumerate() {
+                    if ph.offset != next || ph.end_with_trailer().is_none_or(|e| e > h.offset) {
                         return Err(table.corruption(
                             h.offset,
-                            format!("filter block is {:?}, metaindex says {name}", f.kind()),
+                            format!(
+                                "filter partition {i} at offset {} size {} is not where \
+                                 partition {} ends ({next}), or runs into the index",
+                                ph.offset,
+                                ph.size,
+                                i.saturating_sub(1)
+                            ),
                         ));
                     }
-                    f
+                    next = ph.offset + ph.size + BLOCK_TRAILER_LEN as u64;
                 }
-            };
-            table.filter = Some(f);
+                if next != h.offset {
+                    return Err(table.corruption(
+                        h.offset,
+                        format!("filter partitions end at {next}, not at their index"),
+                    ));
+                }
+                table.filter_partitions = parts;
+            }
             table.filter_name = Some(name);
             table.filter_handle = Some(h);
+            let f = table.load_filter()?.expect("the table has a filter");
+            table.filter_info = Some(FilterInfo::of(&f));
+            // An unusable filter is a few bytes: kept, so readers see why.
+            if !opts.filter_on_demand || !f.is_usable() {
+                table.filter = Some(f);
+            }
         }
 
         // Index: decoded into memory once.
@@ -437,6 +513,85 @@ impl Table {
         Ok(block)
     }
 
+    /// Opens the filter block at `h` (a whole filter or one partition),
+    /// checking it is of the metaindex's family.
+    fn open_filter_block(&self, h: BlockHandle, what: &str, bytes: &[u8]) -> Result<Filter> {
+        let name = self.filter_name.as_deref().unwrap_or_default();
+        let f =
+            Filter::open(bytes).map_err(|e| self.corruption(h.offset, format!("{what}: {e}")))?;
+        match (FilterKind::from_name(name), f.kind()) {
+            (Some(want), Some(got)) if want != got => Err(self.corruption(
+                h.offset,
+                format!("{what} is {got:?}, metaindex says {name}"),
+            )),
+            _ => Ok(f),
+        }
+    }
+
+    /// Reads the whole filter from the file (every partition of a
+    /// partitioned one), bypassing the block cache: what the store pins
+    /// when a table opened with [`TableOpenOptions::filter_on_demand`] gets
+    /// a place in its filter memory budget. `None` if the table has no
+    /// filter; [`Filter::Unusable`] for a family this build does not know.
+    pub fn load_filter(&self) -> Result<Option<Filter>> {
+        let (Some(name), Some(h)) = (&self.filter_name, self.filter_handle) else {
+            return Ok(None);
+        };
+        if FilterKind::from_name(name).is_none() {
+            return Ok(Some(Filter::Unusable {
+                reason: format!("unknown filter policy {name:?}"),
+            }));
+        }
+        if self.filter_partitions.is_empty() {
+            let bytes = self.read_raw(h, "filter")?;
+            return self.open_filter_block(h, "filter block", &bytes).map(Some);
+        }
+        let mut parts = Vec::with_capacity(self.filter_partitions.len());
+        for (i, &ph) in self.filter_partitions.iter().enumerate() {
+            let what = format!("filter partition {i}");
+            let bytes = self.read_raw(ph, &what)?;
+            parts.push(self.open_filter_block(ph, &what, &bytes)?);
+        }
+        PartitionedFilter::new(parts)
+            .map(|p| Some(Filter::Partitioned(p)))
+            .map_err(|e| self.corruption(h.offset, format!("partitioned filter: {e}")))
+    }
+
+    /// Probes the filter from the file for a table whose filter is not held
+    /// in memory: reads the block `hash` needs (its partition, or the whole
+    /// filter) through the block cache, counting the read in `r`.
+    fn probe_on_demand(&self, hash: u64, r: &mut TableGet) -> Result<bool> {
+        let Some(whole) = self.filter_handle else {
+            return Ok(true);
+        };
+        let (h, what) = if self.filter_partitions.is_empty() {
+            (whole, "filter block".to_string())
+        } else {
+            let i = partitioned::partition_of(hash, self.filter_partitions.len());
+            (self.filter_partitions[i], format!("filter partition {i}"))
+        };
+        let cache = self.cache.as_deref().filter(|c| c.is_enabled());
+        let bytes = match cache.and_then(|c| c.get(self.file_id, h.offset)) {
+            Some(b) => {
+                r.filter_cache_hits += 1;
+                b
+            }
+            None => {
+                r.filter_blocks_read += 1;
+                r.filter_bytes_read += self
+                    .file
+                    .transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
+                let b = self.read_raw(h, &what)?;
+                if let Some(c) = cache {
+                    c.insert(self.file_id, h.offset, b.clone());
+                }
+                b
+            }
+        };
+        let f = self.open_filter_block(h, &what, &bytes)?;
+        Ok(f.may_contain(hash))
+    }
+
     fn index_key(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.index[i - 1].key_end };
         &self.index_keys[start..self.index[i].key_end]
@@ -506,16 +661,24 @@ impl Table {
             r.key_range_skipped = true;
             return Ok(r);
         }
-        match &self.filter {
-            Some(f) if f.is_usable() => {
-                r.filter_checked = true;
-                if !filter_says.unwrap_or_else(|| f.may_contain(hash)) {
-                    r.filter_negative = true;
-                    return Ok(r);
-                }
+        let says = match (&self.filter, &self.filter_info) {
+            (_, None) => None,
+            (_, Some(info)) if !info.is_usable() => {
+                r.filter_unusable = true;
+                None
             }
-            Some(_) => r.filter_unusable = true,
-            None => {}
+            (Some(f), _) => Some(filter_says.unwrap_or_else(|| f.may_contain(hash))),
+            (None, _) => match filter_says {
+                Some(s) => Some(s),
+                None => Some(self.probe_on_demand(hash, &mut r)?),
+            },
+        };
+        if let Some(says) = says {
+            r.filter_checked = true;
+            if !says {
+                r.filter_negative = true;
+                return Ok(r);
+            }
         }
         let i = self.find_block(key);
         if i == self.index.len() {
@@ -741,8 +904,9 @@ impl Table {
         &self.footer
     }
 
-    /// The opened filter (`None` if the table has no filter block; possibly
-    /// [`Filter::Unusable`] if written by an unknown policy).
+    /// The filter held in memory (`None` if the table has no filter block,
+    /// or reads it on demand; possibly [`Filter::Unusable`] if written by an
+    /// unknown policy).
     pub fn filter(&self) -> Option<&Filter> {
         self.filter.as_ref()
     }
@@ -752,9 +916,22 @@ impl Table {
         self.filter_name.as_deref()
     }
 
-    /// Handle of the filter block, if any.
+    /// Handle of the filter block (of the partition index block, for a
+    /// partitioned filter), if any.
     pub fn filter_handle(&self) -> Option<BlockHandle> {
         self.filter_handle
+    }
+
+    /// Handles of a partitioned filter's partitions (empty for a whole
+    /// filter block or none).
+    pub fn filter_partitions(&self) -> &[BlockHandle] {
+        &self.filter_partitions
+    }
+
+    /// What the table knows of its filter (read at open), whether or not
+    /// the bits are held in memory; `None` without a filter block.
+    pub fn filter_info(&self) -> Option<&FilterInfo> {
+        self.filter_info.as_ref()
     }
 
     /// Bytes of memory held by the in-memory index.
@@ -810,6 +987,7 @@ fn placeholder_properties() -> TableProperties {
         compression: Compression::None,
         index_size: 0,
         filter_size: 0,
+        filter_partitions: 0,
         filter_policy: None,
         filter_bits_per_key: 0.0,
         filter_probes: 0,
