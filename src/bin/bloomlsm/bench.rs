@@ -36,7 +36,7 @@ use crate::phase::{PERCENTILES, Phase, Recorder};
 use crate::report::{self, TextTable, bytes, count, csv_line, percent, sig3};
 use crate::sweep::{SweepPoint, fpr_sweep, sweep_table};
 use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
-use crate::{CliError, CliResult, filter_cost, plot, progress, write_json};
+use crate::{CliError, CliResult, budget, filter_cost, plot, progress, write_json};
 
 /// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
 /// their hashes or Zipf table are held in memory, 8 bytes each.
@@ -117,9 +117,35 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1_000_000, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
     pub sweep_probes: u64,
+    /// After each filtered configuration's study, reopen its store under
+    /// filter memory budgets — fractions of its filter bytes, e.g.
+    /// `0,0.1,0.5,1`; without a value `0,0.02,0.05,0.1,0.2,0.4,0.7,1` — and
+    /// look the missing keys up again: the filters that do not fit are read
+    /// on demand, one partition per probe. Prints I/O per missing get
+    /// against filter memory (and `--plot` draws it).
+    #[arg(long, value_name = "F,F,...", num_args = 0..=1, require_equals = false,
+          default_missing_value = budget::DEFAULT_FRACTIONS,
+          value_delimiter = ',', value_parser = budget::parse_fraction)]
+    pub filter_budget: Option<Vec<f64>>,
+    /// Filter partition size of the stores built (0: whole filter blocks).
+    /// Default 4096 with --filter-budget, otherwise 0.
+    #[arg(long, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(0..=1 << 24))]
+    pub filter_partition_bytes: Option<u64>,
     /// No progress bars, and nothing on stderr but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+impl BenchArgs {
+    /// The filter partition size of the studied stores.
+    pub fn partition_bytes(&self) -> usize {
+        match self.filter_partition_bytes {
+            Some(b) => b as usize,
+            None if self.filter_budget.is_some() => budget::DEFAULT_PARTITION_BYTES,
+            None => 0,
+        }
+    }
 }
 
 /// `--io`: how the stores read their tables.
@@ -312,6 +338,8 @@ pub struct BenchRow {
     pub phases: [Phase; 3],
     /// How the store read its tables.
     pub io: IoMode,
+    /// `--filter-budget`: the store under each filter memory budget.
+    pub budget: Vec<budget::BudgetPoint>,
 }
 
 impl BenchRow {
@@ -535,6 +563,7 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
     let mut opts = bench_options(config.filters.clone(), args.io);
     args.compression
         .apply(&mut opts.compression, opts.max_levels)?;
+    opts.filter_partition_bytes = args.partition_bytes();
     let wbs = opts.write_buffer_size as u64;
     let db = Db::open(dir, opts)?;
     let pb = progress(
@@ -738,8 +767,13 @@ pub fn run_config(
         filter_cost,
         phases,
         io: args.io,
+        budget: Vec::new(),
     };
     db.close()?;
+    let mut row = row;
+    if row.filter_bytes > 0 {
+        row.budget = budget::sweep(args, config, &dir, row.filter_bytes)?;
+    }
     if !keep {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -926,6 +960,24 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         for line in device_check(&rows, args.io) {
             writeln!(out, "{line}")?;
         }
+        if args.filter_budget.is_some() {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "Under a filter memory budget ({}, block cache off, filter partitions of {}): missing gets again",
+                args.io_name(),
+                bytes(args.partition_bytes() as u64)
+            )?;
+            let sweeps = rows
+                .iter()
+                .filter(|r| !r.budget.is_empty())
+                .map(|r| (r.config.name.as_str(), &r.budget[..]));
+            out.write_all(budget::table(sweeps).render().as_bytes())?;
+            writeln!(
+                out,
+                "budget: fraction of the store's filter bytes allowed in memory; in memory: filter bytes the store kept there (files by probe chance per byte: L0 and the small levels first). filter reads: filter blocks read per missing get (one partition per probe of a filter not in memory); pred: each such file's chance of a probe (1 on L0, its share of its level's keys below), summed. data reads: as in the first table. I/O per miss: filter + data reads. device B: bytes that reached the device per get."
+            )?;
+        }
     }
 
     if let Some(path) = &args.plot {
@@ -972,6 +1024,18 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
                 })
                 .collect(),
             io: args.io_name(),
+            budget: rows
+                .iter()
+                .filter(|r| !r.budget.is_empty())
+                .map(|r| plot::BudgetCurve {
+                    name: r.config.name.clone(),
+                    points: r
+                        .budget
+                        .iter()
+                        .map(|p| (p.pinned_bytes as f64, p.io(), p.predicted_io()))
+                        .collect(),
+                })
+                .collect(),
         };
         plot::write_chart(path, &chart)?;
         if args.json {
@@ -1261,6 +1325,7 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
             o["device_bytes_saved_per_key"] = json!(device_saved(r, none, i));
             o
         }).collect::<Vec<_>>(),
+        "filter_budget": budget::json(&r.budget),
     })
 }
 

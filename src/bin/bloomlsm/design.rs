@@ -34,8 +34,21 @@ pub struct DesignArgs {
     /// keys that exist anyway).
     #[arg(long)]
     pub no_last_level_filter: bool,
+    /// Split each new file's filter into partitions of about BYTES (64 B to
+    /// 16 MiB; 0: one block), so a store opened with a filter memory budget
+    /// reads one partition per probe of a filter it does not hold.
+    #[arg(long, value_name = "BYTES", value_parser = parse_partition_bytes)]
+    pub filter_partition_bytes: Option<usize>,
     #[command(flatten)]
     pub compression: CompressionArgs,
+}
+
+fn parse_partition_bytes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Ok(0),
+        Ok(b) if (64..=1 << 24).contains(&b) => Ok(b),
+        _ => Err(format!("{s:?}: expected 0 or 64..=16777216 bytes")),
+    }
 }
 
 /// The compression flags, shared by the writing `db` commands and `bench`.
@@ -138,6 +151,7 @@ impl DesignArgs {
             || self.monkey.is_some()
             || self.no_last_level_filter
             || self.compression.any()
+            || self.filter_partition_bytes.is_some()
     }
 
     /// Sets `opts` up for the store in `dir`: unchanged (the store's recorded
@@ -172,6 +186,9 @@ impl DesignArgs {
         }
         self.compression
             .apply(&mut opts.compression, opts.max_levels)?;
+        if let Some(b) = self.filter_partition_bytes {
+            opts.filter_partition_bytes = b;
+        }
         opts.use_stored_design = false;
         Ok(())
     }
@@ -225,6 +242,11 @@ mod tests {
         );
         for bad in ["3", "x=lz4", "40=lz4", "2=gzip", "2=zstd:0", "=none"] {
             assert!(parse_level_compression(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_partition_bytes("4096"), Ok(4096));
+        assert_eq!(parse_partition_bytes("0"), Ok(0));
+        for bad in ["1", "63", "16777217", "-1", "4k"] {
+            assert!(parse_partition_bytes(bad).is_err(), "{bad}");
         }
     }
 }

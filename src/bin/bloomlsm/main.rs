@@ -16,6 +16,7 @@
 //! ([`EXIT_NEGATIVE`], [`EXIT_USAGE`], [`EXIT_DATA`], [`EXIT_FAILURE`]).
 
 mod bench;
+mod budget;
 mod db_cmd;
 mod design;
 mod escape;

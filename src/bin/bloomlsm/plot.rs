@@ -7,7 +7,9 @@
 //! data-block reads per missing get of each store configuration, measured
 //! next to predicted (log scale). Bottom panel: the cost frontier — each
 //! configuration's measured FPR against its filter memory, labelled with what
-//! its filters cost in CPU to build (ns per key) and to probe (ns). Below,
+//! its filters cost in CPU to build (ns per key) and to probe (ns); with
+//! `--filter-budget`, beside it, the blocks read per missing get against the
+//! filter memory held (the budget curve, measured and predicted). Below,
 //! one latency CDF panel per configuration: each read phase's latency (log
 //! scale) against the fraction of operations at most that slow, on a
 //! "nines" axis (90%, 99%, 99.9%, ...) so that the tail is as wide as the
@@ -55,6 +57,18 @@ pub struct Chart<'a> {
     pub latency: Vec<LatencyCdf>,
     /// The read mode of the stores, for the panels' titles.
     pub io: &'static str,
+    /// `--filter-budget`: each filtered configuration's curve.
+    pub budget: Vec<BudgetCurve>,
+}
+
+/// One configuration under filter memory budgets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetCurve {
+    /// The configuration's name.
+    pub name: String,
+    /// `(filter bytes in memory, measured blocks read per missing get,
+    /// predicted)`, by budget.
+    pub points: Vec<(f64, f64, f64)>,
 }
 
 /// A configuration's latency distributions, one per read phase.
@@ -115,7 +129,13 @@ pub fn write_chart(path: &Path, chart: &Chart<'_>) -> CliResult {
         let (left, right) = top.split_horizontally(720);
         fpr_panel(&left, chart.sweep, chart.sweep_keys).map_err(|e| err(e.to_string()))?;
         reads_panel(&right, chart).map_err(|e| err(e.to_string()))?;
-        frontier_panel(&bottom, chart).map_err(|e| err(e.to_string()))?;
+        if chart.budget.is_empty() {
+            frontier_panel(&bottom, chart).map_err(|e| err(e.to_string()))?;
+        } else {
+            let (left, right) = bottom.split_horizontally(750);
+            frontier_panel(&left, chart).map_err(|e| err(e.to_string()))?;
+            budget_panel(&right, chart).map_err(|e| err(e.to_string()))?;
+        }
         if rows > 0 {
             let cells = cdfs.split_evenly((rows as usize, CDF_COLUMNS));
             let range = cdf_range(&chart.latency);
@@ -338,7 +358,7 @@ fn frontier_panel(
     if pts.is_empty() {
         return Ok(());
     }
-    let xmax = pts.iter().map(|p| p.0.bits_per_key).fold(0.0, f64::max) * 1.15 + 1.0;
+    let xmax = pts.iter().map(|p| p.0.bits_per_key).fold(0.0, f64::max) * 1.3 + 2.0;
     let ylo = pts.iter().map(|p| p.1).fold(1.0, f64::min);
     let yhi = pts.iter().map(|p| p.1).fold(0.0, f64::max);
     let (ymin, ymax) = (decade_floor(ylo) / 2.0, (yhi * 5.0).min(1.0));
@@ -401,6 +421,99 @@ fn frontier_panel(
                 + Text::new(label, (12, -16 * near), font),
         ))?;
     }
+    Ok(())
+}
+
+fn curve_color(i: usize) -> RGBColor {
+    const C: [RGBColor; 6] = [
+        BLUE_,
+        GREEN_,
+        ORANGE_,
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+    ];
+    C[i % C.len()]
+}
+
+/// The budget curves: blocks read per missing get (filter + data, log)
+/// against the filter memory held (MiB), measured (solid, dots) and as the
+/// allocation's model predicts (dashed).
+fn budget_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart_data: &Chart<'_>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let curves = &chart_data.budget;
+    let mib = |b: f64| b / (1 << 20) as f64;
+    let xmax = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| mib(p.0)))
+        .fold(0.0, f64::max)
+        .max(1e-3)
+        * 1.05;
+    let ys: Vec<f64> = curves
+        .iter()
+        .flat_map(|c| c.points.iter().flat_map(|p| [p.1, p.2]))
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(0.0, f64::max);
+    let (ymin, ymax) = if ys.is_empty() {
+        (1e-3, 10.0)
+    } else {
+        (decade_floor(lo) / 2.0, hi * 3.0)
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!(
+                "Blocks read per missing get under a filter memory budget ({})",
+                chart_data.io
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax, (ymin..ymax).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("filter memory held (MiB)")
+        .y_desc("filter + data blocks read per missing get")
+        .y_label_formatter(&|v| sig3(*v))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    for (i, c) in curves.iter().enumerate() {
+        let color = curve_color(i);
+        let measured: Vec<(f64, f64)> =
+            c.points.iter().map(|p| (mib(p.0), p.1.max(ymin))).collect();
+        chart
+            .draw_series(LineSeries::new(measured.clone(), color.stroke_width(2)))?
+            .label(format!("{} measured", c.name))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+        chart.draw_series(measured.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        let predicted: Vec<(f64, f64)> =
+            c.points.iter().map(|p| (mib(p.0), p.2.max(ymin))).collect();
+        chart
+            .draw_series(DashedLineSeries::new(
+                predicted,
+                6,
+                4,
+                color.stroke_width(1),
+            ))?
+            .label(format!("{} predicted", c.name))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(1))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .label_font(("sans-serif", 13))
+        .draw()?;
     Ok(())
 }
 

@@ -128,13 +128,17 @@ pub fn describe_filter(t: &Table) -> String {
             format!("{name}: unusable by this build ({reason}); read as if absent")
         }
         Some(f) => format!(
-            "{name}: {} bits/key requested, k={}, {} keys, {} in memory ({:.2} bits/key), predicted FPR {}",
+            "{name}: {} bits/key requested, k={}, {} keys, {} in memory ({:.2} bits/key), predicted FPR {}{}",
             p.filter_bits_per_key,
             f.num_probes(),
             count(f.key_count()),
             bytes(f.memory_bytes() as u64),
             f.bits_per_key(),
             percent(Some(f.predicted_fpr())),
+            match t.filter_partitions().len() {
+                0 => String::new(),
+                n => format!(", in {n} partitions (picked by key hash)"),
+            }
         ),
     }
 }
@@ -172,6 +176,7 @@ pub fn filter_json(t: &Table) -> Value {
             "predicted_fpr": f.predicted_fpr(),
             "offset": offset,
             "size": size,
+            "partitions": t.filter_partitions().len(),
         }),
     }
 }
