@@ -399,6 +399,10 @@ pub struct FileStats {
     pub filter_pinned: bool,
     /// Partitions of the filter (0: one whole block).
     pub filter_partitions: usize,
+    /// The store's estimate of the chance that a lookup probes this file
+    /// (its key falls in the file's range), which ranks filters for the
+    /// filter memory budget (`Version::probe_chances`).
+    pub probe_chance: f64,
     /// Modelled FPR of the file's filter (1.0 without a usable filter).
     pub predicted_fpr: f64,
     /// Lookup costs on this file since the last reset.
@@ -680,6 +684,7 @@ mod tests {
             filter_usable: false,
             filter_pinned: false,
             filter_partitions: 0,
+            probe_chance: 1.0,
             predicted_fpr: 1.0,
             io: IoCounters::default(),
         };

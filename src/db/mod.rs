@@ -599,8 +599,9 @@ impl Db {
     pub fn file_stats(&self) -> Vec<FileStats> {
         let sv = self.inner.super_version();
         let mut out = Vec::new();
+        let chances = sv.version.probe_chances();
         for (level, files) in sv.version.levels.iter().enumerate() {
-            for f in files {
+            for (f, &probe_chance) in files.iter().zip(&chances[level]) {
                 let info = f.table.filter_info();
                 let usable = info.filter(|x| x.is_usable());
                 out.push(FileStats {
@@ -618,6 +619,7 @@ impl Db {
                     filter_usable: usable.is_some(),
                     filter_pinned: f.filter_pinned(),
                     filter_partitions: info.map_or(0, |x| x.partitions),
+                    probe_chance,
                     predicted_fpr: f.predicted_fpr(),
                     io: f.io.load(),
                 });

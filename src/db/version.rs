@@ -254,29 +254,83 @@ impl Version {
         }
     }
 
+    /// The chance that a lookup of a key drawn like the store's keys has
+    /// its key inside each file's range, per level in level order: the
+    /// share of all the store's keys that lie in the file's range, counting
+    /// a partly covered file in proportion to the covered part of its range
+    /// (by 8-byte key prefixes). An upper level that covers only part of
+    /// the key space (its other files moved down) gets less than its share
+    /// of its own keys, and a last level that is still filling up covers
+    /// only part of the space too.
+    pub fn probe_chances(&self) -> Vec<Vec<f64>> {
+        let total: u64 = self.levels.iter().flatten().map(|f| f.meta.entries).sum();
+        let covered = |g: &FileHandle, lo: &[u8], hi: &[u8]| -> f64 {
+            let (a, b) = (g.smallest_user_key(), g.largest_user_key());
+            if b < lo || a > hi {
+                0.0
+            } else if a >= lo && b <= hi {
+                1.0
+            } else {
+                let (ga, gb) = (prefix(a) as f64, prefix(b) as f64);
+                let (lo_p, hi_p) = (prefix(lo) as f64, prefix(hi) as f64);
+                if gb > ga {
+                    ((gb.min(hi_p) - ga.max(lo_p)) / (gb - ga)).clamp(0.0, 1.0)
+                } else {
+                    1.0 // a range within one prefix: counted whole
+                }
+            }
+        };
+        let share = |lo: &[u8], hi: &[u8]| -> f64 {
+            if total == 0 {
+                return 1.0;
+            }
+            let mut keys = 0.0;
+            for (level, files) in self.levels.iter().enumerate() {
+                // Deeper levels are sorted and disjoint: only the files from
+                // the first that ends at or after `lo` can overlap.
+                let from = if level == 0 {
+                    0
+                } else {
+                    files.partition_point(|g| g.largest_user_key() < lo)
+                };
+                for g in &files[from..] {
+                    if level > 0 && g.smallest_user_key() > hi {
+                        break;
+                    }
+                    keys += g.meta.entries as f64 * covered(g, lo, hi);
+                }
+            }
+            (keys / total as f64).min(1.0)
+        };
+        self.levels
+            .iter()
+            .map(|files| {
+                files
+                    .iter()
+                    .map(|f| share(f.smallest_user_key(), f.largest_user_key()))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Chooses which files' filters are held in memory under `budget`
     /// bytes (`None`: no budget; every table keeps the filter it opened
     /// with). Holding file f's filter saves, per missing-key lookup, the
     /// filter-block read a probe of f would otherwise make, times the
-    /// chance p_f that the lookup probes f: 1 for an L0 file, f's share of
-    /// its level's keys below (one file per level is probed). Files are
-    /// taken by p_f per byte of filter, greedily, while they fit: a level's
-    /// files all have 8 / (level keys × bits per key), so L0 and the
-    /// smallest levels come first and the last, largest level last.
+    /// chance p_f that the lookup probes f ([`Version::probe_chances`]).
+    /// Files are taken by p_f per byte of filter, greedily, while they
+    /// fit. A missing key probes one file per level whatever the level's
+    /// size, so the files of L0 and of the small upper levels save the most
+    /// per byte and the last, largest level's the least.
     /// Call before [`Version::sort`], which indexes the filters held.
     pub fn pin_filters(&self, budget: Option<u64>) {
         let Some(budget) = budget else { return };
+        let chances = self.probe_chances();
         let mut candidates: Vec<(f64, usize, &Arc<FileHandle>)> = Vec::new();
         for (level, files) in self.levels.iter().enumerate() {
-            let level_keys: u64 = files.iter().map(|f| f.meta.entries).sum();
-            for f in files {
+            for (f, &p) in files.iter().zip(&chances[level]) {
                 let Some(info) = f.table.filter_info().filter(|i| i.is_usable()) else {
                     continue;
-                };
-                let p = if level == 0 {
-                    1.0
-                } else {
-                    f.meta.entries as f64 / level_keys.max(1) as f64
                 };
                 candidates.push((p / info.memory_bytes.max(1) as f64, level, f));
             }

@@ -975,7 +975,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
             out.write_all(budget::table(sweeps).render().as_bytes())?;
             writeln!(
                 out,
-                "budget: fraction of the store's filter bytes allowed in memory; in memory: filter bytes the store kept there (files by probe chance per byte: L0 and the small levels first). filter reads: filter blocks read per missing get (one partition per probe of a filter not in memory); pred: each such file's chance of a probe (1 on L0, its share of its level's keys below), summed. data reads: as in the first table. I/O per miss: filter + data reads. device B: bytes that reached the device per get."
+                "budget: fraction of the store's filter bytes allowed in memory; in memory: filter bytes the store kept there (files by probe chance per byte: L0 and the small levels first). filter reads: filter blocks read per missing get (one partition per probe of a filter not in memory); pred: the store's probe chance of each such file (the share of all its keys that lie in the file's range), summed. data reads: as in the first table. I/O per miss: filter + data reads. device B: bytes that reached the device per get."
             )?;
         }
     }

@@ -56,8 +56,7 @@ pub struct BudgetPoint {
     pub data_reads: f64,
     /// The allocation's model of filter-block reads per missing get: the
     /// sum, over files whose filter is read on demand, of the chance a
-    /// missing get probes the file (1 for L0, its share of its level's keys
-    /// below; a key outside a level's range is not counted).
+    /// missing get probes the file (`FileStats::probe_chance`).
     pub predicted_filter_reads: f64,
     /// Data-block reads predicted: the sum of the modelled FPRs of the
     /// files each get probed (as in the main table).
@@ -81,23 +80,13 @@ impl BudgetPoint {
     }
 }
 
-/// The allocation's model: filter-block reads per missing get.
+/// The allocation's model: filter-block reads per missing get, the
+/// store's probe chances of the files whose filters are read on demand.
 fn model_filter_reads(files: &[FileStats]) -> f64 {
-    let levels = files.iter().map(|f| f.level).max().map_or(0, |l| l + 1);
-    let mut level_keys = vec![0u64; levels];
-    for f in files {
-        level_keys[f.level] += f.entries;
-    }
     files
         .iter()
         .filter(|f| f.filter_usable && !f.filter_pinned)
-        .map(|f| {
-            if f.level == 0 {
-                1.0
-            } else {
-                f.entries as f64 / level_keys[f.level].max(1) as f64
-            }
-        })
+        .map(|f| f.probe_chance)
         .sum::<f64>()
         .max(0.0) // an empty sum is -0.0
 }
@@ -251,7 +240,7 @@ mod tests {
         }
     }
 
-    fn file(level: usize, entries: u64, pinned: bool) -> FileStats {
+    fn file(level: usize, probe_chance: f64, pinned: bool) -> FileStats {
         FileStats {
             level,
             number: 1,
@@ -259,7 +248,7 @@ mod tests {
             data_bytes: 0,
             data_raw_bytes: 0,
             compression: "none".into(),
-            entries,
+            entries: 10,
             smallest: Vec::new(),
             largest: Vec::new(),
             filter: "blocked512".into(),
@@ -267,6 +256,7 @@ mod tests {
             filter_usable: true,
             filter_pinned: pinned,
             filter_partitions: 2,
+            probe_chance,
             predicted_fpr: 0.01,
             io: Default::default(),
         }
@@ -275,10 +265,10 @@ mod tests {
     #[test]
     fn the_model_counts_each_unpinned_files_probe_chance() {
         let files = [
-            file(0, 10, false),
-            file(1, 100, true),
-            file(2, 300, false),
-            file(2, 100, true),
+            file(0, 1.0, false),
+            file(1, 0.5, true),
+            file(2, 0.75, false),
+            file(2, 0.25, true),
         ];
         assert!((model_filter_reads(&files) - 1.75).abs() < 1e-12);
         assert_eq!(model_filter_reads(&[]), 0.0);
