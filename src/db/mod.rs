@@ -1186,6 +1186,9 @@ impl Inner {
         let mut batch_hashes: Vec<u64> = Vec::new();
         let mut answers: Vec<bool> = Vec::new();
         let mut group: Vec<usize> = Vec::new();
+        // Keys a filter let through (or with no filter), with their file and
+        // the filter's answer: their data blocks are read together.
+        let mut reads: Vec<(usize, &FileHandle, Option<bool>)> = Vec::new();
         // L0: every file may hold any key, newest first, so each file is
         // probed for all the keys still pending, its filter in one batch.
         for (fi, f) in v.levels[0].iter().enumerate() {
@@ -1212,7 +1215,7 @@ impl Inner {
                 answers.resize(group.len(), true);
                 filter.may_contain_batch(&batch_hashes, &mut answers);
             }
-            let mut resolved = false;
+            reads.clear();
             for (j, &i) in group.iter().enumerate() {
                 let says = filter.map(|_| answers[j]);
                 if says == Some(false) {
@@ -1220,15 +1223,17 @@ impl Inner {
                     local.filter_checks += 1;
                     local.filter_negatives += 1;
                     costs[i].predicted += f.predicted_fpr();
-                } else if let Some(found) =
-                    self.probe_key(f, keys[i], snapshot, hashes[i], &mut costs[i], says)?
-                {
-                    settle(g, &mut out, &mut done, i, found);
-                    resolved = true;
+                } else {
+                    reads.push((i, f, says));
                 }
             }
             if local != IoCounters::default() {
                 f.io.add(&local);
+            }
+            let mut resolved = false;
+            for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
+                settle(g, &mut out, &mut done, i, found);
+                resolved = true;
             }
             if resolved {
                 pending.retain(|&i| !done[i]);
@@ -1244,7 +1249,7 @@ impl Inner {
             if pending.is_empty() {
                 break;
             }
-            let mut resolved = false;
+            reads.clear();
             for chunk in pending.chunks(BATCH_GROUP) {
                 for (p, &i) in placed.iter_mut().zip(chunk) {
                     *p = match v.slot(level, keys[i]) {
@@ -1268,13 +1273,17 @@ impl Inner {
                     if says == Some(false) {
                         f.io.add(&FILTER_NEGATIVE);
                         costs[i].predicted += f.predicted_fpr();
-                    } else if let Some(found) =
-                        self.probe_key(f, keys[i], snapshot, hashes[i], &mut costs[i], says)?
-                    {
-                        settle(g, &mut out, &mut done, i, found);
-                        resolved = true;
+                    } else {
+                        reads.push((i, f, says));
                     }
                 }
+            }
+            // The level's data-block reads, together: a key is in at most
+            // one file of the level, so they are independent.
+            let mut resolved = false;
+            for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
+                settle(g, &mut out, &mut done, i, found);
+                resolved = true;
             }
             if resolved {
                 pending.retain(|&i| !done[i]);
@@ -1284,6 +1293,44 @@ impl Inner {
             self.charge_missing(&costs[i]);
         }
         Ok(out)
+    }
+
+    /// Looks up `reads` — (key index, file, the file filter's answer) — in
+    /// their files, charging each key's cost, and returns the keys a file
+    /// answered (a value or a tombstone) in `reads`' order. Enough reads are
+    /// made in parallel on rayon's pool (RocksDB's MultiGet overlaps them
+    /// with asynchronous I/O): each is a pread, a checksum and maybe a
+    /// decompression, independent of the others.
+    fn read_batch(
+        &self,
+        reads: &[(usize, &FileHandle, Option<bool>)],
+        keys: &[&[u8]],
+        snapshot: u64,
+        hashes: &[u64],
+        costs: &mut [GetCost],
+    ) -> Result<Vec<(usize, Option<Bytes>)>> {
+        use rayon::prelude::*;
+        // Below this many, a task hand-off costs more than it overlaps.
+        const PARALLEL_READS: usize = 4;
+        let one = |&(i, f, says): &(usize, &FileHandle, Option<bool>)| {
+            let mut cost = GetCost::default();
+            let r = self.probe_key(f, keys[i], snapshot, hashes[i], &mut cost, says);
+            (i, cost, r)
+        };
+        let results: Vec<(usize, GetCost, Result<Option<Option<Bytes>>>)> =
+            if reads.len() >= PARALLEL_READS && rayon::current_num_threads() > 1 {
+                reads.par_iter().map(one).collect()
+            } else {
+                reads.iter().map(one).collect()
+            };
+        let mut found = Vec::new();
+        for (i, cost, r) in results {
+            costs[i].add(&cost);
+            if let Some(x) = r? {
+                found.push((i, x));
+            }
+        }
+        Ok(found)
     }
 
     /// [`Self::probe`] of file `i` of `level`, its filter probed from the
@@ -1820,4 +1867,12 @@ struct GetCost {
     blocks: u64,
     disk_blocks: u64,
     predicted: f64,
+}
+
+impl GetCost {
+    fn add(&mut self, o: &GetCost) {
+        self.blocks += o.blocks;
+        self.disk_blocks += o.disk_blocks;
+        self.predicted += o.predicted;
+    }
 }
