@@ -1317,7 +1317,7 @@ impl Inner {
             let r = self.probe_key(f, keys[i], snapshot, hashes[i], &mut cost, says);
             (i, cost, r)
         };
-        let results: Vec<(usize, GetCost, Result<Option<Option<Bytes>>>)> =
+        let results: Vec<(usize, GetCost, Result<Probed>)> =
             if reads.len() >= PARALLEL_READS && rayon::current_num_threads() > 1 {
                 reads.par_iter().map(one).collect()
             } else {
@@ -1861,6 +1861,10 @@ impl<'a> Lookup<'a> {
         })
     }
 }
+
+/// What a probe of one file found: `Some(Some(v))` a value, `Some(None)` a
+/// tombstone, `None` nothing.
+type Probed = Option<Option<Bytes>>;
 
 #[derive(Default)]
 struct GetCost {
