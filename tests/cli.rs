@@ -1399,3 +1399,98 @@ fn bench_reports_disk_bytes_ratio_and_write_amplification() {
         "{header}"
     );
 }
+
+/// `bench --filter-budget` (the sweep in JSON) and `db stats --filter-budget`
+/// on a store written with `--filter-partition-bytes`, with bad input too.
+#[test]
+fn filter_budget_through_the_binary() {
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "30000",
+        "--lookups",
+        "2000",
+        "--configs",
+        "none,blocked10",
+        "--filter-budget",
+        "0,0.5,1",
+        "--filter-partition-bytes",
+        "512",
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["filter_budget"].as_array().unwrap().len(), 0);
+    let sweep = rows[1]["filter_budget"].as_array().unwrap();
+    assert_eq!(sweep.len(), 3);
+    let reads = |i: usize| {
+        sweep[i]["filter_block_reads_per_missing_get"]
+            .as_f64()
+            .unwrap()
+    };
+    // Nothing in memory: every probe of a filter reads a partition; all of
+    // it: none does.
+    assert_eq!(sweep[0]["pinned_filter_bytes"], 0);
+    assert!(reads(0) >= 1.0, "{sweep:?}");
+    assert!(reads(1) < reads(0), "{sweep:?}");
+    assert_eq!(reads(2), 0.0);
+    assert_eq!(sweep[2]["pinned_filter_bytes"], sweep[2]["filter_bytes"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let store = store.to_str().unwrap();
+    let lines: String = (0..20_000).map(|i| format!("key{i:06}\tv{i}\n")).collect();
+    let o = bloomlsm_stdin(
+        &["db", "load", store, "-", "--filter-partition-bytes", "256"],
+        lines.as_bytes(),
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(bloomlsm(&["db", "compact", store]).status.success());
+    let o = bloomlsm(&[
+        "db",
+        "stats",
+        store,
+        "--filter-budget",
+        "0",
+        "--probe",
+        "1000",
+        "--files",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let v = json(stdout(&o).trim());
+    assert_eq!(v["memory"]["filter_pinned_bytes"], 0);
+    assert_eq!(v["memory"]["filter_budget"], 0);
+    let files = v["files"].as_array().unwrap();
+    assert!(!files.is_empty());
+    for f in files {
+        assert_eq!(f["filter_in_memory"], false, "{f}");
+        assert!(f["filter_partitions"].as_u64().unwrap() >= 2, "{f}");
+    }
+    let o = bloomlsm(&["db", "stats", store, "--files", "--json"]);
+    let v = json(stdout(&o).trim());
+    assert_eq!(
+        v["memory"]["filter_pinned_bytes"],
+        v["memory"]["filter_bytes"]
+    );
+
+    for bad in [
+        &["db", "stats", store, "--filter-budget", "4X"][..],
+        &[
+            "db",
+            "put",
+            store,
+            "k",
+            "v",
+            "--filter-partition-bytes",
+            "7",
+        ][..],
+        &["bench", "--filter-budget", "1.5"][..],
+    ] {
+        let o = bloomlsm(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {o:?}");
+        assert_one_line_error(&o);
+    }
+}

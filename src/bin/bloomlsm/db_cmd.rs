@@ -184,9 +184,29 @@ pub struct StatsArgs {
     /// Also print one line per file.
     #[arg(long)]
     pub files: bool,
+    /// Open the store with this filter memory budget in bytes (suffixes
+    /// K, M, G: KiB, MiB, GiB): the filters the store would keep in memory
+    /// are shown (`--files`), and --probe reads the others on demand.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub filter_budget: Option<u64>,
     /// Print one JSON object (fields below).
     #[arg(long)]
     pub json: bool,
+}
+
+/// A byte count: digits, optionally followed by K, M or G (binary units).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?} is not a byte count (e.g. 65536, 64K, 2M)"))
 }
 
 impl DbCommand {
@@ -736,7 +756,14 @@ fn load(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
 }
 
 fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
-    let db = open_for_reading(&a.dir)?;
+    check_store(&a.dir)?;
+    let db = Db::open_read_only(
+        &a.dir,
+        Options {
+            filter_memory_budget: a.filter_budget,
+            ..Options::default()
+        },
+    )?;
     db.reset_stats();
     if let Some(n) = a.probe {
         probe_in_ranges(&db, n, a.seed)?;
@@ -765,6 +792,8 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
             "total": level_json(&level_total(&s), true),
             "memory": {
                 "filter_bytes": s.filter_bytes,
+                "filter_pinned_bytes": s.filter_pinned_bytes,
+                "filter_budget": a.filter_budget,
                 "index_bytes": s.index_bytes,
                 "memtable_bytes": s.memtable_bytes,
             },
@@ -790,6 +819,9 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
                         "data_raw_bytes": f.data_raw_bytes,
                         "filter": f.filter,
                         "filter_usable": f.filter_usable,
+                        "filter_in_memory": f.filter_pinned,
+                        "filter_partitions": f.filter_partitions,
+                        "probe_chance": f.probe_chance,
                         "bits_per_key": f.bits_per_key,
                         "predicted_fpr": f.predicted_fpr,
                         "filter_checks": f.io.filter_checks,
@@ -816,13 +848,30 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         bytes(total.data_raw_bytes),
         ratio(total.data_raw_bytes, total.data_bytes)
     )?;
+    let filters = match a.filter_budget {
+        None => bytes(s.filter_bytes),
+        Some(b) => format!(
+            "{} of {} (budget {}; the rest read on demand)",
+            bytes(s.filter_pinned_bytes),
+            bytes(s.filter_bytes),
+            bytes(b)
+        ),
+    };
     writeln!(
         out,
-        "memory: filters {}, indexes {}, memtables {}",
-        bytes(s.filter_bytes),
+        "memory: filters {filters}, indexes {}, memtables {}",
         bytes(s.index_bytes),
         bytes(s.memtable_bytes)
     )?;
+    if s.total.filter_block_reads + s.total.filter_cache_hits > 0 {
+        writeln!(
+            out,
+            "filters read on demand, per missing lookup: {} filter blocks from disk ({}), {} from the block cache",
+            sig3(s.total.filter_block_reads as f64 / s.gets_missing().max(1) as f64),
+            bytes(s.total.filter_bytes_read / s.gets_missing().max(1)),
+            sig3(s.total.filter_cache_hits as f64 / s.gets_missing().max(1) as f64),
+        )?;
+    }
     match a.probe {
         Some(n) => writeln!(
             out,
@@ -862,6 +911,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
             "filter",
             "bits/key",
             "pred FPR",
+            "in memory",
             "checks",
             "false pos",
         ])
@@ -885,6 +935,15 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
                 },
                 format!("{:.2}", f.bits_per_key),
                 percent(Some(f.predicted_fpr)),
+                match (f.filter_usable, f.filter_pinned) {
+                    (false, _) => "-".to_string(),
+                    (true, true) => "yes".to_string(),
+                    (true, false) => format!(
+                        "no: {} reads, {} cached",
+                        count(f.io.filter_block_reads),
+                        count(f.io.filter_cache_hits)
+                    ),
+                },
                 count(f.io.filter_checks),
                 count(f.io.false_positives),
             ]);
@@ -954,6 +1013,17 @@ fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_or_explain() {
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        for bad in ["", "K", "-1", "1.5M", "x", "99999999999999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn load_lines() {

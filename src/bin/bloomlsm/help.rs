@@ -248,6 +248,7 @@ pub const DB_STATS: &str = concat!(
     "Examples:
   bloomlsm db stats /tmp/s
   bloomlsm db stats /tmp/s --probe 100000 --files
+  bloomlsm db stats /tmp/s --filter-budget 256K --probe 100000 --files
   bloomlsm db stats /tmp/s --json | jq '.levels[] | {level, keys}'
 
 JSON (--json): one object:
@@ -258,11 +259,13 @@ JSON (--json): one object:
            observed_fpr is; null without checks), filter_checks, filter_negatives,
            false_positives, observed_fpr (null before any probe), block_reads, cache_hits
   total    the same fields over all levels (level, filter_policy, predicted_fpr null)
-  memory   {filter_bytes, index_bytes, memtable_bytes}
+  memory   {filter_bytes, filter_pinned_bytes (in memory), filter_budget (null without
+           --filter-budget), index_bytes, memtable_bytes}
   probe    null without --probe; else {lookups, seed, found,
            block_reads_per_missing_get, predicted_block_reads_per_missing_get}
-  files    with --files: [{file, level, bytes, keys, filter, filter_usable, bits_per_key,
-           predicted_fpr, filter_checks, false_positives}]
+  files    with --files: [{file, level, bytes, keys, compression, data_bytes,
+           data_raw_bytes, filter, filter_usable, filter_in_memory, filter_partitions,
+           probe_chance, bits_per_key, predicted_fpr, filter_checks, false_positives}]
 Rates are fractions, not percent.
 ",
     read_only!(),
