@@ -13,8 +13,8 @@
 //! `2^-r`.
 //!
 //! * **Construction** (on-the-fly banding, then back-substitution): the keys
-//!   are bucketed by start (one counting-sort pass, so the banding walks the
-//!   rows in memory order), and each equation is reduced against the pivot
+//!   are bucketed by start, in groups of 8 blocks (one counting-sort pass,
+//!   so the banding walks the rows in memory order), and each equation is reduced against the pivot
 //!   rows already stored until it finds an empty pivot slot (stored), becomes
 //!   `0 = 0` (a duplicate key: skipped) or `0 = y ≠ 0` (failure). After a
 //!   failure the whole build is retried with the next seed, and every
@@ -242,8 +242,9 @@ enum Stop {
 }
 
 /// Blocks of band rows the windowed construction keeps in memory (a power
-/// of two, at least twice [`GROUP_BLOCKS`]): 64 blocks of 128 slots at 24 bytes a slot are 192 KiB, which
-/// stay in the L2 cache, where the whole band of 10^6 keys is 25 MB.
+/// of two, at least twice [`GROUP_BLOCKS`]): 64 blocks of 128 slots at 24
+/// bytes a slot are 192 KiB, which stay in the L2 cache, where the whole
+/// band of 10^6 keys is 25 MB.
 const WINDOW_BLOCKS: usize = 64;
 /// Blocks whose keys the windowed construction bands in one go.
 const GROUP_BLOCKS: usize = 8;
@@ -270,13 +271,15 @@ fn try_build_in(
     let blocks = shape.blocks;
     let num_starts = starts_of(blocks);
     let sx = seed_xor(seed);
-    // Bucket the remixed hashes by start block (a counting sort): the
-    // banding then walks memory in order. Afterwards `ends[b]` is the end
-    // of block b's keys in `sorted`.
-    let block_of = |h: u64| start_of(remix(h, sx), num_starts) / RIBBON_WIDTH;
-    let mut ends = vec![0u32; blocks + 1];
+    // Bucket the remixed hashes by group of GROUP_BLOCKS start blocks (a
+    // counting sort), the unit the banding takes them in, so that it walks
+    // memory in order. (By single block, the sort scatters into 8 times as
+    // many write streams, and the build measured ~10% slower at 10^6
+    // keys.) Afterwards `ends[g]` is the end of group g's keys in `sorted`.
+    let group_of = |a: u64| start_of(a, num_starts) / (RIBBON_WIDTH * GROUP_BLOCKS);
+    let mut ends = vec![0u32; blocks.div_ceil(GROUP_BLOCKS) + 1];
     for &h in hashes {
-        ends[block_of(h) + 1] += 1;
+        ends[group_of(remix(h, sx)) + 1] += 1;
     }
     for b in 1..ends.len() {
         ends[b] += ends[b - 1];
@@ -284,7 +287,7 @@ fn try_build_in(
     let mut sorted = vec![0u64; hashes.len()];
     for &h in hashes {
         let a = remix(h, sx);
-        let slot = &mut ends[start_of(a, num_starts) / RIBBON_WIDTH];
+        let slot = &mut ends[group_of(a)];
         sorted[*slot as usize] = a;
         *slot += 1;
     }
@@ -325,9 +328,9 @@ fn try_build_in(
     Ok(solver.words)
 }
 
-/// Bands the keys of `sorted` (bucketed by start block, `ends` as in
-/// [`try_build`]) a group of [`GROUP_BLOCKS`] blocks at a time, from the
-/// last group to the first, into a window of `window` blocks of band rows
+/// Bands the keys of `sorted` (bucketed by group of [`GROUP_BLOCKS`] start
+/// blocks, group `g` ending at `ends[g]`) a group at a time, from the last
+/// group to the first, into a window of `window` blocks of band rows
 /// (a power of two, at least `2 · GROUP_BLOCKS`; block `b` in window block
 /// `b % window`); after each
 /// group, the blocks that the next group's window no longer holds are
@@ -357,13 +360,12 @@ fn band_windowed(
     let slots = window * RIBBON_WIDTH;
     let mut coeffs = vec![0u128; slots];
     let mut results = vec![0u64; slots];
-    let begin = |b: usize| if b == 0 { 0 } else { ends[b - 1] as usize };
     // Blocks >= `solved` are solved.
     let mut solved = blocks;
-    let mut hi = blocks;
-    while hi > 0 {
-        let lo = hi.saturating_sub(GROUP_BLOCKS);
-        let keys = &sorted[begin(lo)..ends[hi - 1] as usize];
+    for g in (0..blocks.div_ceil(GROUP_BLOCKS)).rev() {
+        let lo = g * GROUP_BLOCKS;
+        let begin = if g == 0 { 0 } else { ends[g - 1] as usize };
+        let keys = &sorted[begin..ends[g] as usize];
         let limit = (lo + window) * RIBBON_WIDTH;
         band::<true>(
             &mut coeffs,
@@ -377,7 +379,7 @@ fn band_windowed(
         let keep = if lo == 0 {
             0
         } else {
-            lo.saturating_sub(GROUP_BLOCKS) + window
+            lo - GROUP_BLOCKS + window
         };
         while solved > keep {
             solved -= 1;
@@ -388,7 +390,6 @@ fn band_windowed(
             // solving ignores the results of, so results need no clearing.
             coeffs[range].fill(0);
         }
-        hi = lo;
     }
     Ok(())
 }
@@ -1066,10 +1067,11 @@ mod tests {
         let num_starts = starts_of(shape.blocks);
         let sx = seed_xor(0);
         let mut sorted: Vec<u64> = keys.iter().map(|&h| remix(h, sx)).collect();
-        sorted.sort_unstable_by_key(|&a| start_of(a, num_starts) / RIBBON_WIDTH);
-        let mut ends = vec![0u32; shape.blocks];
+        let group_of = |a: u64| start_of(a, num_starts) / (RIBBON_WIDTH * GROUP_BLOCKS);
+        sorted.sort_unstable_by_key(|&a| group_of(a));
+        let mut ends = vec![0u32; shape.blocks.div_ceil(GROUP_BLOCKS)];
         for &a in &sorted {
-            ends[start_of(a, num_starts) / RIBBON_WIDTH] += 1;
+            ends[group_of(a)] += 1;
         }
         for b in 1..ends.len() {
             ends[b] += ends[b - 1];
