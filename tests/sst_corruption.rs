@@ -1154,3 +1154,102 @@ fn partition_metadata_damage_is_corruption_or_an_unusable_filter() {
         }
     }
 }
+
+/// The filter inside a partition facing damage behind a re-sealed checksum:
+/// one bit of every payload byte of every partition flipped. The open
+/// rejects what it can check (`Corruption`); bits of the filter proper leave
+/// a well-formed filter that may now say "absent" for a stored key, which
+/// no decoder can see: then `verify_all`, which probes the filter for every
+/// stored key, must report it — whether the table holds the filter in
+/// memory or reads it on demand.
+#[test]
+fn damaged_partitions_behind_valid_checksums_are_caught_by_verify_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        let mut lost_and_reported = [0usize; 2];
+        for (pi, h) in l.parts.iter().enumerate() {
+            for j in 0..h.size as usize {
+                let mut bad = l.good.clone();
+                reseal(&mut bad, h.offset, h.size, |p| p[j] ^= 1 << (j % 8));
+                std::fs::write(&path, &bad).unwrap();
+                for on_demand in [false, true] {
+                    let what = format!(
+                        "{policy:?} partition {pi} byte {j} bit {} on demand {on_demand}",
+                        j % 8
+                    );
+                    let t = match Table::open(&path, open_opts(on_demand)) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            expect_corruption(e, &what);
+                            continue;
+                        }
+                    };
+                    let mut lost = false;
+                    for (k, v) in &es {
+                        match t.get(k, key_hash(k)) {
+                            Ok(r) => match r.entry {
+                                Some((gk, gv)) => {
+                                    assert_eq!((&gk[..], &gv[..]), (&k[..], &v[..]), "{what}")
+                                }
+                                None => lost = true,
+                            },
+                            Err(e) => expect_corruption(e, &what),
+                        }
+                        let mut absent = k.clone();
+                        absent.push(b'!');
+                        if let Ok(r) = t.get(&absent, key_hash(&absent)) {
+                            assert!(r.entry.is_none(), "{what}: phantom key");
+                        }
+                    }
+                    match t.verify_all() {
+                        Ok(()) => assert!(!lost, "{what}: a key lost and verify_all passed"),
+                        Err(Error::Corruption {
+                            offset, what: w, ..
+                        }) => {
+                            // Naming the damaged partition.
+                            assert_eq!(offset, h.offset, "{what}: {w}");
+                            lost_and_reported[usize::from(on_demand)] += usize::from(lost);
+                        }
+                        Err(e) => panic!("{what}: {e}"),
+                    }
+                }
+            }
+        }
+        // The sweep reached lost keys, both ways.
+        assert!(
+            lost_and_reported.iter().all(|&x| x > 0),
+            "{policy:?}: {lost_and_reported:?}"
+        );
+    }
+}
+
+/// `verify_all` reads every block from disk, partitions included: a
+/// partition damaged after the table was opened (its filter already in
+/// memory, or read on demand from a cache that holds it) is reported.
+#[test]
+fn verify_all_rereads_every_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        for (i, h) in l.parts.iter().enumerate() {
+            for on_demand in [false, true] {
+                std::fs::write(&path, &l.good).unwrap();
+                let t = Table::open(&path, open_opts(on_demand)).unwrap();
+                let mut bad = l.good.clone();
+                bad[h.offset as usize + 1] ^= 0x10;
+                std::fs::write(&path, &bad).unwrap();
+                let what = format!("{policy:?} partition {i} on demand {on_demand}");
+                match t.verify_all() {
+                    Err(Error::Corruption { offset, .. }) => assert_eq!(offset, h.offset, "{what}"),
+                    Err(e) => panic!("{what}: {e}"),
+                    Ok(()) => panic!("{what}: verify_all passed"),
+                }
+            }
+        }
+    }
+}
