@@ -15,6 +15,8 @@ use bloomlsm::sst::{
 };
 use bloomlsm::{Error, key_hash};
 
+mod common;
+
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn entries() -> Entries {
@@ -906,7 +908,7 @@ fn encode_partition_index(count: u32, handles: &[BlockHandle]) -> Vec<u8> {
 /// open reads and checks every partition either way).
 #[test]
 fn every_bit_flip_of_a_partitioned_filter_is_corruption_at_its_block() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let path = dir.path().join("p.sst");
     let es = partitioned_entries();
     for policy in partition_policies() {
@@ -949,14 +951,10 @@ fn every_bit_flip_of_a_partitioned_filter_is_corruption_at_its_block() {
 /// `Corruption`, at the latest from `verify_all`.
 #[test]
 fn byte_flips_of_a_partitioned_table_are_detected_or_harmless() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let path = dir.path().join("p.sst");
     let es = partitioned_entries();
-    let step = if std::env::var_os("BLOOMLSM_LONG").is_some_and(|v| v != "0") {
-        1
-    } else {
-        4
-    };
+    let step = if common::long_mode() { 1 } else { 4 };
     for policy in partition_policies() {
         let l = build_partitioned(&path, &es, policy);
         for on_demand in [false, true] {
@@ -985,7 +983,7 @@ fn byte_flips_of_a_partitioned_table_are_detected_or_harmless() {
 /// wrong partition (a false negative: a wrong answer).
 #[test]
 fn damaged_partition_index_behind_valid_checksums_is_corruption() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let path = dir.path().join("p.sst");
     let es = partitioned_entries();
     for policy in partition_policies() {
@@ -1076,7 +1074,7 @@ fn damaged_partition_index_behind_valid_checksums_is_corruption() {
 /// unusable filter that every lookup reports, and every answer is right.
 #[test]
 fn partition_metadata_damage_is_corruption_or_an_unusable_filter() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let path = dir.path().join("p.sst");
     let es = partitioned_entries();
     let find = |hay: &[u8], needle: &[u8]| {
@@ -1164,7 +1162,7 @@ fn partition_metadata_damage_is_corruption_or_an_unusable_filter() {
 /// memory or reads it on demand.
 #[test]
 fn damaged_partitions_behind_valid_checksums_are_caught_by_verify_all() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let path = dir.path().join("p.sst");
     let es = partitioned_entries();
     for policy in partition_policies() {
@@ -1231,7 +1229,7 @@ fn damaged_partitions_behind_valid_checksums_are_caught_by_verify_all() {
 /// memory, or read on demand from a cache that holds it) is reported.
 #[test]
 fn verify_all_rereads_every_partition() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let path = dir.path().join("p.sst");
     let es = partitioned_entries();
     for policy in partition_policies() {
