@@ -208,8 +208,9 @@ fn check_all(db: &Db, model: &Model, get_step: usize, ctx: &str) {
     }
 }
 
-/// Random writes, reads, flushes, maintenance and reopens (each with the
-/// next budget of `budgets`), checked against the model throughout.
+/// Random writes, reads, flushes, maintenance, full compactions and reopens
+/// (each with the next budget of `budgets`), checked against the model
+/// throughout.
 /// Returns, every 500 ops, the files pinned, the files not, and the deepest
 /// level with files.
 fn run(seed: u64, ops: usize, budgets: &[Option<u64>], dir: &Path) -> Vec<(usize, usize, usize)> {
@@ -278,8 +279,12 @@ fn run(seed: u64, ops: usize, budgets: &[Option<u64>], dir: &Path) -> Vec<(usize
                 db.flush().unwrap();
                 check_allocation(&db, dir, budget, &ctx);
             }
-            970..=994 => {
+            970..=992 => {
                 db.maintain().unwrap();
+                check_allocation(&db, dir, budget, &ctx);
+            }
+            993..=994 => {
+                db.compact().unwrap();
                 check_allocation(&db, dir, budget, &ctx);
             }
             _ => {
