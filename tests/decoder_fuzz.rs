@@ -336,9 +336,16 @@ fn whole_tables() {
     for _ in 0..cases(5_000, 200_000) {
         let bytes = mutant(&mut rng, &seeds);
         std::fs::write(&path, &bytes).unwrap();
-        if let Ok(t) = Table::open(&path, TableOpenOptions::default()) {
+        // Half the cases read the filter on demand, as under a filter
+        // memory budget (each probe decodes the block it needs).
+        let opts = TableOpenOptions {
+            filter_on_demand: rng.below(2) == 0,
+            ..TableOpenOptions::default()
+        };
+        if let Ok(t) = Table::open(&path, opts) {
             let _ = t.verify_all();
             let _ = t.get(b"key000017", key_hash(b"key000017"));
+            let _ = t.get(b"key000017x", key_hash(b"key000017x"));
             let mut n = 0;
             for e in t.iter() {
                 n += 1;
@@ -358,13 +365,33 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
     } else {
         Compression::Lz4
     };
-    for (i, (n, filter, compression)) in [
-        (30, Some(FilterPolicy::blocked512(10.0)), Compression::None),
-        (200, Some(FilterPolicy::bloom(8.0)), Compression::None),
-        (5, None, Compression::None),
-        (60, Some(FilterPolicy::blocked512(10.0)), Compression::Lz4),
-        (60, None, zstd),
-        (150, Some(FilterPolicy::ribbon(7.0)), Compression::None),
+    // (keys, filter, compression, filter partition bytes)
+    for (i, (n, filter, compression, partition_bytes)) in [
+        (
+            30,
+            Some(FilterPolicy::blocked512(10.0)),
+            Compression::None,
+            0,
+        ),
+        (200, Some(FilterPolicy::bloom(8.0)), Compression::None, 0),
+        (5, None, Compression::None, 0),
+        (
+            60,
+            Some(FilterPolicy::blocked512(10.0)),
+            Compression::Lz4,
+            0,
+        ),
+        (60, None, zstd, 0),
+        (150, Some(FilterPolicy::ribbon(7.0)), Compression::None, 0),
+        // Partitioned filters (format version 3): partition index and
+        // partitions.
+        (
+            200,
+            Some(FilterPolicy::blocked512(10.0)),
+            Compression::None,
+            64,
+        ),
+        (150, Some(FilterPolicy::ribbon(7.0)), Compression::Lz4, 64),
     ]
     .into_iter()
     .enumerate()
@@ -379,6 +406,7 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
                 filter,
                 key_format: KeyFormat::Plain,
                 compression,
+                filter_partition_bytes: partition_bytes,
                 ..TableBuilderOptions::default()
             },
         );
@@ -386,6 +414,10 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
             b.add(k, format!("value{j}").as_bytes()).unwrap();
         }
         b.finish().unwrap();
+        if partition_bytes > 0 {
+            let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+            assert!(t.filter_partitions().len() >= 3, "table {i}: partitioned");
+        }
         out.push(std::fs::read(&path).unwrap());
     }
     out

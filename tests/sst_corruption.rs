@@ -10,10 +10,12 @@ use std::path::Path;
 use bloomlsm::filter::{Filter, FilterPolicy};
 use bloomlsm::sst::format::block_trailer;
 use bloomlsm::sst::{
-    ChecksumType, Compression, KeyFormat, Table, TableBuilder, TableBuilderOptions,
+    BlockHandle, ChecksumType, Compression, KeyFormat, Table, TableBuilder, TableBuilderOptions,
     TableOpenOptions,
 };
 use bloomlsm::{Error, key_hash};
+
+mod common;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -104,7 +106,12 @@ fn expect_corruption(e: Error, what: &str) {
 /// Opens the (possibly damaged) file and checks every answer. Returns whether
 /// any corruption was reported.
 fn check(path: &Path, es: &Entries, what: &str) -> bool {
-    let t = match Table::open(path, TableOpenOptions::default()) {
+    check_opened(path, es, what, TableOpenOptions::default())
+}
+
+/// [`check`] with the table opened with `opts` (e.g. its filter on demand).
+fn check_opened(path: &Path, es: &Entries, what: &str, opts: TableOpenOptions) -> bool {
+    let t = match Table::open(path, opts) {
         Ok(t) => t,
         Err(e) => {
             expect_corruption(e, what);
@@ -794,4 +801,453 @@ fn damaged_ribbon_filters_behind_valid_checksums_never_panic() {
     }
     // The sweep reached every outcome.
     assert!(corrupt > 0 && unusable > 0 && lost_and_reported > 0);
+}
+
+// ---- Partitioned filters (format version 3) ---------------------------------
+
+/// The families partitioned here, each at a size that makes ≥ 3 partitions of
+/// 64 bytes for [`partitioned_entries`].
+fn partition_policies() -> [FilterPolicy; 2] {
+    [FilterPolicy::blocked512(10.0), FilterPolicy::ribbon(7.0)]
+}
+
+fn partitioned_entries() -> Entries {
+    (0..200u32)
+        .map(|i| {
+            (
+                format!("p{:05}", i * 5).into_bytes(),
+                format!("val{i}").into_bytes(),
+            )
+        })
+        .collect()
+}
+
+/// Opens with the filter in memory (`false`) or read on demand per probe
+/// (`true`, as a store under a filter memory budget does).
+fn open_opts(on_demand: bool) -> TableOpenOptions {
+    TableOpenOptions {
+        filter_on_demand: on_demand,
+        ..TableOpenOptions::default()
+    }
+}
+
+/// Where the blocks of a partitioned table are.
+struct Layout {
+    good: Vec<u8>,
+    /// The filter partitions.
+    parts: Vec<BlockHandle>,
+    /// The partition index block.
+    index: BlockHandle,
+    properties: BlockHandle,
+    metaindex: BlockHandle,
+    data: Vec<BlockHandle>,
+}
+
+fn build_partitioned(path: &Path, es: &Entries, policy: FilterPolicy) -> Layout {
+    let opts = TableBuilderOptions {
+        block_size: 256,
+        restart_interval: 16,
+        checksum: ChecksumType::Crc32,
+        filter: Some(policy),
+        key_format: KeyFormat::Plain,
+        creation_time: Some(1_700_000_000),
+        compression: Compression::None,
+        filter_partition_bytes: 64,
+    };
+    let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
+    for (k, v) in es {
+        b.add(k, v).unwrap();
+    }
+    b.finish().unwrap();
+    let good = std::fs::read(path).unwrap();
+    let t = Table::open(path, TableOpenOptions::default()).unwrap();
+    let parts = t.filter_partitions().to_vec();
+    assert!(parts.len() >= 3, "{policy:?}: {} partitions", parts.len());
+    assert_eq!(t.properties().filter_partitions, parts.len() as u64);
+    assert_eq!(t.footer().format_version, 3);
+    match t.filter() {
+        Some(Filter::Partitioned(p)) => assert_eq!(p.partitions().len(), parts.len()),
+        f => panic!("{policy:?}: not a partitioned filter: {f:?}"),
+    }
+    assert!(t.data_blocks() >= 4, "a few blocks: {}", t.data_blocks());
+    let f = *t.footer();
+    // Index, properties, metaindex, footer: the properties block fills the gap.
+    let props_at = f.index.offset + f.index.size + 5;
+    Layout {
+        good,
+        parts,
+        index: t.filter_handle().unwrap(),
+        properties: BlockHandle::new(props_at, f.metaindex.offset - 5 - props_at),
+        metaindex: f.metaindex,
+        data: t.index_entries().map(|(_, h)| h).collect(),
+    }
+}
+
+fn payload(bytes: &[u8], h: BlockHandle) -> &[u8] {
+    &bytes[h.offset as usize..(h.offset + h.size) as usize]
+}
+
+/// A partition index payload: `varint32 count`, then the handles.
+fn encode_partition_index(count: u32, handles: &[BlockHandle]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut v = count;
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    for h in handles {
+        out.extend_from_slice(&h.encode());
+    }
+    out
+}
+
+/// Every bit of every partition, of the partition index block, and of their
+/// block trailers: `Corruption` from `Table::open` naming that block's
+/// offset, whether the filter is then kept in memory or read on demand (the
+/// open reads and checks every partition either way).
+#[test]
+fn every_bit_flip_of_a_partitioned_filter_is_corruption_at_its_block() {
+    let dir = common::scratch_dir();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        let mut blocks: Vec<(String, BlockHandle)> = l
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| (format!("partition {i}"), h))
+            .collect();
+        blocks.push(("partition index".into(), l.index));
+        for (name, h) in &blocks {
+            for i in h.offset as usize..(h.offset + h.size) as usize + 5 {
+                for bit in 0..8 {
+                    let mut bad = l.good.clone();
+                    bad[i] ^= 1 << bit;
+                    std::fs::write(&path, &bad).unwrap();
+                    for on_demand in [false, true] {
+                        let what =
+                            format!("{policy:?} {name} bit {bit} at {i} on demand {on_demand}");
+                        match Table::open(&path, open_opts(on_demand)) {
+                            Err(Error::Corruption {
+                                offset, what: w, ..
+                            }) => {
+                                assert_eq!(offset, h.offset, "{what}: {w}");
+                                assert!(w.contains("checksum"), "{what}: {w}");
+                            }
+                            Err(e) => panic!("{what}: {e}"),
+                            Ok(_) => panic!("{what}: opened"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A spread of single-byte flips over whole partitioned tables (every 4th
+/// byte, every byte in long mode), opened both ways: the original answers or
+/// `Corruption`, at the latest from `verify_all`.
+#[test]
+fn byte_flips_of_a_partitioned_table_are_detected_or_harmless() {
+    let dir = common::scratch_dir();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    let step = if common::long_mode() { 1 } else { 4 };
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        for on_demand in [false, true] {
+            assert!(!check_opened(&path, &es, "pristine", open_opts(on_demand)));
+        }
+        for i in (0..l.good.len()).step_by(step) {
+            let mut bad = l.good.clone();
+            bad[i] ^= if i % 2 == 0 { 0x01 } else { 0x80 };
+            std::fs::write(&path, &bad).unwrap();
+            for on_demand in [false, true] {
+                let what = format!("{policy:?} flip at {i} on demand {on_demand}");
+                assert!(
+                    check_opened(&path, &es, &what, open_opts(on_demand)),
+                    "{what}: not detected"
+                );
+            }
+        }
+    }
+}
+
+/// The partition index behind a re-sealed checksum: a changed partition
+/// count, swapped handles, a handle pointing at a data block, handles whose
+/// sizes overlap the next partition or run into the index block. Each is
+/// `Corruption` from `Table::open` within the partition index block,
+/// either way the filter is opened — never a filter that sends a key to the
+/// wrong partition (a false negative: a wrong answer).
+#[test]
+fn damaged_partition_index_behind_valid_checksums_is_corruption() {
+    let dir = common::scratch_dir();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        let n = l.parts.len();
+        let original = encode_partition_index(n as u32, &l.parts);
+        assert_eq!(
+            original,
+            payload(&l.good, l.index),
+            "the index as documented"
+        );
+        let with = |i: usize, h: BlockHandle| {
+            let mut v = l.parts.clone();
+            v[i] = h;
+            v
+        };
+        let swapped = |a: usize, b: usize| {
+            let mut v = l.parts.clone();
+            v.swap(a, b);
+            v
+        };
+        let grown = |i: usize, by: u64| {
+            let h = l.parts[i];
+            with(i, BlockHandle::new(h.offset, h.size + by))
+        };
+        // Partition i replaced by a data block whose handle encodes to as
+        // many bytes, so the index keeps its size.
+        let data = |i: usize| {
+            let d = *l
+                .data
+                .iter()
+                .find(|d| d.encode().len() == l.parts[i].encode().len())
+                .expect("a data block handle of the same length");
+            with(i, d)
+        };
+        let cases: Vec<(&str, u32, Vec<BlockHandle>)> = vec![
+            ("count + 1", n as u32 + 1, l.parts.clone()),
+            ("count - 1", n as u32 - 1, l.parts.clone()),
+            ("count 1", 1, l.parts.clone()),
+            ("count 0", 0, l.parts.clone()),
+            ("partitions 0 and 1 swapped", n as u32, swapped(0, 1)),
+            ("first and last swapped", n as u32, swapped(0, n - 1)),
+            ("partition 1 is a data block", n as u32, data(1)),
+            ("partition 0 is a data block", n as u32, data(0)),
+            (
+                "last partition runs into the index",
+                n as u32,
+                grown(n - 1, 1),
+            ),
+            ("partition 0 overlaps partition 1", n as u32, grown(0, 1)),
+            (
+                "partition 1 shrunk",
+                n as u32,
+                with(1, BlockHandle::new(l.parts[1].offset, l.parts[1].size - 1)),
+            ),
+        ];
+        for (name, count, handles) in cases {
+            let p = encode_partition_index(count, &handles);
+            assert_eq!(p.len(), original.len(), "{name}: keeps the block's size");
+            let mut bad = l.good.clone();
+            reseal(&mut bad, l.index.offset, l.index.size, |b| {
+                b.copy_from_slice(&p)
+            });
+            std::fs::write(&path, &bad).unwrap();
+            for on_demand in [false, true] {
+                let what = format!("{policy:?}: {name}, on demand {on_demand}");
+                match Table::open(&path, open_opts(on_demand)) {
+                    Err(Error::Corruption {
+                        offset, what: w, ..
+                    }) => assert!(
+                        // Within the payload, or at its end (a handle missing).
+                        (l.index.offset..=l.index.offset + l.index.size).contains(&offset),
+                        "{what}: at {offset}: {w}"
+                    ),
+                    Err(e) => panic!("{what}: {e}"),
+                    Ok(_) => panic!("{what}: opened"),
+                }
+            }
+        }
+    }
+}
+
+/// The partition count in the properties and the metaindex's filter entry,
+/// behind re-sealed checksums: a `filter.partitions` that disagrees with the
+/// index (or is < 2) and a `filter_partitions.` entry renamed into a whole
+/// `filter.` one are `Corruption`; a partitioned filter of a family this
+/// build does not know (metaindex and `filter.policy` agreeing) opens as an
+/// unusable filter that every lookup reports, and every answer is right.
+#[test]
+fn partition_metadata_damage_is_corruption_or_an_unusable_filter() {
+    let dir = common::scratch_dir();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    let find = |hay: &[u8], needle: &[u8]| {
+        hay.windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap_or_else(|| panic!("{:?} not found", String::from_utf8_lossy(needle)))
+    };
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        let n = l.parts.len() as u8;
+        let props = payload(&l.good, l.properties);
+        // The entry `filter.partitions`, prefix-compressed after
+        // `filter.keys`: its key delta ends in "partitions", its 1-byte
+        // varint value follows.
+        let value_at = find(props, b"partitions") + b"partitions".len();
+        assert_eq!(
+            props[value_at], n,
+            "{policy:?}: the filter.partitions value"
+        );
+        for v in [n + 1, n - 1, 1, 0, 0x7f] {
+            let mut bad = l.good.clone();
+            reseal(&mut bad, l.properties.offset, l.properties.size, |p| {
+                p[value_at] = v
+            });
+            std::fs::write(&path, &bad).unwrap();
+            for on_demand in [false, true] {
+                let what = format!("{policy:?}: filter.partitions {v} on demand {on_demand}");
+                expect_corruption(Table::open(&path, open_opts(on_demand)).unwrap_err(), &what);
+            }
+        }
+
+        let name = policy.name().as_bytes();
+        let meta = payload(&l.good, l.metaindex);
+        let entry = find(meta, b"filter_partitions.");
+        // `filter_partitions.<kind>` → `filter.partitions.<kind>`: a whole
+        // filter of an unknown policy, where the properties say partitioned.
+        let mut bad = l.good.clone();
+        reseal(&mut bad, l.metaindex.offset, l.metaindex.size, |p| {
+            p[entry + "filter".len()] = b'.'
+        });
+        std::fs::write(&path, &bad).unwrap();
+        for on_demand in [false, true] {
+            let what = format!("{policy:?}: renamed whole, on demand {on_demand}");
+            expect_corruption(Table::open(&path, open_opts(on_demand)).unwrap_err(), &what);
+        }
+
+        // An unknown family, named alike in the metaindex and `filter.policy`.
+        let at_meta = entry + b"filter_partitions.".len() + name.len() - 1;
+        let at_props = find(props, name) + name.len() - 1;
+        let mut unknown = l.good.clone();
+        reseal(&mut unknown, l.metaindex.offset, l.metaindex.size, |p| {
+            p[at_meta] = b'~'
+        });
+        reseal(&mut unknown, l.properties.offset, l.properties.size, |p| {
+            p[at_props] = b'~'
+        });
+        std::fs::write(&path, &unknown).unwrap();
+        for on_demand in [false, true] {
+            let what = format!("{policy:?}: unknown family, on demand {on_demand}");
+            let t = Table::open(&path, open_opts(on_demand)).unwrap();
+            assert!(
+                matches!(t.filter(), Some(Filter::Unusable { .. })),
+                "{what}"
+            );
+            assert!(!t.filter_info().unwrap().is_usable(), "{what}");
+            for (k, _) in &es {
+                let r = t.get(k, key_hash(k)).unwrap();
+                assert!(r.filter_unusable && !r.filter_checked, "{what}");
+                assert_eq!(r.filter_blocks_read, 0, "{what}: no filter read");
+            }
+            assert!(
+                !check_opened(&path, &es, &what, open_opts(on_demand)),
+                "{what}"
+            );
+        }
+    }
+}
+
+/// The filter inside a partition facing damage behind a re-sealed checksum:
+/// one bit of every payload byte of every partition flipped. The open
+/// rejects what it can check (`Corruption`); bits of the filter proper leave
+/// a well-formed filter that may now say "absent" for a stored key, which
+/// no decoder can see: then `verify_all`, which probes the filter for every
+/// stored key, must report it — whether the table holds the filter in
+/// memory or reads it on demand.
+#[test]
+fn damaged_partitions_behind_valid_checksums_are_caught_by_verify_all() {
+    let dir = common::scratch_dir();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        let mut lost_and_reported = [0usize; 2];
+        for (pi, h) in l.parts.iter().enumerate() {
+            for j in 0..h.size as usize {
+                let mut bad = l.good.clone();
+                reseal(&mut bad, h.offset, h.size, |p| p[j] ^= 1 << (j % 8));
+                std::fs::write(&path, &bad).unwrap();
+                for on_demand in [false, true] {
+                    let what = format!(
+                        "{policy:?} partition {pi} byte {j} bit {} on demand {on_demand}",
+                        j % 8
+                    );
+                    let t = match Table::open(&path, open_opts(on_demand)) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            expect_corruption(e, &what);
+                            continue;
+                        }
+                    };
+                    let mut lost = false;
+                    for (k, v) in &es {
+                        match t.get(k, key_hash(k)) {
+                            Ok(r) => match r.entry {
+                                Some((gk, gv)) => {
+                                    assert_eq!((&gk[..], &gv[..]), (&k[..], &v[..]), "{what}")
+                                }
+                                None => lost = true,
+                            },
+                            Err(e) => expect_corruption(e, &what),
+                        }
+                        let mut absent = k.clone();
+                        absent.push(b'!');
+                        if let Ok(r) = t.get(&absent, key_hash(&absent)) {
+                            assert!(r.entry.is_none(), "{what}: phantom key");
+                        }
+                    }
+                    match t.verify_all() {
+                        Ok(()) => assert!(!lost, "{what}: a key lost and verify_all passed"),
+                        Err(Error::Corruption {
+                            offset, what: w, ..
+                        }) => {
+                            // Naming the damaged partition.
+                            assert_eq!(offset, h.offset, "{what}: {w}");
+                            lost_and_reported[usize::from(on_demand)] += usize::from(lost);
+                        }
+                        Err(e) => panic!("{what}: {e}"),
+                    }
+                }
+            }
+        }
+        // The sweep reached lost keys, both ways.
+        assert!(
+            lost_and_reported.iter().all(|&x| x > 0),
+            "{policy:?}: {lost_and_reported:?}"
+        );
+    }
+}
+
+/// `verify_all` reads every block from disk, partitions included: a
+/// partition damaged after the table was opened (its filter already in
+/// memory, or read on demand from a cache that holds it) is reported.
+#[test]
+fn verify_all_rereads_every_partition() {
+    let dir = common::scratch_dir();
+    let path = dir.path().join("p.sst");
+    let es = partitioned_entries();
+    for policy in partition_policies() {
+        let l = build_partitioned(&path, &es, policy);
+        for (i, h) in l.parts.iter().enumerate() {
+            for on_demand in [false, true] {
+                std::fs::write(&path, &l.good).unwrap();
+                let t = Table::open(&path, open_opts(on_demand)).unwrap();
+                let mut bad = l.good.clone();
+                bad[h.offset as usize + 1] ^= 0x10;
+                std::fs::write(&path, &bad).unwrap();
+                let what = format!("{policy:?} partition {i} on demand {on_demand}");
+                match t.verify_all() {
+                    Err(Error::Corruption { offset, .. }) => assert_eq!(offset, h.offset, "{what}"),
+                    Err(e) => panic!("{what}: {e}"),
+                    Ok(()) => panic!("{what}: verify_all passed"),
+                }
+            }
+        }
+    }
 }

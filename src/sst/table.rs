@@ -729,15 +729,23 @@ impl Table {
 
     /// Reads every block from disk (bypassing the cache) and checks checksums,
     /// structure, key order, index/data agreement, entry count and that the
-    /// filter answers "maybe" for every user key. Reports the first bad block.
+    /// filter as stored (every partition of a partitioned one; whether or
+    /// not the table holds it in memory) answers "maybe" for every user key.
+    /// Reports the first bad block.
     pub fn verify_all(&self) -> Result<()> {
         let f = &self.footer;
         self.read_block(f.metaindex, "metaindex")?;
         self.read_block(self.properties_handle, "properties")?;
         self.read_block(f.index, "index")?;
-        if let Some(h) = self.filter_handle {
-            self.read_raw(h, "filter")?;
+        // The filter as stored, read back from disk (every partition, and a
+        // partitioned filter's index) whether or not it is held in memory:
+        // a table that reads its filter on demand is checked the same way.
+        if let Some(h) = self.filter_handle
+            && !self.filter_partitions.is_empty()
+        {
+            self.read_raw(h, "filter partition index")?;
         }
+        let filter = self.load_filter()?;
         let fmt = self.props.key_format;
         let mut entries = 0u64;
         let mut prev_key: Option<Vec<u8>> = None;
@@ -772,12 +780,18 @@ impl Table {
                     }
                     _ => {}
                 }
-                if let Some(filter) = &self.filter {
+                if let Some(filter) = &filter {
                     let fresh = prev_key
                         .as_ref()
                         .is_none_or(|p| fmt.user_key(p) != fmt.user_key(key));
-                    if fresh && !filter.may_contain(key_hash(fmt.user_key(key))) {
-                        let off = self.filter_handle.map_or(0, |h| h.offset);
+                    let hash = key_hash(fmt.user_key(key));
+                    if fresh && !filter.may_contain(hash) {
+                        // The block at fault: the key's partition, or the
+                        // whole filter.
+                        let off = match self.filter_partitions.len() {
+                            0 => self.filter_handle.map_or(0, |h| h.offset),
+                            n => self.filter_partitions[partitioned::partition_of(hash, n)].offset,
+                        };
                         return Err(self.corruption(
                             off,
                             format!("filter rejects stored key {}", show_key(key)),
