@@ -102,7 +102,6 @@ fn check_allocation(
         .iter()
         .map(|f| filter_memory_bytes(dir, f.number))
         .collect();
-    let mut level_keys = vec![0u64; s.levels.len()];
     for l in &s.levels {
         let of_level = files.iter().zip(&bytes).filter(|(f, _)| f.level == l.level);
         let (all, pinned) = of_level.fold((0, 0), |(a, p), (f, &b)| {
@@ -114,7 +113,6 @@ fn check_allocation(
             "{ctx}: level {} pinned",
             l.level
         );
-        level_keys[l.level] = l.entries;
     }
     for f in &files {
         assert!(f.filter_usable, "{ctx}: file {} filter unusable", f.number);
@@ -140,15 +138,8 @@ fn check_allocation(
     if b == 0 {
         assert_eq!(s.filter_pinned_bytes, 0, "{ctx}");
     }
-    let chance_per_byte = |i: usize| {
-        let f = &files[i];
-        let p = if f.level == 0 {
-            1.0
-        } else {
-            f.entries as f64 / level_keys[f.level].max(1) as f64
-        };
-        p / bytes[i].max(1) as f64
-    };
+    // The store's own ranking: each file's probe chance per byte of filter.
+    let chance_per_byte = |i: usize| files[i].probe_chance / bytes[i].max(1) as f64;
     for (i, f) in files.iter().enumerate() {
         if f.filter_pinned {
             continue;
