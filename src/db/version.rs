@@ -318,8 +318,9 @@ impl Version {
     /// with). Holding file f's filter saves, per missing-key lookup, the
     /// filter-block read a probe of f would otherwise make, times the
     /// chance p_f that the lookup probes f ([`Version::probe_chances`]).
-    /// Files are taken by p_f per byte of filter, greedily, while they
-    /// fit. A missing key probes one file per level whatever the level's
+    /// Files are taken in decreasing p_f per byte of filter; one that does
+    /// not fit in what is left is skipped, and smaller ones after it may
+    /// still be taken. A missing key probes one file per level whatever the level's
     /// size, so the files of L0 and of the small upper levels save the most
     /// per byte and the last, largest level's the least.
     /// Call before [`Version::sort`], which indexes the filters held.
