@@ -28,7 +28,10 @@
 //! `source ../shared/rocksdb/env.sh && cargo bench --features rocksdb-peer --bench peers`;
 //! `BLOOMLSM_PEERS_KEYS=N` changes the key count (default 1M),
 //! `BLOOMLSM_PEERS_GETS=N` the gets per round (default 100k),
-//! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7).
+//! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7),
+//! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` runs only the engines listed
+//! (bloomlsm always among them; e.g. to profile one engine, or to leave out a
+//! peer whose load takes too long).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -93,6 +96,11 @@ trait Engine {
     fn get(&self, key: &[u8; 16]) -> bool;
     /// Level shape after the fill, for the report.
     fn shape(&self) -> String;
+    /// Table bytes written by flushes and compactions since open over
+    /// `user_bytes` (keys + values put), if the engine tells.
+    fn write_amplification(&self, _user_bytes: u64) -> Option<f64> {
+        None
+    }
     /// Starts counting I/O for [`Engine::counters`].
     fn reset_counters(&self);
     /// The engine's own counters since [`Engine::reset_counters`], after
@@ -107,7 +115,7 @@ struct Bloomlsm {
 }
 
 impl Bloomlsm {
-    fn fill(dir: &Path, n: u64) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
         let opts = Options {
             write_buffer_size: WRITE_BUFFER,
             target_file_size: TARGET_FILE,
@@ -124,6 +132,9 @@ impl Bloomlsm {
         };
         let db = Db::open(dir, opts).unwrap();
         let t = Instant::now();
+        if !load {
+            return (Bloomlsm { db }, Duration::ZERO);
+        }
         let mut batch = WriteBatch::new();
         for_each_record(n, |i, k, v| {
             batch.put(k, v);
@@ -177,6 +188,9 @@ impl Engine for Bloomlsm {
             s.memtable_bytes
         )
     }
+    fn write_amplification(&self, _user_bytes: u64) -> Option<f64> {
+        self.db.stats().write_amplification()
+    }
     fn reset_counters(&self) {
         self.db.reset_stats();
     }
@@ -215,7 +229,7 @@ struct Fjall {
 }
 
 impl Fjall {
-    fn fill(dir: &Path, n: u64) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
         use fjall::config::{
             BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy,
             FilterPolicyEntry, PartitioningPolicy, PinningPolicy,
@@ -247,6 +261,10 @@ impl Fjall {
             })
             .unwrap();
         let t = Instant::now();
+        if !load {
+            let base = std::cell::Cell::new([0; 4]);
+            return (Fjall { db, ks, base }, Duration::ZERO);
+        }
         let mut batch = db.batch();
         for_each_record(n, |_, k, v| {
             batch.insert(&ks, &k[..], v);
@@ -362,7 +380,7 @@ struct Rocks {
 
 #[cfg(feature = "rocksdb-peer")]
 impl Rocks {
-    fn fill(dir: &Path, n: u64) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
         use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch};
         let mut bb = BlockBasedOptions::default();
         // Full (not block-based) filter: FastLocalBloom at format_version ≥ 5.
@@ -384,6 +402,10 @@ impl Rocks {
         opts.set_statistics_level(rocksdb::statistics::StatsLevel::DisableAll);
         let db = rocksdb::DB::open(&opts, dir).unwrap();
         let t = Instant::now();
+        if !load {
+            let base = std::cell::Cell::new([0; 4]);
+            return (Rocks { db, opts, base }, Duration::ZERO);
+        }
         let mut batch = WriteBatch::default();
         for_each_record(n, |_, k, v| {
             batch.put(k, v);
@@ -482,6 +504,22 @@ impl Engine for Rocks {
             })
             .collect();
         format!("files {}", levels.join(" "))
+    }
+    fn write_amplification(&self, user_bytes: u64) -> Option<f64> {
+        // Every table a flush or compaction writes is a `table_file_creation`
+        // event in the info LOG, with its size (the LOG of this open: an
+        // earlier one was renamed LOG.old.*).
+        let log = std::fs::read_to_string(self.db.path().join("LOG")).ok()?;
+        let written: u64 = log
+            .lines()
+            .filter(|l| l.contains("\"event\": \"table_file_creation\""))
+            .filter_map(|l| {
+                let rest = l.split_once("\"file_size\": ")?.1;
+                let end = rest.find(|c: char| !c.is_ascii_digit())?;
+                rest[..end].parse::<u64>().ok()
+            })
+            .sum();
+        (user_bytes > 0 && written > 0).then(|| written as f64 / user_bytes as f64)
     }
     fn reset_counters(&self) {
         // Tickers are off while timing; on for the counter pass only.
@@ -624,6 +662,20 @@ fn report(title: &str, engines: &[Box<dyn Engine>], r: &mut Rounds) -> (f64, f64
     (meds[0].0 / best_e, meds[0].1 / best_m)
 }
 
+/// Opens an engine's store in a directory, filling it first if asked
+/// (`true`); returns the engine and the load's duration.
+type Filler<'a> = dyn Fn(&Path, bool) -> (Box<dyn Engine>, Duration) + 'a;
+
+/// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` (comma-separated) limits the run
+/// to those engines; unset, every engine built in runs.
+fn peers_wanted() -> impl Fn(&str) -> bool {
+    let list = std::env::var("BLOOMLSM_PEERS_ENGINES").ok();
+    move |name| {
+        list.as_deref()
+            .is_none_or(|l| l.split(',').any(|e| e.trim() == name))
+    }
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
@@ -634,28 +686,46 @@ fn main() {
     let gets = env_u64("BLOOMLSM_PEERS_GETS", 100_000) as usize;
     let rounds = env_u64("BLOOMLSM_PEERS_ROUNDS", 7) as usize;
 
-    let root = tempfile::tempdir().unwrap();
+    // A kept store is reopened as it is (no load, no full compaction), so
+    // two builds can be timed alternately on the same files.
+    let kept = std::env::var_os("BLOOMLSM_PEERS_DIR").map(std::path::PathBuf::from);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = kept.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let wanted = peers_wanted();
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
-    let mut loads: Vec<Duration> = Vec::new();
-    {
-        let (e, load) = Bloomlsm::fill(&root.path().join("bloomlsm"), n);
-        eprintln!("bloomlsm loaded in {:.1}s", load.as_secs_f64());
-        engines.push(Box::new(e));
-        loads.push(load);
-    }
-    {
-        let (e, load) = Fjall::fill(&root.path().join("fjall"), n);
-        eprintln!("fjall loaded in {:.1}s", load.as_secs_f64());
-        engines.push(Box::new(e));
-        loads.push(load);
-    }
+    let mut loads: Vec<Option<Duration>> = Vec::new();
+    let mut open = |name: &str, fill: &Filler<'_>| {
+        if !wanted(name) {
+            return;
+        }
+        let dir = root.join(name);
+        let reuse = kept.is_some() && dir.exists();
+        let (e, load) = fill(&dir, !reuse);
+        if reuse {
+            eprintln!("{name}: reopened the kept store {}", dir.display());
+        } else {
+            eprintln!("{name} loaded in {:.1}s", load.as_secs_f64());
+        }
+        engines.push(e);
+        loads.push((!reuse).then_some(load));
+    };
+    open("bloomlsm", &|d, l| {
+        let (e, t) = Bloomlsm::fill(d, n, l);
+        (Box::new(e), t)
+    });
+    open("fjall", &|d, l| {
+        let (e, t) = Fjall::fill(d, n, l);
+        (Box::new(e), t)
+    });
     #[cfg(feature = "rocksdb-peer")]
-    {
-        let (e, load) = Rocks::fill(&root.path().join("rocksdb"), n);
-        eprintln!("rocksdb loaded in {:.1}s", load.as_secs_f64());
-        engines.push(Box::new(e));
-        loads.push(load);
-    }
+    open("rocksdb", &|d, l| {
+        let (e, t) = Rocks::fill(d, n, l);
+        (Box::new(e), t)
+    });
+    assert!(
+        engines.first().is_some_and(|e| e.name() == "bloomlsm"),
+        "BLOOMLSM_PEERS_ENGINES must include bloomlsm"
+    );
 
     println!("\nEngines:");
     for e in &engines {
@@ -666,18 +736,26 @@ fn main() {
          {gets} gets per kind (+1 warm-up) per state, engines interleaved in each round"
     );
 
-    let puts = |i: usize| n as f64 / loads[i].as_secs_f64();
+    let user_bytes = n * (16 + VALUE_LEN as u64);
+    let puts = |i: usize| loads[i].map(|t| n as f64 / t.as_secs_f64());
     println!("\nLoad (fill, flush and settle; engines one after another):\n");
-    println!("| engine | load s | puts/s | bloomlsm / engine |");
-    println!("|---|---|---|---|");
+    println!(
+        "| engine | load s | puts/s | bloomlsm / engine | write amplification (table bytes written / user bytes) |"
+    );
+    println!("|---|---|---|---|---|");
     for (i, e) in engines.iter().enumerate() {
-        println!(
-            "| {} | {:.1} | {:.0} | {:.2}× |",
-            e.name(),
-            loads[i].as_secs_f64(),
-            puts(i),
-            puts(0) / puts(i)
-        );
+        let wamp = e
+            .write_amplification(user_bytes)
+            .map_or_else(|| "–".to_string(), |w| format!("{w:.2}"));
+        match (loads[i], puts(i), puts(0)) {
+            (Some(t), Some(p), Some(p0)) => println!(
+                "| {} | {:.1} | {p:.0} | {:.2}× | {wamp} |",
+                e.name(),
+                t.as_secs_f64(),
+                p0 / p
+            ),
+            _ => println!("| {} | kept store | – | – | {wamp} |", e.name()),
+        }
     }
 
     let mut keys = Keys {
@@ -690,65 +768,72 @@ fn main() {
     let probes = 200_000u64;
     let mut settled = measure(&engines, &mut keys);
     let settled_counters = counters(&engines, probes, 1 << 40);
-
-    let mut compaction = Vec::new();
-    for e in &engines {
-        let t = Instant::now();
-        e.compact();
-        compaction.push(t.elapsed());
-        eprintln!(
-            "{} compacted in {:.1}s",
-            e.name(),
-            t.elapsed().as_secs_f64()
-        );
-    }
-    let mut compacted = measure(&engines, &mut keys);
-    let compacted_counters = counters(&engines, probes, 2 << 40);
-
     let (se, sm) = report(
         "Settled tree (ratio = engine's median / fastest peer's median; bloomlsm's row is the target ratio)",
         &engines,
         &mut settled,
     );
-    let times: Vec<String> = engines
-        .iter()
-        .zip(&compaction)
-        .map(|(e, t)| format!("{} {:.1} s", e.name(), t.as_secs_f64()))
-        .collect();
-    let (ce, cm) = report(
-        &format!("After a full manual compaction ({})", times.join(", ")),
-        &engines,
-        &mut compacted,
-    );
-    for (title, c) in [
-        ("settled", &settled_counters),
-        ("compacted", &compacted_counters),
-    ] {
-        println!("\nCounters over {probes} further missing-key gets, {title}:");
-        for (e, c) in engines.iter().zip(c) {
-            println!("  {:<9} {c}", e.name());
+    let mut targets = vec![("settled", se, sm)];
+    if kept.is_none() {
+        let mut compaction = Vec::new();
+        for e in &engines {
+            let t = Instant::now();
+            e.compact();
+            compaction.push(t.elapsed());
+            eprintln!(
+                "{} compacted in {:.1}s",
+                e.name(),
+                t.elapsed().as_secs_f64()
+            );
         }
+        let mut compacted = measure(&engines, &mut keys);
+        let compacted_counters = counters(&engines, probes, 2 << 40);
+        let times: Vec<String> = engines
+            .iter()
+            .zip(&compaction)
+            .map(|(e, t)| format!("{} {:.1} s", e.name(), t.as_secs_f64()))
+            .collect();
+        let (ce, cm) = report(
+            &format!("After a full manual compaction ({})", times.join(", ")),
+            &engines,
+            &mut compacted,
+        );
+        targets.push(("compacted", ce, cm));
+        print_counters(&engines, probes, "settled", &settled_counters);
+        print_counters(&engines, probes, "compacted", &compacted_counters);
+    } else {
+        println!("\n(kept store: no full compaction, which would change it)");
+        print_counters(&engines, probes, "settled", &settled_counters);
     }
 
+    if engines.len() < 2 {
+        return;
+    }
     println!("\nTargets (issue 14):");
     for (i, e) in engines.iter().enumerate().skip(1) {
         let want = if e.name() == "rocksdb" { 1.5 } else { 1.2 };
-        let got = puts(0) / puts(i);
-        println!(
-            "  load ≥ {want}× {}: {got:.2}× {}",
-            e.name(),
-            verdict(got >= want)
-        );
+        if let (Some(p0), Some(p)) = (puts(0), puts(i)) {
+            let got = p0 / p;
+            println!(
+                "  load ≥ {want}× {}: {got:.2}× {}",
+                e.name(),
+                verdict(got >= want)
+            );
+        }
     }
-    for (what, got) in [
-        ("missing get, settled", sm),
-        ("missing get, compacted", cm),
-        ("existing get, settled", se),
-        ("existing get, compacted", ce),
-    ] {
-        println!(
-            "  {what} ≤ 0.8× fastest peer: {got:.2}× {}",
-            verdict(got <= 0.8)
-        );
+    for (state, existing, missing) in targets {
+        for (what, got) in [("missing", missing), ("existing", existing)] {
+            println!(
+                "  {what} get, {state} ≤ 0.8× fastest peer: {got:.2}× {}",
+                verdict(got <= 0.8)
+            );
+        }
+    }
+}
+
+fn print_counters(engines: &[Box<dyn Engine>], probes: u64, title: &str, c: &[String]) {
+    println!("\nCounters over {probes} further missing-key gets, {title}:");
+    for (e, c) in engines.iter().zip(c) {
+        println!("  {:<9} {c}", e.name());
     }
 }

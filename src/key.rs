@@ -135,6 +135,20 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
         .then_with(|| trailer(b).cmp(&trailer(a)))
 }
 
+/// The first 8 bytes of `key`, big-endian, zero-padded: `prefix(a) <
+/// prefix(b)` implies `a < b` (and `>` implies `>`), so only keys with equal
+/// prefixes need a full comparison.
+#[inline]
+pub(crate) fn prefix(key: &[u8]) -> u64 {
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
