@@ -412,7 +412,15 @@ impl Table {
         // Bounded by the file size above, so a corrupt length cannot make us
         // allocate more than the file holds. A recycled buffer of about the
         // same size needs no zeroing: only a longer tail is written here.
-        buf.resize(h.size as usize + BLOCK_TRAILER_LEN, 0);
+        let need = h.size as usize + BLOCK_TRAILER_LEN;
+        if buf.capacity() < need {
+            // Room for the table's largest data block (at most twice this
+            // one), so that recycled, this buffer takes any other block
+            // without growing.
+            let largest = (self.props.data_raw_max as usize).saturating_add(BLOCK_TRAILER_LEN);
+            buf = BytesMut::with_capacity(largest.clamp(need, need * 2));
+        }
+        buf.resize(need, 0);
         read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
         let compressed_ok = what == DATA && self.compressed_table();
         let (n, block_type) = verify_block(self.footer.checksum, &buf, h.offset, compressed_ok)
