@@ -13,7 +13,11 @@
 //!
 //! Load: each engine's fill (puts in batches, then flush and settle its
 //! compactions) in turn, reported as puts/s (fills are not interleaved: each
-//! engine's background threads would run during the others' timed writes).
+//! engine's background threads would run during the others' timed writes),
+//! with the write amplification of the fill where the engine tells it: table
+//! bytes written by flushes and compactions over the keys and values put
+//! (bloomlsm's `Stats::write_amplification`; RocksDB's `table_file_creation`
+//! events in its LOG; fjall does not count them).
 //!
 //! Timing: in two states — the settled tree, then after a full manual
 //! compaction of every engine — one warm-up round, then `ROUNDS` rounds; in
@@ -31,7 +35,11 @@
 //! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7),
 //! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` runs only the engines listed
 //! (bloomlsm always among them; e.g. to profile one engine, or to leave out a
-//! peer whose load takes too long).
+//! peer whose load takes too long),
+//! `BLOOMLSM_PEERS_DIR=DIR` keeps the stores in DIR/<engine>: a store already
+//! there is reopened as it is instead of loaded (no load figures) and the full
+//! compaction is skipped, so that two builds can be timed alternately on the
+//! same files (delete DIR to start over; the key count must match).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -209,6 +217,9 @@ impl Engine for Bloomlsm {
 
 // ---------------------------------------------------------------- fjall
 
+/// L0 runs from which fjall 3.1 slows writes down (`write_delay.rs`).
+const FJALL_L0_STALL: usize = 20;
+
 fn leveled() -> fjall::compaction::Leveled {
     fjall::compaction::Leveled::default()
         .with_table_target_size(TARGET_FILE)
@@ -265,11 +276,22 @@ impl Fjall {
             let base = std::cell::Cell::new([0; 4]);
             return (Fjall { db, ks, base }, Duration::ZERO);
         }
+        let strategy = Arc::new(leveled());
         let mut batch = db.batch();
         for_each_record(n, |_, k, v| {
             batch.insert(&ks, &k[..], v);
             if batch.len() == BATCH {
                 std::mem::replace(&mut batch, db.batch()).commit().unwrap();
+                // fjall's workers compact once per flush message (one step
+                // each); its writers slow down from 20 L0 runs and halt at 30
+                // until L0 shrinks. Once halted, no flush sends a message, so
+                // if the queued steps went to deeper levels nothing compacts
+                // L0 again and the load never ends (seen at 10^7 keys:
+                // writer asleep, workers idle). Step it here from 20 instead,
+                // in the writer thread, as bloomlsm compacts in its own.
+                while ks.tree.l0_run_count() >= FJALL_L0_STALL {
+                    ks.tree.compact(strategy.clone(), 0).unwrap();
+                }
             }
         });
         batch.commit().unwrap();
@@ -279,7 +301,6 @@ impl Fjall {
         // compaction steps ourselves (`tree.compact`, doc-hidden API of fjall
         // 3.1) until three steps in a row, 200 ms apart, change nothing.
         ks.rotate_memtable_and_wait().unwrap();
-        let strategy = Arc::new(leveled());
         let mut shape = fjall_levels(&ks);
         let mut idle_steps = 0;
         while idle_steps < 3 {
