@@ -670,11 +670,19 @@ fn report(title: &str, engines: &[Box<dyn Engine>], r: &mut Rounds) -> (f64, f64
         let (lo_e, hi_e) = min_max(&r.existing[i]);
         let (lo_m, hi_m) = min_max(&r.missing[i]);
         let (me, mm) = meds[i];
+        // Without a peer there is no ratio.
+        let ratio = |x: f64, best: f64| {
+            if best.is_finite() {
+                format!("{:.2}×", x / best)
+            } else {
+                "–".to_string()
+            }
+        };
         println!(
-            "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {:.2}× | {:.2}× |",
+            "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {} | {} |",
             e.name(),
-            me / best_e,
-            mm / best_m,
+            ratio(me, best_e),
+            ratio(mm, best_m),
         );
     }
     for (e, shape) in engines.iter().zip(&r.shapes) {
@@ -689,12 +697,38 @@ type Filler<'a> = dyn Fn(&Path, bool) -> (Box<dyn Engine>, Duration) + 'a;
 
 /// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` (comma-separated) limits the run
 /// to those engines; unset, every engine built in runs.
+/// A name that is not an engine of this build, or a list without bloomlsm,
+/// ends the run before anything is loaded.
 fn peers_wanted() -> impl Fn(&str) -> bool {
-    let list = std::env::var("BLOOMLSM_PEERS_ENGINES").ok();
-    move |name| {
-        list.as_deref()
-            .is_none_or(|l| l.split(',').any(|e| e.trim() == name))
+    let built: &[&str] = if cfg!(feature = "rocksdb-peer") {
+        &["bloomlsm", "fjall", "rocksdb"]
+    } else {
+        &["bloomlsm", "fjall"]
+    };
+    let list: Option<Vec<String>> = std::env::var("BLOOMLSM_PEERS_ENGINES")
+        .ok()
+        .map(|l| l.split(',').map(|e| e.trim().to_string()).collect());
+    if let Some(list) = &list {
+        let fail = |msg: String| {
+            eprintln!("error: BLOOMLSM_PEERS_ENGINES: {msg}");
+            std::process::exit(2);
+        };
+        if let Some(bad) = list.iter().find(|e| !built.contains(&e.as_str())) {
+            let hint = if bad == "rocksdb" {
+                " (build with --features rocksdb-peer)"
+            } else {
+                ""
+            };
+            fail(format!(
+                "unknown engine {bad:?}{hint}; this build has {}",
+                built.join(", ")
+            ));
+        }
+        if !list.iter().any(|e| e == "bloomlsm") {
+            fail("must include bloomlsm (the ratios are bloomlsm's)".to_string());
+        }
     }
+    move |name| list.as_ref().is_none_or(|l| l.iter().any(|e| e == name))
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -743,10 +777,6 @@ fn main() {
         let (e, t) = Rocks::fill(d, n, l);
         (Box::new(e), t)
     });
-    assert!(
-        engines.first().is_some_and(|e| e.name() == "bloomlsm"),
-        "BLOOMLSM_PEERS_ENGINES must include bloomlsm"
-    );
 
     println!("\nEngines:");
     for e in &engines {
