@@ -13,7 +13,11 @@
 //!
 //! Load: each engine's fill (puts in batches, then flush and settle its
 //! compactions) in turn, reported as puts/s (fills are not interleaved: each
-//! engine's background threads would run during the others' timed writes).
+//! engine's background threads would run during the others' timed writes),
+//! with the write amplification of the fill where the engine tells it: table
+//! bytes written by flushes and compactions over the keys and values put
+//! (bloomlsm's `Stats::write_amplification`; RocksDB's `table_file_creation`
+//! events in its LOG; fjall does not count them).
 //!
 //! Timing: in two states — the settled tree, then after a full manual
 //! compaction of every engine — one warm-up round, then `ROUNDS` rounds; in
@@ -28,7 +32,14 @@
 //! `source ../shared/rocksdb/env.sh && cargo bench --features rocksdb-peer --bench peers`;
 //! `BLOOMLSM_PEERS_KEYS=N` changes the key count (default 1M),
 //! `BLOOMLSM_PEERS_GETS=N` the gets per round (default 100k),
-//! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7).
+//! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7),
+//! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` runs only the engines listed
+//! (bloomlsm always among them; e.g. to profile one engine, or to leave out a
+//! peer whose load takes too long),
+//! `BLOOMLSM_PEERS_DIR=DIR` keeps the stores in DIR/<engine>: a store already
+//! there is reopened as it is instead of loaded (no load figures) and the full
+//! compaction is skipped, so that two builds can be timed alternately on the
+//! same files (delete DIR to start over; the key count must match).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -93,6 +104,11 @@ trait Engine {
     fn get(&self, key: &[u8; 16]) -> bool;
     /// Level shape after the fill, for the report.
     fn shape(&self) -> String;
+    /// Table bytes written by flushes and compactions since open over
+    /// `user_bytes` (keys + values put), if the engine tells.
+    fn write_amplification(&self, _user_bytes: u64) -> Option<f64> {
+        None
+    }
     /// Starts counting I/O for [`Engine::counters`].
     fn reset_counters(&self);
     /// The engine's own counters since [`Engine::reset_counters`], after
@@ -107,7 +123,7 @@ struct Bloomlsm {
 }
 
 impl Bloomlsm {
-    fn fill(dir: &Path, n: u64) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
         let opts = Options {
             write_buffer_size: WRITE_BUFFER,
             target_file_size: TARGET_FILE,
@@ -124,6 +140,9 @@ impl Bloomlsm {
         };
         let db = Db::open(dir, opts).unwrap();
         let t = Instant::now();
+        if !load {
+            return (Bloomlsm { db }, Duration::ZERO);
+        }
         let mut batch = WriteBatch::new();
         for_each_record(n, |i, k, v| {
             batch.put(k, v);
@@ -177,6 +196,9 @@ impl Engine for Bloomlsm {
             s.memtable_bytes
         )
     }
+    fn write_amplification(&self, _user_bytes: u64) -> Option<f64> {
+        self.db.stats().write_amplification()
+    }
     fn reset_counters(&self) {
         self.db.reset_stats();
     }
@@ -194,6 +216,9 @@ impl Engine for Bloomlsm {
 }
 
 // ---------------------------------------------------------------- fjall
+
+/// L0 runs from which fjall 3.1 slows writes down (`write_delay.rs`).
+const FJALL_L0_STALL: usize = 20;
 
 fn leveled() -> fjall::compaction::Leveled {
     fjall::compaction::Leveled::default()
@@ -215,7 +240,7 @@ struct Fjall {
 }
 
 impl Fjall {
-    fn fill(dir: &Path, n: u64) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
         use fjall::config::{
             BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy,
             FilterPolicyEntry, PartitioningPolicy, PinningPolicy,
@@ -247,11 +272,26 @@ impl Fjall {
             })
             .unwrap();
         let t = Instant::now();
+        if !load {
+            let base = std::cell::Cell::new([0; 4]);
+            return (Fjall { db, ks, base }, Duration::ZERO);
+        }
+        let strategy = Arc::new(leveled());
         let mut batch = db.batch();
         for_each_record(n, |_, k, v| {
             batch.insert(&ks, &k[..], v);
             if batch.len() == BATCH {
                 std::mem::replace(&mut batch, db.batch()).commit().unwrap();
+                // fjall's workers compact once per flush message (one step
+                // each); its writers slow down from 20 L0 runs and halt at 30
+                // until L0 shrinks. Once halted, no flush sends a message, so
+                // if the queued steps went to deeper levels nothing compacts
+                // L0 again and the load never ends (seen at 10^7 keys:
+                // writer asleep, workers idle). Step it here from 20 instead,
+                // in the writer thread, as bloomlsm compacts in its own.
+                while ks.tree.l0_run_count() >= FJALL_L0_STALL {
+                    ks.tree.compact(strategy.clone(), 0).unwrap();
+                }
             }
         });
         batch.commit().unwrap();
@@ -261,7 +301,6 @@ impl Fjall {
         // compaction steps ourselves (`tree.compact`, doc-hidden API of fjall
         // 3.1) until three steps in a row, 200 ms apart, change nothing.
         ks.rotate_memtable_and_wait().unwrap();
-        let strategy = Arc::new(leveled());
         let mut shape = fjall_levels(&ks);
         let mut idle_steps = 0;
         while idle_steps < 3 {
@@ -362,7 +401,7 @@ struct Rocks {
 
 #[cfg(feature = "rocksdb-peer")]
 impl Rocks {
-    fn fill(dir: &Path, n: u64) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
         use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch};
         let mut bb = BlockBasedOptions::default();
         // Full (not block-based) filter: FastLocalBloom at format_version ≥ 5.
@@ -384,6 +423,10 @@ impl Rocks {
         opts.set_statistics_level(rocksdb::statistics::StatsLevel::DisableAll);
         let db = rocksdb::DB::open(&opts, dir).unwrap();
         let t = Instant::now();
+        if !load {
+            let base = std::cell::Cell::new([0; 4]);
+            return (Rocks { db, opts, base }, Duration::ZERO);
+        }
         let mut batch = WriteBatch::default();
         for_each_record(n, |_, k, v| {
             batch.put(k, v);
@@ -482,6 +525,22 @@ impl Engine for Rocks {
             })
             .collect();
         format!("files {}", levels.join(" "))
+    }
+    fn write_amplification(&self, user_bytes: u64) -> Option<f64> {
+        // Every table a flush or compaction writes is a `table_file_creation`
+        // event in the info LOG, with its size (the LOG of this open: an
+        // earlier one was renamed LOG.old.*).
+        let log = std::fs::read_to_string(self.db.path().join("LOG")).ok()?;
+        let written: u64 = log
+            .lines()
+            .filter(|l| l.contains("\"event\": \"table_file_creation\""))
+            .filter_map(|l| {
+                let rest = l.split_once("\"file_size\": ")?.1;
+                let end = rest.find(|c: char| !c.is_ascii_digit())?;
+                rest[..end].parse::<u64>().ok()
+            })
+            .sum();
+        (user_bytes > 0 && written > 0).then(|| written as f64 / user_bytes as f64)
     }
     fn reset_counters(&self) {
         // Tickers are off while timing; on for the counter pass only.
@@ -611,17 +670,65 @@ fn report(title: &str, engines: &[Box<dyn Engine>], r: &mut Rounds) -> (f64, f64
         let (lo_e, hi_e) = min_max(&r.existing[i]);
         let (lo_m, hi_m) = min_max(&r.missing[i]);
         let (me, mm) = meds[i];
+        // Without a peer there is no ratio.
+        let ratio = |x: f64, best: f64| {
+            if best.is_finite() {
+                format!("{:.2}×", x / best)
+            } else {
+                "–".to_string()
+            }
+        };
         println!(
-            "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {:.2}× | {:.2}× |",
+            "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {} | {} |",
             e.name(),
-            me / best_e,
-            mm / best_m,
+            ratio(me, best_e),
+            ratio(mm, best_m),
         );
     }
     for (e, shape) in engines.iter().zip(&r.shapes) {
         println!("  {:<9} {shape}", e.name());
     }
     (meds[0].0 / best_e, meds[0].1 / best_m)
+}
+
+/// Opens an engine's store in a directory, filling it first if asked
+/// (`true`); returns the engine and the load's duration.
+type Filler<'a> = dyn Fn(&Path, bool) -> (Box<dyn Engine>, Duration) + 'a;
+
+/// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` (comma-separated) limits the run
+/// to those engines; unset, every engine built in runs.
+/// A name that is not an engine of this build, or a list without bloomlsm,
+/// ends the run before anything is loaded.
+fn peers_wanted() -> impl Fn(&str) -> bool {
+    let built: &[&str] = if cfg!(feature = "rocksdb-peer") {
+        &["bloomlsm", "fjall", "rocksdb"]
+    } else {
+        &["bloomlsm", "fjall"]
+    };
+    let list: Option<Vec<String>> = std::env::var("BLOOMLSM_PEERS_ENGINES")
+        .ok()
+        .map(|l| l.split(',').map(|e| e.trim().to_string()).collect());
+    if let Some(list) = &list {
+        let fail = |msg: String| {
+            eprintln!("error: BLOOMLSM_PEERS_ENGINES: {msg}");
+            std::process::exit(2);
+        };
+        if let Some(bad) = list.iter().find(|e| !built.contains(&e.as_str())) {
+            let hint = if bad == "rocksdb" {
+                " (build with --features rocksdb-peer)"
+            } else {
+                ""
+            };
+            fail(format!(
+                "unknown engine {bad:?}{hint}; this build has {}",
+                built.join(", ")
+            ));
+        }
+        if !list.iter().any(|e| e == "bloomlsm") {
+            fail("must include bloomlsm (the ratios are bloomlsm's)".to_string());
+        }
+    }
+    move |name| list.as_ref().is_none_or(|l| l.iter().any(|e| e == name))
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -634,28 +741,42 @@ fn main() {
     let gets = env_u64("BLOOMLSM_PEERS_GETS", 100_000) as usize;
     let rounds = env_u64("BLOOMLSM_PEERS_ROUNDS", 7) as usize;
 
-    let root = tempfile::tempdir().unwrap();
+    // A kept store is reopened as it is (no load, no full compaction), so
+    // two builds can be timed alternately on the same files.
+    let kept = std::env::var_os("BLOOMLSM_PEERS_DIR").map(std::path::PathBuf::from);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = kept.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let wanted = peers_wanted();
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
-    let mut loads: Vec<Duration> = Vec::new();
-    {
-        let (e, load) = Bloomlsm::fill(&root.path().join("bloomlsm"), n);
-        eprintln!("bloomlsm loaded in {:.1}s", load.as_secs_f64());
-        engines.push(Box::new(e));
-        loads.push(load);
-    }
-    {
-        let (e, load) = Fjall::fill(&root.path().join("fjall"), n);
-        eprintln!("fjall loaded in {:.1}s", load.as_secs_f64());
-        engines.push(Box::new(e));
-        loads.push(load);
-    }
+    let mut loads: Vec<Option<Duration>> = Vec::new();
+    let mut open = |name: &str, fill: &Filler<'_>| {
+        if !wanted(name) {
+            return;
+        }
+        let dir = root.join(name);
+        let reuse = kept.is_some() && dir.exists();
+        let (e, load) = fill(&dir, !reuse);
+        if reuse {
+            eprintln!("{name}: reopened the kept store {}", dir.display());
+        } else {
+            eprintln!("{name} loaded in {:.1}s", load.as_secs_f64());
+        }
+        engines.push(e);
+        loads.push((!reuse).then_some(load));
+    };
+    open("bloomlsm", &|d, l| {
+        let (e, t) = Bloomlsm::fill(d, n, l);
+        (Box::new(e), t)
+    });
+    open("fjall", &|d, l| {
+        let (e, t) = Fjall::fill(d, n, l);
+        (Box::new(e), t)
+    });
     #[cfg(feature = "rocksdb-peer")]
-    {
-        let (e, load) = Rocks::fill(&root.path().join("rocksdb"), n);
-        eprintln!("rocksdb loaded in {:.1}s", load.as_secs_f64());
-        engines.push(Box::new(e));
-        loads.push(load);
-    }
+    open("rocksdb", &|d, l| {
+        let (e, t) = Rocks::fill(d, n, l);
+        (Box::new(e), t)
+    });
 
     println!("\nEngines:");
     for e in &engines {
@@ -666,18 +787,26 @@ fn main() {
          {gets} gets per kind (+1 warm-up) per state, engines interleaved in each round"
     );
 
-    let puts = |i: usize| n as f64 / loads[i].as_secs_f64();
+    let user_bytes = n * (16 + VALUE_LEN as u64);
+    let puts = |i: usize| loads[i].map(|t| n as f64 / t.as_secs_f64());
     println!("\nLoad (fill, flush and settle; engines one after another):\n");
-    println!("| engine | load s | puts/s | bloomlsm / engine |");
-    println!("|---|---|---|---|");
+    println!(
+        "| engine | load s | puts/s | bloomlsm / engine | write amplification (table bytes written / user bytes) |"
+    );
+    println!("|---|---|---|---|---|");
     for (i, e) in engines.iter().enumerate() {
-        println!(
-            "| {} | {:.1} | {:.0} | {:.2}× |",
-            e.name(),
-            loads[i].as_secs_f64(),
-            puts(i),
-            puts(0) / puts(i)
-        );
+        let wamp = e
+            .write_amplification(user_bytes)
+            .map_or_else(|| "–".to_string(), |w| format!("{w:.2}"));
+        match (loads[i], puts(i), puts(0)) {
+            (Some(t), Some(p), Some(p0)) => println!(
+                "| {} | {:.1} | {p:.0} | {:.2}× | {wamp} |",
+                e.name(),
+                t.as_secs_f64(),
+                p0 / p
+            ),
+            _ => println!("| {} | kept store | – | – | {wamp} |", e.name()),
+        }
     }
 
     let mut keys = Keys {
@@ -690,65 +819,72 @@ fn main() {
     let probes = 200_000u64;
     let mut settled = measure(&engines, &mut keys);
     let settled_counters = counters(&engines, probes, 1 << 40);
-
-    let mut compaction = Vec::new();
-    for e in &engines {
-        let t = Instant::now();
-        e.compact();
-        compaction.push(t.elapsed());
-        eprintln!(
-            "{} compacted in {:.1}s",
-            e.name(),
-            t.elapsed().as_secs_f64()
-        );
-    }
-    let mut compacted = measure(&engines, &mut keys);
-    let compacted_counters = counters(&engines, probes, 2 << 40);
-
     let (se, sm) = report(
         "Settled tree (ratio = engine's median / fastest peer's median; bloomlsm's row is the target ratio)",
         &engines,
         &mut settled,
     );
-    let times: Vec<String> = engines
-        .iter()
-        .zip(&compaction)
-        .map(|(e, t)| format!("{} {:.1} s", e.name(), t.as_secs_f64()))
-        .collect();
-    let (ce, cm) = report(
-        &format!("After a full manual compaction ({})", times.join(", ")),
-        &engines,
-        &mut compacted,
-    );
-    for (title, c) in [
-        ("settled", &settled_counters),
-        ("compacted", &compacted_counters),
-    ] {
-        println!("\nCounters over {probes} further missing-key gets, {title}:");
-        for (e, c) in engines.iter().zip(c) {
-            println!("  {:<9} {c}", e.name());
+    let mut targets = vec![("settled", se, sm)];
+    if kept.is_none() {
+        let mut compaction = Vec::new();
+        for e in &engines {
+            let t = Instant::now();
+            e.compact();
+            compaction.push(t.elapsed());
+            eprintln!(
+                "{} compacted in {:.1}s",
+                e.name(),
+                t.elapsed().as_secs_f64()
+            );
         }
+        let mut compacted = measure(&engines, &mut keys);
+        let compacted_counters = counters(&engines, probes, 2 << 40);
+        let times: Vec<String> = engines
+            .iter()
+            .zip(&compaction)
+            .map(|(e, t)| format!("{} {:.1} s", e.name(), t.as_secs_f64()))
+            .collect();
+        let (ce, cm) = report(
+            &format!("After a full manual compaction ({})", times.join(", ")),
+            &engines,
+            &mut compacted,
+        );
+        targets.push(("compacted", ce, cm));
+        print_counters(&engines, probes, "settled", &settled_counters);
+        print_counters(&engines, probes, "compacted", &compacted_counters);
+    } else {
+        println!("\n(kept store: no full compaction, which would change it)");
+        print_counters(&engines, probes, "settled", &settled_counters);
     }
 
+    if engines.len() < 2 {
+        return;
+    }
     println!("\nTargets (issue 14):");
     for (i, e) in engines.iter().enumerate().skip(1) {
         let want = if e.name() == "rocksdb" { 1.5 } else { 1.2 };
-        let got = puts(0) / puts(i);
-        println!(
-            "  load ≥ {want}× {}: {got:.2}× {}",
-            e.name(),
-            verdict(got >= want)
-        );
+        if let (Some(p0), Some(p)) = (puts(0), puts(i)) {
+            let got = p0 / p;
+            println!(
+                "  load ≥ {want}× {}: {got:.2}× {}",
+                e.name(),
+                verdict(got >= want)
+            );
+        }
     }
-    for (what, got) in [
-        ("missing get, settled", sm),
-        ("missing get, compacted", cm),
-        ("existing get, settled", se),
-        ("existing get, compacted", ce),
-    ] {
-        println!(
-            "  {what} ≤ 0.8× fastest peer: {got:.2}× {}",
-            verdict(got <= 0.8)
-        );
+    for (state, existing, missing) in targets {
+        for (what, got) in [("missing", missing), ("existing", existing)] {
+            println!(
+                "  {what} get, {state} ≤ 0.8× fastest peer: {got:.2}× {}",
+                verdict(got <= 0.8)
+            );
+        }
+    }
+}
+
+fn print_counters(engines: &[Box<dyn Engine>], probes: u64, title: &str, c: &[String]) {
+    println!("\nCounters over {probes} further missing-key gets, {title}:");
+    for (e, c) in engines.iter().zip(c) {
+        println!("  {:<9} {c}", e.name());
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::db::manifest::FileMeta;
 use crate::filter::Filter;
-use crate::key;
+use crate::key::{self, prefix};
 use crate::sst::Table;
 use crate::stats::AtomicIo;
 
@@ -113,20 +113,6 @@ impl FileHandle {
         lo.is_none_or(|lo| self.largest_user_key() >= lo)
             && hi.is_none_or(|hi| self.smallest_user_key() <= hi)
     }
-}
-
-/// The first 8 bytes of `key`, big-endian, zero-padded: `prefix(a) <
-/// prefix(b)` implies `a < b` (and `>` implies `>`), so only keys with equal
-/// prefixes need a full comparison.
-#[inline]
-fn prefix(key: &[u8]) -> u64 {
-    if let Some(head) = key.first_chunk::<8>() {
-        return u64::from_be_bytes(*head);
-    }
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
 }
 
 /// What a point lookup needs of one level, as flat arrays in the level's

@@ -9,13 +9,19 @@
 //! Each shard is a `Mutex` around a hash map plus an intrusive doubly linked
 //! list in a slab (`Vec`), so a hit is one lock, one map probe and a few index
 //! updates. Values are [`Bytes`]: a hit hands out a reference-counted clone.
+//!
+//! An evicted block nobody else holds keeps its memory in its shard (a few
+//! per shard) for the next block read into that shard
+//! ([`BlockCache::recycled`]): a miss then reads into memory already
+//! allocated and written, instead of allocating, zeroing and later freeing a
+//! fresh buffer — on a working set larger than the cache, that is most gets.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// Bytes charged per cached block on top of its contents (map slot, list
 /// node, `Bytes` header), so that many tiny blocks cannot overrun the budget.
@@ -24,6 +30,9 @@ const MAX_SHARDS: usize = 16;
 /// Shards are split no smaller than this, so ordinary blocks always fit.
 const MIN_SHARD_BYTES: usize = 256 * 1024;
 const NIL: usize = usize::MAX;
+/// Evicted buffers a shard keeps for reuse (enough for the reads in flight
+/// on a few threads; the rest are freed).
+const SPARE_BUFFERS: usize = 4;
 
 type Key = (u64, u64);
 
@@ -64,6 +73,8 @@ struct Shard {
     tail: usize,
     usage: usize,
     capacity: usize,
+    /// Memory of evicted blocks, for [`BlockCache::recycled`].
+    spare: Vec<BytesMut>,
 }
 
 impl Shard {
@@ -76,6 +87,7 @@ impl Shard {
             tail: NIL,
             usage: 0,
             capacity,
+            spare: Vec::new(),
         }
     }
 
@@ -155,7 +167,14 @@ impl Shard {
             self.unlink(t);
             self.map.remove(&self.nodes[t].key);
             self.usage -= self.nodes[t].charge;
-            self.nodes[t].value = Bytes::new();
+            let value = std::mem::take(&mut self.nodes[t].value);
+            // Unique: no reader holds a clone or a value sliced from it, so
+            // the allocation comes back as is (no copy, contents kept).
+            if self.spare.len() < SPARE_BUFFERS
+                && let Ok(buf) = value.try_into_mut()
+            {
+                self.spare.push(buf);
+            }
             self.free.push(t);
             evicted += 1;
         }
@@ -258,6 +277,19 @@ impl BlockCache {
         r
     }
 
+    /// Memory to read the block at `offset` of `file_id` into before
+    /// [`insert`](Self::insert)ing it: an evicted block's buffer (length and
+    /// contents arbitrary) if its shard kept one, else an empty buffer.
+    pub fn recycled(&self, file_id: u64, offset: u64) -> BytesMut {
+        if !self.is_enabled() {
+            return BytesMut::new();
+        }
+        self.shard((file_id, offset))
+            .spare
+            .pop()
+            .unwrap_or_default()
+    }
+
     /// Caches `block` (verified contents, no trailer), evicting least recently
     /// used blocks as needed. Blocks larger than a shard are not cached.
     pub fn insert(&self, file_id: u64, offset: u64, block: Bytes) {
@@ -332,6 +364,24 @@ mod tests {
         c.insert(1, 1, block(5000, 0));
         assert_eq!(c.get(1, 1), None);
         assert_eq!(c.stats().entries, 1);
+    }
+
+    #[test]
+    fn evicted_blocks_memory_is_recycled_unless_still_held() {
+        let c = BlockCache::new(2 * (100 + ENTRY_OVERHEAD));
+        assert_eq!(c.num_shards(), 1);
+        assert!(c.recycled(9, 0).capacity() == 0);
+        c.insert(1, 0, block(100, 1));
+        let held = c.get(1, 0).unwrap();
+        c.insert(1, 100, block(100, 2));
+        c.insert(1, 200, block(100, 3)); // evicts 1/0, still held by a reader
+        assert_eq!(c.recycled(9, 0).capacity(), 0);
+        assert_eq!(held[0], 1);
+        c.insert(1, 300, block(100, 4)); // evicts 1/100, held by nobody
+        let buf = c.recycled(9, 0);
+        assert_eq!((buf.len(), buf.capacity(), buf[0]), (100, 100, 2));
+        assert_eq!(c.recycled(9, 0).capacity(), 0, "handed out once");
+        assert_eq!(BlockCache::new(0).recycled(1, 0).capacity(), 0);
     }
 
     #[test]

@@ -11,11 +11,12 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterKind, PartitionedFilter, key_hash, partitioned};
 use crate::fs::{FileSystem, ReadMode, ReadableFile, RealFs, open_read_in};
+use crate::key;
 
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::BlockCache;
@@ -143,6 +144,10 @@ pub struct Table {
     /// All index keys back to back (one allocation instead of one per block).
     index_keys: Vec<u8>,
     index: Vec<IndexEntry>,
+    /// [`key::prefix`] of each index key's user key: `find_block` searches
+    /// these (a dense array, a few cache lines for the whole search) and
+    /// compares whole keys only among prefix ties.
+    index_prefix: Vec<u64>,
     /// The filter, when held in memory.
     filter: Option<Filter>,
     filter_name: Option<String>,
@@ -204,6 +209,7 @@ impl Table {
             props: placeholder_properties(),
             index_keys: Vec::new(),
             index: Vec::new(),
+            index_prefix: Vec::new(),
             filter: None,
             filter_name: None,
             filter_handle: None,
@@ -415,6 +421,12 @@ impl Table {
         }
         keys.shrink_to_fit();
         index.shrink_to_fit();
+        table.index_prefix = (0..index.len())
+            .map(|i| {
+                let start = if i == 0 { 0 } else { index[i - 1].key_end };
+                key::prefix(fmt.user_key(&keys[start..index[i].key_end]))
+            })
+            .collect();
         table.index_keys = keys;
         table.index = index;
         Ok(table)
@@ -456,6 +468,12 @@ impl Table {
     /// Reads and verifies the block at `h`; returns its contents: the
     /// payload, decompressed if it is a compressed data block.
     fn read_raw(&self, h: BlockHandle, what: &str) -> Result<Bytes> {
+        self.read_raw_into(h, what, BytesMut::new())
+    }
+
+    /// [`read_raw`](Self::read_raw) into `buf`'s memory (its length and
+    /// contents do not matter: every byte is overwritten by the read).
+    fn read_raw_into(&self, h: BlockHandle, what: &str, mut buf: BytesMut) -> Result<Bytes> {
         let data_end = self.file_size - FOOTER_LEN as u64;
         let end = h.end_with_trailer();
         if end.is_none_or(|e| e > data_end) {
@@ -468,15 +486,24 @@ impl Table {
             ));
         }
         // Bounded by the file size above, so a corrupt length cannot make us
-        // allocate more than the file holds.
-        let mut buf = vec![0u8; h.size as usize + BLOCK_TRAILER_LEN];
+        // allocate more than the file holds. A recycled buffer of about the
+        // same size needs no zeroing: only a longer tail is written here.
+        let need = h.size as usize + BLOCK_TRAILER_LEN;
+        if buf.capacity() < need {
+            // Room for the table's largest data block (at most twice this
+            // one), so that recycled, this buffer takes any other block
+            // without growing.
+            let largest = (self.props.data_raw_max as usize).saturating_add(BLOCK_TRAILER_LEN);
+            buf = BytesMut::with_capacity(largest.clamp(need, need * 2));
+        }
+        buf.resize(need, 0);
         read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
         let compressed_ok = what == DATA && self.compressed_table();
         let (n, block_type) = verify_block(self.footer.checksum, &buf, h.offset, compressed_ok)
             .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))?;
         buf.truncate(n);
         if block_type == BLOCK_TYPE_NONE {
-            return Ok(Bytes::from(buf));
+            return Ok(buf.freeze());
         }
         // After the checksum: only intact stored bytes reach the decoder,
         // and the table's largest block bounds what it may allocate.
@@ -505,7 +532,8 @@ impl Table {
         io.bytes_read += self
             .file
             .transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
-        let data = self.read_raw(h, DATA)?;
+        let buf = cache.map_or_else(BytesMut::new, |c| c.recycled(self.file_id, h.offset));
+        let data = self.read_raw_into(h, DATA, buf)?;
         let block = Block::new(data).map_err(|e| self.block_error(h, DATA, e))?;
         if let Some(c) = cache {
             c.insert(self.file_id, h.offset, block.data().clone());
@@ -600,7 +628,12 @@ impl Table {
     /// Index of the first data block whose last key is `>= key`.
     fn find_block(&self, key: &[u8]) -> usize {
         let fmt = self.props.key_format;
-        let (mut lo, mut hi) = (0, self.index.len());
+        // Blocks whose last key's prefix is below the key's end before the
+        // key; above it, after: compare whole keys only within the tie.
+        let kp = key::prefix(fmt.user_key(key));
+        let p = &self.index_prefix;
+        let mut lo = p.partition_point(|&x| x < kp);
+        let mut hi = lo + p[lo..].partition_point(|&x| x == kp);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if fmt.compare(self.index_key(mid), key) == Ordering::Less {
@@ -950,7 +983,9 @@ impl Table {
 
     /// Bytes of memory held by the in-memory index.
     pub fn index_memory_bytes(&self) -> usize {
-        self.index_keys.capacity() + self.index.capacity() * std::mem::size_of::<IndexEntry>()
+        self.index_keys.capacity()
+            + self.index.capacity() * std::mem::size_of::<IndexEntry>()
+            + self.index_prefix.capacity() * std::mem::size_of::<u64>()
     }
 
     /// Bytes of memory held by the filter (0 without one).
@@ -1236,6 +1271,53 @@ mod tests {
         }
         b.finish().unwrap();
         path
+    }
+
+    #[test]
+    fn find_block_agrees_with_a_scan_when_prefixes_tie() {
+        // Keys over {0, 1, 0xff} of lengths 0..12: 8-byte prefixes tie
+        // across many blocks, keys are prefixes of each other, and the zero
+        // padding of short keys meets real zero bytes.
+        let mut keys = std::collections::BTreeSet::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut random_key = || {
+            let len = (next() % 12) as usize;
+            (0..len)
+                .map(|_| [0u8, 1, 0xff][(next() % 3) as usize])
+                .collect::<Vec<u8>>()
+        };
+        for _ in 0..3000 {
+            keys.insert(random_key());
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sst");
+        let opts = TableBuilderOptions {
+            block_size: 64,
+            ..Default::default()
+        };
+        let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
+        for k in &keys {
+            b.add(k, b"v").unwrap();
+        }
+        b.finish().unwrap();
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        assert!(t.data_blocks() > 100);
+        let scan = |k: &[u8]| (0..t.index.len()).find(|&i| t.index_key(i) >= k);
+        for k in keys.iter().cloned().chain((0..3000).map(|_| random_key())) {
+            assert_eq!(
+                Some(t.find_block(&k)).filter(|&i| i < t.index.len()),
+                scan(&k)
+            );
+        }
+        for k in &keys {
+            assert_eq!(t.get_unhashed(k).unwrap().entry.unwrap().0, &k[..]);
+        }
     }
 
     #[test]
