@@ -313,20 +313,21 @@ impl Version {
     pub fn pin_filters(&self, budget: Option<u64>) {
         let Some(budget) = budget else { return };
         let chances = self.probe_chances();
-        let mut candidates: Vec<(f64, usize, &Arc<FileHandle>)> = Vec::new();
+        // (probe chance per byte, level, filter bytes, file)
+        let mut candidates: Vec<(f64, usize, u64, &Arc<FileHandle>)> = Vec::new();
         for (level, files) in self.levels.iter().enumerate() {
             for (f, &p) in files.iter().zip(&chances[level]) {
                 let Some(info) = f.table.filter_info().filter(|i| i.is_usable()) else {
                     continue;
                 };
-                candidates.push((p / info.memory_bytes.max(1) as f64, level, f));
+                let bytes = info.memory_bytes as u64;
+                candidates.push((p / bytes.max(1) as f64, level, bytes, f));
             }
         }
         // Ties (a level's files): upper levels first, then key order.
         candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut used = 0u64;
-        for (_, _, f) in candidates {
-            let bytes = f.table.filter_info().map_or(0, |i| i.memory_bytes) as u64;
+        for (_, _, bytes, f) in candidates {
             let pin = used + bytes <= budget;
             if pin {
                 used += bytes;

@@ -556,14 +556,21 @@ fn store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
     Ok(d)
 }
 
-/// Loads `args.keys` keys into a store at `dir` with `config`'s filters,
-/// running every due flush and compaction on this thread so that the shape
-/// depends on the writes alone. Returns the open store and the load time.
-pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, f64)> {
+/// The options of `config`'s store: [`bench_options`] with the run's
+/// compression and filter partition size.
+pub fn store_options(args: &BenchArgs, config: &BenchConfig) -> CliResult<Options> {
     let mut opts = bench_options(config.filters.clone(), args.io);
     args.compression
         .apply(&mut opts.compression, opts.max_levels)?;
     opts.filter_partition_bytes = args.partition_bytes();
+    Ok(opts)
+}
+
+/// Loads `args.keys` keys into a store at `dir` with `config`'s filters,
+/// running every due flush and compaction on this thread so that the shape
+/// depends on the writes alone. Returns the open store and the load time.
+pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, f64)> {
+    let opts = store_options(args, config)?;
     let wbs = opts.write_buffer_size as u64;
     let db = Db::open(dir, opts)?;
     let pb = progress(

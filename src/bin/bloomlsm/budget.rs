@@ -14,7 +14,7 @@ use std::path::Path;
 use bloomlsm::{Db, FileStats};
 use serde_json::{Value, json};
 
-use crate::bench::{BenchArgs, BenchConfig, bench_options};
+use crate::bench::{BenchArgs, BenchConfig, store_options};
 use crate::phase::{PERCENTILES, Phase, Recorder};
 use crate::report::{self, TextTable, bytes};
 use crate::workload::absent_key;
@@ -106,10 +106,7 @@ pub fn sweep(
     let mut points = Vec::new();
     for &fraction in fractions {
         let budget = (fraction * filter_bytes as f64).floor() as u64;
-        let mut opts = bench_options(config.filters.clone(), args.io);
-        args.compression
-            .apply(&mut opts.compression, opts.max_levels)?;
-        opts.filter_partition_bytes = args.partition_bytes();
+        let mut opts = store_options(args, config)?;
         opts.filter_memory_budget = Some(budget);
         let db = Db::open(dir, opts)?;
         let pb = progress(
