@@ -103,6 +103,14 @@ fn main() {
         "not a store of seed {SEED}'s keys"
     );
 
+    if let Some(rounds) = std::env::var("BLOOMLSM_LOOKUP_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        alternate(&db, &missing, rounds);
+        return;
+    }
+
     let mut c = Criterion::default().configure_from_args();
     let mut g = c.benchmark_group(format!("lookup_{keys}"));
     g.bench_function("missing_get", |b| {
@@ -129,4 +137,35 @@ fn main() {
     });
     g.finish();
     c.final_summary();
+}
+
+/// `BLOOMLSM_LOOKUP_ROUNDS=N`: the missing keys one get at a time, then by
+/// `multi_get`, alternately N times in this process (the machine's speed
+/// drifts, so each round's ratio compares neighbours); prints each round and
+/// the median ratio.
+fn alternate(db: &Db, missing: &[[u8; 16]], rounds: usize) {
+    let per_key = |t: std::time::Duration| t.as_nanos() as f64 / missing.len() as f64;
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        let t = std::time::Instant::now();
+        for k in missing {
+            black_box(db.get(k).unwrap());
+        }
+        let single = per_key(t.elapsed());
+        let t = std::time::Instant::now();
+        for c in missing.chunks(MULTI_GET_BATCH) {
+            black_box(db.multi_get(c).unwrap());
+        }
+        let multi = per_key(t.elapsed());
+        ratios.push(single / multi);
+        println!(
+            "round {round}: get {single:.0} ns/key, multi_get {multi:.0} ns/key, {:.2}x",
+            single / multi
+        );
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "median multi_get speed-up: {:.2}x",
+        ratios[ratios.len() / 2]
+    );
 }

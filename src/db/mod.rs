@@ -40,7 +40,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::filter::{BATCH_GROUP, key_hash};
+use crate::filter::key_hash;
 use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
 use crate::options::{Options, ReadMode};
@@ -49,7 +49,7 @@ use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Sta
 use compaction::{Compaction, FileNumbers, Retention};
 use iter::View;
 use snapshot::SnapshotList;
-use version::{FileHandle, Slot, Version};
+use version::{FileHandle, Run, Slot, Version};
 use version_set::VersionSet;
 
 /// Largest accepted key, in bytes (64 KiB).
@@ -1177,9 +1177,12 @@ impl Inner {
         }
         // Hashed once, and only the keys the memtables did not answer.
         let mut hashes = vec![0u64; keys.len()];
+        let mut prefixes = vec![0u64; keys.len()];
         for &i in &pending {
             hashes[i] = key_hash(keys[i]);
+            prefixes[i] = key::prefix(keys[i]);
         }
+        sort_by_key(&mut pending, keys, &prefixes);
         let mut costs: Vec<GetCost> = (0..keys.len()).map(|_| GetCost::default()).collect();
         let mut done = vec![false; keys.len()];
         let v = &sv.version;
@@ -1188,8 +1191,7 @@ impl Inner {
         let mut group: Vec<usize> = Vec::new();
         // Keys a filter let through (or with no filter), with their file and
         // the filter's answer: their data blocks are read together, a whole
-        // level's at once with direct reads (`read_batch`).
-        let level_reads = self.opts.read_mode == ReadMode::Direct;
+        // level's at once (`read_batch`).
         let mut reads: Vec<(usize, &FileHandle, Option<bool>)> = Vec::new();
         // L0: every file may hold any key, newest first, so each file is
         // probed for all the keys still pending, its filter in one batch.
@@ -1241,58 +1243,63 @@ impl Inner {
                 pending.retain(|&i| !done[i]);
             }
         }
-        // Deeper levels: at most one file per key, a different one for most
-        // keys of a batch. A group of keys is placed and the filter memory
-        // of each key's file prefetched, then each key is tested: the
-        // group's cache misses are in flight together.
-        const NO_FILE: usize = usize::MAX;
-        let mut placed = [NO_FILE; BATCH_GROUP];
+        // Deeper levels: at most one file per key. The pending keys, sorted,
+        // are placed on a level's files by one walk along it (no search per
+        // key), which hands each file its keys as one run: the run's filter
+        // probes go in one batch (prefetched lines) and its counters are
+        // added once.
+        let mut runs: Vec<Run> = Vec::new();
         for (level, files) in v.levels.iter().enumerate().skip(1) {
             if pending.is_empty() {
                 break;
             }
+            v.runs_sorted(level, keys, &prefixes, &pending, &mut runs);
             reads.clear();
-            let mut resolved = false;
-            for chunk in pending.chunks(BATCH_GROUP) {
-                for (p, &i) in placed.iter_mut().zip(chunk) {
-                    *p = match v.slot(level, keys[i]) {
-                        Slot::None => NO_FILE,
-                        Slot::Below(fi) => {
-                            files[fi].io.add(&KEY_RANGE_SKIP);
-                            NO_FILE
-                        }
-                        Slot::In(fi) => {
-                            prefetch_probe(v, level, fi, &files[fi], hashes[i]);
-                            fi
-                        }
-                    };
+            for run in &runs {
+                let f = &files[run.file];
+                let skips = (run.below - run.start) as u64;
+                if skips > 0 {
+                    f.io.add(&IoCounters {
+                        files_considered: skips,
+                        key_range_skips: skips,
+                        ..IoCounters::ZERO
+                    });
                 }
-                for (&fi, &i) in placed.iter().zip(chunk) {
-                    if fi == NO_FILE {
-                        continue;
-                    }
-                    let f = &files[fi];
-                    let says = v.filter(level, fi).map(|x| x.may_contain(hashes[i]));
-                    if says == Some(false) {
-                        f.io.add(&FILTER_NEGATIVE);
-                        costs[i].predicted += f.predicted_fpr();
+                let inside = &pending[run.below..run.end];
+                if inside.is_empty() {
+                    continue;
+                }
+                let Some(filter) = v.filter(level, run.file) else {
+                    reads.extend(inside.iter().map(|&i| (i, &**f, None)));
+                    continue;
+                };
+                batch_hashes.clear();
+                batch_hashes.extend(inside.iter().map(|&i| hashes[i]));
+                answers.clear();
+                answers.resize(inside.len(), true);
+                filter.may_contain_batch(&batch_hashes, &mut answers);
+                let mut negatives = 0u64;
+                for (&i, &says) in inside.iter().zip(&answers) {
+                    if says {
+                        reads.push((i, f, Some(true)));
                     } else {
-                        reads.push((i, f, says));
+                        negatives += 1;
+                        costs[i].predicted += f.predicted_fpr();
                     }
                 }
-                // Buffered: read right away, while the group is in cache.
-                if !level_reads {
-                    for (i, found) in
-                        self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)?
-                    {
-                        settle(g, &mut out, &mut done, i, found);
-                        resolved = true;
-                    }
-                    reads.clear();
+                if negatives > 0 {
+                    f.io.add(&IoCounters {
+                        files_considered: negatives,
+                        filter_checks: negatives,
+                        filter_negatives: negatives,
+                        ..IoCounters::ZERO
+                    });
                 }
             }
-            // Direct: the level's data-block reads, together (a key is in at
-            // most one file of the level, so they are independent).
+            // The level's data-block reads, together (a key is in at most
+            // one file of the level, so they are independent; with direct
+            // reads they are made in parallel).
+            let mut resolved = false;
             for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
                 settle(g, &mut out, &mut done, i, found);
                 resolved = true;
@@ -1829,6 +1836,30 @@ const FILTER_NEGATIVE: IoCounters = IoCounters {
 
 /// Upper bound of `Options::max_levels` (checked by `Options::validate`).
 const MAX_LEVELS: usize = 32;
+
+/// Sorts `order` (indexes into `keys`) into ascending key order: by the
+/// keys' 8-byte prefixes `prefixes` (numbers, one pass of an integer sort),
+/// then the rare runs of equal prefixes by whole key.
+fn sort_by_key(order: &mut [usize], keys: &[&[u8]], prefixes: &[u64]) {
+    let mut packed: Vec<(u64, usize)> = order.iter().map(|&i| (prefixes[i], i)).collect();
+    packed.sort_unstable();
+    for (o, &(_, i)) in order.iter_mut().zip(&packed) {
+        *o = i;
+    }
+    let mut start = 0;
+    while start < order.len() {
+        let p = prefixes[order[start]];
+        let end = start
+            + order[start..]
+                .iter()
+                .take_while(|&&i| prefixes[i] == p)
+                .count();
+        if end - start > 1 {
+            order[start..end].sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
+        }
+        start = end;
+    }
+}
 
 /// Records multi_get key `i`'s answer from a file: a value, or a tombstone
 /// (`None`); either way the key is done.

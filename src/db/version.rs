@@ -167,6 +167,48 @@ impl LevelIndex {
         }
     }
 
+    /// Where each key of a batch falls, the keys taken in ascending order:
+    /// `order` lists indexes into `keys` sorted by key (`kps[i]` is
+    /// `prefix(keys[i])`). Pushes one [`Run`] per file that some keys reach,
+    /// in level order; keys past the last file are in none. Each file's run
+    /// is cut from the sorted keys by two binary searches (its largest key,
+    /// its smallest), so the cost grows with the files reached, not the keys.
+    fn runs_sorted(&self, keys: &[&[u8]], kps: &[u64], order: &[usize], out: &mut Vec<Run>) {
+        out.clear();
+        let n = self.largest_prefix.len();
+        let (mut j, mut pos) = (0, 0);
+        while pos < order.len() && j < n {
+            let (key, kp) = (keys[order[pos]], kps[order[pos]]);
+            // The first file whose largest key is >= the smallest key left:
+            // the keys ascend, so never before the previous run's file.
+            while j < n
+                && (self.largest_prefix[j] < kp
+                    || (self.largest_prefix[j] == kp && self.key(2 * j + 1) < key))
+            {
+                j += 1;
+            }
+            if j == n {
+                break;
+            }
+            let (sp, lp) = (self.smallest_prefix[j], self.largest_prefix[j]);
+            let (smallest, largest) = (self.key(2 * j), self.key(2 * j + 1));
+            let rest = &order[pos..];
+            let end = pos
+                + rest.partition_point(|&i| kps[i] < lp || (kps[i] == lp && keys[i] <= largest));
+            let below = pos
+                + rest[..end - pos]
+                    .partition_point(|&i| kps[i] < sp || (kps[i] == sp && keys[i] < smallest));
+            out.push(Run {
+                file: j,
+                start: pos,
+                below,
+                end,
+            });
+            pos = end;
+            j += 1;
+        }
+    }
+
     fn key(&self, j: usize) -> &[u8] {
         let start = if j == 0 { 0 } else { self.ends[j - 1] };
         &self.keys[start..self.ends[j]]
@@ -218,6 +260,22 @@ pub enum Slot {
     Below(usize),
     /// File `i`'s range holds the key.
     In(usize),
+}
+
+/// The keys of a sorted batch that one file of a level may hold
+/// ([`Version::runs_sorted`]): positions `start..end` in the batch's order,
+/// of which `start..below` lie below the file's smallest key (key-range
+/// skips) and `below..end` inside its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    /// The file's index in its level.
+    pub file: usize,
+    /// First position of the run.
+    pub start: usize,
+    /// First position inside the file's range.
+    pub below: usize,
+    /// One past the run's last position.
+    pub end: usize,
 }
 
 /// An immutable snapshot of the files of every level.
@@ -361,6 +419,21 @@ impl Version {
     #[inline]
     pub fn slot(&self, level: usize, user_key: &[u8]) -> Slot {
         self.index[level].slot(user_key)
+    }
+
+    /// Where a batch of keys falls in `level` (≥ 1), found in one walk
+    /// along the level: `order` lists indexes into `keys` in ascending key
+    /// order, `kps[i]` is `keys[i]`'s first 8 bytes as a big-endian number
+    /// (zero-padded). `out` receives a [`Run`] per file reached, in order.
+    pub fn runs_sorted(
+        &self,
+        level: usize,
+        keys: &[&[u8]],
+        kps: &[u64],
+        order: &[usize],
+        out: &mut Vec<Run>,
+    ) {
+        self.index[level].runs_sorted(keys, kps, order, out)
     }
 
     /// The usable filter of file `i` of `level`, if it has one.
