@@ -17,7 +17,7 @@ use crossbeam_skiplist::SkipMap;
 use crossbeam_skiplist::map::Range;
 
 use crate::db::batch::WriteBatch;
-use crate::key::{self, MAX_SEQUENCE, ValueKind, compare_internal, make_internal_key};
+use crate::key::{self, MAX_SEQUENCE, ValueKind, compare_internal};
 
 /// An internal key ordered by [`compare_internal`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +32,38 @@ impl Ord for InternalKey {
 impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// A borrowed internal key, ordered as [`InternalKey`]: lookups search the
+/// skip list with a key built on the stack instead of allocating one.
+#[derive(PartialEq, Eq)]
+#[repr(transparent)]
+struct InternalKeyRef([u8]);
+
+impl InternalKeyRef {
+    fn new(key: &[u8]) -> &Self {
+        // SAFETY: `InternalKeyRef` is a `repr(transparent)` wrapper of
+        // `[u8]`, so the two references have the same layout and metadata.
+        unsafe { &*(key as *const [u8] as *const InternalKeyRef) }
+    }
+}
+
+impl Ord for InternalKeyRef {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InternalKeyRef {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::borrow::Borrow<InternalKeyRef> for InternalKey {
+    fn borrow(&self) -> &InternalKeyRef {
+        InternalKeyRef::new(&self.0)
     }
 }
 
@@ -105,12 +137,22 @@ impl MemTable {
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<LookupResult> {
         // `Value` is the largest kind, so (key, snapshot, Value) sorts before
         // every version of `key` visible at the snapshot and after the rest.
-        let probe = InternalKey(Bytes::from(make_internal_key(
-            user_key,
-            snapshot_seq.min(MAX_SEQUENCE),
-            ValueKind::Value,
-        )));
-        let e = self.map.lower_bound(Bound::Included(&probe))?;
+        let trailer = key::pack_trailer(snapshot_seq.min(MAX_SEQUENCE), ValueKind::Value);
+        let len = user_key.len() + key::TRAILER_LEN;
+        // Short keys (most) are built on the stack: no allocation per lookup.
+        let mut stack = [0u8; 64];
+        let mut heap = Vec::new();
+        let probe: &mut [u8] = if len <= stack.len() {
+            &mut stack[..len]
+        } else {
+            heap.resize(len, 0);
+            &mut heap
+        };
+        probe[..user_key.len()].copy_from_slice(user_key);
+        probe[user_key.len()..].copy_from_slice(&trailer.to_le_bytes());
+        let e = self
+            .map
+            .lower_bound(Bound::Included(InternalKeyRef::new(probe)))?;
         let parsed = key::parse(&e.key().0)?;
         if parsed.user_key != user_key {
             return None;
@@ -201,6 +243,7 @@ impl DoubleEndedIterator for MemTableIter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::make_internal_key;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
     use std::sync::Arc;

@@ -1139,6 +1139,12 @@ impl Inner {
 
     /// Adds a missing get's costs to the counters.
     fn charge_missing(&self, cost: &GetCost) {
+        self.charge_missing_nano(cost, (cost.predicted * 1e9).round() as u64);
+    }
+
+    /// [`Self::charge_missing`] with the predicted reads given in billionths
+    /// (`cost.predicted` is not used): the sum over several missing gets.
+    fn charge_missing_nano(&self, cost: &GetCost, predicted_nano: u64) {
         let g = &self.gets;
         if cost.blocks > 0 {
             g.missing_block_reads
@@ -1146,8 +1152,10 @@ impl Inner {
             g.missing_disk_reads
                 .fetch_add(cost.disk_blocks, Ordering::Relaxed);
         }
-        g.missing_predicted_nano
-            .fetch_add((cost.predicted * 1e9).round() as u64, Ordering::Relaxed);
+        if predicted_nano > 0 {
+            g.missing_predicted_nano
+                .fetch_add(predicted_nano, Ordering::Relaxed);
+        }
     }
 
     /// [`Db::multi_get`]: the same probes, in the same order per key, as one
@@ -1308,9 +1316,16 @@ impl Inner {
                 pending.retain(|&i| !done[i]);
             }
         }
+        // The missing keys' costs, summed here and added once (each key's
+        // prediction rounded as `get` rounds it, so the counters agree).
+        let mut total = GetCost::default();
+        let mut predicted_nano = 0u64;
         for &i in &pending {
-            self.charge_missing(&costs[i]);
+            total.blocks += costs[i].blocks;
+            total.disk_blocks += costs[i].disk_blocks;
+            predicted_nano += (costs[i].predicted * 1e9).round() as u64;
         }
+        self.charge_missing_nano(&total, predicted_nano);
         Ok(out)
     }
 
