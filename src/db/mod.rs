@@ -1263,6 +1263,17 @@ impl Inner {
             }
             v.runs_sorted(level, keys, &prefixes, &pending, &mut runs);
             reads.clear();
+            // Deep levels hold many files, so a run is often a key or two:
+            // too short for its batch probe to overlap cache misses. Start
+            // loading every key's filter line of the level first (1,024
+            // lines are 64 KiB: they wait in L2), then test.
+            for run in &runs {
+                if let Some(filter) = v.filter(level, run.file) {
+                    for &i in &pending[run.below..run.end] {
+                        filter.prefetch(hashes[i]);
+                    }
+                }
+            }
             for run in &runs {
                 let f = &files[run.file];
                 let skips = (run.below - run.start) as u64;
