@@ -575,7 +575,8 @@ fn ribbon_targets(h6: &[u64], pre6: &[u64], row: impl Fn(&str, String, &str, boo
 /// 10 bits/key, pre-hashed keys, 10^6 and 10^7 keys. Each size's probes are
 /// timed in the same rounds as the yardstick (bare hash loop) and the memory
 /// floor (a loop that loads each probe's 64-byte line of a buffer the
-/// filter's size); the two builds in rounds of their own, with the build
+/// filter's size) and the probes of one-line filters (their compute cost,
+/// in L1); the two builds in rounds of their own, with the build
 /// floor ([`or_lines`]). Target: blocked512 / SBBF <= 1.0x for the absent
 /// probe and the build.
 fn sbbf_targets() {
@@ -601,6 +602,11 @@ fn sbbf_targets() {
         let mem: Vec<Line64> = (0..b.memory_bytes() / 64)
             .map(|_| Line64([rng.next_u64(); 8]))
             .collect();
+        // Filters of one line / one block (in L1 whatever the probe): the
+        // probes' compute cost without their memory cost.
+        let b1 = Blocked512Filter::from_hashes(&hs[..50], 10.0, 6).unwrap();
+        let s1 = Sbbf::from_hashes(&hs[..25], 10.0);
+        assert_eq!((b1.num_lines(), s1.memory_bytes()), (1, 32));
         let mut o1 = vec![false; PROBES];
         let mut o2 = vec![false; PROBES];
         let t = rounds_ns(
@@ -611,6 +617,8 @@ fn sbbf_targets() {
                 &mut || load_lines(&mem, &pre),
                 &mut || count_hashes(&pre, |h| b.may_contain(h)),
                 &mut || count_hashes(&pre, |h| s.may_contain(h)),
+                &mut || count_hashes(&pre, |h| b1.may_contain(h)),
+                &mut || count_hashes(&pre, |h| s1.may_contain(h)),
                 &mut || {
                     b.may_contain_batch(&pre, &mut o1);
                     o1.iter().filter(|&&x| x).count()
@@ -621,7 +629,7 @@ fn sbbf_targets() {
                 },
             ],
         );
-        let [yard, floor, b1, s1, bb, sb] = t[..] else {
+        let [yard, floor, b1, s1, bl1, sl1, bb, sb] = t[..] else {
             unreachable!("one median per loop")
         };
         let rounds = if n > 1_000_000 { 7 } else { 15 };
@@ -650,6 +658,11 @@ fn sbbf_targets() {
         );
         println!(
             "  build floor (OR each key into its 64-byte line, no bits computed) {bfloor:.2} ns"
+        );
+        println!(
+            "  probe compute (a filter of one line / block, in L1): blocked512 {bl1:.2} ns, \
+             SBBF {sl1:.2} ns ({:.2}x)",
+            bl1 / sl1
         );
         for (what, x, y) in [
             ("absent probe, one at a time", b1, s1),
