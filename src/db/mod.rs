@@ -7,6 +7,7 @@ pub(crate) mod compaction;
 #[cfg(test)]
 mod fault_tests;
 pub mod filename;
+mod io_pool;
 pub(crate) mod iter;
 pub mod log;
 pub mod manifest;
@@ -1343,9 +1344,9 @@ impl Inner {
     /// Looks up `reads` — (key index, file, the file filter's answer) — in
     /// their files, charging each key's cost, and returns the keys a file
     /// answered (a value or a tombstone) in `reads`' order. With direct
-    /// reads, enough of them are made in parallel on rayon's pool, so that
-    /// several device reads are in flight (RocksDB's MultiGet overlaps them
-    /// with asynchronous I/O). Buffered reads stay on this thread: served by
+    /// reads they are made in parallel on the I/O threads
+    /// ([`io_pool::io_pool`]), so that up to 16 device reads are in flight
+    /// (RocksDB's MultiGet overlaps them with asynchronous I/O). Buffered reads stay on this thread: served by
     /// the page cache in a few µs, they lost more to the hand-offs than they
     /// gained (multi_get at 10^6 keys, quiet machine: 352–397 ns per missing
     /// key in parallel against 247–361 ns on one thread).
@@ -1358,21 +1359,20 @@ impl Inner {
         costs: &mut [GetCost],
     ) -> Result<Vec<(usize, Option<Bytes>)>> {
         use rayon::prelude::*;
-        // Below this many, a task hand-off costs more than it overlaps.
-        const PARALLEL_READS: usize = 4;
         let one = |&(i, f, says): &(usize, &FileHandle, Option<bool>)| {
             let mut cost = GetCost::default();
             let r = self.probe_key(f, keys[i], snapshot, hashes[i], &mut cost, says);
             (i, cost, r)
         };
-        let results: Vec<(usize, GetCost, Result<Probed>)> = if self.opts.read_mode
-            == ReadMode::Direct
-            && reads.len() >= PARALLEL_READS
-            && rayon::current_num_threads() > 1
-        {
-            reads.par_iter().map(one).collect()
-        } else {
-            reads.iter().map(one).collect()
+        let pool = match self.opts.read_mode {
+            // A device read takes ~100 µs: two already overlap usefully.
+            ReadMode::Direct if reads.len() >= 2 => io_pool::io_pool(),
+            _ => None,
+        };
+        let results: Vec<(usize, GetCost, Result<Probed>)> = match pool {
+            // One task per read, so every read has its own thread.
+            Some(pool) => pool.install(|| reads.par_iter().with_max_len(1).map(one).collect()),
+            None => reads.iter().map(one).collect(),
         };
         let mut found = Vec::new();
         for (i, cost, r) in results {
