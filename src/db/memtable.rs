@@ -137,6 +137,11 @@ impl MemTable {
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<LookupResult> {
         // `Value` is the largest kind, so (key, snapshot, Value) sorts before
         // every version of `key` visible at the snapshot and after the rest.
+        // A store opened for reading (or just flushed) has an empty
+        // memtable: skip the search and its epoch pin.
+        if self.map.is_empty() {
+            return None;
+        }
         let trailer = key::pack_trailer(snapshot_seq.min(MAX_SEQUENCE), ValueKind::Value);
         let len = user_key.len() + key::TRAILER_LEN;
         // Short keys (most) are built on the stack: no allocation per lookup.
