@@ -8,7 +8,9 @@
 //! missing keys (`absent_key`). Every engine gets an 8 MiB block cache, no
 //! compression, 10 bits/key Bloom filters on every level with the filter and
 //! index blocks held in memory outside the cache, and a level shape mirrored
-//! from benches/db.rs (2 MiB write buffer, 512 KiB files, ×8 level fan-out).
+//! from benches/db.rs (2 MiB write buffer, 512 KiB files, ×8 level fan-out);
+//! bloomlsm compacts on its background thread with RocksDB's default L0
+//! triggers (compaction at 4 files, slowdown at 20, stop at 36).
 //! Files stay in the OS page cache (they were just written).
 //!
 //! Load: each engine's fill (puts in batches, then flush and settle its
@@ -33,6 +35,8 @@
 //! `BLOOMLSM_PEERS_KEYS=N` changes the key count (default 1M),
 //! `BLOOMLSM_PEERS_GETS=N` the gets per round (default 100k),
 //! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7),
+//! `BLOOMLSM_PEERS_MAINTAIN_EVERY=N` runs bloomlsm's compactions in the
+//! writer thread (`Db::maintain` every N keys) instead of in the background,
 //! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` runs only the engines listed
 //! (bloomlsm always among them; e.g. to profile one engine, or to leave out a
 //! peer whose load takes too long),
@@ -66,6 +70,16 @@ const TARGET_FILE: u64 = 512 << 10;
 const LEVEL1_BYTES: u64 = 512 << 10;
 const FANOUT: u64 = 8;
 const BLOCK_SIZE: usize = 4096;
+// L0 write slowdown and stop (RocksDB's defaults, which its fill runs with).
+const L0_SLOWDOWN: usize = 20;
+const L0_STOP: usize = 36;
+
+/// Keys between bloomlsm's `maintain` calls in the fill, with compaction in
+/// the writer thread; 0 (default): compaction on bloomlsm's background
+/// thread, as the peers run theirs.
+fn maintain_every() -> u64 {
+    env_u64("BLOOMLSM_PEERS_MAINTAIN_EVERY", 0)
+}
 
 /// A package's version as Cargo.lock pins it (the bench is built from it).
 fn locked_version(package: &str) -> String {
@@ -124,6 +138,7 @@ struct Bloomlsm {
 
 impl Bloomlsm {
     fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
+        let every = maintain_every();
         let opts = Options {
             write_buffer_size: WRITE_BUFFER,
             target_file_size: TARGET_FILE,
@@ -131,7 +146,10 @@ impl Bloomlsm {
             level_size_multiplier: FANOUT,
             block_cache_capacity: CACHE_BYTES,
             block_size: BLOCK_SIZE,
-            background_compaction: false,
+            background_compaction: every == 0,
+            // RocksDB's defaults (its L0 trigger is 4, as ours).
+            l0_slowdown_trigger: L0_SLOWDOWN,
+            l0_stop_trigger: L0_STOP,
             filters: FilterOptions::uniform(Some(FilterPolicy::blocked512(BITS_PER_KEY))),
             // The default is LZ4 below L0; every engine here stores blocks
             // uncompressed (fjall is built without lz4).
@@ -149,7 +167,7 @@ impl Bloomlsm {
             if batch.len() == BATCH {
                 db.write(std::mem::take(&mut batch)).unwrap();
             }
-            if i % 100_000 == 99_999 {
+            if every > 0 && i % every == every - 1 {
                 db.maintain().unwrap();
             }
         });
@@ -167,12 +185,16 @@ impl Engine for Bloomlsm {
         format!(
             "bloomlsm {} (this tree): blocked512 {BITS_PER_KEY} b/k on every level, \
              filters+index in memory, {BLOCK_SIZE} B blocks, {} MiB block cache, no compression, \
-             write buffer {} KiB, files {} KiB, L1 {} KiB x{FANOUT}, compaction in the writer thread",
+             write buffer {} KiB, files {} KiB, L1 {} KiB x{FANOUT}, L0 slowdown/stop {L0_SLOWDOWN}/{L0_STOP}, {}",
             env!("CARGO_PKG_VERSION"),
             CACHE_BYTES >> 20,
             WRITE_BUFFER >> 10,
             TARGET_FILE >> 10,
-            LEVEL1_BYTES >> 10
+            LEVEL1_BYTES >> 10,
+            match maintain_every() {
+                0 => "compaction in the background".to_string(),
+                n => format!("compaction in the writer thread every {n} keys"),
+            }
         )
     }
     fn compact(&self) {

@@ -1,7 +1,9 @@
 //! Leveled compaction: choosing what to merge, and writing merged output files.
 //!
 //! L0 files overlap one another, so when there are `l0_compaction_trigger` of
-//! them they are merged, all at once, with the L1 files they overlap. A level
+//! them, or they hold more data than the base level's target (at least
+//! `level1_max_bytes`), they are merged,
+//! all at once, with the L1 files they overlap. A level
 //! n ≥ 1 over its target size (`level1_max_bytes · multiplier^(n-1)`) gives up
 //! one file (round-robin through its key space, as LevelDB does) to be merged
 //! with the files of level n+1 it overlaps. The level with the highest
@@ -121,7 +123,8 @@ pub(crate) fn shape(v: &Version, opts: &Options) -> Shape {
     }
 }
 
-/// Size score of each level: L0 by file count, deeper levels by bytes over
+/// Size score of each level: L0 by file count or by bytes over the base
+/// level's target, whichever is higher; deeper levels by bytes over
 /// target (0 for the empty levels above the base level; at least 1 for a level
 /// holding data above the base the last level calls for). The last level never
 /// compacts further.
@@ -134,7 +137,18 @@ fn scores_of(v: &Version, opts: &Options, shape: &Shape) -> Vec<f64> {
     (0..last)
         .map(|l| {
             if l == 0 {
-                v.levels[0].len() as f64 / opts.l0_compaction_trigger as f64
+                // By files, and by bytes against the base level's target
+                // (RocksDB's rule): L0 then competes with the base level by
+                // size, so the base level is not drained to its target
+                // before every L0 merge; it holds a larger run, and each of
+                // its drains covers more of the key space per byte of the
+                // level below (1M random keys, background compaction:
+                // write amplification 7.6 → 5.9, docs/design.md).
+                // (Dynamic sizes: never below `level1_max_bytes`, which the
+                // base target of a small store is.)
+                let files = v.levels[0].len() as f64 / opts.l0_compaction_trigger as f64;
+                let base_target = shape.targets[shape.base].max(opts.level1_max_bytes);
+                files.max(v.level_bytes(0) as f64 / base_target as f64)
             } else if l < shape.base {
                 0.0
             } else {
