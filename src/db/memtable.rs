@@ -10,13 +10,14 @@
 
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 use crossbeam_skiplist::map::Range;
 
 use crate::db::batch::WriteBatch;
+use crate::filter::key_hash;
 use crate::key::{self, MAX_SEQUENCE, ValueKind, compare_internal};
 
 /// An internal key ordered by [`compare_internal`].
@@ -82,11 +83,73 @@ pub enum LookupResult {
 /// average) and the allocator's headers of the node and the shared buffer.
 const ENTRY_OVERHEAD: usize = 112;
 
+/// A Bloom filter over the user keys written to a memtable (RocksDB's
+/// memtable whole-key filtering), so that a lookup of a key the memtable does
+/// not hold — most lookups once the data is in tables — skips the skip-list
+/// search (~310 ns per lookup in a memtable of 8,000 entries, against ~75 ns
+/// for the rest of a missing get on an otherwise empty store). One 512-bit
+/// line per key, [`KEY_FILTER_PROBES`] bits in it; set with atomic ORs, so
+/// writers need no lock. A writer sets a key's bits before inserting the key,
+/// and the store publishes a write's sequence number after inserting it, so a
+/// reader whose snapshot includes a write sees that write's bits.
+struct KeyFilter {
+    lines: Box<[[AtomicU64; 8]]>,
+}
+
+/// Bits set per key in its line: for 10 bits per entry at a full memtable,
+/// about 1% false positives.
+const KEY_FILTER_PROBES: u32 = 6;
+/// Filter bits per entry the memtable can hold at most.
+const KEY_FILTER_BITS_PER_ENTRY: usize = 10;
+
+impl KeyFilter {
+    fn with_lines(n: usize) -> Self {
+        KeyFilter {
+            lines: (0..n.max(1)).map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// The line of `hash` and the `(word, mask)` of each of its bits.
+    #[inline]
+    fn bits(&self, hash: u64) -> (&[AtomicU64; 8], impl Iterator<Item = (usize, u64)>) {
+        let line = ((u64::from(hash as u32) * self.lines.len() as u64) >> 32) as usize;
+        let mut h = (hash >> 32) as u32;
+        let bits = (0..KEY_FILTER_PROBES).map(move |_| {
+            // Each probe takes 9 bits of a fresh multiplicative remix.
+            h = h.wrapping_mul(0x9E37_79B9);
+            let bit = (h >> 23) as usize;
+            (bit >> 6, 1u64 << (bit & 63))
+        });
+        (&self.lines[line], bits)
+    }
+
+    fn insert(&self, hash: u64) {
+        let (line, bits) = self.bits(hash);
+        for (w, m) in bits {
+            if line[w].load(AtomicOrdering::Relaxed) & m == 0 {
+                line[w].fetch_or(m, AtomicOrdering::Relaxed);
+            }
+        }
+    }
+
+    #[inline]
+    fn may_contain(&self, hash: u64) -> bool {
+        let (line, mut bits) = self.bits(hash);
+        bits.all(|(w, m)| line[w].load(AtomicOrdering::Relaxed) & m != 0)
+    }
+}
+
 /// The in-memory write buffer. `Send + Sync`; share it with `Arc`.
-#[derive(Default)]
 pub struct MemTable {
     map: SkipMap<InternalKey, Bytes>,
     memory: AtomicUsize,
+    filter: KeyFilter,
+}
+
+impl Default for MemTable {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl std::fmt::Debug for MemTable {
@@ -99,9 +162,27 @@ impl std::fmt::Debug for MemTable {
 }
 
 impl MemTable {
-    /// An empty memtable.
+    /// An empty memtable with a small key filter (4 KiB: fine for a few
+    /// thousand keys; more only raise its false-positive rate).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_filter_lines(64)
+    }
+
+    /// An empty memtable whose key filter is sized for a memtable that is
+    /// flushed at `write_buffer_size` bytes: 10 bits for each entry it can
+    /// hold at most (each costs at least its bookkeeping, `ENTRY_OVERHEAD`),
+    /// about 1% of the buffer's size.
+    pub fn for_write_buffer(write_buffer_size: usize) -> Self {
+        let entries = write_buffer_size / (ENTRY_OVERHEAD + key::TRAILER_LEN + 1);
+        Self::with_filter_lines((entries * KEY_FILTER_BITS_PER_ENTRY).div_ceil(512))
+    }
+
+    fn with_filter_lines(lines: usize) -> Self {
+        MemTable {
+            map: SkipMap::new(),
+            memory: AtomicUsize::new(0),
+            filter: KeyFilter::with_lines(lines),
+        }
     }
 
     /// Inserts one version. Safe to call from many threads at once; a reader
@@ -118,6 +199,8 @@ impl MemTable {
         buf.extend_from_slice(value);
         let buf = Bytes::from(buf);
         let (k, v) = (buf.slice(..klen), buf.slice(klen..));
+        // Before the key is reachable: see `KeyFilter`.
+        self.filter.insert(key_hash(user_key));
         self.memory
             .fetch_add(klen + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
         self.map.insert(InternalKey(k), v);
@@ -134,14 +217,23 @@ impl MemTable {
 
     /// The newest version of `user_key` with sequence ≤ `snapshot_seq`, or
     /// `None` if the memtable holds no such version.
+    #[cfg(test)]
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<LookupResult> {
-        // `Value` is the largest kind, so (key, snapshot, Value) sorts before
-        // every version of `key` visible at the snapshot and after the rest.
-        // A store opened for reading (or just flushed) has an empty
-        // memtable: skip the search and its epoch pin.
-        if self.map.is_empty() {
+        self.get_hashed(user_key, key_hash(user_key), snapshot_seq)
+    }
+
+    /// [`Self::get`] with the key's hash ([`key_hash`]) already computed.
+    pub fn get_hashed(
+        &self,
+        user_key: &[u8],
+        hash: u64,
+        snapshot_seq: u64,
+    ) -> Option<LookupResult> {
+        if !self.filter.may_contain(hash) {
             return None;
         }
+        // `Value` is the largest kind, so (key, snapshot, Value) sorts before
+        // every version of `key` visible at the snapshot and after the rest.
         let trailer = key::pack_trailer(snapshot_seq.min(MAX_SEQUENCE), ValueKind::Value);
         let len = user_key.len() + key::TRAILER_LEN;
         // Short keys (most) are built on the stack: no allocation per lookup.
@@ -253,6 +345,30 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
+    /// The key filter never hides a key, even far past the entries it was
+    /// sized for, and rules out most absent keys at its design load.
+    #[test]
+    fn key_filter_no_false_negatives_and_its_rate() {
+        let m = MemTable::for_write_buffer(64 << 10);
+        let design = (64 << 10) / (ENTRY_OVERHEAD + key::TRAILER_LEN + 1);
+        for i in 0..design as u32 {
+            m.insert(&i.to_be_bytes(), 1, ValueKind::Value, b"v");
+        }
+        let absent = 100_000u32;
+        let fps = (0..absent)
+            .filter(|i| m.filter.may_contain(key_hash(&(i | 1 << 31).to_be_bytes())))
+            .count();
+        let fpr = fps as f64 / absent as f64;
+        assert!(fpr < 0.02, "key filter FPR {fpr} at its design load");
+        // Overfilled 8 times: still exact answers.
+        for i in design as u32..8 * design as u32 {
+            m.insert(&i.to_be_bytes(), 1, ValueKind::Value, b"v");
+        }
+        for i in 0..8 * design as u32 {
+            assert!(m.get(&i.to_be_bytes(), 5).is_some(), "key {i}");
+        }
+        assert_eq!(m.get(&(1u32 << 31).to_be_bytes(), 5), None);
+    }
     #[test]
     fn versions_and_snapshots() {
         let m = MemTable::new();

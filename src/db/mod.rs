@@ -946,7 +946,10 @@ impl Inner {
         };
         st.vs.log_and_apply(edit, &[], seq)?;
         w.wal = Some(wal);
-        let frozen = std::mem::replace(&mut w.mem, Arc::new(MemTable::new()));
+        let frozen = std::mem::replace(
+            &mut w.mem,
+            Arc::new(MemTable::for_write_buffer(self.opts.write_buffer_size)),
+        );
         st.imm.push((frozen, st.wal_number));
         st.wal_number = number;
         self.install(st, w.mem.clone());
@@ -1063,8 +1066,9 @@ impl Inner {
         let sv = self.super_version();
         let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         self.gets.gets.fetch_add(1, Ordering::Relaxed);
+        let hash = key_hash(user_key);
         for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
-            if let Some(r) = mem.get(user_key, snapshot) {
+            if let Some(r) = mem.get_hashed(user_key, hash, snapshot) {
                 self.gets.memtable_answers.fetch_add(1, Ordering::Relaxed);
                 return Ok(match r {
                     LookupResult::Value(v) => {
@@ -1075,7 +1079,6 @@ impl Inner {
                 });
             }
         }
-        let hash = key_hash(user_key);
         let v = &sv.version;
         // First pick the file of every level and start loading the filter
         // memory of each file the key will be probed in: the cache misses
@@ -1171,9 +1174,11 @@ impl Inner {
         let mut out: Vec<Option<Bytes>> = vec![None; keys.len()];
         // Keys still looked for, as indexes into `keys`.
         let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
+        // Hashed once: for the memtables' key filters and the tables'.
+        let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
         'keys: for (i, k) in keys.iter().enumerate() {
             for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
-                if let Some(r) = mem.get(k, snapshot) {
+                if let Some(r) = mem.get_hashed(k, hashes[i], snapshot) {
                     g.memtable_answers.fetch_add(1, Ordering::Relaxed);
                     if let LookupResult::Value(v) = r {
                         g.found.fetch_add(1, Ordering::Relaxed);
@@ -1184,11 +1189,8 @@ impl Inner {
             }
             pending.push(i);
         }
-        // Hashed once, and only the keys the memtables did not answer.
-        let mut hashes = vec![0u64; keys.len()];
         let mut prefixes = vec![0u64; keys.len()];
         for &i in &pending {
-            hashes[i] = key_hash(keys[i]);
             prefixes[i] = key::prefix(keys[i]);
         }
         sort_by_key(&mut pending, keys, &prefixes);

@@ -110,7 +110,7 @@ pub(crate) fn recover(
     Ok(Recovered {
         vs,
         wal: Some(wal),
-        mem: MemTable::new(),
+        mem: MemTable::for_write_buffer(opts.write_buffer_size),
         last_sequence,
         wal_tail_dropped: replay.tail_dropped,
         wal_salvaged: replay.salvaged,
@@ -357,7 +357,7 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
         }
     }
     let mut out = Replay {
-        mem: MemTable::new(),
+        mem: MemTable::for_write_buffer(opts.write_buffer_size),
         last_sequence: 0,
         tail_dropped: 0,
         salvaged: 0,
