@@ -25,8 +25,10 @@ use crate::key::{self, MAX_SEQUENCE, ValueKind, compare_internal};
 struct InternalKey(Bytes);
 
 impl Ord for InternalKey {
+    /// The order of [`InternalKeyRef`] (one definition: the skip list's
+    /// searches by a borrowed key rely on the two agreeing).
     fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal(&self.0, &other.0)
+        InternalKeyRef::new(&self.0).cmp(InternalKeyRef::new(&other.0))
     }
 }
 

@@ -1193,7 +1193,7 @@ impl Inner {
         for &i in &pending {
             prefixes[i] = key::prefix(keys[i]);
         }
-        sort_by_key(&mut pending, keys, &prefixes);
+        sort_by_user_key(&mut pending, keys, &prefixes);
         let mut costs: Vec<GetCost> = (0..keys.len()).map(|_| GetCost::default()).collect();
         let mut done = vec![false; keys.len()];
         let v = &sv.version;
@@ -1868,7 +1868,7 @@ const MAX_LEVELS: usize = 32;
 /// Sorts `order` (indexes into `keys`) into ascending key order: by the
 /// keys' 8-byte prefixes `prefixes` (numbers, one pass of an integer sort),
 /// then the rare runs of equal prefixes by whole key.
-fn sort_by_key(order: &mut [usize], keys: &[&[u8]], prefixes: &[u64]) {
+fn sort_by_user_key(order: &mut [usize], keys: &[&[u8]], prefixes: &[u64]) {
     let mut packed: Vec<(u64, usize)> = order.iter().map(|&i| (prefixes[i], i)).collect();
     packed.sort_unstable();
     for (o, &(_, i)) in order.iter_mut().zip(&packed) {

@@ -181,10 +181,7 @@ impl LevelIndex {
             let (key, kp) = (keys[order[pos]], kps[order[pos]]);
             // The first file whose largest key is >= the smallest key left:
             // the keys ascend, so never before the previous run's file.
-            while j < n
-                && (self.largest_prefix[j] < kp
-                    || (self.largest_prefix[j] == kp && self.key(2 * j + 1) < key))
-            {
+            while j < n && cmp_keys(self.largest_prefix[j], self.key(2 * j + 1), kp, key).is_lt() {
                 j += 1;
             }
             if j == n {
@@ -193,11 +190,11 @@ impl LevelIndex {
             let (sp, lp) = (self.smallest_prefix[j], self.largest_prefix[j]);
             let (smallest, largest) = (self.key(2 * j), self.key(2 * j + 1));
             let rest = &order[pos..];
-            let end = pos
-                + rest.partition_point(|&i| kps[i] < lp || (kps[i] == lp && keys[i] <= largest));
+            let end =
+                pos + rest.partition_point(|&i| cmp_keys(kps[i], keys[i], lp, largest).is_le());
             let below = pos
                 + rest[..end - pos]
-                    .partition_point(|&i| kps[i] < sp || (kps[i] == sp && keys[i] < smallest));
+                    .partition_point(|&i| cmp_keys(kps[i], keys[i], sp, smallest).is_lt());
             out.push(Run {
                 file: j,
                 start: pos,
@@ -245,9 +242,16 @@ impl LevelIndex {
     #[inline]
     fn covers(&self, i: usize, key: &[u8], kp: u64) -> bool {
         let (sp, lp) = (self.smallest_prefix[i], self.largest_prefix[i]);
-        (sp < kp || (sp == kp && self.key(2 * i) <= key))
-            && (kp < lp || (kp == lp && key <= self.key(2 * i + 1)))
+        cmp_keys(sp, self.key(2 * i), kp, key).is_le()
+            && cmp_keys(kp, key, lp, self.key(2 * i + 1)).is_le()
     }
+}
+
+/// Orders user keys `a` and `b` given their 8-byte prefixes `ap` and `bp`
+/// (`prefix`): by the prefixes, and by the whole keys only on a tie.
+#[inline]
+fn cmp_keys(ap: u64, a: &[u8], bp: u64, b: &[u8]) -> std::cmp::Ordering {
+    ap.cmp(&bp).then_with(|| a.cmp(b))
 }
 
 /// Where a user key falls in a level ≥ 1.
