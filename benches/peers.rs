@@ -123,6 +123,11 @@ trait Engine {
     fn write_amplification(&self, _user_bytes: u64) -> Option<f64> {
         None
     }
+    /// How the fill went inside the engine (flushes, compactions, write
+    /// slowdowns and stalls), if the engine tells.
+    fn load_notes(&self) -> Option<String> {
+        None
+    }
     /// Starts counting I/O for [`Engine::counters`].
     fn reset_counters(&self);
     /// The engine's own counters since [`Engine::reset_counters`], after
@@ -220,6 +225,13 @@ impl Engine for Bloomlsm {
     }
     fn write_amplification(&self, _user_bytes: u64) -> Option<f64> {
         self.db.stats().write_amplification()
+    }
+    fn load_notes(&self) -> Option<String> {
+        let s = self.db.stats();
+        Some(format!(
+            "{} flushes, {} compactions, {} write slowdowns, {} write stalls",
+            s.flushes, s.compactions, s.write_slowdowns, s.write_stalls
+        ))
     }
     fn reset_counters(&self) {
         self.db.reset_stats();
@@ -828,6 +840,11 @@ fn main() {
                 p0 / p
             ),
             _ => println!("| {} | kept store | – | – | {wamp} |", e.name()),
+        }
+    }
+    for e in &engines {
+        if let Some(notes) = e.load_notes() {
+            println!("  {}: {notes}", e.name());
         }
     }
 
