@@ -102,15 +102,7 @@ mod avx2 {
         let pow = unsafe { _mm256_loadu_si256(POW.as_ptr().add(done as usize).cast()) };
         let bit = _mm256_srli_epi32::<23>(_mm256_mullo_epi32(h, pow));
         let word = _mm256_srli_epi32::<5>(bit);
-        let from_lo = _mm256_permutevar8x32_epi32(lo, word);
-        let from_hi = _mm256_permutevar8x32_epi32(hi, word);
-        // Word index bit 3 chooses the upper half; blendv reads the sign bit.
-        let upper = _mm256_slli_epi32::<28>(word);
-        let w = _mm256_castps_si256(_mm256_blendv_ps(
-            _mm256_castsi256_ps(from_lo),
-            _mm256_castsi256_ps(from_hi),
-            _mm256_castsi256_ps(upper),
-        ));
+        let w = fetch_words(lo, hi, word);
         // A 1 in each live lane (probe < k), 0 in the others, so that the
         // shift leaves dead lanes empty: the same for every key of a filter,
         // so a loop of probes computes it once (one instruction less per
@@ -120,6 +112,32 @@ mod avx2 {
         let one = _mm256_and_si256(_mm256_set1_epi32(1), live);
         let mask = _mm256_sllv_epi32(one, _mm256_and_si256(bit, _mm256_set1_epi32(31)));
         _mm256_andnot_si256(w, mask)
+    }
+
+    /// Word `word[i]` (0..16) of the line `lo:hi`, in lane `i`: with
+    /// AVX-512 one two-source permute (`vpermt2d`), otherwise a permute of
+    /// each half and a blend (three instructions and a shift; on a CPU with
+    /// AVX-512 the probe's compute drops by a quarter, docs/filters.md).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn fetch_words(lo: __m256i, hi: __m256i, word: __m256i) -> __m256i {
+        #[cfg(all(target_feature = "avx512f", target_feature = "avx512vl"))]
+        // SAFETY: compiled only for a target with AVX-512F and VL.
+        unsafe {
+            _mm256_permutex2var_epi32(lo, word, hi)
+        }
+        #[cfg(not(all(target_feature = "avx512f", target_feature = "avx512vl")))]
+        {
+            let from_lo = _mm256_permutevar8x32_epi32(lo, word);
+            let from_hi = _mm256_permutevar8x32_epi32(hi, word);
+            // Word index bit 3 chooses the upper half; blendv reads the sign bit.
+            let upper = _mm256_slli_epi32::<28>(word);
+            _mm256_castps_si256(_mm256_blendv_ps(
+                _mm256_castsi256_ps(from_lo),
+                _mm256_castsi256_ps(from_hi),
+                _mm256_castsi256_ps(upper),
+            ))
+        }
     }
 
     /// [`super::set_bits_scalar`] with AVX2, setting the same bits: each key's
@@ -155,28 +173,62 @@ mod avx2 {
         if n == 0 {
             return;
         }
-        let offs_lo = _mm256_setr_epi64x(0, 64, 128, 192);
-        let offs_hi = _mm256_setr_epi64x(256, 320, 384, 448);
-        let ones = _mm256_set1_epi64x(1);
-        for (i, &h) in hashes.iter().enumerate() {
-            if let Some(&next) = hashes.get(i + super::BUILD_AHEAD) {
-                super::prefetch(&lines[super::fastrange32(next as u32, n)]);
+        #[cfg(target_feature = "avx512f")]
+        // SAFETY: compiled only for a target with AVX-512F; the line
+        // pointers are as in the AVX2 loop below.
+        unsafe {
+            // The whole 512-bit mask in one register: half the shifts and ORs
+            // of the two-register loop below, and one read-modify-write.
+            let offs = _mm512_set_epi64(448, 384, 320, 256, 192, 128, 64, 0);
+            let ones = _mm512_set1_epi64(1);
+            for (i, &h) in hashes.iter().enumerate() {
+                if let Some(&next) = hashes.get(i + super::BUILD_AHEAD) {
+                    super::prefetch(&lines[super::fastrange32(next as u32, n)]);
+                }
+                let h2 = (h >> 32) as u32;
+                let mut mask = _mm512_setzero_si512();
+                for &pow in pows {
+                    let bit = _mm512_set1_epi64(i64::from(h2.wrapping_mul(pow) >> (32 - 9)));
+                    mask =
+                        _mm512_or_si512(mask, _mm512_sllv_epi64(ones, _mm512_sub_epi64(bit, offs)));
+                }
+                let line = &mut lines[super::fastrange32(h as u32, n)];
+                let ptr = line.0.as_mut_ptr().cast::<__m512i>();
+                // `Line` is 64-byte aligned and 64 bytes long.
+                _mm512_store_si512(ptr, _mm512_or_si512(_mm512_load_si512(ptr), mask));
             }
-            let h2 = (h >> 32) as u32;
-            let mut lo = _mm256_setzero_si256();
-            let mut hi = _mm256_setzero_si256();
-            for &pow in pows {
-                let bit = _mm256_set1_epi64x(i64::from(h2.wrapping_mul(pow) >> (32 - 9)));
-                lo = _mm256_or_si256(lo, _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_lo)));
-                hi = _mm256_or_si256(hi, _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_hi)));
-            }
-            let line = &mut lines[super::fastrange32(h as u32, n)];
-            let ptr = line.0.as_mut_ptr().cast::<__m256i>();
-            // SAFETY: `Line` is 64-byte aligned and 64 bytes long.
-            unsafe {
-                _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), lo));
-                let ptr = ptr.add(1);
-                _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), hi));
+        }
+        #[cfg(not(target_feature = "avx512f"))]
+        {
+            let offs_lo = _mm256_setr_epi64x(0, 64, 128, 192);
+            let offs_hi = _mm256_setr_epi64x(256, 320, 384, 448);
+            let ones = _mm256_set1_epi64x(1);
+            for (i, &h) in hashes.iter().enumerate() {
+                if let Some(&next) = hashes.get(i + super::BUILD_AHEAD) {
+                    super::prefetch(&lines[super::fastrange32(next as u32, n)]);
+                }
+                let h2 = (h >> 32) as u32;
+                let mut lo = _mm256_setzero_si256();
+                let mut hi = _mm256_setzero_si256();
+                for &pow in pows {
+                    let bit = _mm256_set1_epi64x(i64::from(h2.wrapping_mul(pow) >> (32 - 9)));
+                    lo = _mm256_or_si256(
+                        lo,
+                        _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_lo)),
+                    );
+                    hi = _mm256_or_si256(
+                        hi,
+                        _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_hi)),
+                    );
+                }
+                let line = &mut lines[super::fastrange32(h as u32, n)];
+                let ptr = line.0.as_mut_ptr().cast::<__m256i>();
+                // SAFETY: `Line` is 64-byte aligned and 64 bytes long.
+                unsafe {
+                    _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), lo));
+                    let ptr = ptr.add(1);
+                    _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), hi));
+                }
             }
         }
     }
