@@ -2,6 +2,7 @@
 //! files in internal-key order, ascending or descending.
 
 use std::cmp::Ordering;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -279,12 +280,26 @@ impl Iterator for MergeIter {
                 }
             }
         }
-        let top = self.heap.pop()?;
-        if let Err(e) = self.pull(top.source) {
-            self.failed = true;
-            return Some(Err(e));
+        // The top's source usually has a next entry: put it in the top's
+        // place and sift once (a pop and a push sift twice; the heap was 8%
+        // of a full compaction's samples).
+        let mut top = self.heap.peek_mut()?;
+        match self.sources[top.source].next() {
+            Some(Ok((key, value))) => {
+                let key = std::mem::replace(&mut top.key, key);
+                let value = std::mem::replace(&mut top.value, value);
+                drop(top);
+                Some(Ok((key, value)))
+            }
+            None => {
+                let top = PeekMut::pop(top);
+                Some(Ok((top.key, top.value)))
+            }
+            Some(Err(e)) => {
+                self.failed = true;
+                Some(Err(e))
+            }
         }
-        Some(Ok((top.key, top.value)))
     }
 }
 
