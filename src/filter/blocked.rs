@@ -173,62 +173,57 @@ mod avx2 {
         if n == 0 {
             return;
         }
+        for (i, &h) in hashes.iter().enumerate() {
+            if let Some(&next) = hashes.get(i + super::BUILD_AHEAD) {
+                super::prefetch(&lines[super::fastrange32(next as u32, n)]);
+            }
+            or_key_bits(
+                &mut lines[super::fastrange32(h as u32, n)],
+                (h >> 32) as u32,
+                pows,
+            );
+        }
+    }
+
+    /// ORs the probe bits of `h2` (one per multiplier in `pows`) into `line`:
+    /// with AVX-512 the 512-bit mask is made in one register (half the shifts
+    /// and ORs) and ORed in with one read-modify-write, otherwise in two
+    /// 256-bit halves.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn or_key_bits(line: &mut super::Line, h2: u32, pows: &[u32]) {
         #[cfg(target_feature = "avx512f")]
-        // SAFETY: compiled only for a target with AVX-512F; the line
-        // pointers are as in the AVX2 loop below.
+        // SAFETY: compiled only for a target with AVX-512F; `Line` is 64-byte
+        // aligned and 64 bytes long.
         unsafe {
-            // The whole 512-bit mask in one register: half the shifts and ORs
-            // of the two-register loop below, and one read-modify-write.
             let offs = _mm512_set_epi64(448, 384, 320, 256, 192, 128, 64, 0);
             let ones = _mm512_set1_epi64(1);
-            for (i, &h) in hashes.iter().enumerate() {
-                if let Some(&next) = hashes.get(i + super::BUILD_AHEAD) {
-                    super::prefetch(&lines[super::fastrange32(next as u32, n)]);
-                }
-                let h2 = (h >> 32) as u32;
-                let mut mask = _mm512_setzero_si512();
-                for &pow in pows {
-                    let bit = _mm512_set1_epi64(i64::from(h2.wrapping_mul(pow) >> (32 - 9)));
-                    mask =
-                        _mm512_or_si512(mask, _mm512_sllv_epi64(ones, _mm512_sub_epi64(bit, offs)));
-                }
-                let line = &mut lines[super::fastrange32(h as u32, n)];
-                let ptr = line.0.as_mut_ptr().cast::<__m512i>();
-                // `Line` is 64-byte aligned and 64 bytes long.
-                _mm512_store_si512(ptr, _mm512_or_si512(_mm512_load_si512(ptr), mask));
+            let mut mask = _mm512_setzero_si512();
+            for &pow in pows {
+                let bit = _mm512_set1_epi64(i64::from(h2.wrapping_mul(pow) >> (32 - 9)));
+                mask = _mm512_or_si512(mask, _mm512_sllv_epi64(ones, _mm512_sub_epi64(bit, offs)));
             }
+            let ptr = line.0.as_mut_ptr().cast::<__m512i>();
+            _mm512_store_si512(ptr, _mm512_or_si512(_mm512_load_si512(ptr), mask));
         }
         #[cfg(not(target_feature = "avx512f"))]
         {
             let offs_lo = _mm256_setr_epi64x(0, 64, 128, 192);
             let offs_hi = _mm256_setr_epi64x(256, 320, 384, 448);
             let ones = _mm256_set1_epi64x(1);
-            for (i, &h) in hashes.iter().enumerate() {
-                if let Some(&next) = hashes.get(i + super::BUILD_AHEAD) {
-                    super::prefetch(&lines[super::fastrange32(next as u32, n)]);
-                }
-                let h2 = (h >> 32) as u32;
-                let mut lo = _mm256_setzero_si256();
-                let mut hi = _mm256_setzero_si256();
-                for &pow in pows {
-                    let bit = _mm256_set1_epi64x(i64::from(h2.wrapping_mul(pow) >> (32 - 9)));
-                    lo = _mm256_or_si256(
-                        lo,
-                        _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_lo)),
-                    );
-                    hi = _mm256_or_si256(
-                        hi,
-                        _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_hi)),
-                    );
-                }
-                let line = &mut lines[super::fastrange32(h as u32, n)];
-                let ptr = line.0.as_mut_ptr().cast::<__m256i>();
-                // SAFETY: `Line` is 64-byte aligned and 64 bytes long.
-                unsafe {
-                    _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), lo));
-                    let ptr = ptr.add(1);
-                    _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), hi));
-                }
+            let mut lo = _mm256_setzero_si256();
+            let mut hi = _mm256_setzero_si256();
+            for &pow in pows {
+                let bit = _mm256_set1_epi64x(i64::from(h2.wrapping_mul(pow) >> (32 - 9)));
+                lo = _mm256_or_si256(lo, _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_lo)));
+                hi = _mm256_or_si256(hi, _mm256_sllv_epi64(ones, _mm256_sub_epi64(bit, offs_hi)));
+            }
+            let ptr = line.0.as_mut_ptr().cast::<__m256i>();
+            // SAFETY: `Line` is 64-byte aligned and 64 bytes long.
+            unsafe {
+                _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), lo));
+                let ptr = ptr.add(1);
+                _mm256_store_si256(ptr, _mm256_or_si256(_mm256_load_si256(ptr), hi));
             }
         }
     }
