@@ -264,6 +264,14 @@ pub(crate) struct Outputs {
 /// about `target_file_size` bytes, keeping the versions `retention` keeps and
 /// dropping the tombstones it allows where `drop_tombstone` (no deeper level
 /// covers the key) says so.
+///
+/// `cuts` are the smallest user keys of the files one level below the output
+/// (ascending): a file ends where the keys cross one of them once it holds
+/// half its target size, plus 5% per boundary it already spans, at most 90%
+/// (RocksDB's `level_compaction_dynamic_file_size`, whose ramp keeps dense
+/// boundaries from making small files). Its range then lies inside fewer
+/// files of that level, so compacting it down later rewrites fewer bytes
+/// there.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_outputs(
     dir: &Path,
@@ -274,9 +282,13 @@ pub(crate) fn write_outputs(
     numbers: &(dyn FileNumbers + Sync),
     retention: &Retention,
     drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
+    cuts: &[&[u8]],
     cache: Option<Arc<crate::sst::BlockCache>>,
 ) -> Result<Outputs> {
     let mut out = Outputs::default();
+    // The first of `cuts` not yet passed, and how many the current file spans.
+    let mut next_cut = 0;
+    let mut spanned = 0u64;
     let mut builder: Option<TableBuilder> = None;
     // The previous entry's user key and stripe (versions come newest first,
     // so a key's stripes only go down).
@@ -308,12 +320,25 @@ pub(crate) fn write_outputs(
         }
         // Files are cut between user keys only: the files of a level ≥ 1 must
         // not share a user key, and all versions of a key sit in one file.
-        if new_key
-            && builder
+        if new_key {
+            let passed = cuts[next_cut..]
+                .iter()
+                .take_while(|&&c| c <= parsed.user_key)
+                .count();
+            next_cut += passed;
+            spanned += passed as u64;
+            let size = builder
                 .as_ref()
-                .is_some_and(|b| b.estimated_file_size() >= opts.target_file_size)
-        {
-            finish(builder.take().expect("builder"), &mut out)?;
+                .map_or(0, TableBuilder::estimated_file_size);
+            let at_boundary = passed > 0
+                && u128::from(size) * 100
+                    >= u128::from(opts.target_file_size) * u128::from(50 + (spanned * 5).min(40));
+            if builder.is_some() && (size >= opts.target_file_size || at_boundary) {
+                finish(builder.take().expect("builder"), &mut out)?;
+            }
+            if builder.is_none() {
+                spanned = 0; // this key starts a file
+            }
         }
         let b = match &mut builder {
             Some(b) => b,
@@ -419,6 +444,13 @@ pub(crate) fn run(
         (out_level + 1..v.levels.len()).any(|l| !v.overlapping(l, Some(&lo), Some(&hi)).is_empty());
     let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
     let bounds = shard_bounds(c, opts);
+    let cuts: Vec<&[u8]> = v.levels.get(out_level + 1).map_or(Vec::new(), |files| {
+        files
+            .iter()
+            .filter(|f| f.overlaps(Some(&lo), Some(&hi)))
+            .map(|f| f.smallest_user_key())
+            .collect()
+    });
     let shard = |i: usize| -> Result<Outputs> {
         let start = i.checked_sub(1).map(|j| bounds[j].as_slice());
         let end = bounds.get(i).map(Vec::as_slice);
@@ -448,6 +480,7 @@ pub(crate) fn run(
             numbers,
             retention,
             &drop_tombstone,
+            &cuts,
             cache.clone(),
         )
     };
@@ -492,4 +525,90 @@ fn shard_bounds(c: &Compaction, opts: &Options) -> Vec<Vec<u8>> {
         }
     }
     bounds
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use bytes::Bytes;
+
+    use super::*;
+
+    struct Numbers(AtomicU64);
+    impl FileNumbers for Numbers {
+        fn next_file_number(&self) -> Result<u64> {
+            Ok(self.0.fetch_add(1, Ordering::Relaxed))
+        }
+    }
+
+    /// The user key each output file starts with and its size, for 3,000
+    /// entries of ~120 bytes written with `cuts` and 64 KiB files.
+    fn files(cuts: &[&[u8]]) -> Vec<(Vec<u8>, u64)> {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            target_file_size: 64 << 10,
+            ..Options::default()
+        };
+        let entries = (0..3000).map(|i| {
+            let k = key::make_internal_key(format!("k{i:06}").as_bytes(), 1, ValueKind::Value);
+            Ok((Bytes::from(k), Bytes::from(vec![7u8; 100])))
+        });
+        let out = write_outputs(
+            dir.path(),
+            &opts,
+            entries,
+            None,
+            crate::sst::Compression::None,
+            &Numbers(AtomicU64::new(1)),
+            &Retention::new(Vec::new()),
+            &|_| false,
+            cuts,
+            None,
+        )
+        .unwrap();
+        out.files
+            .iter()
+            .map(|f| (f.smallest_user_key().to_vec(), f.meta.file_size))
+            .collect()
+    }
+
+    fn starts(cuts: &[&[u8]]) -> Vec<Vec<u8>> {
+        files(cuts).into_iter().map(|f| f.0).collect()
+    }
+
+    fn keys(every: usize, count: usize, offset: usize) -> Vec<Vec<u8>> {
+        (1..=count)
+            .map(|j| format!("k{:06}", j * every + offset).into_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn outputs_end_at_the_next_levels_file_boundaries_past_half_their_size() {
+        // A boundary every 400 entries (~48 KB: past half of 64 KiB, short
+        // of all of it).
+        let owned = keys(400, 7, 7);
+        let cuts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let aligned = starts(&cuts);
+        assert_eq!(aligned[0], b"k000000");
+        assert_eq!(
+            aligned[1..],
+            owned[..],
+            "every later file starts at a boundary"
+        );
+        // Without boundaries the files are cut by size alone, elsewhere.
+        let by_size = starts(&[]);
+        assert!(by_size.len() < aligned.len());
+        assert!(by_size[1..].iter().all(|s| !owned.contains(s)));
+        // Boundaries every ~12 KB: the threshold rises with each one a file
+        // spans, so files still reach ~70% of their target (at a flat 50%
+        // they would end at ~55%).
+        let dense = keys(100, 29, 0);
+        let dense_cuts: Vec<&[u8]> = dense.iter().map(Vec::as_slice).collect();
+        let out = files(&dense_cuts);
+        for (start, size) in &out[..out.len() - 1] {
+            assert!(*size >= 40 << 10, "file from {start:?}: {size} bytes");
+        }
+        assert!(out[1..].iter().all(|(s, _)| dense.contains(s)));
+    }
 }

@@ -834,6 +834,7 @@ fn flush_memtable(
         &Fixed(number),
         retention,
         &|_| false,
+        &[],
         cache,
     )?;
     Ok(out.files.into_iter().next())
