@@ -440,10 +440,8 @@ pub(crate) fn run(
 ) -> Result<Outputs> {
     let out_level = c.output_level();
     let (lo, hi) = c.range();
-    let deeper_may_hold =
-        (out_level + 1..v.levels.len()).any(|l| !v.overlapping(l, Some(&lo), Some(&hi)).is_empty());
-    let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
-    let bounds = shard_bounds(c, opts);
+    // The first keys of the files just below the output that the
+    // compaction's range overlaps: where outputs may end (`write_outputs`).
     let cuts: Vec<&[u8]> = v.levels.get(out_level + 1).map_or(Vec::new(), |files| {
         files
             .iter()
@@ -451,6 +449,11 @@ pub(crate) fn run(
             .map(|f| f.smallest_user_key())
             .collect()
     });
+    let deeper_may_hold = !cuts.is_empty()
+        || (out_level + 2..v.levels.len())
+            .any(|l| !v.overlapping(l, Some(&lo), Some(&hi)).is_empty());
+    let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
+    let bounds = shard_bounds(c, opts);
     let shard = |i: usize| -> Result<Outputs> {
         let start = i.checked_sub(1).map(|j| bounds[j].as_slice());
         let end = bounds.get(i).map(Vec::as_slice);

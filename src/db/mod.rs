@@ -1136,26 +1136,27 @@ impl Inner {
             }
             Some(None) => Ok(None),
             None => {
-                self.charge_missing(&cost);
+                self.charge_missing([&cost]);
                 Ok(None)
             }
         }
     }
 
-    /// Adds a missing get's costs to the counters.
-    fn charge_missing(&self, cost: &GetCost) {
-        self.charge_missing_nano(cost, (cost.predicted * 1e9).round() as u64);
-    }
-
-    /// [`Self::charge_missing`] with the predicted reads given in billionths
-    /// (`cost.predicted` is not used): the sum over several missing gets.
-    fn charge_missing_nano(&self, cost: &GetCost, predicted_nano: u64) {
+    /// Adds missing gets' costs to the counters, one add per counter for
+    /// all of them (each get's predicted reads rounded to billionths on its
+    /// own, so a multi_get charges what its keys' gets would).
+    fn charge_missing<'c>(&self, costs: impl IntoIterator<Item = &'c GetCost>) {
+        let (mut blocks, mut disk_blocks, mut predicted_nano) = (0u64, 0u64, 0u64);
+        for c in costs {
+            blocks += c.blocks;
+            disk_blocks += c.disk_blocks;
+            predicted_nano += (c.predicted * 1e9).round() as u64;
+        }
         let g = &self.gets;
-        if cost.blocks > 0 {
-            g.missing_block_reads
-                .fetch_add(cost.blocks, Ordering::Relaxed);
+        if blocks > 0 {
+            g.missing_block_reads.fetch_add(blocks, Ordering::Relaxed);
             g.missing_disk_reads
-                .fetch_add(cost.disk_blocks, Ordering::Relaxed);
+                .fetch_add(disk_blocks, Ordering::Relaxed);
         }
         if predicted_nano > 0 {
             g.missing_predicted_nano
@@ -1331,16 +1332,7 @@ impl Inner {
                 pending.retain(|&i| !done[i]);
             }
         }
-        // The missing keys' costs, summed here and added once (each key's
-        // prediction rounded as `get` rounds it, so the counters agree).
-        let mut total = GetCost::default();
-        let mut predicted_nano = 0u64;
-        for &i in &pending {
-            total.blocks += costs[i].blocks;
-            total.disk_blocks += costs[i].disk_blocks;
-            predicted_nano += (costs[i].predicted * 1e9).round() as u64;
-        }
-        self.charge_missing_nano(&total, predicted_nano);
+        self.charge_missing(pending.iter().map(|&i| &costs[i]));
         Ok(out)
     }
 
