@@ -184,7 +184,7 @@ impl LogWriter {
         file.seek(SeekFrom::Start(valid_len))
             .map_err(|e| Error::io(ctx("seek"), e))?;
         Ok(LogWriter {
-            file: crate::fs::real_writable(file),
+            file: crate::fs::real_writable(file, valid_len),
             path: path.to_path_buf(),
             block_offset: (valid_len % BLOCK_SIZE as u64) as usize,
             len: valid_len,

@@ -1723,9 +1723,13 @@ impl Inner {
             edit.new_files.push((out_level, f.meta.clone()));
         }
         let mut st = self.state();
-        let opened = if trivial { &[][..] } else { &new_files[..] };
-        st.vs
-            .log_and_apply(edit, opened, self.last_seq.load(Ordering::Acquire))?;
+        let seq = self.last_seq.load(Ordering::Acquire);
+        if trivial {
+            // Lost in a power failure, the move leaves the file where it was.
+            st.vs.log_and_apply_unsynced(edit, seq)?;
+        } else {
+            st.vs.log_and_apply(edit, &new_files, seq)?;
+        }
         let gone: HashSet<u64> = c.all_inputs().map(|f| f.number()).collect();
         if let Some(last) = c.inputs.iter().map(|f| f.largest_user_key()).max() {
             st.vs.pointers[c.level] = last.to_vec();

@@ -223,9 +223,32 @@ impl VersionSet {
     /// handles). The edit records the next-file bound and `last_sequence`.
     pub(crate) fn log_and_apply(
         &mut self,
+        edit: VersionEdit,
+        opened: &[Arc<FileHandle>],
+        last_sequence: u64,
+    ) -> Result<()> {
+        self.apply_edit(edit, opened, last_sequence, true)
+    }
+
+    /// [`log_and_apply`](Self::log_and_apply) without the MANIFEST fsync, for
+    /// an edit whose loss in a power failure leaves a correct store: a file
+    /// moved to another level (the store would find it at its old level,
+    /// with nothing deleted). The next synced edit makes it durable; until
+    /// then the move costs no wait on the device.
+    pub(crate) fn log_and_apply_unsynced(
+        &mut self,
+        edit: VersionEdit,
+        last_sequence: u64,
+    ) -> Result<()> {
+        self.apply_edit(edit, &[], last_sequence, false)
+    }
+
+    fn apply_edit(
+        &mut self,
         mut edit: VersionEdit,
         opened: &[Arc<FileHandle>],
         last_sequence: u64,
+        sync: bool,
     ) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(Error::Poisoned(format!(
@@ -274,7 +297,12 @@ impl VersionSet {
         v.pin_filters(self.filter_budget);
         v.sort();
 
-        if let Err(e) = manifest.append(&edit) {
+        let appended = if sync {
+            manifest.append(&edit)
+        } else {
+            manifest.append_unsynced(&edit)
+        };
+        if let Err(e) = appended {
             self.failed = Some(e.to_string());
             return Err(e);
         }

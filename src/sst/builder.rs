@@ -135,7 +135,7 @@ impl TableBuilder {
     /// A builder writing to `file` (an empty file opened for writing), which
     /// lives at `path` (used in error messages and the summary).
     pub fn new(file: File, path: impl Into<PathBuf>, opts: TableBuilderOptions) -> Self {
-        Self::with_file(crate::fs::real_writable(file), path, opts)
+        Self::with_file(crate::fs::real_writable(file, 0), path, opts)
     }
 
     /// A builder writing to `file`, a new file of a [`crate::fs::FileSystem`].
@@ -312,7 +312,14 @@ impl TableBuilder {
 
     /// Writes the last data block, the filter, index, properties and metaindex
     /// blocks and the footer, then fsyncs the file.
-    pub fn finish(mut self) -> Result<TableSummary> {
+    pub fn finish(self) -> Result<TableSummary> {
+        self.finish_unsynced()?.sync()
+    }
+
+    /// [`finish`](Self::finish) without the fsync: every byte is written,
+    /// none is known durable until [`UnsyncedTable::sync`]. Lets a caller
+    /// go on with other work (the next table) while another thread syncs.
+    pub fn finish_unsynced(mut self) -> Result<UnsyncedTable> {
         self.check_usable()?;
         self.flush_data_block()?;
 
@@ -418,15 +425,12 @@ impl TableBuilder {
             .write_all(&footer.encode(self.offset))
             .map_err(|e| Error::io(ctx(), e))?;
         self.offset += super::format::FOOTER_LEN as u64;
-        let mut file = self
+        let file = self
             .out
             .into_inner()
             .map_err(|e| Error::io(format!("write {}", self.path.display()), e.into_error()))?;
-        file.0
-            .sync_data()
-            .map_err(|e| Error::io(format!("fsync {}", self.path.display()), e))?;
 
-        Ok(TableSummary {
+        let summary = TableSummary {
             path: self.path,
             file_size: self.offset,
             entries: self.entries,
@@ -435,6 +439,33 @@ impl TableBuilder {
             filter_bytes: filter_size,
             index_bytes: props.index_size,
             properties: props,
+        };
+        Ok(UnsyncedTable {
+            file: file.0,
+            summary,
         })
+    }
+}
+
+/// A table whose bytes are all written but not yet synced
+/// ([`TableBuilder::finish_unsynced`]).
+#[derive(Debug)]
+pub struct UnsyncedTable {
+    file: Box<dyn WritableFile>,
+    summary: TableSummary,
+}
+
+impl UnsyncedTable {
+    /// Bytes written.
+    pub fn file_size(&self) -> u64 {
+        self.summary.file_size
+    }
+
+    /// Fsyncs the file; the table is then complete on disk.
+    pub fn sync(mut self) -> Result<TableSummary> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(format!("fsync {}", self.summary.path.display()), e))?;
+        Ok(self.summary)
     }
 }

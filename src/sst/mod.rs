@@ -26,7 +26,7 @@ pub mod properties;
 pub mod table;
 
 pub use crate::key::{InternalKey, ValueKind};
-pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
+pub use builder::{TableBuilder, TableBuilderOptions, TableSummary, UnsyncedTable};
 pub use cache::{BlockCache, CacheStats};
 pub use compression::Compression;
 pub use filter_block::FilterInfo;
