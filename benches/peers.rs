@@ -228,9 +228,32 @@ impl Engine for Bloomlsm {
     }
     fn load_notes(&self) -> Option<String> {
         let s = self.db.stats();
+        let mb = |b: u64| b as f64 / 1e6;
+        let levels: Vec<String> = s
+            .levels
+            .iter()
+            .filter(|l| l.writes != bloomlsm::LevelWrites::default())
+            .map(|l| {
+                let w = &l.writes;
+                format!(
+                    "\n    L{}: {} jobs wrote {:.0} MB (read {:.0} MB from above, {:.0} MB here), {} files moved in ({:.0} MB)",
+                    l.level,
+                    w.jobs,
+                    mb(w.bytes_written),
+                    mb(w.bytes_read_above),
+                    mb(w.bytes_read_here),
+                    w.files_moved,
+                    mb(w.bytes_moved)
+                )
+            })
+            .collect();
         Some(format!(
-            "{} flushes, {} compactions, {} write slowdowns, {} write stalls",
-            s.flushes, s.compactions, s.write_slowdowns, s.write_stalls
+            "{} flushes, {} compactions, {} write slowdowns, {} write stalls; per level:{}",
+            s.flushes,
+            s.compactions,
+            s.write_slowdowns,
+            s.write_stalls,
+            levels.concat()
         ))
     }
     fn reset_counters(&self) {
@@ -575,6 +598,24 @@ impl Engine for Rocks {
             })
             .sum();
         (user_bytes > 0 && written > 0).then(|| written as f64 / user_bytes as f64)
+    }
+    fn load_notes(&self) -> Option<String> {
+        // The level rows of RocksDB's own compaction stats (`rocksdb.stats`).
+        let stats = self.db.property_value("rocksdb.stats").ok()??;
+        let mut rows = Vec::new();
+        for line in stats.lines() {
+            let t = line.trim_start();
+            if t.starts_with("Level")
+                || (t.starts_with('L') && t[1..].starts_with(|c: char| c.is_ascii_digit()))
+                || t.starts_with("Sum")
+            {
+                rows.push(format!("\n    {}", line.trim_end()));
+            }
+            if t.starts_with("Sum") {
+                break;
+            }
+        }
+        Some(format!("compaction stats (GB):{}", rows.concat()))
     }
     fn reset_counters(&self) {
         // Tickers are off while timing; on for the counter pass only.

@@ -20,4 +20,4 @@ pub use db::{Db, DbIter, Snapshot, WriteBatch};
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
 pub use options::{Compression, CompressionOptions, FilterOptions, Options, ReadMode};
-pub use stats::{FileStats, IoCounters, LevelStats, Stats};
+pub use stats::{FileStats, IoCounters, LevelStats, LevelWrites, Stats};

@@ -249,6 +249,89 @@ pub struct LevelStats {
     /// files (a file moved down by a compaction takes its counts along) and
     /// of the files compacted away from it.
     pub io: IoCounters,
+    /// The flushes and compactions that wrote into this level since open.
+    pub writes: LevelWrites,
+}
+
+/// What flushes and compactions did to one level since the store opened
+/// (RocksDB's per-level compaction stats: `Rn`, `Rnp1`, `Write`, `Moved`):
+/// where the write amplification of a workload comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct LevelWrites {
+    /// Flushes (into L0) and compactions that wrote tables into this level.
+    pub jobs: u64,
+    /// Table bytes those jobs wrote.
+    pub bytes_written: u64,
+    /// Bytes of the input tables brought down from above: the level above,
+    /// or a higher one when a full compaction skips empty levels (for a
+    /// flush, none: its input is a memtable).
+    pub bytes_read_above: u64,
+    /// Bytes of this level's own tables merged with them and replaced.
+    pub bytes_read_here: u64,
+    /// Files moved into this level from above, nothing rewritten.
+    pub files_moved: u64,
+    /// Their bytes.
+    pub bytes_moved: u64,
+}
+
+impl LevelWrites {
+    /// Bytes written per byte brought down from above (RocksDB's per-level
+    /// `W-Amp`, `Write / Rn`); `None` before any.
+    pub fn amplification(&self) -> Option<f64> {
+        (self.bytes_read_above > 0)
+            .then(|| self.bytes_written as f64 / self.bytes_read_above as f64)
+    }
+
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &LevelWrites) {
+        self.jobs += other.jobs;
+        self.bytes_written += other.bytes_written;
+        self.bytes_read_above += other.bytes_read_above;
+        self.bytes_read_here += other.bytes_read_here;
+        self.files_moved += other.files_moved;
+        self.bytes_moved += other.bytes_moved;
+    }
+}
+
+/// [`LevelWrites`] of one level, added to by the thread that runs the job.
+#[derive(Debug, Default)]
+pub(crate) struct AtomicLevelWrites {
+    jobs: AtomicU64,
+    bytes_written: AtomicU64,
+    bytes_read_above: AtomicU64,
+    bytes_read_here: AtomicU64,
+    files_moved: AtomicU64,
+    bytes_moved: AtomicU64,
+}
+
+impl AtomicLevelWrites {
+    pub(crate) fn add(&self, w: &LevelWrites) {
+        let pairs = [
+            (&self.jobs, w.jobs),
+            (&self.bytes_written, w.bytes_written),
+            (&self.bytes_read_above, w.bytes_read_above),
+            (&self.bytes_read_here, w.bytes_read_here),
+            (&self.files_moved, w.files_moved),
+            (&self.bytes_moved, w.bytes_moved),
+        ];
+        for (a, v) in pairs {
+            if v > 0 {
+                a.fetch_add(v, Relaxed);
+            }
+        }
+    }
+
+    pub(crate) fn load(&self) -> LevelWrites {
+        LevelWrites {
+            jobs: self.jobs.load(Relaxed),
+            bytes_written: self.bytes_written.load(Relaxed),
+            bytes_read_above: self.bytes_read_above.load(Relaxed),
+            bytes_read_here: self.bytes_read_here.load(Relaxed),
+            files_moved: self.files_moved.load(Relaxed),
+            bytes_moved: self.bytes_moved.load(Relaxed),
+        }
+    }
 }
 
 impl LevelStats {
@@ -500,7 +583,21 @@ impl fmt::Display for LevelStats {
                 self.predicted_fpr * 100.0
             )?;
         }
-        write!(f, "; lookups: {}", self.io)
+        write!(f, "; lookups: {}", self.io)?;
+        let w = &self.writes;
+        if w.jobs > 0 || w.files_moved > 0 {
+            write!(
+                f,
+                "; written: {} in {} jobs (read {} from above, {} here), {} moved in ({} files)",
+                Size(w.bytes_written),
+                w.jobs,
+                Size(w.bytes_read_above),
+                Size(w.bytes_read_here),
+                Size(w.bytes_moved),
+                w.files_moved
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -547,7 +644,9 @@ impl fmt::Display for Stats {
                 self.wal_tail_bytes_dropped, self.wal_records_salvaged
             )?;
         }
-        let active = |l: &&LevelStats| l.files > 0 || l.io != IoCounters::default();
+        let active = |l: &&LevelStats| {
+            l.files > 0 || l.io != IoCounters::default() || l.writes != LevelWrites::default()
+        };
         for l in self.levels.iter().filter(active) {
             writeln!(f, "{l}")?;
         }

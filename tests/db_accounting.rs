@@ -331,3 +331,55 @@ fn write_counters_equal_user_bytes_and_the_files_written() {
     db.reset_stats();
     assert_eq!(db.stats().write_amplification(), Some(wa));
 }
+
+#[test]
+fn per_level_writes_add_up_to_the_totals_and_to_each_levels_bytes() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
+    let mut rng = SplitMix64::new(7);
+    for _ in 0..6 {
+        for _ in 0..1500 {
+            let i = rng.next_u64() % 20_000;
+            db.put(key(i), format!("value-{i:08}")).unwrap();
+        }
+        db.flush().unwrap();
+        db.maintain().unwrap();
+    }
+    let s = db.stats();
+    let w: Vec<_> = s.levels.iter().map(|l| l.writes).collect();
+    assert!(s.levels.len() >= 4 && s.levels[3].files > 0, "{s}");
+    // L0 is written by flushes only; the levels below by compactions.
+    assert_eq!(
+        (w[0].jobs, w[0].bytes_written),
+        (s.flushes, s.bytes_flushed)
+    );
+    assert_eq!(w[0].bytes_read_above + w[0].files_moved, 0);
+    let compacted: u64 = w[1..].iter().map(|x| x.bytes_written).sum();
+    assert_eq!(compacted, s.bytes_compacted);
+    let jobs: u64 = w[1..].iter().map(|x| x.jobs + x.files_moved).sum();
+    assert_eq!(jobs, s.compactions);
+    assert!(
+        w.iter().any(|x| x.files_moved > 0),
+        "some file was moved: {s}"
+    );
+    // Each level holds what came in (written or moved) less what was merged
+    // away here or taken down to the next level (maintain compacts each
+    // level into the one below it).
+    for l in 0..s.levels.len() {
+        let below = w.get(l + 1).copied().unwrap_or_default();
+        let held = w[l].bytes_written + w[l].bytes_moved
+            - w[l].bytes_read_here
+            - below.bytes_read_above
+            - below.bytes_moved;
+        assert_eq!(held, level_bytes(&db, l), "L{l}: {s}");
+    }
+    assert_eq!(
+        w[1].amplification(),
+        Some(w[1].bytes_written as f64 / w[1].bytes_read_above as f64)
+    );
+    assert_eq!(w[0].amplification(), None, "a flush reads no table");
+    // Since open, like the totals: a reset of the lookup counters keeps them.
+    db.reset_stats();
+    assert_eq!(db.stats().levels[1].writes, w[1]);
+    assert!(s.to_string().contains("moved in"), "{s}");
+}

@@ -177,18 +177,29 @@ pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<
         return None;
     }
     let output = if level == 0 { shape.base } else { level + 1 };
-    Some(whole_or_next(v, level, output, pointers, false))
+    // LevelDB's and RocksDB's bound on a compaction grown by expansion.
+    let expand_limit = opts.target_file_size.saturating_mul(25);
+    Some(whole_or_next(
+        v,
+        level,
+        output,
+        pointers,
+        false,
+        expand_limit,
+    ))
 }
 
 /// A compaction of `level` into `output` (> `level`): every file (L0, or
-/// `all`) or the next file after the level's round-robin pointer, with the
-/// files of `output` they overlap. The levels between the two must be empty.
+/// `all`) or the next file after the level's round-robin pointer (grown by
+/// [`expand_inputs`] up to `expand_limit` bytes), with the files of `output`
+/// they overlap. The levels between the two must be empty.
 pub(crate) fn whole_or_next(
     v: &Version,
     level: usize,
     output: usize,
     pointers: &[Vec<u8>],
     all: bool,
+    expand_limit: u64,
 ) -> Compaction {
     debug_assert!(output > level && output < v.levels.len());
     debug_assert!((level + 1..output).all(|l| v.levels[l].is_empty()));
@@ -210,12 +221,54 @@ pub(crate) fn whole_or_next(
         (Some(lo), Some(hi)) => v.overlapping(output, Some(lo), Some(hi)),
         _ => Vec::new(),
     };
+    let inputs = if level > 0 && !all {
+        expand_inputs(v, level, output, inputs, &next_inputs, expand_limit)
+    } else {
+        inputs
+    };
     Compaction {
         level,
         inputs,
         next_inputs,
         output_level: output,
     }
+}
+
+/// LevelDB's input expansion: the files of `level` that lie inside the key
+/// range of `inputs` and `next_inputs` (the output level's files they
+/// overlap) join the compaction when that brings in no further file of the
+/// output level and keeps the whole under `limit` bytes. Where `level` is
+/// denser than the level below — after an L0 merge has filled L1 far past its
+/// target — one output file's range holds several of its files, and merging
+/// them together rewrites that output file once instead of once per file.
+fn expand_inputs(
+    v: &Version,
+    level: usize,
+    output: usize,
+    inputs: Vec<Arc<FileHandle>>,
+    next_inputs: &[Arc<FileHandle>],
+    limit: u64,
+) -> Vec<Arc<FileHandle>> {
+    if next_inputs.is_empty() {
+        return inputs;
+    }
+    let all = inputs.iter().chain(next_inputs);
+    let lo = all.clone().map(|f| f.smallest_user_key()).min();
+    let hi = all.map(|f| f.largest_user_key()).max();
+    let expanded = v.overlapping(level, lo, hi);
+    if expanded.len() <= inputs.len() {
+        return inputs;
+    }
+    let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| f.meta.file_size).sum::<u64>();
+    if bytes(&expanded) + bytes(next_inputs) > limit {
+        return inputs;
+    }
+    let elo = expanded.iter().map(|f| f.smallest_user_key()).min();
+    let ehi = expanded.iter().map(|f| f.largest_user_key()).max();
+    if v.overlapping(output, elo, ehi).len() != next_inputs.len() {
+        return inputs;
+    }
+    expanded
 }
 
 /// Which versions a flush or compaction keeps, given the live snapshots'
@@ -743,6 +796,68 @@ mod tests {
             assert!(e.to_string().contains("fsync"), "sync {nth}: {e}");
             fs.disarm();
         }
+    }
+
+    /// A table of the two keys `lo` and `hi`, numbered `number`, in `dir`.
+    fn table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<FileHandle> {
+        let entries = [lo, hi].map(|k| {
+            let k = key::make_internal_key(k.as_bytes(), 1, ValueKind::Value);
+            Ok((Bytes::from(k), Bytes::from(vec![1u8; 1000])))
+        });
+        let out = write_outputs(
+            dir,
+            &Options::default(),
+            entries.into_iter(),
+            None,
+            crate::sst::Compression::None,
+            &Numbers(AtomicU64::new(number)),
+            &Retention::new(Vec::new()),
+            &|_| false,
+            &[],
+            None,
+        )
+        .unwrap();
+        out.files[0].clone()
+    }
+
+    #[test]
+    fn inputs_expand_within_the_output_files_they_meet_and_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // L2 holds a..h (numbered `l2`) and i..z (`l2 + 1`).
+        let version = |l1: &[(u64, &str, &str)], l2: u64| {
+            let mut v = Version::empty(4);
+            for &(n, lo, hi) in l1 {
+                v.levels[1].push(table(d, n, lo, hi));
+            }
+            v.levels[2].push(table(d, l2, "a", "h"));
+            v.levels[2].push(table(d, l2 + 1, "i", "z"));
+            v.sort();
+            v
+        };
+        let numbers = |c: &Compaction| -> (Vec<u64>, Vec<u64>) {
+            (
+                c.inputs.iter().map(|f| f.number()).collect(),
+                c.next_inputs.iter().map(|f| f.number()).collect(),
+            )
+        };
+        // Pointer past "c": the round-robin pick is file 2 (d..e), inside L2's
+        // a..h with files 1 and 3, which join it; file 4 (m..n) does not.
+        let v = version(
+            &[(1, "b", "c"), (2, "d", "e"), (3, "f", "g"), (4, "m", "n")],
+            10,
+        );
+        let pointers = vec![Vec::new(), b"c".to_vec(), Vec::new(), Vec::new()];
+        let c = whole_or_next(&v, 1, 2, &pointers, false, u64::MAX);
+        assert_eq!(numbers(&c), (vec![1, 2, 3], vec![10]));
+        // Over the byte limit, no expansion.
+        let c = whole_or_next(&v, 1, 2, &pointers, false, 1);
+        assert_eq!(numbers(&c), (vec![2], vec![10]));
+        // A neighbour that reaches into L2's next file stays out, and so does
+        // everything past it.
+        let v = version(&[(21, "b", "c"), (22, "d", "e"), (23, "g", "j")], 30);
+        let c = whole_or_next(&v, 1, 2, &pointers, false, u64::MAX);
+        assert_eq!(numbers(&c), (vec![22], vec![30]));
     }
 
     fn starts(cuts: &[&[u8]]) -> Vec<Vec<u8>> {

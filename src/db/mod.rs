@@ -46,7 +46,7 @@ use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
 use crate::options::{Options, ReadMode};
 use crate::sst::BlockCache;
-use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Stats};
+use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, LevelWrites, Stats};
 use compaction::{Compaction, FileNumbers, Retention};
 use iter::View;
 use snapshot::SnapshotList;
@@ -99,6 +99,8 @@ struct Inner {
     gets: GetCounters,
     /// Counts of files that compactions removed, per level they left.
     retired_io: Vec<AtomicIo>,
+    /// What flushes and compactions wrote into each level since open.
+    level_writes: Vec<crate::stats::AtomicLevelWrites>,
     flushes: AtomicU64,
     compactions: AtomicU64,
     /// Keys + values of the ops acknowledged by `Db::write` since open.
@@ -273,6 +275,7 @@ impl Db {
             work: Mutex::new(()),
             gets: GetCounters::default(),
             retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
+            level_writes: (0..levels).map(|_| Default::default()).collect(),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             user_bytes_written: AtomicU64::new(0),
@@ -1595,6 +1598,11 @@ impl Inner {
         for fh in &opened {
             self.bytes_flushed
                 .fetch_add(fh.meta.file_size, Ordering::Relaxed);
+            self.level_writes[0].add(&LevelWrites {
+                jobs: 1,
+                bytes_written: fh.meta.file_size,
+                ..LevelWrites::default()
+            });
         }
         let mem_now = self.super_version().mem.clone();
         self.install(&st, mem_now);
@@ -1658,7 +1666,7 @@ impl Inner {
                     .find(|&l| !v.levels[l].is_empty())
                     .unwrap_or(target);
                 (
-                    compaction::whole_or_next(v, level, output, &st.vs.pointers, true),
+                    compaction::whole_or_next(v, level, output, &st.vs.pointers, true, 0),
                     v.clone(),
                 )
             };
@@ -1748,6 +1756,22 @@ impl Inner {
         self.install(&st, mem_now);
         drop(st);
         self.compactions.fetch_add(1, Ordering::Relaxed);
+        let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| f.meta.file_size).sum::<u64>();
+        self.level_writes[out_level].add(&if trivial {
+            LevelWrites {
+                files_moved: 1,
+                bytes_moved: bytes(&c.inputs),
+                ..LevelWrites::default()
+            }
+        } else {
+            LevelWrites {
+                jobs: 1,
+                bytes_written: bytes(&new_files),
+                bytes_read_above: bytes(&c.inputs),
+                bytes_read_here: bytes(&c.next_inputs),
+                ..LevelWrites::default()
+            }
+        });
         if !trivial {
             // Readers holding an older version keep their open descriptors.
             for n in gone {
@@ -1790,6 +1814,7 @@ impl Inner {
                 level,
                 files: files.len(),
                 io: self.retired_io[level].load(),
+                writes: self.level_writes[level].load(),
                 ..LevelStats::default()
             };
             let mut weighted = 0.0;
