@@ -343,30 +343,29 @@ pub(crate) fn write_outputs(
     // millisecond of waiting on the device that the merge would otherwise
     // spend idle. Started with the second table, so a flush (one table)
     // runs no thread.
+    let spec = TableSpec {
+        dir,
+        opts,
+        policy,
+        compression,
+        numbers,
+        retention,
+        drop_tombstone,
+        cuts,
+    };
     std::thread::scope(|scope| {
         let mut syncer: Option<Syncer<'_>> = None;
-        let written = write_tables(
-            opts,
-            dir,
-            merge,
-            policy,
-            compression,
-            numbers,
-            retention,
-            drop_tombstone,
-            cuts,
-            |t| {
-                let s = match &mut syncer {
-                    Some(s) => s,
-                    None => syncer.insert(Syncer::start(scope, &cache, opts)?),
-                };
-                // A closed channel means the syncer failed: its error is
-                // reported when it is joined below.
-                s.queue
-                    .send(t)
-                    .map_err(|_| Error::Poisoned("table syncer stopped".into()))
-            },
-        );
+        let written = write_tables(&spec, merge, |t| {
+            let s = match &mut syncer {
+                Some(s) => s,
+                None => syncer.insert(Syncer::start(scope, &cache, opts)?),
+            };
+            // A closed channel means the syncer failed: its error is
+            // reported when it is joined below.
+            s.queue
+                .send(t)
+                .map_err(|_| Error::Poisoned("table syncer stopped".into()))
+        });
         let last = written.and_then(|(bytes, last)| {
             last.map(|t| {
                 t.sync()
@@ -421,21 +420,26 @@ impl<'scope> Syncer<'scope> {
     }
 }
 
-/// The merge loop of [`write_outputs`]: hands each finished table but the
-/// last to `done`, and returns the bytes of all tables and the last one.
-#[allow(clippy::too_many_arguments)]
-fn write_tables(
-    opts: &Options,
-    dir: &Path,
-    merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
+/// What [`write_tables`] writes with: [`write_outputs`]'s arguments.
+struct TableSpec<'a> {
+    dir: &'a Path,
+    opts: &'a Options,
     policy: Option<FilterPolicy>,
     compression: crate::sst::Compression,
-    numbers: &(dyn FileNumbers + Sync),
-    retention: &Retention,
-    drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
-    cuts: &[&[u8]],
+    numbers: &'a (dyn FileNumbers + Sync),
+    retention: &'a Retention,
+    drop_tombstone: &'a (dyn Fn(&[u8]) -> bool + Sync),
+    cuts: &'a [&'a [u8]],
+}
+
+/// The merge loop of [`write_outputs`]: hands each finished table but the
+/// last to `done`, and returns the bytes of all tables and the last one.
+fn write_tables(
+    spec: &TableSpec<'_>,
+    merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
     mut done: impl FnMut(crate::sst::UnsyncedTable) -> Result<()>,
 ) -> Result<(u64, Option<crate::sst::UnsyncedTable>)> {
+    let (opts, cuts) = (spec.opts, spec.cuts);
     let mut bytes_written = 0u64;
     // The first of `cuts` not yet passed, and how many the current file spans.
     let mut next_cut = 0;
@@ -455,7 +459,7 @@ fn write_tables(
         let parsed = key::parse(&ikey).ok_or_else(|| {
             Error::corruption("<compaction>", 0, "malformed internal key in input")
         })?;
-        let stripe = retention.stripe(parsed.seq);
+        let stripe = spec.retention.stripe(parsed.seq);
         let new_key = last_stripe.is_none() || last_user_key != parsed.user_key;
         if !new_key && last_stripe == Some(stripe) {
             continue; // a newer version is seen by every reader that sees this one
@@ -465,7 +469,10 @@ fn write_tables(
             last_user_key.extend_from_slice(parsed.user_key);
         }
         last_stripe = Some(stripe);
-        if parsed.kind == ValueKind::Deletion && stripe == 0 && drop_tombstone(parsed.user_key) {
+        if parsed.kind == ValueKind::Deletion
+            && stripe == 0
+            && (spec.drop_tombstone)(parsed.user_key)
+        {
             continue;
         }
         // Files are cut between user keys only: the files of a level ≥ 1 must
@@ -493,8 +500,8 @@ fn write_tables(
         let b = match &mut builder {
             Some(b) => b,
             None => {
-                let number = numbers.next_file_number()?;
-                let path = filename::table_file(dir, number);
+                let number = spec.numbers.next_file_number()?;
+                let path = filename::table_file(spec.dir, number);
                 let file = opts
                     .fs
                     .create_new(&path)
@@ -505,8 +512,8 @@ fn write_tables(
                     TableBuilderOptions {
                         block_size: opts.block_size,
                         checksum: opts.checksum,
-                        filter: policy,
-                        compression,
+                        filter: spec.policy,
+                        compression: spec.compression,
                         key_format: KeyFormat::Internal,
                         filter_partition_bytes: opts.filter_partition_bytes,
                         ..TableBuilderOptions::default()
@@ -693,42 +700,15 @@ mod tests {
         }
     }
 
-    /// The user key each output file starts with and its size, for 3,000
-    /// entries of ~120 bytes written with `cuts` and 64 KiB files.
-    fn files(cuts: &[&[u8]]) -> Vec<(Vec<u8>, u64)> {
-        let dir = tempfile::tempdir().unwrap();
+    /// Writes 3,000 entries of ~120 bytes as 64 KiB files on `fs`, with `cuts`.
+    fn write_3000(
+        dir: &Path,
+        fs: Arc<dyn crate::fs::FileSystem>,
+        cuts: &[&[u8]],
+    ) -> Result<Outputs> {
         let opts = Options {
             target_file_size: 64 << 10,
-            ..Options::default()
-        };
-        let entries = (0..3000).map(|i| {
-            let k = key::make_internal_key(format!("k{i:06}").as_bytes(), 1, ValueKind::Value);
-            Ok((Bytes::from(k), Bytes::from(vec![7u8; 100])))
-        });
-        let out = write_outputs(
-            dir.path(),
-            &opts,
-            entries,
-            None,
-            crate::sst::Compression::None,
-            &Numbers(AtomicU64::new(1)),
-            &Retention::new(Vec::new()),
-            &|_| false,
-            cuts,
-            None,
-        )
-        .unwrap();
-        out.files
-            .iter()
-            .map(|f| (f.smallest_user_key().to_vec(), f.meta.file_size))
-            .collect()
-    }
-
-    /// Writes 3,000 entries of ~120 bytes as 64 KiB files on `fs`.
-    fn write_on(fs: &crate::fs::fault::FaultFs, dir: &Path) -> Result<Outputs> {
-        let opts = Options {
-            target_file_size: 64 << 10,
-            fs: Arc::new(fs.clone()),
+            fs,
             ..Options::default()
         };
         let entries = (0..3000).map(|i| {
@@ -744,9 +724,24 @@ mod tests {
             &Numbers(AtomicU64::new(1)),
             &Retention::new(Vec::new()),
             &|_| false,
-            &[],
+            cuts,
             None,
         )
+    }
+
+    /// The user key each output file starts with and its size, for
+    /// [`write_3000`] with `cuts`.
+    fn files(cuts: &[&[u8]]) -> Vec<(Vec<u8>, u64)> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = write_3000(dir.path(), crate::fs::RealFs::shared(), cuts).unwrap();
+        out.files
+            .iter()
+            .map(|f| (f.smallest_user_key().to_vec(), f.meta.file_size))
+            .collect()
+    }
+
+    fn write_on(fs: &crate::fs::fault::FaultFs, dir: &Path) -> Result<Outputs> {
+        write_3000(dir, Arc::new(fs.clone()), &[])
     }
 
     #[test]
