@@ -294,46 +294,6 @@ impl LevelWrites {
     }
 }
 
-/// [`LevelWrites`] of one level, added to by the thread that runs the job.
-#[derive(Debug, Default)]
-pub(crate) struct AtomicLevelWrites {
-    jobs: AtomicU64,
-    bytes_written: AtomicU64,
-    bytes_read_above: AtomicU64,
-    bytes_read_here: AtomicU64,
-    files_moved: AtomicU64,
-    bytes_moved: AtomicU64,
-}
-
-impl AtomicLevelWrites {
-    pub(crate) fn add(&self, w: &LevelWrites) {
-        let pairs = [
-            (&self.jobs, w.jobs),
-            (&self.bytes_written, w.bytes_written),
-            (&self.bytes_read_above, w.bytes_read_above),
-            (&self.bytes_read_here, w.bytes_read_here),
-            (&self.files_moved, w.files_moved),
-            (&self.bytes_moved, w.bytes_moved),
-        ];
-        for (a, v) in pairs {
-            if v > 0 {
-                a.fetch_add(v, Relaxed);
-            }
-        }
-    }
-
-    pub(crate) fn load(&self) -> LevelWrites {
-        LevelWrites {
-            jobs: self.jobs.load(Relaxed),
-            bytes_written: self.bytes_written.load(Relaxed),
-            bytes_read_above: self.bytes_read_above.load(Relaxed),
-            bytes_read_here: self.bytes_read_here.load(Relaxed),
-            files_moved: self.files_moved.load(Relaxed),
-            bytes_moved: self.bytes_moved.load(Relaxed),
-        }
-    }
-}
-
 impl LevelStats {
     /// Filter bits per filtered key.
     pub fn filter_bits_per_key(&self) -> f64 {

@@ -99,8 +99,9 @@ struct Inner {
     gets: GetCounters,
     /// Counts of files that compactions removed, per level they left.
     retired_io: Vec<AtomicIo>,
-    /// What flushes and compactions wrote into each level since open.
-    level_writes: Vec<crate::stats::AtomicLevelWrites>,
+    /// What flushes and compactions wrote into each level since open
+    /// (added to once per job: a lock is simpler than a set of atomics).
+    level_writes: Mutex<Vec<LevelWrites>>,
     flushes: AtomicU64,
     compactions: AtomicU64,
     /// Keys + values of the ops acknowledged by `Db::write` since open.
@@ -275,7 +276,7 @@ impl Db {
             work: Mutex::new(()),
             gets: GetCounters::default(),
             retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
-            level_writes: (0..levels).map(|_| Default::default()).collect(),
+            level_writes: Mutex::new(vec![LevelWrites::default(); levels]),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             user_bytes_written: AtomicU64::new(0),
@@ -1598,11 +1599,14 @@ impl Inner {
         for fh in &opened {
             self.bytes_flushed
                 .fetch_add(fh.meta.file_size, Ordering::Relaxed);
-            self.level_writes[0].add(&LevelWrites {
-                jobs: 1,
-                bytes_written: fh.meta.file_size,
-                ..LevelWrites::default()
-            });
+            self.add_level_writes(
+                0,
+                &LevelWrites {
+                    jobs: 1,
+                    bytes_written: fh.meta.file_size,
+                    ..LevelWrites::default()
+                },
+            );
         }
         let mem_now = self.super_version().mem.clone();
         self.install(&st, mem_now);
@@ -1757,21 +1761,24 @@ impl Inner {
         drop(st);
         self.compactions.fetch_add(1, Ordering::Relaxed);
         let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| f.meta.file_size).sum::<u64>();
-        self.level_writes[out_level].add(&if trivial {
-            LevelWrites {
-                files_moved: 1,
-                bytes_moved: bytes(&c.inputs),
-                ..LevelWrites::default()
-            }
-        } else {
-            LevelWrites {
-                jobs: 1,
-                bytes_written: bytes(&new_files),
-                bytes_read_above: bytes(&c.inputs),
-                bytes_read_here: bytes(&c.next_inputs),
-                ..LevelWrites::default()
-            }
-        });
+        self.add_level_writes(
+            out_level,
+            &if trivial {
+                LevelWrites {
+                    files_moved: 1,
+                    bytes_moved: bytes(&c.inputs),
+                    ..LevelWrites::default()
+                }
+            } else {
+                LevelWrites {
+                    jobs: 1,
+                    bytes_written: bytes(&new_files),
+                    bytes_read_above: bytes(&c.inputs),
+                    bytes_read_here: bytes(&c.next_inputs),
+                    ..LevelWrites::default()
+                }
+            },
+        );
         if !trivial {
             // Readers holding an older version keep their open descriptors.
             for n in gone {
@@ -1779,6 +1786,10 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    fn add_level_writes(&self, level: usize, w: &LevelWrites) {
+        self.level_writes.lock().unwrap_or_else(|p| p.into_inner())[level].add(w);
     }
 
     fn stats(&self) -> Stats {
@@ -1809,12 +1820,17 @@ impl Inner {
             ..Stats::default()
         };
         s.base_level = compaction::shape(&sv.version, &self.opts).base;
+        let writes = self
+            .level_writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         for (level, files) in sv.version.levels.iter().enumerate() {
             let mut l = LevelStats {
                 level,
                 files: files.len(),
                 io: self.retired_io[level].load(),
-                writes: self.level_writes[level].load(),
+                writes: writes[level],
                 ..LevelStats::default()
             };
             let mut weighted = 0.0;
