@@ -2,6 +2,8 @@
 //! the manifest and background compaction. See `docs/design.md` for the read,
 //! write and compaction paths and the durability promises.
 
+#[cfg(test)]
+mod background_tests;
 pub mod batch;
 pub(crate) mod compaction;
 #[cfg(test)]
@@ -64,10 +66,21 @@ const MAX_IMMUTABLE: usize = 2;
 /// scoped threads); reads never wait for flushes or compactions.
 pub struct Db {
     inner: Arc<Inner>,
-    bg: Mutex<Option<JoinHandle<()>>>,
+    /// The flush thread and, with `background_compaction`, the compaction
+    /// thread (none when open read-only).
+    bg: Mutex<Vec<JoinHandle<()>>>,
     /// The directory lock (`None` when open read-only), released by
     /// [`Db::close`]: snapshots and iterators may keep `inner` alive longer.
     lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+/// The work of a background thread.
+#[derive(Clone, Copy)]
+enum Job {
+    /// Flushes frozen memtables, oldest first.
+    Flush,
+    /// Runs due compactions (only with `background_compaction`).
+    Compaction,
 }
 
 /// What readers see: the memtables and the file set, swapped atomically.
@@ -94,8 +107,14 @@ struct Inner {
     cv: Condvar,
     sv: RwLock<Arc<SuperVersion>>,
     last_seq: AtomicU64,
-    /// Held by whoever runs a flush or compaction.
-    work: Mutex<()>,
+    /// Held by whoever runs a flush. Flushes and compactions run at once
+    /// (RocksDB's flush and compaction pools): a flush only adds an L0 file
+    /// newer than any compaction input, and a compaction only removes its
+    /// own inputs, so each edit applies to whatever version is current.
+    flush_work: Mutex<()>,
+    /// Held by whoever runs a compaction (one at a time: they pick from the
+    /// current version and do not track each other's inputs).
+    compact_work: Mutex<()>,
     gets: GetCounters,
     /// Counts of files that compactions removed, per level they left.
     retired_io: Vec<AtomicIo>,
@@ -273,7 +292,8 @@ impl Db {
                 version,
             })),
             last_seq: AtomicU64::new(o.last_sequence),
-            work: Mutex::new(()),
+            flush_work: Mutex::new(()),
+            compact_work: Mutex::new(()),
             gets: GetCounters::default(),
             retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
             level_writes: Mutex::new(vec![LevelWrites::default(); levels]),
@@ -290,17 +310,30 @@ impl Db {
             snapshots: SnapshotList::default(),
             opts,
         });
-        let bg = if writable {
-            let bg_inner = inner.clone();
-            Some(
+        let mut bg = Vec::new();
+        if writable {
+            let spawn = |name: &str, job: Job| {
+                let bg_inner = inner.clone();
                 std::thread::Builder::new()
-                    .name("bloomlsm-bg".into())
-                    .spawn(move || bg_inner.background_loop())
-                    .map_err(|e| Error::io("spawn background thread", e))?,
-            )
-        } else {
-            None
-        };
+                    .name(name.into())
+                    .spawn(move || bg_inner.background_loop(job))
+                    .map_err(|e| Error::io(format!("spawn the {name} thread"), e))
+            };
+            bg.push(spawn("bloomlsm-flush", Job::Flush)?);
+            if inner.opts.background_compaction {
+                match spawn("bloomlsm-compact", Job::Compaction) {
+                    Ok(h) => bg.push(h),
+                    Err(e) => {
+                        inner.state().shutting_down = true;
+                        inner.cv.notify_all();
+                        for h in bg {
+                            let _ = h.join();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
         let db = Db {
             inner,
             bg: Mutex::new(bg),
@@ -736,7 +769,8 @@ impl Db {
         }
         inner.state().shutting_down = true;
         inner.cv.notify_all();
-        if let Some(h) = self.bg.lock().ok().and_then(|mut g| g.take()) {
+        let threads = self.bg.lock().map(|mut g| std::mem::take(&mut *g));
+        for h in threads.unwrap_or_default() {
             let _ = h.join();
         }
         let sync = inner
@@ -1516,7 +1550,9 @@ impl Inner {
         }
     }
 
-    fn background_loop(&self) {
+    /// A background thread: runs `job` whenever it has work, until shutdown.
+    /// After an error (which poisons the store) it only waits for shutdown.
+    fn background_loop(&self, job: Job) {
         loop {
             {
                 let mut st = self.state();
@@ -1524,7 +1560,7 @@ impl Inner {
                     if st.shutting_down {
                         return;
                     }
-                    if st.bg_error.is_none() && (!st.imm.is_empty() || self.compaction_due(&st)) {
+                    if st.bg_error.is_none() && self.has_work(&st, job) {
                         break;
                     }
                     st = self
@@ -1534,17 +1570,22 @@ impl Inner {
                         .0;
                 }
             }
-            let r = self.flush_one().and_then(|flushed| {
-                if flushed || !self.opts.background_compaction {
-                    Ok(())
-                } else {
-                    self.compact_once().map(|_| ())
-                }
-            });
+            let r = match job {
+                Job::Flush => self.flush_one(),
+                Job::Compaction => self.compact_once(),
+            };
             if let Err(e) = r {
                 self.state().bg_error.get_or_insert_with(|| e.to_string());
             }
+            // Writers may wait for room; the other thread may have work now.
             self.cv.notify_all();
+        }
+    }
+
+    fn has_work(&self, st: &State, job: Job) -> bool {
+        match job {
+            Job::Flush => !st.imm.is_empty(),
+            Job::Compaction => self.compaction_due(st),
         }
     }
 
@@ -1557,7 +1598,7 @@ impl Inner {
 
     /// Flushes the oldest frozen memtable, if any. Returns whether it did.
     fn flush_one(&self) -> Result<bool> {
-        let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        let _work = self.flush_work.lock().unwrap_or_else(|p| p.into_inner());
         // Poisoned before the work lock is released: no other flush or
         // compaction runs on a half-failed state.
         self.flush_one_locked()
@@ -1620,7 +1661,7 @@ impl Inner {
 
     /// Runs one picked compaction, if any is due. Returns whether it did.
     fn compact_once(&self) -> Result<bool> {
-        let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
         // Poisoned before the work lock is released: no other flush or
         // compaction runs on a half-failed state.
         self.compact_once_locked()
@@ -1645,7 +1686,7 @@ impl Inner {
     /// fixed level sizes that is at least L1; with dynamic sizes, when only L0
     /// holds data, the base level (the last level while the store is small).
     fn compact_all(&self) -> Result<()> {
-        let _work = self.work.lock().unwrap_or_else(|p| p.into_inner());
+        let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
         self.compact_all_locked()
             .inspect_err(|e| self.poison("compaction", e))
     }
