@@ -52,6 +52,8 @@ pub(crate) enum Source {
         /// Bound for the first file opened.
         start: Option<Bytes>,
         current: Option<Box<Source>>,
+        /// Files are read as a compaction reads them ([`Source::table`]).
+        sequential: bool,
     },
 }
 
@@ -76,9 +78,11 @@ impl Source {
         }
     }
 
-    /// One table from internal key `start` (or the beginning), forward.
+    /// One table from internal key `start` (or the beginning), forward, as
+    /// a compaction reads it: in large chunks, past the block cache
+    /// ([`TableIter::sequential`]).
     pub(crate) fn table(table: Arc<Table>, start: Option<&[u8]>) -> Self {
-        Source::Table(TableIter::new(table, start))
+        Source::Table(TableIter::sequential(table, start))
     }
 
     /// One table from internal key `start` (included) in direction `dir`.
@@ -90,9 +94,9 @@ impl Source {
     }
 
     /// The disjoint, sorted `files` of one level, from internal key `start`,
-    /// forward.
+    /// forward, each read as [`Source::table`] reads it (a compaction's input).
     pub(crate) fn level(files: Vec<Arc<FileHandle>>, start: Option<Bytes>) -> Self {
-        Source::level_dir(files, start, Direction::Forward)
+        Source::level_with(files, start, Direction::Forward, true)
     }
 
     /// The disjoint, sorted `files` of one level, from internal key `start`
@@ -102,6 +106,15 @@ impl Source {
         files: Vec<Arc<FileHandle>>,
         start: Option<Bytes>,
         dir: Direction,
+    ) -> Self {
+        Source::level_with(files, start, dir, false)
+    }
+
+    fn level_with(
+        files: Vec<Arc<FileHandle>>,
+        start: Option<Bytes>,
+        dir: Direction,
+        sequential: bool,
     ) -> Self {
         let files = match &start {
             Some(s) => {
@@ -121,6 +134,7 @@ impl Source {
             dir,
             start,
             current: None,
+            sequential,
         }
     }
 
@@ -168,6 +182,7 @@ impl Source {
                 dir,
                 start,
                 current,
+                sequential,
             } => loop {
                 if let Some(it) = current {
                     match it.next() {
@@ -180,11 +195,11 @@ impl Source {
                     Direction::Reverse => files.pop_back()?,
                 };
                 let from = start.take();
-                *current = Some(Box::new(Source::table_dir(
-                    f.table.clone(),
-                    from.as_deref(),
-                    *dir,
-                )));
+                *current = Some(Box::new(if *sequential {
+                    Source::table(f.table.clone(), from.as_deref())
+                } else {
+                    Source::table_dir(f.table.clone(), from.as_deref(), *dir)
+                }));
             },
         }
     }
