@@ -573,6 +573,37 @@ pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
     }
 }
 
+/// A table of the two user keys `lo` and `hi` (1,000-byte values), numbered
+/// `number`, in `dir`: a file for tests of levels and versions.
+#[cfg(test)]
+pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<FileHandle> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    struct Numbers(AtomicU64);
+    impl FileNumbers for Numbers {
+        fn next_file_number(&self) -> Result<u64> {
+            Ok(self.0.fetch_add(1, Ordering::Relaxed))
+        }
+    }
+    let entries = [lo, hi].map(|k| {
+        let k = key::make_internal_key(k.as_bytes(), 1, ValueKind::Value);
+        Ok((bytes::Bytes::from(k), bytes::Bytes::from(vec![1u8; 1000])))
+    });
+    let out = write_outputs(
+        dir,
+        &Options::default(),
+        entries.into_iter(),
+        None,
+        crate::sst::Compression::None,
+        &Numbers(AtomicU64::new(number)),
+        &Retention::new(Vec::new()),
+        &|_| false,
+        &[],
+        None,
+    )
+    .unwrap();
+    out.files[0].clone()
+}
+
 /// Runs compaction `c` over version `v`: merges inputs into new files at the
 /// output level, keeping what `retention` keeps. Installing the result is the
 /// caller's job.
@@ -793,28 +824,6 @@ mod tests {
         }
     }
 
-    /// A table of the two keys `lo` and `hi`, numbered `number`, in `dir`.
-    fn table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<FileHandle> {
-        let entries = [lo, hi].map(|k| {
-            let k = key::make_internal_key(k.as_bytes(), 1, ValueKind::Value);
-            Ok((Bytes::from(k), Bytes::from(vec![1u8; 1000])))
-        });
-        let out = write_outputs(
-            dir,
-            &Options::default(),
-            entries.into_iter(),
-            None,
-            crate::sst::Compression::None,
-            &Numbers(AtomicU64::new(number)),
-            &Retention::new(Vec::new()),
-            &|_| false,
-            &[],
-            None,
-        )
-        .unwrap();
-        out.files[0].clone()
-    }
-
     #[test]
     fn inputs_expand_within_the_output_files_they_meet_and_the_limit() {
         let dir = tempfile::tempdir().unwrap();
@@ -823,10 +832,10 @@ mod tests {
         let version = |l1: &[(u64, &str, &str)], l2: u64| {
             let mut v = Version::empty(4);
             for &(n, lo, hi) in l1 {
-                v.levels[1].push(table(d, n, lo, hi));
+                v.levels[1].push(test_table(d, n, lo, hi));
             }
-            v.levels[2].push(table(d, l2, "a", "h"));
-            v.levels[2].push(table(d, l2 + 1, "i", "z"));
+            v.levels[2].push(test_table(d, l2, "a", "h"));
+            v.levels[2].push(test_table(d, l2 + 1, "i", "z"));
             v.sort();
             v
         };

@@ -289,8 +289,9 @@ pub struct Version {
     /// disjoint files sorted by smallest key. After changing it, call
     /// [`Version::sort`], which also rebuilds the lookup index.
     pub levels: Vec<Vec<Arc<FileHandle>>>,
-    /// Each level's lookup index, in `levels`' order.
-    index: Vec<LevelIndex>,
+    /// Each level's lookup index, in `levels`' order (shared with the
+    /// versions whose level is the same).
+    index: Vec<Arc<LevelIndex>>,
 }
 
 impl Version {
@@ -298,7 +299,7 @@ impl Version {
     pub fn empty(n: usize) -> Self {
         Version {
             levels: vec![Vec::new(); n],
-            index: vec![LevelIndex::default(); n],
+            index: (0..n).map(|_| Arc::default()).collect(),
         }
     }
 
@@ -401,21 +402,32 @@ impl Version {
     /// Restores the ordering invariants after edits and rebuilds the lookup
     /// index.
     pub fn sort(&mut self) {
-        self.levels[0].sort_by_key(|f| std::cmp::Reverse(f.number()));
-        for level in self.levels.iter_mut().skip(1) {
-            level.sort_by(|a, b| key::compare_internal(&a.meta.smallest, &b.meta.smallest));
+        self.sort_levels(|_| true);
+    }
+
+    /// [`Version::sort`] for the levels `changed` picks; the others keep
+    /// their order and index.
+    pub fn sort_levels(&mut self, changed: impl Fn(usize) -> bool) {
+        for (level, files) in self.levels.iter_mut().enumerate() {
+            if !changed(level) {
+                continue;
+            }
+            if level == 0 {
+                files.sort_by_key(|f| std::cmp::Reverse(f.number()));
+            } else {
+                files.sort_by(|a, b| key::compare_internal(&a.meta.smallest, &b.meta.smallest));
+            }
+            self.index[level] =
+                Arc::new(LevelIndex::new(files.iter().map(|f| {
+                    (f.smallest_user_key(), f.largest_user_key(), f.filter())
+                })));
         }
-        self.index = self
-            .levels
-            .iter()
-            .map(|files| {
-                LevelIndex::new(
-                    files
-                        .iter()
-                        .map(|f| (f.smallest_user_key(), f.largest_user_key(), f.filter())),
-                )
-            })
-            .collect();
+    }
+
+    /// Whether `level`'s lookup index is the one `other` has (not rebuilt).
+    #[cfg(test)]
+    pub(crate) fn shares_index(&self, other: &Version, level: usize) -> bool {
+        Arc::ptr_eq(&self.index[level], &other.index[level])
     }
 
     /// Where `user_key` falls in `level` (≥ 1): the one file that may hold

@@ -20,7 +20,7 @@
 //! recovered next-file number, and recovery takes such a file as proof that
 //! the MANIFEST lost edits (docs/design.md, "Recovery").
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::db::manifest::{FileMeta, Manifest, NUM_LEVELS, RecoveredState, VersionEdit};
@@ -33,11 +33,18 @@ use crate::key::{self, compare_internal};
 pub(crate) const RESERVE: u64 = 16;
 
 /// Accumulates version edits into a [`RecoveredState`]: recovery feeds it the
-/// MANIFEST's edits; [`VersionSet::log_and_apply`] feeds it one edit on top of
-/// the current state.
-#[derive(Default)]
+/// MANIFEST's edits; [`VersionSet`] keeps one as its state and feeds a copy
+/// of it each edit. A copy is cheap: each level's files are shared until an
+/// edit changes the level, and only the levels an edit changed are sorted
+/// and checked again ([`Builder::settle`]), so an edit costs what it touches,
+/// not what the store holds.
+#[derive(Default, Clone)]
 pub(crate) struct Builder {
-    levels: [Vec<FileMeta>; NUM_LEVELS],
+    levels: [Arc<Vec<FileMeta>>; NUM_LEVELS],
+    /// The number of every file in `levels`.
+    live: HashSet<u64>,
+    /// Levels changed since the last [`Builder::settle`].
+    touched: [bool; NUM_LEVELS],
     log_number: Option<u64>,
     next_file_number: Option<u64>,
     last_sequence: Option<u64>,
@@ -45,19 +52,19 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    /// A builder holding `state`.
+    /// A builder holding `state` (every level to be checked when settled).
     pub(crate) fn from_state(state: &RecoveredState) -> Self {
-        let mut levels: [Vec<FileMeta>; NUM_LEVELS] = Default::default();
+        let mut b = Builder::default();
         for (l, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
-            levels[l] = files.clone();
+            b.levels[l] = Arc::new(files.clone());
+            b.live.extend(files.iter().map(|f| f.number));
         }
-        Builder {
-            levels,
-            log_number: Some(state.log_number),
-            next_file_number: Some(state.next_file_number),
-            last_sequence: Some(state.last_sequence),
-            logs: state.logs.iter().copied().collect(),
-        }
+        b.touched = [true; NUM_LEVELS];
+        b.log_number = Some(state.log_number);
+        b.next_file_number = Some(state.next_file_number);
+        b.last_sequence = Some(state.last_sequence);
+        b.logs = state.logs.iter().copied().collect();
+        b
     }
 
     /// Applies `e`; an edit that deletes a file the state does not hold, or
@@ -74,19 +81,22 @@ impl Builder {
         }
         // Deletions first, so an edit may move a file between levels.
         for &(level, number) in &e.deleted_files {
-            let files = &mut self.levels[level];
-            match files.iter().position(|f| f.number == number) {
+            let at = self.levels[level].iter().position(|f| f.number == number);
+            match at {
                 Some(i) => {
-                    files.remove(i);
+                    Arc::make_mut(&mut self.levels[level]).remove(i);
+                    self.live.remove(&number);
+                    self.touched[level] = true;
                 }
                 None => return Err(format!("edit deletes file {number} absent from L{level}")),
             }
         }
         for (level, f) in &e.new_files {
-            if self.levels.iter().flatten().any(|g| g.number == f.number) {
+            if !self.live.insert(f.number) {
                 return Err(format!("edit adds file {} twice", f.number));
             }
-            self.levels[*level].push(f.clone());
+            Arc::make_mut(&mut self.levels[*level]).push(f.clone());
+            self.touched[*level] = true;
         }
         self.logs.extend(e.new_logs.iter().copied());
         if let Some(n) = self.log_number {
@@ -96,32 +106,41 @@ impl Builder {
         Ok(())
     }
 
-    /// The state, ordered (L0 by file number, deeper levels by smallest key)
-    /// and checked: every field set, deeper levels disjoint.
-    pub(crate) fn finish(
-        self,
+    /// Orders the levels changed since the last call (L0 by file number,
+    /// deeper levels by smallest key) and checks them: every field set,
+    /// deeper levels disjoint. The next-file number is raised above every
+    /// number they, the logs and `manifest_number` use. Returns the levels
+    /// it ordered (the untouched ones were, and still are, in order).
+    pub(crate) fn settle(
+        &mut self,
         manifest_number: u64,
-    ) -> std::result::Result<RecoveredState, String> {
+    ) -> std::result::Result<[bool; NUM_LEVELS], String> {
         let log_number = self
             .log_number
             .ok_or("manifest never sets the log number")?;
         let next = self
             .next_file_number
             .ok_or("manifest never sets the next file number")?;
-        let last_sequence = self
-            .last_sequence
+        self.last_sequence
             .ok_or("manifest never sets the last sequence")?;
-        let mut levels: Vec<Vec<FileMeta>> = self.levels.into_iter().collect();
-        let max_used = levels
+        let touched = std::mem::replace(&mut self.touched, [false; NUM_LEVELS]);
+        let mut max_used = self
+            .logs
             .iter()
-            .flatten()
-            .map(|f| f.number)
-            .chain(self.logs.iter().copied())
+            .copied()
             .chain([manifest_number, log_number])
             .max()
             .unwrap_or(0);
-        levels[0].sort_by_key(|f| f.number);
-        for (l, files) in levels.iter_mut().enumerate().skip(1) {
+        for (l, level) in self.levels.iter_mut().enumerate() {
+            if !touched[l] {
+                continue;
+            }
+            let files = Arc::make_mut(level);
+            max_used = files.iter().map(|f| f.number).fold(max_used, u64::max);
+            if l == 0 {
+                files.sort_by_key(|f| f.number);
+                continue;
+            }
             files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
             for w in files.windows(2) {
                 if key::user_key(&w[0].largest) >= key::user_key(&w[1].smallest) {
@@ -132,13 +151,52 @@ impl Builder {
                 }
             }
         }
+        self.next_file_number = Some(next.max(max_used.saturating_add(1)));
+        Ok(touched)
+    }
+
+    /// The state, ordered and checked ([`Builder::settle`]).
+    pub(crate) fn finish(
+        mut self,
+        manifest_number: u64,
+    ) -> std::result::Result<RecoveredState, String> {
+        self.settle(manifest_number)?;
+        let (log_number, next_file_number, last_sequence) = (
+            self.log_number(),
+            self.next_file_number(),
+            self.last_sequence(),
+        );
         Ok(RecoveredState {
-            levels,
+            levels: self
+                .levels
+                .into_iter()
+                .map(|l| Arc::try_unwrap(l).unwrap_or_else(|shared| (*shared).clone()))
+                .collect(),
             log_number,
-            next_file_number: next.max(max_used.saturating_add(1)),
+            next_file_number,
             last_sequence,
             logs: self.logs.into_iter().collect(),
         })
+    }
+
+    /// Each level's files, as last settled.
+    fn level(&self, level: usize) -> &[FileMeta] {
+        &self.levels[level]
+    }
+
+    /// Logs numbered below this are contained in tables.
+    fn log_number(&self) -> u64 {
+        self.log_number.unwrap_or(0)
+    }
+
+    /// The next-file number the state records.
+    fn next_file_number(&self) -> u64 {
+        self.next_file_number.unwrap_or(1)
+    }
+
+    /// The last sequence number the state records.
+    fn last_sequence(&self) -> u64 {
+        self.last_sequence.unwrap_or(0)
     }
 }
 
@@ -147,8 +205,9 @@ pub(crate) struct VersionSet {
     /// `None` for a read-only store: every edit is refused.
     manifest: Option<Manifest>,
     current: Arc<Version>,
-    /// The state `current` was built from, as the MANIFEST describes it.
-    state: RecoveredState,
+    /// The state `current` was built from, as the MANIFEST describes it
+    /// (settled).
+    state: Builder,
     /// The next number to hand out; `state.next_file_number` is the bound
     /// the MANIFEST records (always above every number handed out).
     next_file: u64,
@@ -171,7 +230,7 @@ impl VersionSet {
             manifest: Some(manifest),
             current: Arc::new(version),
             next_file: state.next_file_number,
-            state,
+            state: settled(&state),
             pointers: vec![Vec::new(); levels],
             failed: None,
             filter_budget: None,
@@ -185,7 +244,7 @@ impl VersionSet {
             manifest: None,
             current: Arc::new(version),
             next_file: state.next_file_number,
-            state,
+            state: settled(&state),
             pointers: vec![Vec::new(); levels],
             failed: None,
             filter_budget: None,
@@ -199,14 +258,14 @@ impl VersionSet {
 
     /// Logs numbered below this are contained in tables.
     pub(crate) fn log_number(&self) -> u64 {
-        self.state.log_number
+        self.state.log_number()
     }
 
     /// A fresh file number, reserved in the MANIFEST before it is returned
     /// (see the module docs).
     pub(crate) fn new_file_number(&mut self, last_sequence: u64) -> Result<u64> {
         let n = self.next_file;
-        if n >= self.state.next_file_number {
+        if n >= self.state.next_file_number() {
             let edit = VersionEdit {
                 next_file_number: Some(n + RESERVE),
                 ..VersionEdit::default()
@@ -261,41 +320,55 @@ impl VersionSet {
         let bound = edit
             .next_file_number
             .unwrap_or(0)
-            .max(self.state.next_file_number)
+            .max(self.state.next_file_number())
             .max(self.next_file);
         edit.next_file_number = Some(bound);
-        edit.last_sequence = Some(last_sequence.max(self.state.last_sequence));
+        edit.last_sequence = Some(last_sequence.max(self.state.last_sequence()));
         let refused = |what: String| Error::invalid(format!("version edit refused: {what}"));
 
-        let mut b = Builder::from_state(&self.state);
-        b.apply(&edit).map_err(refused)?;
-        let state = b.finish(manifest.number()).map_err(refused)?;
-        let mut handles: HashMap<u64, &Arc<FileHandle>> = self
-            .current
-            .levels
-            .iter()
-            .flatten()
-            .chain(opened)
-            .map(|f| (f.number(), f))
-            .collect();
-        let mut v = Version::empty(self.current.levels.len());
-        for (level, files) in state.levels.iter().enumerate() {
-            if !files.is_empty() && level >= v.levels.len() {
+        let mut state = self.state.clone();
+        state.apply(&edit).map_err(refused)?;
+        let mut changed = state.settle(manifest.number()).map_err(refused)?;
+        // A filter budget weighs every file against every other: each
+        // version chooses afresh, and every level's index follows.
+        if self.filter_budget.is_some() {
+            changed = [true; NUM_LEVELS];
+        }
+        let mut v = (*self.current).clone();
+        let mut handles: HashMap<u64, &Arc<FileHandle>> = HashMap::new();
+        for (level, files) in self.current.levels.iter().enumerate() {
+            if changed[level] {
+                handles.extend(files.iter().map(|f| (f.number(), f)));
+            }
+        }
+        handles.extend(opened.iter().map(|f| (f.number(), f)));
+        for (level, &touched) in changed.iter().enumerate() {
+            if !touched {
+                continue;
+            }
+            let files = state.level(level);
+            if level >= v.levels.len() {
+                if files.is_empty() {
+                    continue;
+                }
                 return Err(refused(format!(
                     "a file on L{level}, beyond the store's {} levels",
                     v.levels.len()
                 )));
             }
-            for meta in files {
-                let Some(f) = handles.remove(&meta.number) else {
-                    return Err(refused(format!("file {} has no open table", meta.number)));
-                };
-                v.levels[level].push(f.clone());
-            }
+            v.levels[level] = files
+                .iter()
+                .map(|meta| {
+                    handles
+                        .remove(&meta.number)
+                        .cloned()
+                        .ok_or_else(|| refused(format!("file {} has no open table", meta.number)))
+                })
+                .collect::<Result<_>>()?;
         }
         // The builder has checked the levels; the handles are the same files.
         v.pin_filters(self.filter_budget);
-        v.sort();
+        v.sort_levels(|level| changed[level]);
 
         let appended = if sync {
             manifest.append(&edit)
@@ -310,6 +383,16 @@ impl VersionSet {
         self.state = state;
         Ok(())
     }
+}
+
+/// `state` as a settled [`Builder`] (it is ordered and checked already when
+/// it comes from recovery; settling again costs one pass at open).
+fn settled(state: &RecoveredState) -> Builder {
+    let mut b = Builder::from_state(state);
+    // A state recovery produced is settled; one that is not fails its first
+    // edit instead, which is refused with the reason.
+    let _ = b.settle(0);
+    b
 }
 
 #[cfg(test)]
@@ -396,6 +479,73 @@ mod tests {
         let (st, _) = Manifest::recover(&crate::fs::RealFs, dir.path()).unwrap();
         assert_eq!(st.next_file_number, 3 + RESERVE);
         assert_eq!(st.last_sequence, 5);
+    }
+
+    #[test]
+    fn an_edit_rebuilds_only_the_levels_it_changes() {
+        use crate::db::compaction::test_table;
+        use crate::db::version::Slot;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let state = RecoveredState {
+            log_number: 2,
+            next_file_number: 100,
+            ..RecoveredState::empty()
+        };
+        let m = Manifest::create(&crate::fs::RealFs, d, 1, &state.snapshot_edit()).unwrap();
+        let mut vs = VersionSet::new(m, state, Version::empty(NUM_LEVELS));
+        let (a, b, c) = (
+            test_table(d, 10, "a", "c"),
+            test_table(d, 11, "d", "f"),
+            test_table(d, 12, "g", "k"),
+        );
+        let files = [(1, &a), (2, &b), (2, &c)];
+        let edit = VersionEdit {
+            new_files: files.iter().map(|(l, f)| (*l, f.meta.clone())).collect(),
+            ..VersionEdit::default()
+        };
+        vs.log_and_apply(edit, &[a.clone(), b, c], 0).unwrap();
+        let before = vs.current().clone();
+        // A move from L1 to L3: L2 keeps its index; L1 and L3 get new ones.
+        let edit = VersionEdit {
+            deleted_files: vec![(1, 10)],
+            new_files: vec![(3, a.meta.clone())],
+            ..VersionEdit::default()
+        };
+        vs.log_and_apply_unsynced(edit, 0).unwrap();
+        let after = vs.current().clone();
+        assert!(after.shares_index(&before, 2));
+        assert!(!after.shares_index(&before, 1) && !after.shares_index(&before, 3));
+        assert_eq!(after.slot(1, b"b"), Slot::None);
+        assert_eq!(after.slot(3, b"b"), Slot::In(0));
+        assert_eq!(after.slot(2, b"h"), Slot::In(1));
+        assert_eq!(after.slot(2, b"cc"), Slot::Below(0));
+        // A refused edit (it overlaps L2) changes nothing.
+        let e = test_table(d, 13, "e", "h");
+        let edit = VersionEdit {
+            new_files: vec![(2, e.meta.clone())],
+            ..VersionEdit::default()
+        };
+        let err = vs.log_and_apply(edit, &[e], 0).unwrap_err();
+        assert!(err.to_string().contains("overlap"), "{err}");
+        assert!(Arc::ptr_eq(vs.current(), &after));
+        // The MANIFEST replays to the same levels.
+        let numbers = |v: &Version| -> Vec<Vec<u64>> {
+            v.levels
+                .iter()
+                .map(|l| l.iter().map(|f| f.number()).collect())
+                .collect()
+        };
+        let want = numbers(&after);
+        assert_eq!(want[1..4], [vec![], vec![11, 12], vec![10]]);
+        drop(vs);
+        let (st, _) = Manifest::recover(&crate::fs::RealFs, d).unwrap();
+        let got: Vec<Vec<u64>> = st
+            .levels
+            .iter()
+            .map(|l| l.iter().map(|f| f.number).collect())
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
