@@ -355,6 +355,8 @@ pub struct RecoverReport {
 pub struct Manifest {
     writer: LogWriter,
     number: u64,
+    /// An edit was appended without a sync since the last sync.
+    unsynced: bool,
 }
 
 impl Manifest {
@@ -393,14 +395,28 @@ impl Manifest {
         writer.add_record(&snapshot.encode())?;
         writer.sync()?;
         set_current(fs, dir, number)?;
-        Ok(Manifest { writer, number })
+        Ok(Manifest {
+            writer,
+            number,
+            unsynced: false,
+        })
     }
 
     /// Appends `edit` and fsyncs: once this returns, recovery sees the edit
     /// (and every edit appended before it).
     pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         self.append_unsynced(edit)?;
-        self.writer.sync()
+        self.sync()
+    }
+
+    /// Makes every edit appended so far durable (a no-op when the last one
+    /// was synced).
+    pub fn sync(&mut self) -> Result<()> {
+        if self.unsynced {
+            self.writer.sync()?;
+            self.unsynced = false;
+        }
+        Ok(())
     }
 
     /// Appends `edit` without the fsync: a crash of the process keeps it (it
@@ -408,6 +424,7 @@ impl Manifest {
     /// last record is dropped by recovery, as after any crash), and the next
     /// [`append`](Self::append) makes it durable with itself.
     pub fn append_unsynced(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.unsynced = true;
         self.writer.add_record(&edit.encode())
     }
 

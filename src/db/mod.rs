@@ -747,9 +747,10 @@ impl Db {
         &self.inner.dir
     }
 
-    /// Stops background work, syncs the log and releases the lock, reporting
-    /// any error (a background error, or a failed sync). Dropping a `Db` does
-    /// the same but cannot report.
+    /// Stops background work, syncs the log and the MANIFEST (whose trivial
+    /// moves, files moved between levels, are appended without a sync) and
+    /// releases the lock, reporting any error (a background error, or a
+    /// failed sync). Dropping a `Db` does the same but cannot report.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -777,7 +778,8 @@ impl Db {
             .writer
             .lock()
             .map_err(|_| Error::Poisoned("writer lock poisoned".into()))
-            .and_then(|mut w| w.wal.as_mut().map_or(Ok(()), Wal::sync));
+            .and_then(|mut w| w.wal.as_mut().map_or(Ok(()), Wal::sync))
+            .and_then(|()| inner.state().vs.sync_manifest());
         // Snapshots and iterators may outlive the handle; the lock may not.
         drop(self.lock.lock().ok().and_then(|mut g| g.take()));
         if let Some(e) = inner.state().bg_error.clone() {

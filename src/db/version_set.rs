@@ -276,6 +276,20 @@ impl VersionSet {
         Ok(n)
     }
 
+    /// Makes the MANIFEST's unsynced edits (trivial moves) durable; `close`
+    /// calls it, so a closed store comes back in the shape it had.
+    pub(crate) fn sync_manifest(&mut self) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(Error::Poisoned(format!(
+                "an earlier MANIFEST append failed: {e}"
+            )));
+        }
+        match self.manifest.as_mut() {
+            Some(m) => m.sync().inspect_err(|e| self.failed = Some(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
     /// Checks `edit` against the current state, appends it to the MANIFEST
     /// (fsynced), then installs the version it makes. `opened` holds the open
     /// tables of the edit's new files (files moved between levels keep their
