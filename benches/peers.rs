@@ -237,13 +237,14 @@ impl Engine for Bloomlsm {
             .map(|l| {
                 let w = &l.writes;
                 format!(
-                    "\n    L{}: {} jobs wrote {:.0} MB (read {:.0} MB from above, {:.0} MB here), {} files moved in ({:.0} MB)",
+                    "\n    L{}: {} jobs wrote {:.0} MB (read {:.0} MB from above, {:.0} MB here), {} files moved in by {} moves ({:.0} MB)",
                     l.level,
                     w.jobs,
                     mb(w.bytes_written),
                     mb(w.bytes_read_above),
                     mb(w.bytes_read_here),
                     w.files_moved,
+                    w.moves,
                     mb(w.bytes_moved)
                 )
             })

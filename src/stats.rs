@@ -269,7 +269,11 @@ pub struct LevelWrites {
     pub bytes_read_above: u64,
     /// Bytes of this level's own tables merged with them and replaced.
     pub bytes_read_here: u64,
-    /// Files moved into this level from above, nothing rewritten.
+    /// Compactions that moved files into this level from above, nothing
+    /// rewritten (each moves one file, or a run of neighbours that all go
+    /// unchanged).
+    pub moves: u64,
+    /// Files those moves brought in.
     pub files_moved: u64,
     /// Their bytes.
     pub bytes_moved: u64,
@@ -289,6 +293,7 @@ impl LevelWrites {
         self.bytes_written += other.bytes_written;
         self.bytes_read_above += other.bytes_read_above;
         self.bytes_read_here += other.bytes_read_here;
+        self.moves += other.moves;
         self.files_moved += other.files_moved;
         self.bytes_moved += other.bytes_moved;
     }
@@ -548,13 +553,14 @@ impl fmt::Display for LevelStats {
         if w.jobs > 0 || w.files_moved > 0 {
             write!(
                 f,
-                "; written: {} in {} jobs (read {} from above, {} here), {} moved in ({} files)",
+                "; written: {} in {} jobs (read {} from above, {} here), {} moved in ({} files in {} moves)",
                 Size(w.bytes_written),
                 w.jobs,
                 Size(w.bytes_read_above),
                 Size(w.bytes_read_here),
                 Size(w.bytes_moved),
-                w.files_moved
+                w.files_moved,
+                w.moves
             )?;
         }
         Ok(())

@@ -101,6 +101,12 @@ fn direct_reads_answer_as_buffered_reads() {
             }
         }
         db.maintain().unwrap();
+        // More in L0, above what compactions moved down.
+        for i in 6000..6500u64 {
+            db.put(key(i), value(i, 0)).unwrap();
+            model.insert(key(i), value(i, 0));
+        }
+        db.flush().unwrap();
         assert!(db.stats().levels.iter().filter(|l| l.files > 0).count() >= 2);
         check(&db, &model, "buffered");
         db.close().unwrap();

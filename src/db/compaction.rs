@@ -234,6 +234,37 @@ pub(crate) fn whole_or_next(
     }
 }
 
+/// RocksDB's `TryExtendNonL0TrivialMove`: a compaction that moves one file
+/// of a level ≥ 1 down unchanged takes along the files after it in its
+/// level, as long as none of them overlaps the output level, each was built
+/// as the first (same filter and compression: it would be moved too) and the
+/// move stays under `limit` bytes. One edit then moves what took one edit
+/// per file, and each edit rebuilds its two levels' indexes.
+pub(crate) fn extend_trivial_move(v: &Version, c: &mut Compaction, limit: u64) {
+    debug_assert!(c.level > 0 && c.inputs.len() == 1 && c.next_inputs.is_empty());
+    let files = &v.levels[c.level];
+    let first = c.inputs[0].clone();
+    let Some(at) = files.iter().position(|f| Arc::ptr_eq(f, &first)) else {
+        return;
+    };
+    // The first output file past the moved one: nothing may reach it.
+    let out = &v.levels[c.output_level];
+    let next = out.partition_point(|g| g.largest_user_key() < first.smallest_user_key());
+    let bound = out.get(next).map(|g| g.smallest_user_key());
+    let mut bytes = first.meta.file_size;
+    for f in &files[at + 1..] {
+        if bound.is_some_and(|b| f.largest_user_key() >= b)
+            || bytes.saturating_add(f.meta.file_size) > limit
+            || f.meta.filter != first.meta.filter
+            || f.table.compression() != first.table.compression()
+        {
+            break;
+        }
+        bytes += f.meta.file_size;
+        c.inputs.push(f.clone());
+    }
+}
+
 /// LevelDB's input expansion: the files of `level` that lie inside the key
 /// range of `inputs` and `next_inputs` (the output level's files they
 /// overlap) join the compaction when that brings in no further file of the
@@ -862,6 +893,37 @@ mod tests {
         let v = version(&[(21, "b", "c"), (22, "d", "e"), (23, "g", "j")], 30);
         let c = whole_or_next(&v, 1, 2, &pointers, false, u64::MAX);
         assert_eq!(numbers(&c), (vec![22], vec![30]));
+    }
+
+    #[test]
+    fn a_trivial_move_takes_along_the_files_that_meet_nothing_below() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // L1: a..b, c..d, e..f, g..h; L2: ee..ef, which only e..f overlaps.
+        let mut v = Version::empty(4);
+        for (n, lo, hi) in [(1, "a", "b"), (2, "c", "d"), (3, "e", "f"), (4, "g", "h")] {
+            v.levels[1].push(test_table(d, n, lo, hi));
+        }
+        v.levels[2].push(test_table(d, 9, "ee", "ef"));
+        v.sort();
+        let moved = |first: usize, limit: u64| -> Vec<u64> {
+            let mut c = Compaction {
+                level: 1,
+                inputs: vec![v.levels[1][first].clone()],
+                next_inputs: Vec::new(),
+                output_level: 2,
+            };
+            extend_trivial_move(&v, &mut c, limit);
+            c.inputs.iter().map(|f| f.number()).collect()
+        };
+        // Up to the file that reaches L2's ee..ef.
+        assert_eq!(moved(0, u64::MAX), vec![1, 2]);
+        // Past L2's last file: everything after it.
+        assert_eq!(moved(3, u64::MAX), vec![4]);
+        // The byte limit: the first file alone is already at it.
+        let one = v.levels[1][0].meta.file_size;
+        assert_eq!(moved(0, one), vec![1]);
+        assert_eq!(moved(0, 2 * one + 1), vec![1, 2]);
     }
 
     fn starts(cuts: &[&[u8]]) -> Vec<Vec<u8>> {

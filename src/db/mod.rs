@@ -1724,7 +1724,7 @@ impl Inner {
         Ok(())
     }
 
-    fn run_compaction(&self, c: Compaction, v: &Arc<Version>) -> Result<()> {
+    fn run_compaction(&self, mut c: Compaction, v: &Arc<Version>) -> Result<()> {
         let out_level = c.output_level();
         let mut runs: Vec<(usize, u64)> = v.runs();
         let moved: u64 = c.all_inputs().map(|f| f.meta.entries).sum();
@@ -1748,8 +1748,13 @@ impl Inner {
             && c.inputs[0].table.compression() == self.opts.compression.for_level(out_level);
         if trivial {
             // Same filter policy and compression either way: move the file,
-            // rewrite nothing.
-            new_files.push(c.inputs[0].clone());
+            // and the ones after it that can go along, rewrite nothing.
+            compaction::extend_trivial_move(
+                v,
+                &mut c,
+                self.opts.target_file_size.saturating_mul(25),
+            );
+            new_files.extend(c.inputs.iter().cloned());
         } else {
             let out = compaction::run(
                 &self.dir,
@@ -1808,7 +1813,8 @@ impl Inner {
             out_level,
             &if trivial {
                 LevelWrites {
-                    files_moved: 1,
+                    moves: 1,
+                    files_moved: c.inputs.len() as u64,
                     bytes_moved: bytes(&c.inputs),
                     ..LevelWrites::default()
                 }
