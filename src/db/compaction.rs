@@ -234,12 +234,20 @@ pub(crate) fn whole_or_next(
     }
 }
 
+/// A file's data-block bytes: what level targets and compaction limits
+/// count, so that the tree's shape does not depend on the filters.
+fn data_bytes(f: &FileHandle) -> u64 {
+    f.table.properties().data_size
+}
+
 /// RocksDB's `TryExtendNonL0TrivialMove`: a compaction that moves one file
-/// of a level ≥ 1 down unchanged takes along the files after it in its
-/// level, as long as none of them overlaps the output level, each was built
-/// as the first (same filter and compression: it would be moved too) and the
-/// move stays under `limit` bytes. One edit then moves what took one edit
-/// per file, and each edit rebuilds its two levels' indexes.
+/// of a level ≥ 1 down (it overlaps nothing in the output level) takes along
+/// the files after it in its level, as long as none of them overlaps the
+/// output level either and the whole stays under `limit` data bytes. One edit
+/// then moves what took one edit per file, and each edit rebuilds its two
+/// levels' indexes. Filters and compression play no part, so every filter
+/// configuration moves the same files (the caller rewrites, file by file,
+/// those the output level wants built otherwise).
 pub(crate) fn extend_trivial_move(v: &Version, c: &mut Compaction, limit: u64) {
     debug_assert!(c.level > 0 && c.inputs.len() == 1 && c.next_inputs.is_empty());
     let files = &v.levels[c.level];
@@ -251,16 +259,14 @@ pub(crate) fn extend_trivial_move(v: &Version, c: &mut Compaction, limit: u64) {
     let out = &v.levels[c.output_level];
     let next = out.partition_point(|g| g.largest_user_key() < first.smallest_user_key());
     let bound = out.get(next).map(|g| g.smallest_user_key());
-    let mut bytes = first.meta.file_size;
+    let mut bytes = data_bytes(&first);
     for f in &files[at + 1..] {
         if bound.is_some_and(|b| f.largest_user_key() >= b)
-            || bytes.saturating_add(f.meta.file_size) > limit
-            || f.meta.filter != first.meta.filter
-            || f.table.compression() != first.table.compression()
+            || bytes.saturating_add(data_bytes(f)) > limit
         {
             break;
         }
-        bytes += f.meta.file_size;
+        bytes += data_bytes(f);
         c.inputs.push(f.clone());
     }
 }
@@ -290,7 +296,8 @@ fn expand_inputs(
     if expanded.len() <= inputs.len() {
         return inputs;
     }
-    let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| f.meta.file_size).sum::<u64>();
+    // Data bytes, as level targets: the same files join whatever the filters.
+    let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| data_bytes(f)).sum::<u64>();
     if bytes(&expanded) + bytes(next_inputs) > limit {
         return inputs;
     }
@@ -921,7 +928,7 @@ mod tests {
         // Past L2's last file: everything after it.
         assert_eq!(moved(3, u64::MAX), vec![4]);
         // The byte limit: the first file alone is already at it.
-        let one = v.levels[1][0].meta.file_size;
+        let one = data_bytes(&v.levels[1][0]);
         assert_eq!(moved(0, one), vec![1]);
         assert_eq!(moved(0, 2 * one + 1), vec![1, 2]);
     }

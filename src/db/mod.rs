@@ -32,7 +32,7 @@ pub use wal::{ReplayReport, Wal};
 
 use memtable::{LookupResult, MemTable};
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -1739,71 +1739,100 @@ impl Inner {
         let last_level = v.last_nonempty_level().max(out_level);
         let policy = self.opts.filters.policy_for(out_level, &runs, last_level);
 
-        let mut edit = VersionEdit::new();
-        let mut new_files: Vec<Arc<FileHandle>> = Vec::new();
-        let trivial = c.inputs.len() == 1
-            && c.next_inputs.is_empty()
-            && c.level > 0
-            && c.inputs[0].meta.filter.as_ref().and_then(|f| f.policy()) == policy
-            && c.inputs[0].table.compression() == self.opts.compression.for_level(out_level);
-        if trivial {
-            // Same filter policy and compression either way: move the file,
-            // and the ones after it that can go along, rewrite nothing.
+        // A file of a level >= 1 that meets nothing below goes down with the
+        // files after it that meet nothing either (`extend_trivial_move`).
+        // The run is chosen without looking at filters, so every filter
+        // configuration gets the same tree; each file in it is then moved
+        // as it is, or rewritten alone where the output level wants another
+        // filter policy or compression.
+        // (A full compaction, which takes a level's files together, merges
+        // them as before.)
+        let moving = c.level > 0 && c.next_inputs.is_empty() && c.inputs.len() == 1;
+        if moving {
             compaction::extend_trivial_move(
                 v,
                 &mut c,
                 self.opts.target_file_size.saturating_mul(25),
             );
-            new_files.extend(c.inputs.iter().cloned());
-        } else {
-            let out = compaction::run(
-                &self.dir,
-                &self.opts,
-                v,
-                &c,
-                policy,
-                self,
-                &self.retention(),
-                self.cache.clone(),
-            )?;
+        }
+        let out_compression = self.opts.compression.for_level(out_level);
+        let (moved, rewritten): (Vec<Arc<FileHandle>>, Vec<Arc<FileHandle>>) =
+            c.inputs.iter().cloned().partition(|f| {
+                moving
+                    && f.meta.filter.as_ref().and_then(|m| m.policy()) == policy
+                    && f.table.compression() == out_compression
+            });
+        let wrote = !rewritten.is_empty() || !c.next_inputs.is_empty();
+        let mut written: Vec<Arc<FileHandle>> = Vec::new();
+        if wrote {
+            // A file rewritten in place of a move stays one file, as moved.
+            let whole = Options {
+                target_file_size: u64::MAX,
+                ..self.opts.clone()
+            };
+            let run = |c: &Compaction, opts: &Options| {
+                compaction::run(
+                    &self.dir,
+                    opts,
+                    v,
+                    c,
+                    policy,
+                    self,
+                    &self.retention(),
+                    self.cache.clone(),
+                )
+            };
+            let mut bytes_written = 0;
+            if moving {
+                for f in &rewritten {
+                    let one = Compaction {
+                        level: c.level,
+                        inputs: vec![f.clone()],
+                        next_inputs: Vec::new(),
+                        output_level: out_level,
+                    };
+                    let out = run(&one, &whole)?;
+                    bytes_written += out.bytes_written;
+                    written.extend(out.files);
+                }
+            } else {
+                let out = run(&c, &self.opts)?;
+                bytes_written = out.bytes_written;
+                written = out.files;
+            }
             filename::sync_dir_in(self.fs(), &self.dir)?;
             self.bytes_compacted
-                .fetch_add(out.bytes_written, Ordering::Relaxed);
-            new_files = out.files;
+                .fetch_add(bytes_written, Ordering::Relaxed);
         }
-        for f in c.all_inputs() {
-            let level = if c.inputs.iter().any(|i| Arc::ptr_eq(i, f)) {
-                c.level
-            } else {
-                out_level
-            };
-            edit.deleted_files.push((level, f.number()));
+        let mut edit = VersionEdit::new();
+        for f in &c.inputs {
+            edit.deleted_files.push((c.level, f.number()));
         }
-        for f in &new_files {
+        for f in &c.next_inputs {
+            edit.deleted_files.push((out_level, f.number()));
+        }
+        for f in moved.iter().chain(&written) {
             edit.new_files.push((out_level, f.meta.clone()));
         }
         let mut st = self.state();
         let seq = self.last_seq.load(Ordering::Acquire);
-        if trivial {
-            // Lost in a power failure, the move leaves the file where it was.
-            st.vs.log_and_apply_unsynced(edit, seq)?;
+        if wrote {
+            st.vs.log_and_apply(edit, &written, seq)?;
         } else {
-            st.vs.log_and_apply(edit, &new_files, seq)?;
+            // Lost in a power failure, the move leaves the files where they were.
+            st.vs.log_and_apply_unsynced(edit, seq)?;
         }
-        let gone: HashSet<u64> = c.all_inputs().map(|f| f.number()).collect();
         if let Some(last) = c.inputs.iter().map(|f| f.largest_user_key()).max() {
             st.vs.pointers[c.level] = last.to_vec();
         }
         let mem_now = self.super_version().mem.clone();
-        if !trivial {
-            // The inputs leave the version: keep their lookup counts in their
-            // levels' totals.
-            for f in &c.inputs {
-                self.retired_io[c.level].add(&f.io.load());
-            }
-            for f in &c.next_inputs {
-                self.retired_io[out_level].add(&f.io.load());
-            }
+        // The files merged leave the version: keep their lookup counts in
+        // their levels' totals (a moved file keeps its own).
+        for f in &rewritten {
+            self.retired_io[c.level].add(&f.io.load());
+        }
+        for f in &c.next_inputs {
+            self.retired_io[out_level].add(&f.io.load());
         }
         self.install(&st, mem_now);
         drop(st);
@@ -1811,28 +1840,21 @@ impl Inner {
         let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| f.meta.file_size).sum::<u64>();
         self.add_level_writes(
             out_level,
-            &if trivial {
-                LevelWrites {
-                    moves: 1,
-                    files_moved: c.inputs.len() as u64,
-                    bytes_moved: bytes(&c.inputs),
-                    ..LevelWrites::default()
-                }
-            } else {
-                LevelWrites {
-                    jobs: 1,
-                    bytes_written: bytes(&new_files),
-                    bytes_read_above: bytes(&c.inputs),
-                    bytes_read_here: bytes(&c.next_inputs),
-                    ..LevelWrites::default()
-                }
+            &LevelWrites {
+                jobs: u64::from(wrote),
+                bytes_written: bytes(&written),
+                bytes_read_above: bytes(&rewritten),
+                bytes_read_here: bytes(&c.next_inputs),
+                moves: u64::from(!wrote),
+                files_moved: moved.len() as u64,
+                bytes_moved: bytes(&moved),
             },
         );
-        if !trivial {
-            // Readers holding an older version keep their open descriptors.
-            for n in gone {
-                let _ = self.fs().remove_file(&filename::table_file(&self.dir, n));
-            }
+        // Readers holding an older version keep their open descriptors.
+        for f in rewritten.iter().chain(&c.next_inputs) {
+            let _ = self
+                .fs()
+                .remove_file(&filename::table_file(&self.dir, f.number()));
         }
         Ok(())
     }
