@@ -294,8 +294,9 @@ pub struct Options {
     /// parallel on rayon's thread pool (only compactions of at least four
     /// output files are split). Default: the number of CPUs, at most 4.
     pub max_subcompactions: usize,
-    /// Run compactions on the background thread. When false, they only run in
-    /// [`crate::Db::compact`] (tests and experiments). Default true.
+    /// Run compactions on their background thread (flushes always have one
+    /// of their own). When false, they only run in [`crate::Db::compact`]
+    /// and [`crate::Db::maintain`] (tests and experiments). Default true.
     pub background_compaction: bool,
     /// Size levels from the bottom up (RocksDB's
     /// `level_compaction_dynamic_level_bytes`): the last level

@@ -163,7 +163,7 @@ const ARENA_MAX_ENTRY: usize = ARENA_CHUNK / 8;
 /// skip-list node (a reference-count increment instead of two allocations),
 /// and the thread that drops a flushed memtable frees a chunk per ~500
 /// entries instead of two buffers per entry — allocated by the writer's
-/// thread, freed by the background thread, each such free takes the
+/// thread, freed by the flush thread, each such free takes the
 /// allocator's lock of the other thread's arena. A value handed out by a get
 /// keeps its chunk alive while the caller holds it.
 struct Arena {

@@ -256,7 +256,8 @@ impl Db {
     }
 
     /// Builds the handle around a recovered store; a writable one (with a
-    /// WAL) also gets the background thread.
+    /// WAL) also gets the flush thread and, with `background_compaction`, the
+    /// compaction thread.
     fn start(
         dir: PathBuf,
         opts: Options,

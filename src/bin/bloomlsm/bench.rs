@@ -586,7 +586,7 @@ pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResu
     let mut value = Vec::with_capacity(args.value_size as usize);
     // Per-entry memtable cost, estimated from the first batch; used to flush
     // before the memtable would fill up on its own (a freeze would hand the
-    // flush to the background thread, and we want every step on this one).
+    // flush to the flush thread, and we want every step on this one).
     let batch_keys = 1000u64;
     let mut per_batch: Option<u64> = None;
     let start = Instant::now();
