@@ -615,13 +615,6 @@ pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
 /// `number`, in `dir`: a file for tests of levels and versions.
 #[cfg(test)]
 pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<FileHandle> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    struct Numbers(AtomicU64);
-    impl FileNumbers for Numbers {
-        fn next_file_number(&self) -> Result<u64> {
-            Ok(self.0.fetch_add(1, Ordering::Relaxed))
-        }
-    }
     let entries = [lo, hi].map(|k| {
         let k = key::make_internal_key(k.as_bytes(), 1, ValueKind::Value);
         Ok((bytes::Bytes::from(k), bytes::Bytes::from(vec![1u8; 1000])))
@@ -632,7 +625,7 @@ pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<Fil
         entries.into_iter(),
         None,
         crate::sst::Compression::None,
-        &Numbers(AtomicU64::new(number)),
+        &TestNumbers(std::sync::atomic::AtomicU64::new(number)),
         &Retention::new(Vec::new()),
         &|_| false,
         &[],
@@ -640,6 +633,17 @@ pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<Fil
     )
     .unwrap();
     out.files[0].clone()
+}
+
+/// File numbers from a counter, for tests.
+#[cfg(test)]
+pub(crate) struct TestNumbers(pub std::sync::atomic::AtomicU64);
+
+#[cfg(test)]
+impl FileNumbers for TestNumbers {
+    fn next_file_number(&self) -> Result<u64> {
+        Ok(self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 /// Runs compaction `c` over version `v`: merges inputs into new files at the
@@ -756,18 +760,11 @@ fn shard_bounds(c: &Compaction, opts: &Options) -> Vec<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::AtomicU64;
 
     use bytes::Bytes;
 
     use super::*;
-
-    struct Numbers(AtomicU64);
-    impl FileNumbers for Numbers {
-        fn next_file_number(&self) -> Result<u64> {
-            Ok(self.0.fetch_add(1, Ordering::Relaxed))
-        }
-    }
 
     /// Writes 3,000 entries of ~120 bytes as 64 KiB files on `fs`, with `cuts`.
     fn write_3000(
@@ -790,7 +787,7 @@ mod tests {
             entries,
             None,
             crate::sst::Compression::None,
-            &Numbers(AtomicU64::new(1)),
+            &TestNumbers(AtomicU64::new(1)),
             &Retention::new(Vec::new()),
             &|_| false,
             cuts,

@@ -1766,11 +1766,7 @@ impl Inner {
         let wrote = !rewritten.is_empty() || !c.next_inputs.is_empty();
         let mut written: Vec<Arc<FileHandle>> = Vec::new();
         if wrote {
-            // A file rewritten in place of a move stays one file, as moved.
-            let whole = Options {
-                target_file_size: u64::MAX,
-                ..self.opts.clone()
-            };
+            let retention = self.retention();
             let run = |c: &Compaction, opts: &Options| {
                 compaction::run(
                     &self.dir,
@@ -1779,12 +1775,17 @@ impl Inner {
                     c,
                     policy,
                     self,
-                    &self.retention(),
+                    &retention,
                     self.cache.clone(),
                 )
             };
             let mut bytes_written = 0;
             if moving {
+                // A file rewritten in place of a move stays one file, as moved.
+                let whole = Options {
+                    target_file_size: u64::MAX,
+                    ..self.opts.clone()
+                };
                 for f in &rewritten {
                     let one = Compaction {
                         level: c.level,

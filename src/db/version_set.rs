@@ -35,9 +35,10 @@ pub(crate) const RESERVE: u64 = 16;
 /// Accumulates version edits into a [`RecoveredState`]: recovery feeds it the
 /// MANIFEST's edits; [`VersionSet`] keeps one as its state and feeds a copy
 /// of it each edit. A copy is cheap: each level's files are shared until an
-/// edit changes the level, and only the levels an edit changed are sorted
-/// and checked again ([`Builder::settle`]), so an edit costs what it touches,
-/// not what the store holds.
+/// edit changes the level (only the flat set of live numbers is copied
+/// whole), and only the levels an edit changed are sorted and checked again
+/// ([`Builder::settle`]), so an edit costs about what it touches, not what
+/// the store holds.
 #[derive(Default, Clone)]
 pub(crate) struct Builder {
     levels: [Arc<Vec<FileMeta>>; NUM_LEVELS],

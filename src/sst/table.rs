@@ -498,16 +498,34 @@ impl Table {
         }
         buf.resize(need, 0);
         read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
-        let compressed_ok = what == DATA && self.compressed_table();
-        let (n, block_type) = verify_block(self.footer.checksum, &buf, h.offset, compressed_ok)
-            .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))?;
+        let (n, block_type) = self.check_block(h, what, &buf)?;
         buf.truncate(n);
         if block_type == BLOCK_TYPE_NONE {
             return Ok(buf.freeze());
         }
-        // After the checksum: only intact stored bytes reach the decoder,
-        // and the table's largest block bounds what it may allocate.
-        compression::decompress(block_type, &buf, self.props.data_raw_max)
+        self.decompress_block(h, what, block_type, &buf)
+    }
+
+    /// Verifies block `h` as stored (`raw`: its bytes and trailer): its
+    /// length, stored with its checksum and its type byte.
+    fn check_block(&self, h: BlockHandle, what: &str, raw: &[u8]) -> Result<(usize, u8)> {
+        let compressed_ok = what == DATA && self.compressed_table();
+        verify_block(self.footer.checksum, raw, h.offset, compressed_ok)
+            .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
+    }
+
+    /// The contents of block `h`, stored compressed as `block_type`. Called
+    /// after [`check_block`](Self::check_block): only intact stored bytes
+    /// reach the decoder, and the table's largest block bounds what it may
+    /// allocate.
+    fn decompress_block(
+        &self,
+        h: BlockHandle,
+        what: &str,
+        block_type: u8,
+        stored: &[u8],
+    ) -> Result<Bytes> {
+        compression::decompress(block_type, stored, self.props.data_raw_max)
             .map(Bytes::from)
             .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
     }
@@ -582,19 +600,11 @@ impl Table {
         io.bytes_read += need as u64;
         let at = (h.offset - ra.offset) as usize;
         let raw = ra.buf.slice(at..at + need);
-        let (n, block_type) = verify_block(
-            self.footer.checksum,
-            &raw,
-            h.offset,
-            self.compressed_table(),
-        )
-        .map_err(|e| self.corruption(h.offset, format!("{DATA} block: {e}")))?;
+        let (n, block_type) = self.check_block(h, DATA, &raw)?;
         let data = if block_type == BLOCK_TYPE_NONE {
             raw.slice(..n)
         } else {
-            compression::decompress(block_type, &raw[..n], self.props.data_raw_max)
-                .map(Bytes::from)
-                .map_err(|e| self.corruption(h.offset, format!("{DATA} block: {e}")))?
+            self.decompress_block(h, DATA, block_type, &raw[..n])?
         };
         Block::new(data).map_err(|e| self.block_error(h, DATA, e))
     }
