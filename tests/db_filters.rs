@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use bloomlsm::db::{FileKind, filename};
+use bloomlsm::db::filename;
 use bloomlsm::sst::{Table, TableOpenOptions, format};
 use bloomlsm::{Db, FileStats, FilterKind, FilterOptions, FilterPolicy, Options};
 
@@ -180,23 +180,36 @@ fn unusable_filter_reads_correctly_and_is_counted() {
     let dir = scratch_dir();
     let mut rng = SplitMix64::new(0xF12);
     let mut model = Model::new();
-    {
+    let files = {
         let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
         write_some(&db, &mut model, &mut rng, 3000, "a");
         db.maintain().unwrap();
+        let files = db.file_stats();
         db.close().unwrap();
+        files
+    };
+    // Damage-free but unreadable filters in every other table of each level,
+    // so that some sit above the deepest level (which a full compaction
+    // rewrites).
+    let deepest = files.iter().map(|f| f.level).max().unwrap();
+    let mut patched = Vec::new();
+    for level in 0..=deepest {
+        let mut numbers: Vec<u64> = files
+            .iter()
+            .filter(|f| f.level == level)
+            .map(|f| f.number)
+            .collect();
+        numbers.sort();
+        patched.extend(numbers.into_iter().step_by(2));
     }
-    // Damage-free but unreadable filters in half of the tables.
-    let mut tables: Vec<_> = filename::list_store_files(dir.path())
-        .unwrap()
-        .into_iter()
-        .filter(|(k, _, _)| *k == FileKind::Table)
-        .collect();
-    tables.sort_by_key(|t| t.1);
-    let patched: Vec<u64> = tables.iter().step_by(2).map(|t| t.1).collect();
-    for (_, n, p) in tables.iter().step_by(2) {
-        let _ = n;
-        make_filter_unusable(p);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.level < deepest && patched.contains(&f.number)),
+        "a patched file above the deepest level: {files:#?}"
+    );
+    for n in &patched {
+        make_filter_unusable(&filename::table_file(dir.path(), *n));
     }
     let db = Db::open(dir.path(), options(FilterOptions::default())).unwrap();
     db.verify().unwrap();

@@ -364,10 +364,10 @@ pub(crate) struct Outputs {
 /// files of that level, so compacting it down later rewrites fewer bytes
 /// there.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn write_outputs(
+pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     dir: &Path,
     opts: &Options,
-    merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
+    merge: impl Iterator<Item = Result<(K, V)>>,
     policy: Option<FilterPolicy>,
     compression: crate::sst::Compression,
     numbers: &(dyn FileNumbers + Sync),
@@ -472,9 +472,9 @@ struct TableSpec<'a> {
 
 /// The merge loop of [`write_outputs`]: hands each finished table but the
 /// last to `done`, and returns the bytes of all tables and the last one.
-fn write_tables(
+fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     spec: &TableSpec<'_>,
-    merge: impl Iterator<Item = Result<(bytes::Bytes, bytes::Bytes)>>,
+    merge: impl Iterator<Item = Result<(K, V)>>,
     mut done: impl FnMut(crate::sst::UnsyncedTable) -> Result<()>,
 ) -> Result<(u64, Option<crate::sst::UnsyncedTable>)> {
     let (opts, cuts) = (spec.opts, spec.cuts);
@@ -494,7 +494,8 @@ fn write_tables(
     };
     for entry in merge {
         let (ikey, value) = entry?;
-        let parsed = key::parse(&ikey).ok_or_else(|| {
+        let (ikey, value) = (ikey.as_ref(), value.as_ref());
+        let parsed = key::parse(ikey).ok_or_else(|| {
             Error::corruption("<compaction>", 0, "malformed internal key in input")
         })?;
         let stripe = spec.retention.stripe(parsed.seq);
@@ -559,7 +560,7 @@ fn write_tables(
                 ))
             }
         };
-        b.add(&ikey, &value)?;
+        b.add(ikey, value)?;
     }
     let last = builder.map(&mut finish).transpose()?;
     Ok((bytes_written, last))

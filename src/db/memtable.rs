@@ -1,6 +1,6 @@
 //! The memtable: recent writes, ordered by internal key, in a lock-free skip
-//! list (`crossbeam-skiplist`), so any number of threads insert and read at
-//! once and readers never wait for a lock.
+//! list whose nodes live in an arena ([`SkipList`]), so any number of threads
+//! insert and read at once and readers never wait for a lock.
 //!
 //! Entries are internal keys (user key ++ `(seq << 8) | kind`, see
 //! [`InternalKey`](crate::sst::InternalKey)) mapped to values; a tombstone
@@ -8,67 +8,15 @@
 //! entries are never overwritten: readers choose the version they see by
 //! sequence number (a snapshot).
 
-use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use bytes::Bytes;
-use crossbeam_skiplist::SkipMap;
-use crossbeam_skiplist::map::Range;
 
 use crate::db::batch::WriteBatch;
+use crate::db::skiplist::{Node, SkipList};
 use crate::filter::key_hash;
-use crate::key::{self, MAX_SEQUENCE, ValueKind, compare_internal};
-
-/// An internal key ordered by [`compare_internal`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct InternalKey(Bytes);
-
-impl Ord for InternalKey {
-    /// The order of [`InternalKeyRef`] (one definition: the skip list's
-    /// searches by a borrowed key rely on the two agreeing).
-    fn cmp(&self, other: &Self) -> Ordering {
-        InternalKeyRef::new(&self.0).cmp(InternalKeyRef::new(&other.0))
-    }
-}
-
-impl PartialOrd for InternalKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// A borrowed internal key, ordered as [`InternalKey`]: lookups search the
-/// skip list with a key built on the stack instead of allocating one.
-#[derive(PartialEq, Eq)]
-#[repr(transparent)]
-struct InternalKeyRef([u8]);
-
-impl InternalKeyRef {
-    fn new(key: &[u8]) -> &Self {
-        // SAFETY: `InternalKeyRef` is a `repr(transparent)` wrapper of
-        // `[u8]`, so the two references have the same layout and metadata.
-        unsafe { &*(key as *const [u8] as *const InternalKeyRef) }
-    }
-}
-
-impl Ord for InternalKeyRef {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for InternalKeyRef {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl std::borrow::Borrow<InternalKeyRef> for InternalKey {
-    fn borrow(&self) -> &InternalKeyRef {
-        InternalKeyRef::new(&self.0)
-    }
-}
+use crate::key::{self, MAX_SEQUENCE, ValueKind};
 
 /// What a memtable knows about a key at a snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,13 +28,11 @@ pub enum LookupResult {
     Deleted,
 }
 
-/// Rough per-entry bookkeeping cost beyond key and value bytes: the skip-list
-/// node (two `Bytes` handles, reference count, tower of ~1.33 pointers on
-/// average) and the allocator's header of the node. (Kept at its value from
-/// before the [`Arena`], which also counted a buffer of its own per entry:
-/// memtables fill at the same entry count as before, so trees keep their
-/// shape.)
-const ENTRY_OVERHEAD: usize = 112;
+/// Bytes of memtable the key filter is sized for per entry: 10 filter bits
+/// per 64 bytes of write buffer, 2% of it (an entry costs its key, its
+/// 8-byte trailer, its value and ~22 bytes of skip-list node; smaller entries
+/// than this only raise the filter's false-positive rate).
+const KEY_FILTER_BYTES_PER_ENTRY: usize = 64;
 
 /// A Bloom filter over the user keys written to a memtable (RocksDB's
 /// memtable whole-key filtering), so that a lookup of a key the memtable does
@@ -146,57 +92,8 @@ impl KeyFilter {
 
 /// The in-memory write buffer. `Send + Sync`; share it with `Arc`.
 pub struct MemTable {
-    map: SkipMap<InternalKey, Bytes>,
-    memory: AtomicUsize,
+    list: SkipList,
     filter: KeyFilter,
-    arena: Arena,
-}
-
-/// Bytes of an arena chunk.
-const ARENA_CHUNK: usize = 64 << 10;
-/// Entries larger than this get an allocation of their own (a chunk would
-/// waste up to this much at its end).
-const ARENA_MAX_ENTRY: usize = ARENA_CHUNK / 8;
-
-/// Where a memtable's keys and values live: carved, one entry after the
-/// other, from shared 64 KiB chunks, so an insert allocates nothing but its
-/// skip-list node (a reference-count increment instead of two allocations),
-/// and the thread that drops a flushed memtable frees a chunk per ~500
-/// entries instead of two buffers per entry — allocated by the writer's
-/// thread, freed by the flush thread, each such free takes the
-/// allocator's lock of the other thread's arena. A value handed out by a get
-/// keeps its chunk alive while the caller holds it.
-struct Arena {
-    chunk: std::sync::Mutex<bytes::BytesMut>,
-}
-
-impl Arena {
-    fn new() -> Self {
-        Arena {
-            chunk: std::sync::Mutex::new(bytes::BytesMut::new()),
-        }
-    }
-
-    /// `parts` one after the other, as one buffer.
-    fn copy(&self, parts: [&[u8]; 3]) -> Bytes {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > ARENA_MAX_ENTRY {
-            let mut v = Vec::with_capacity(len);
-            for p in parts {
-                v.extend_from_slice(p);
-            }
-            return Bytes::from(v);
-        }
-        let mut chunk = self.chunk.lock().unwrap_or_else(|p| p.into_inner());
-        // The chunk view is empty here: each entry is split off whole.
-        if chunk.capacity() < len {
-            *chunk = bytes::BytesMut::with_capacity(ARENA_CHUNK);
-        }
-        for p in parts {
-            chunk.extend_from_slice(p);
-        }
-        chunk.split_to(len).freeze()
-    }
 }
 
 impl Default for MemTable {
@@ -222,38 +119,30 @@ impl MemTable {
     }
 
     /// An empty memtable whose key filter is sized for a memtable that is
-    /// flushed at `write_buffer_size` bytes: 10 bits for each entry it can
-    /// hold at most (each costs at least its bookkeeping, `ENTRY_OVERHEAD`),
-    /// about 1% of the buffer's size.
+    /// flushed at `write_buffer_size` bytes: 10 bits per
+    /// [`KEY_FILTER_BYTES_PER_ENTRY`] bytes, 2% of the buffer's size.
     pub fn for_write_buffer(write_buffer_size: usize) -> Self {
-        let entries = write_buffer_size / (ENTRY_OVERHEAD + key::TRAILER_LEN + 1);
+        let entries = write_buffer_size / KEY_FILTER_BYTES_PER_ENTRY;
         Self::with_filter_lines((entries * KEY_FILTER_BITS_PER_ENTRY).div_ceil(512))
     }
 
     fn with_filter_lines(lines: usize) -> Self {
         MemTable {
-            map: SkipMap::new(),
-            memory: AtomicUsize::new(0),
+            list: SkipList::new(),
             filter: KeyFilter::with_lines(lines),
-            arena: Arena::new(),
         }
     }
 
     /// Inserts one version. Safe to call from many threads at once; a reader
     /// sees the entry as soon as this returns. `(user_key, seq)` pairs are
     /// expected to be unique (the store hands out each sequence once);
-    /// inserting the same `(user_key, seq, kind)` again replaces the value.
+    /// inserting the same `(user_key, seq, kind)` again keeps the first value.
     pub fn insert(&self, user_key: &[u8], seq: u64, kind: ValueKind, value: &[u8]) {
         debug_assert!(seq <= MAX_SEQUENCE);
-        let klen = user_key.len() + key::TRAILER_LEN;
         let trailer = key::pack_trailer(seq, kind).to_le_bytes();
-        let mut k = self.arena.copy([user_key, &trailer, value]);
-        let v = k.split_off(klen);
         // Before the key is reachable: see `KeyFilter`.
         self.filter.insert(key_hash(user_key));
-        self.memory
-            .fetch_add(klen + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
-        self.map.insert(InternalKey(k), v);
+        self.list.insert(&[user_key, &trailer], value);
     }
 
     /// Inserts every operation of `batch` with sequence numbers
@@ -297,15 +186,13 @@ impl MemTable {
         };
         probe[..user_key.len()].copy_from_slice(user_key);
         probe[user_key.len()..].copy_from_slice(&trailer.to_le_bytes());
-        let e = self
-            .map
-            .lower_bound(Bound::Included(InternalKeyRef::new(probe)))?;
-        let parsed = key::parse(&e.key().0)?;
+        let e = self.list.seek(probe, true)?;
+        let parsed = key::parse(self.list.key(e))?;
         if parsed.user_key != user_key {
             return None;
         }
         Some(match parsed.kind {
-            ValueKind::Value => LookupResult::Value(e.value().clone()),
+            ValueKind::Value => LookupResult::Value(Bytes::copy_from_slice(self.list.value(e))),
             ValueKind::Deletion => LookupResult::Deleted,
         })
     }
@@ -319,57 +206,92 @@ impl MemTable {
     /// Entries with internal keys between `lo` and `hi` (full internal keys:
     /// `make_internal_key(k, MAX_SEQUENCE, Value)` sorts before every version
     /// of user key `k`) whose sequence is ≤ `snapshot_seq`, in internal-key
-    /// order; double-ended (`.rev()` walks down from `hi`). Writes may continue
-    /// meanwhile; entries newer than the snapshot are skipped, so the
-    /// iteration is a consistent view as long as the store publishes sequence
-    /// numbers only after their batch is fully inserted.
+    /// order, borrowed from the memtable; double-ended (`.rev()` walks down
+    /// from `hi`). Writes may continue meanwhile; entries newer than the
+    /// snapshot are skipped, so the iteration is a consistent view as long as
+    /// the store publishes sequence numbers only after their batch is fully
+    /// inserted.
     pub fn iter_range(
         &self,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
         snapshot_seq: u64,
     ) -> MemTableIter<'_> {
-        let own = |b: Bound<&[u8]>| b.map(|k| InternalKey(Bytes::copy_from_slice(k)));
+        let list = &self.list;
+        let front = match lo {
+            Bound::Unbounded => list.first(),
+            Bound::Included(k) => list.seek(k, true),
+            Bound::Excluded(k) => list.seek(k, false),
+        };
+        let back = match hi {
+            Bound::Unbounded => list.seek_back(None, false),
+            Bound::Included(k) => list.seek_back(Some(k), true),
+            Bound::Excluded(k) => list.seek_back(Some(k), false),
+        };
+        let ends = match (front, back) {
+            (Some(f), Some(b)) if key::compare_internal(list.key(f), list.key(b)).is_le() => {
+                Some((f, b))
+            }
+            _ => None,
+        };
         MemTableIter {
-            range: self.map.range((own(lo), own(hi))),
+            list,
+            ends,
             snapshot_seq,
         }
     }
 
-    /// Approximate bytes used: keys, values and per-entry overhead. Grows
-    /// monotonically; the store flushes the memtable when it passes the write
-    /// buffer size.
+    /// Approximate bytes used: the arena holding the skip list's nodes, keys
+    /// and values. Grows monotonically; the store flushes the memtable when
+    /// it passes the write buffer size.
     pub fn approximate_memory_bytes(&self) -> usize {
-        self.memory.load(AtomicOrdering::Relaxed)
+        self.list.memory_usage()
     }
 
     /// Number of entries (versions, tombstones included).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     /// True if no entry was inserted.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.len() == 0
     }
 }
 
-type RangeBounds = (Bound<InternalKey>, Bound<InternalKey>);
-
 /// Ordered iterator over a memtable's entries, yielding
-/// `(internal key, value)`; see [`MemTable::iter_range`].
+/// `(internal key, value)` borrowed from it; see [`MemTable::iter_range`].
 pub struct MemTableIter<'a> {
-    range: Range<'a, InternalKey, RangeBounds, InternalKey, Bytes>,
+    list: &'a SkipList,
+    /// The next entries to yield from the front and from the back (the
+    /// front's key never after the back's), or `None` once they have met.
+    ends: Option<(Node, Node)>,
     snapshot_seq: u64,
 }
 
-impl Iterator for MemTableIter<'_> {
-    type Item = (Bytes, Bytes);
+impl<'a> MemTableIter<'a> {
+    fn visible(&self, n: Node) -> bool {
+        key::trailer(self.list.key(n)) >> 8 <= self.snapshot_seq
+    }
 
-    fn next(&mut self) -> Option<(Bytes, Bytes)> {
-        for e in self.range.by_ref() {
-            if key::trailer(&e.key().0) >> 8 <= self.snapshot_seq {
-                return Some((e.key().0.clone(), e.value().clone()));
+    fn entry(&self, n: Node) -> (&'a [u8], &'a [u8]) {
+        (self.list.key(n), self.list.value(n))
+    }
+}
+
+impl<'a> Iterator for MemTableIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some((front, back)) = self.ends {
+            // The front walks the bottom level, which reaches every node up
+            // to the back (nodes are never removed).
+            self.ends = match self.list.successor(front) {
+                Some(n) if front != back => Some((n, back)),
+                _ => None,
+            };
+            if self.visible(front) {
+                return Some(self.entry(front));
             }
         }
         None
@@ -377,10 +299,14 @@ impl Iterator for MemTableIter<'_> {
 }
 
 impl DoubleEndedIterator for MemTableIter<'_> {
-    fn next_back(&mut self) -> Option<(Bytes, Bytes)> {
-        while let Some(e) = self.range.next_back() {
-            if key::trailer(&e.key().0) >> 8 <= self.snapshot_seq {
-                return Some((e.key().0.clone(), e.value().clone()));
+    fn next_back(&mut self) -> Option<Self::Item> {
+        while let Some((front, back)) = self.ends {
+            self.ends = match self.list.predecessor(back) {
+                Some(n) if front != back => Some((front, n)),
+                _ => None,
+            };
+            if self.visible(back) {
+                return Some(self.entry(back));
             }
         }
         None
@@ -390,8 +316,9 @@ impl DoubleEndedIterator for MemTableIter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::make_internal_key;
+    use crate::key::{compare_internal, make_internal_key};
     use proptest::prelude::*;
+    use std::cmp::Ordering;
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
@@ -400,7 +327,7 @@ mod tests {
     #[test]
     fn key_filter_no_false_negatives_and_its_rate() {
         let m = MemTable::for_write_buffer(64 << 10);
-        let design = (64 << 10) / (ENTRY_OVERHEAD + key::TRAILER_LEN + 1);
+        let design = (64 << 10) / KEY_FILTER_BYTES_PER_ENTRY;
         for i in 0..design as u32 {
             m.insert(&i.to_be_bytes(), 1, ValueKind::Value, b"v");
         }
@@ -434,8 +361,8 @@ mod tests {
         );
         let all = |snap| m.iter_range(Bound::Unbounded, Bound::Unbounded, snap);
         assert_eq!(all(5).count(), 4);
-        assert_eq!(all(6).next().unwrap().1, Bytes::from("empty"));
-        assert_eq!(all(6).next_back().unwrap().1, Bytes::from("ab2"));
+        assert_eq!(all(6).next().unwrap().1, b"empty");
+        assert_eq!(all(6).next_back().unwrap().1, b"ab2");
         assert_eq!(m.get(b"a", 0), None);
         assert_eq!(m.get(b"a", 1), Some(LookupResult::Value(Bytes::from("a1"))));
         assert_eq!(m.get(b"a", 2), Some(LookupResult::Value(Bytes::from("a1"))));
@@ -451,7 +378,7 @@ mod tests {
             .iter()
             .skip(1)
             .map(|(k, _)| {
-                let p = key::parse(&k).unwrap();
+                let p = key::parse(k).unwrap();
                 (p.user_key.to_vec(), p.seq)
             })
             .collect();
@@ -469,15 +396,16 @@ mod tests {
             .iter_range(Bound::Included(&seek), Bound::Unbounded, 2)
             .map(|(_, v)| v)
             .collect();
-        assert_eq!(from, vec![Bytes::from("a1"), Bytes::from("ab2")]);
+        assert_eq!(from, vec![&b"a1"[..], b"ab2"]);
         let down: Vec<_> = m
             .iter_range(Bound::Unbounded, Bound::Excluded(&seek), 9)
             .rev()
             .map(|(_, v)| v)
             .collect();
-        assert_eq!(down, vec![Bytes::from("a5"), Bytes::from("empty")]);
+        assert_eq!(down, vec![&b"a5"[..], b"empty"]);
         assert_eq!(m.len(), 5);
-        assert!(m.approximate_memory_bytes() >= 5 * (ENTRY_OVERHEAD + 9));
+        // Each entry: its bytes, an 8-byte header and at least one link.
+        assert!(m.approximate_memory_bytes() >= 5 * (9 + 16));
     }
 
     #[test]
@@ -566,7 +494,7 @@ mod tests {
                 let got: Vec<(Vec<u8>, u64, Vec<u8>)> = m
                     .iter_range(Bound::Unbounded, Bound::Unbounded, snap)
                     .map(|(ik, v)| {
-                        let p = key::parse(&ik).unwrap();
+                        let p = key::parse(ik).unwrap();
                         (p.user_key.to_vec(), p.seq, v.to_vec())
                     })
                     .collect();
@@ -632,12 +560,12 @@ mod tests {
             std::thread::spawn(move || {
                 let mut scans = 0;
                 while scans < 20 {
-                    let mut prev: Option<Bytes> = None;
+                    let mut prev: Option<&[u8]> = None;
                     for (k, v) in m.iter() {
-                        let p = key::parse(&k).unwrap();
-                        assert_eq!(&v[..], &p.seq.to_le_bytes());
+                        let p = key::parse(k).unwrap();
+                        assert_eq!(v, &p.seq.to_le_bytes());
                         if let Some(prev) = &prev {
-                            assert_eq!(compare_internal(prev, &k), Ordering::Less);
+                            assert_eq!(compare_internal(prev, k), Ordering::Less);
                         }
                         prev = Some(k);
                     }

@@ -7,7 +7,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::db::memtable::MemTable;
 use crate::db::version::FileHandle;
@@ -154,17 +154,31 @@ impl Source {
                         Bound::Excluded(k) => Bound::Excluded(&k[..]),
                         Bound::Unbounded => Bound::Unbounded,
                     };
+                    // One buffer for the chunk's bytes, each entry a slice of
+                    // it: two allocations per chunk, not per entry.
+                    let mut bytes = BytesMut::new();
+                    let mut spans = Vec::with_capacity(MEM_CHUNK);
+                    let mut take = |(k, v): (&[u8], &[u8])| {
+                        let at = bytes.len();
+                        bytes.extend_from_slice(k);
+                        bytes.extend_from_slice(v);
+                        spans.push((at, k.len(), v.len()));
+                    };
                     match dir {
-                        Direction::Forward => buf.extend(
-                            mem.iter_range(from, Bound::Unbounded, *snapshot)
-                                .take(MEM_CHUNK),
-                        ),
-                        Direction::Reverse => buf.extend(
-                            mem.iter_range(Bound::Unbounded, from, *snapshot)
-                                .rev()
-                                .take(MEM_CHUNK),
-                        ),
+                        Direction::Forward => mem
+                            .iter_range(from, Bound::Unbounded, *snapshot)
+                            .take(MEM_CHUNK)
+                            .for_each(&mut take),
+                        Direction::Reverse => mem
+                            .iter_range(Bound::Unbounded, from, *snapshot)
+                            .rev()
+                            .take(MEM_CHUNK)
+                            .for_each(&mut take),
                     }
+                    let bytes = bytes.freeze();
+                    buf.extend(spans.into_iter().map(|(at, k, v)| {
+                        (bytes.slice(at..at + k), bytes.slice(at + k..at + k + v))
+                    }));
                     match buf.back() {
                         Some((k, _)) => *resume = Bound::Excluded(k.clone()),
                         None => *done = true,

@@ -2,6 +2,7 @@
 //! the manifest and background compaction. See `docs/design.md` for the read,
 //! write and compaction paths and the durability promises.
 
+mod arena;
 #[cfg(test)]
 mod background_tests;
 pub mod batch;
@@ -17,6 +18,7 @@ pub(crate) mod memtable;
 pub(crate) mod merge;
 pub mod options_file;
 mod recovery;
+mod skiplist;
 mod snapshot;
 pub(crate) mod version;
 pub(crate) mod version_set;
