@@ -368,8 +368,11 @@ fn monkey_gives_smaller_levels_more_bits() {
     assert!(levels.len() >= 2, "{levels:?}");
     let (first, last) = (levels[0], levels[levels.len() - 1]);
     assert!(first.1 < last.1, "{levels:?}");
+    // Each level fewer bits/key than the smaller one above it (a uniform
+    // policy gives ~10 everywhere); how far apart depends on the shape the
+    // tree had when each file was built.
     assert!(
-        first.2 > last.2 + 1.0,
+        levels.windows(2).all(|w| w[0].2 > w[1].2) && first.2 > last.2 + 0.75,
         "smaller level gets more bits/key: {levels:?}"
     );
     assert!(last.2 < 10.0, "{levels:?}");

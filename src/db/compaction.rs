@@ -5,8 +5,10 @@
 //! `level1_max_bytes`), they are merged,
 //! all at once, with the L1 files they overlap. A level
 //! n ≥ 1 over its target size (`level1_max_bytes · multiplier^(n-1)`) gives up
-//! one file (round-robin through its key space, as LevelDB does) to be merged
-//! with the files of level n+1 it overlaps. The level with the highest
+//! one file (the one meeting the fewest bytes below per byte of its own, as
+//! RocksDB's default `kMinOverlappingRatio`; ties round-robin through the key
+//! space, as LevelDB picks) to be merged with the files of level n+1 it
+//! overlaps. The level with the highest
 //! size/target score goes first. The output keeps, of each user key, the
 //! newest version each live snapshot sees and the newest of all ([`Retention`]);
 //! it drops a tombstone that no snapshot needs when no deeper level could
@@ -190,9 +192,9 @@ pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<
 }
 
 /// A compaction of `level` into `output` (> `level`): every file (L0, or
-/// `all`) or the next file after the level's round-robin pointer (grown by
-/// [`expand_inputs`] up to `expand_limit` bytes), with the files of `output`
-/// they overlap. The levels between the two must be empty.
+/// `all`) or the file of least overlap below ([`least_overlap`], ties by the
+/// level's round-robin pointer; grown by [`expand_inputs`] up to
+/// `expand_limit` bytes), with the files of `output` they overlap. The levels between the two must be empty.
 pub(crate) fn whole_or_next(
     v: &Version,
     level: usize,
@@ -206,14 +208,9 @@ pub(crate) fn whole_or_next(
     let inputs: Vec<Arc<FileHandle>> = if level == 0 || all {
         v.levels[level].clone()
     } else {
-        let files = &v.levels[level];
-        let p = &pointers[level];
-        let f = files
-            .iter()
-            .find(|f| p.is_empty() || f.smallest_user_key() > p.as_slice())
-            .or(files.first())
-            .cloned();
-        f.into_iter().collect()
+        least_overlap(v, level, output, &pointers[level])
+            .into_iter()
+            .collect()
     };
     let lo = inputs.iter().map(|f| f.smallest_user_key()).min();
     let hi = inputs.iter().map(|f| f.largest_user_key()).max();
@@ -232,6 +229,46 @@ pub(crate) fn whole_or_next(
         next_inputs,
         output_level: output,
     }
+}
+
+/// RocksDB's `kMinOverlappingRatio`: the file of `level` whose key range
+/// meets the fewest data bytes of `output` per data byte of its own (a file
+/// that meets none is a trivial move). Ties go to the first file after the
+/// round-robin `pointer`, so equal candidates still take turns. One pass with
+/// prefix sums of the output level: O(n log m) for n files over m.
+fn least_overlap(
+    v: &Version,
+    level: usize,
+    output: usize,
+    pointer: &[u8],
+) -> Option<Arc<FileHandle>> {
+    let files = &v.levels[level];
+    let out = &v.levels[output];
+    let mut prefix = Vec::with_capacity(out.len() + 1);
+    let mut sum = 0u64;
+    prefix.push(sum);
+    for g in out {
+        sum += data_bytes(g);
+        prefix.push(sum);
+    }
+    let start = files.partition_point(|f| !pointer.is_empty() && f.smallest_user_key() <= pointer);
+    // (overlap bytes, own bytes, index) of the best so far.
+    let mut best: Option<(u64, u64, usize)> = None;
+    for k in 0..files.len() {
+        let i = (start + k) % files.len();
+        let f = &files[i];
+        let a = out.partition_point(|g| g.largest_user_key() < f.smallest_user_key());
+        let b = out.partition_point(|g| g.smallest_user_key() <= f.largest_user_key());
+        let overlap = prefix[b.max(a)] - prefix[a];
+        let size = data_bytes(f).max(1);
+        // overlap / size < best overlap / best size, without division.
+        if best.is_none_or(|(bo, bs, _)| {
+            u128::from(overlap) * u128::from(bs) < u128::from(bo) * u128::from(size)
+        }) {
+            best = Some((overlap, size, i));
+        }
+    }
+    best.map(|(_, _, i)| files[i].clone())
 }
 
 /// A file's data-block bytes: what level targets and compaction limits
@@ -898,6 +935,36 @@ mod tests {
         let v = version(&[(21, "b", "c"), (22, "d", "e"), (23, "g", "j")], 30);
         let c = whole_or_next(&v, 1, 2, &pointers, false, u64::MAX);
         assert_eq!(numbers(&c), (vec![22], vec![30]));
+    }
+
+    #[test]
+    fn picks_the_file_with_least_overlap_below_and_breaks_ties_round_robin() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut v = Version::empty(4);
+        for (n, lo, hi) in [(10, "a", "h"), (11, "i", "m"), (12, "n", "z")] {
+            v.levels[2].push(test_table(d, n, lo, hi));
+        }
+        // b..c meets file 10, l..o meets 11 and 12, x..y meets 12; all four
+        // hold the same bytes.
+        for (n, lo, hi) in [(1, "b", "c"), (2, "l", "o"), (3, "x", "y")] {
+            v.levels[1].push(test_table(d, n, lo, hi));
+        }
+        v.sort();
+        let pick = |v: &Version, p: &str| least_overlap(v, 1, 2, p.as_bytes()).unwrap().number();
+        // 1 and 3 tie, 2 meets twice as much: the tie goes to the first file
+        // after the pointer, wrapping around.
+        assert_eq!(pick(&v, ""), 1);
+        assert_eq!(pick(&v, "c"), 3);
+        assert_eq!(pick(&v, "y"), 1);
+        // A file that meets nothing below wins: a trivial move.
+        v.levels[1].push(test_table(d, 4, "ha", "hb"));
+        v.sort();
+        assert_eq!(pick(&v, "c"), 4);
+        let pointers = vec![Vec::new(), b"c".to_vec(), Vec::new(), Vec::new()];
+        let c = whole_or_next(&v, 1, 2, &pointers, false, u64::MAX);
+        assert_eq!(c.inputs.iter().map(|f| f.number()).collect::<Vec<_>>(), [4]);
+        assert!(c.next_inputs.is_empty());
     }
 
     #[test]
