@@ -396,20 +396,32 @@ fn frontier_panel(
             mix(BLUE_.2, GREEN_.2),
         )
     };
-    // Labels of points close together are stacked, 16 px apart.
-    let mut stacked: Vec<(f64, f64)> = Vec::new();
-    for (b, fpr, build, probe) in &pts {
-        let near = stacked
-            .iter()
-            .filter(|(x, y)| (x - b.bits_per_key).abs() < 2.5 && (y / fpr).ln().abs() < 0.7)
-            .count() as i32;
-        stacked.push((b.bits_per_key, *fpr));
+    // Each label goes to the first slot beside its point, 16 px steps up
+    // or down, whose box meets no other label and no point (a label is about
+    // 7 px per character at this font size).
+    let dots: Vec<(i32, i32)> = pts
+        .iter()
+        .map(|(b, fpr, _, _)| chart.backend_coord(&(b.bits_per_key, *fpr)))
+        .collect();
+    let mut taken: Vec<Rect> = dots
+        .iter()
+        .map(|&(x, y)| Rect::new(x - 7, y - 7, x + 7, y + 7))
+        .collect();
+    for ((b, fpr, build, probe), &(px, py)) in pts.iter().zip(&dots) {
         let label = format!(
             "{}: {} ns/key, {} ns",
             b.name,
             short(*build),
             probe.map_or("-".to_string(), short)
         );
+        let width = 7 * label.chars().count() as i32;
+        let slot = |dy: i32| Rect::new(px + 12, py + dy - 8, px + 12 + width, py + dy + 8);
+        let dy = [0, -1, 1, -2, 2, -3, 3, -4, 4, -5, 5]
+            .into_iter()
+            .map(|k| 16 * k)
+            .find(|&dy| taken.iter().all(|r| !r.meets(&slot(dy))))
+            .unwrap_or(0);
+        taken.push(slot(dy));
         let font = ("sans-serif", 13)
             .into_font()
             .color(&BLACK)
@@ -417,11 +429,29 @@ fn frontier_panel(
         chart.draw_series(std::iter::once(
             EmptyElement::at((b.bits_per_key, *fpr))
                 + Circle::new((0, 0), 6, colour(*build).filled())
-                + PathElement::new(vec![(0, 0), (10, -16 * near)], BLACK.mix(0.3))
-                + Text::new(label, (12, -16 * near), font),
+                + PathElement::new(vec![(0, 0), (10, dy)], BLACK.mix(0.3))
+                + Text::new(label, (12, dy), font),
         ))?;
     }
     Ok(())
+}
+
+/// A box in pixels, for placing labels where they meet nothing.
+struct Rect {
+    x0: i32,
+    y0: i32,
+    x1: i32,
+    y1: i32,
+}
+
+impl Rect {
+    fn new(x0: i32, y0: i32, x1: i32, y1: i32) -> Self {
+        Rect { x0, y0, x1, y1 }
+    }
+
+    fn meets(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
 }
 
 fn curve_color(i: usize) -> RGBColor {
