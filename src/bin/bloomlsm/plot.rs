@@ -320,14 +320,25 @@ fn reads_panel(
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], ORANGE_.filled()));
     let value_style =
         TextStyle::from(("sans-serif", 11).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+    // A pair's two labels are wider than their bars: when they would sit
+    // within a line of each other, the predicted one goes a line above.
+    let at =
+        |i: usize, side: usize, v: f64| (i as f64 + 0.3 + side as f64 * 0.38, v.max(ymin) * 1.15);
     for (i, r) in rows.iter().enumerate() {
-        for (side, v) in [(0, r.measured), (1, r.predicted)] {
-            let x = i as f64 + 0.12 + side as f64 * 0.38 + 0.18;
-            chart.draw_series(std::iter::once(Text::new(
-                short(v),
-                (x, v.max(ymin) * 1.15),
-                value_style.clone(),
-            )))?;
+        let (y0, y1) = (
+            chart.backend_coord(&at(i, 0, r.measured)).1,
+            chart.backend_coord(&at(i, 1, r.predicted)).1,
+        );
+        let lift = if (y0 - y1).abs() < 12 {
+            y1 - (y0.min(y1) - 12)
+        } else {
+            0
+        };
+        for (side, v, dy) in [(0, r.measured, 0), (1, r.predicted, -lift)] {
+            chart.draw_series(std::iter::once(
+                EmptyElement::at(at(i, side, v))
+                    + Text::new(short(v), (0, dy), value_style.clone()),
+            ))?;
         }
     }
     chart
