@@ -194,7 +194,8 @@ pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<
 /// A compaction of `level` into `output` (> `level`): every file (L0, or
 /// `all`) or the file of least overlap below ([`least_overlap`], ties by the
 /// level's round-robin pointer; grown by [`expand_inputs`] up to
-/// `expand_limit` bytes), with the files of `output` they overlap. The levels between the two must be empty.
+/// `expand_limit` bytes), with the files of `output` they overlap. The levels
+/// between the two must be empty.
 pub(crate) fn whole_or_next(
     v: &Version,
     level: usize,
