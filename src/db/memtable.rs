@@ -167,6 +167,21 @@ impl MemTable {
     /// none of the batch before the store publishes its sequence numbers, so
     /// the order is invisible to them.
     pub fn insert_batch(&self, batch: &WriteBatch) {
+        let mut splice = self.list.splice();
+        if batch.len() == 1 {
+            // A lone put (most `Db::put`s): nothing to order, nothing to
+            // allocate.
+            for op in batch.iter() {
+                self.insert_with(
+                    op.key(),
+                    batch.sequence(),
+                    op.kind(),
+                    op.value(),
+                    &mut splice,
+                );
+            }
+            return;
+        }
         let ops: Vec<_> = batch.iter().collect();
         // Internal-key order: user key up, then newest (last in the batch)
         // first; sorted on each key's first 8 bytes, then the rest.
@@ -182,7 +197,6 @@ impl MemTable {
                 })
                 .then_with(|| ib.cmp(&ia))
         });
-        let mut splice = self.list.splice();
         for (_, i) in order {
             let op = &ops[i as usize];
             let seq = batch.sequence() + u64::from(i);
