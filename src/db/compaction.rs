@@ -249,7 +249,7 @@ fn least_overlap(
     let mut sum = 0u64;
     prefix.push(sum);
     for g in out {
-        sum += data_bytes(g);
+        sum += g.data_bytes();
         prefix.push(sum);
     }
     let start = files.partition_point(|f| !pointer.is_empty() && f.smallest_user_key() <= pointer);
@@ -258,10 +258,9 @@ fn least_overlap(
     for k in 0..files.len() {
         let i = (start + k) % files.len();
         let f = &files[i];
-        let a = out.partition_point(|g| g.largest_user_key() < f.smallest_user_key());
-        let b = out.partition_point(|g| g.smallest_user_key() <= f.largest_user_key());
-        let overlap = prefix[b.max(a)] - prefix[a];
-        let size = data_bytes(f).max(1);
+        let (a, b) = overlap_span(out, f);
+        let overlap = prefix[b] - prefix[a];
+        let size = f.data_bytes().max(1);
         // overlap / size < best overlap / best size, without division.
         if best.is_none_or(|(bo, bs, _)| {
             u128::from(overlap) * u128::from(bs) < u128::from(bo) * u128::from(size)
@@ -272,10 +271,12 @@ fn least_overlap(
     best.map(|(_, _, i)| files[i].clone())
 }
 
-/// A file's data-block bytes: what level targets and compaction limits
-/// count, so that the tree's shape does not depend on the filters.
-fn data_bytes(f: &FileHandle) -> u64 {
-    f.table.properties().data_size
+/// The files of `out` (one level ≥ 1, sorted) that `f`'s key range meets:
+/// `out[first..end]` (empty, at the place `f` would go, when none).
+fn overlap_span(out: &[Arc<FileHandle>], f: &FileHandle) -> (usize, usize) {
+    let first = out.partition_point(|g| g.largest_user_key() < f.smallest_user_key());
+    let end = out.partition_point(|g| g.smallest_user_key() <= f.largest_user_key());
+    (first, end.max(first))
 }
 
 /// RocksDB's `TryExtendNonL0TrivialMove`: a compaction that moves one file
@@ -295,16 +296,16 @@ pub(crate) fn extend_trivial_move(v: &Version, c: &mut Compaction, limit: u64) {
     };
     // The first output file past the moved one: nothing may reach it.
     let out = &v.levels[c.output_level];
-    let next = out.partition_point(|g| g.largest_user_key() < first.smallest_user_key());
+    let (next, _) = overlap_span(out, &first);
     let bound = out.get(next).map(|g| g.smallest_user_key());
-    let mut bytes = data_bytes(&first);
+    let mut bytes = first.data_bytes();
     for f in &files[at + 1..] {
         if bound.is_some_and(|b| f.largest_user_key() >= b)
-            || bytes.saturating_add(data_bytes(f)) > limit
+            || bytes.saturating_add(f.data_bytes()) > limit
         {
             break;
         }
-        bytes += data_bytes(f);
+        bytes += f.data_bytes();
         c.inputs.push(f.clone());
     }
 }
@@ -335,7 +336,7 @@ fn expand_inputs(
         return inputs;
     }
     // Data bytes, as level targets: the same files join whatever the filters.
-    let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| data_bytes(f)).sum::<u64>();
+    let bytes = |files: &[Arc<FileHandle>]| files.iter().map(|f| f.data_bytes()).sum::<u64>();
     if bytes(&expanded) + bytes(next_inputs) > limit {
         return inputs;
     }
@@ -777,7 +778,7 @@ pub(crate) fn run(
 /// quantiles give shards of nearly equal size even when, as with L0 files, all
 /// inputs span the same key range.
 fn shard_bounds(c: &Compaction, opts: &Options) -> Vec<Vec<u8>> {
-    let total: u64 = c.all_inputs().map(|f| f.table.properties().data_size).sum();
+    let total: u64 = c.all_inputs().map(|f| f.data_bytes()).sum();
     let shards = opts.max_subcompactions.max(1);
     if shards == 1 || total < 4 * opts.target_file_size {
         return Vec::new();
@@ -994,7 +995,7 @@ mod tests {
         // Past L2's last file: everything after it.
         assert_eq!(moved(3, u64::MAX), vec![4]);
         // The byte limit: the first file alone is already at it.
-        let one = data_bytes(&v.levels[1][0]);
+        let one = v.levels[1][0].data_bytes();
         assert_eq!(moved(0, one), vec![1]);
         assert_eq!(moved(0, 2 * one + 1), vec![1, 2]);
     }

@@ -649,7 +649,7 @@ impl Db {
                     level,
                     number: f.number(),
                     file_bytes: f.meta.file_size,
-                    data_bytes: f.table.properties().data_size,
+                    data_bytes: f.data_bytes(),
                     data_raw_bytes: f.table.properties().data_raw_size,
                     compression: f.table.compression().to_string(),
                     entries: f.meta.entries,
@@ -1914,7 +1914,7 @@ impl Inner {
                 l.io.add(&f.io.load());
                 l.entries += f.meta.entries;
                 l.file_bytes += f.meta.file_size;
-                l.data_bytes += f.table.properties().data_size;
+                l.data_bytes += f.data_bytes();
                 l.data_raw_bytes += f.table.properties().data_raw_size;
                 let info = f.table.filter_info();
                 let usable = info.filter(|x| x.is_usable());

@@ -108,6 +108,14 @@ impl FileHandle {
         key::user_key(&self.meta.largest)
     }
 
+    /// Bytes of the file's data blocks: what level targets and compaction
+    /// limits count, so that the tree's shape does not depend on the filter
+    /// configuration (filter blocks, and the properties that describe them,
+    /// differ in size between configurations).
+    pub fn data_bytes(&self) -> u64 {
+        self.table.properties().data_size
+    }
+
     /// Whether the file's range meets `[lo, hi]` (user keys; `None` = unbounded).
     pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
         lo.is_none_or(|lo| self.largest_user_key() >= lo)
@@ -478,15 +486,10 @@ impl Version {
             .collect()
     }
 
-    /// Bytes of the data blocks of the files of `level`: level targets are
-    /// about data, so the tree's shape does not depend on the filter
-    /// configuration (filter blocks, and the properties that describe them,
-    /// differ in size between configurations).
+    /// Bytes of the data blocks of the files of `level`
+    /// ([`FileHandle::data_bytes`]).
     pub fn level_bytes(&self, level: usize) -> u64 {
-        self.levels[level]
-            .iter()
-            .map(|f| f.table.properties().data_size)
-            .sum()
+        self.levels[level].iter().map(|f| f.data_bytes()).sum()
     }
 
     /// Entries in the files of `level`.
