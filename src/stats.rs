@@ -273,7 +273,9 @@ pub struct LevelWrites {
     /// rewritten (each moves one file, or a run of neighbours that all go
     /// unchanged).
     pub moves: u64,
-    /// Files those moves brought in.
+    /// Files that came into this level unchanged: by those moves, or beside
+    /// files of the same run that had to be rewritten (for another filter
+    /// policy or compression), a compaction counted as a job.
     pub files_moved: u64,
     /// Their bytes.
     pub bytes_moved: u64,

@@ -1370,6 +1370,19 @@ mod tests {
         path
     }
 
+    /// The table at `path`, reading through `cache`.
+    fn open_cached(path: &Path, cache: &Arc<BlockCache>) -> Table {
+        Table::open(
+            path,
+            TableOpenOptions {
+                file_id: 7,
+                cache: Some(cache.clone()),
+                ..TableOpenOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_sequential_pass_reads_in_chunks_past_the_cache_and_checks_every_block() {
         let dir = tempfile::tempdir().unwrap();
@@ -1378,17 +1391,7 @@ mod tests {
             ..Default::default()
         };
         let path = build(dir.path(), 80_000, opts);
-        let open = |cache: &Arc<BlockCache>| {
-            Table::open(
-                &path,
-                TableOpenOptions {
-                    file_id: 7,
-                    cache: Some(cache.clone()),
-                    ..TableOpenOptions::default()
-                },
-            )
-            .unwrap()
-        };
+        let open = |cache: &Arc<BlockCache>| open_cached(&path, cache);
         let plain: Vec<(Bytes, Bytes)> = open(&Arc::new(BlockCache::new(1 << 20)))
             .iter()
             .collect::<Result<_>>()
@@ -1488,15 +1491,7 @@ mod tests {
         };
         let path = build(dir.path(), 500, opts);
         let cache = Arc::new(BlockCache::new(1 << 20));
-        let t = Table::open(
-            &path,
-            TableOpenOptions {
-                file_id: 7,
-                cache: Some(cache.clone()),
-                ..TableOpenOptions::default()
-            },
-        )
-        .unwrap();
+        let t = open_cached(&path, &cache);
         assert!(t.data_blocks() > 10);
         let r = t.get_unhashed(b"k000123").unwrap();
         assert_eq!(r.entry.as_ref().unwrap().1, &b"v123"[..]);
