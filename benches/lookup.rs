@@ -10,6 +10,10 @@
 //! two builds can be run alternately on the same files; without it a store of
 //! `BLOOMLSM_BENCH_KEYS` keys (default 10^6) is built first.
 //!
+//! Before the timings it prints the latency of a random 64-byte load in a
+//! buffer the size of the store's filters (and in one a tenth of that): what
+//! a filter probe's cache miss costs at this store's size.
+//!
 //! `cargo bench --bench lookup`.
 
 use std::hint::black_box;
@@ -69,6 +73,34 @@ fn fill(dir: &Path, n: u64) -> Db {
     db
 }
 
+/// Nanoseconds per dependent load of a random 64-byte line in a buffer of
+/// `bytes` (a pointer chase through a random cycle of its lines, warmed
+/// first): the latency of the level of the memory hierarchy that holds it.
+fn line_load_ns(bytes: usize) -> f64 {
+    let lines = (bytes / 64).max(2);
+    // Sattolo's shuffle: one cycle through every line.
+    let mut next: Vec<usize> = (0..lines).collect();
+    let mut rng = SplitMix64::new(SEED);
+    for i in (1..lines).rev() {
+        next.swap(i, rng.below(i as u64) as usize);
+    }
+    let mut buf = vec![0usize; lines * 8];
+    for (i, &n) in next.iter().enumerate() {
+        buf[i * 8] = n;
+    }
+    let mut p = 0;
+    for _ in 0..2 * lines {
+        p = buf[p * 8];
+    }
+    const LOADS: u32 = 2_000_000;
+    let t = std::time::Instant::now();
+    for _ in 0..LOADS {
+        p = buf[p * 8];
+    }
+    black_box(p);
+    t.elapsed().as_nanos() as f64 / f64::from(LOADS)
+}
+
 fn main() {
     let _tmp;
     let db = match std::env::var_os("BLOOMLSM_STORE") {
@@ -92,6 +124,16 @@ fn main() {
         .collect();
     println!("lookup: {keys} keys, {}", shape.join(" "));
     assert!(keys > 0, "the store is empty");
+    // What one filter probe's cache miss costs at this store's size: a
+    // missing get probes a random line of each level's filters, so once
+    // they outgrow the caches every get waits for memory at least once.
+    let fb = s.filter_bytes as usize;
+    println!(
+        "dependent random 64-byte loads: {:.1} ns in a buffer the size of the store's filters ({:.2} MiB), {:.1} ns in one a tenth of it",
+        line_load_ns(fb),
+        fb as f64 / f64::from(1 << 20),
+        line_load_ns(fb / 10)
+    );
 
     let missing: Vec<[u8; 16]> = (0..LOOKUPS).map(|i| absent_key(SEED, i)).collect();
     let mut rng = SplitMix64::new(SEED ^ 0x6765_7473);
