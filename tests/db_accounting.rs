@@ -384,3 +384,55 @@ fn per_level_writes_add_up_to_the_totals_and_to_each_levels_bytes() {
     assert_eq!(db.stats().levels[1].writes, w[1]);
     assert!(s.to_string().contains("moved in"), "{s}");
 }
+
+#[test]
+fn l0_files_that_overlap_nothing_move_down_unwritten() {
+    let dir = scratch_dir();
+    let opts = Options {
+        target_file_size: 64 << 10,
+        compression: bloomlsm::CompressionOptions::none(),
+        ..options(FilterOptions::default())
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    // Ascending keys through 8 KiB memtables: several L0 files, each over
+    // keys after the last one's, and together over L1's 16 KiB target. Their
+    // compaction meets nothing in L1 and they meet nothing of each other,
+    // so they go down as they are, in one move.
+    for i in 0..1000 {
+        db.put(key(2 * i), format!("value-{i:08}")).unwrap();
+    }
+    db.flush().unwrap();
+    let numbers = |db: &Db| {
+        let mut v: Vec<u64> = db.file_stats().iter().map(|f| f.number).collect();
+        v.sort_unstable();
+        v
+    };
+    let flushed = numbers(&db);
+    assert!(flushed.len() >= 4, "{flushed:?}");
+    assert!(db.file_stats().iter().all(|f| f.level == 0));
+    db.maintain().unwrap();
+    let s = db.stats();
+    assert_eq!(numbers(&db), flushed, "the same files, not copies: {s}");
+    assert!(db.file_stats().iter().all(|f| f.level >= 1), "{s}");
+    assert_eq!(s.bytes_compacted, 0, "{s}");
+    let l1 = s.levels[1].writes;
+    assert_eq!(
+        (l1.jobs, l1.moves, l1.files_moved),
+        (0, 1, flushed.len() as u64)
+    );
+    assert_eq!(
+        db.get(key(1998)).unwrap().as_deref(),
+        Some(&b"value-00000999"[..])
+    );
+    // Files over the same keys meet those below them: merges.
+    for i in 0..1000 {
+        db.put(key(2 * i + 1), format!("value-{i:08}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.maintain().unwrap();
+    assert!(db.stats().bytes_compacted > 0);
+    assert_eq!(
+        db.get(key(1999)).unwrap().as_deref(),
+        Some(&b"value-00000999"[..])
+    );
+}

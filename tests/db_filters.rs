@@ -375,14 +375,16 @@ fn monkey_gives_smaller_levels_more_bits() {
         levels.windows(2).all(|w| w[0].2 > w[1].2) && first.2 > last.2 + 0.75,
         "smaller level gets more bits/key: {levels:?}"
     );
-    assert!(last.2 < 10.0, "{levels:?}");
-    // The average stays near the budget.
+    // The average stays near the budget, and the largest level is below it
+    // (below the store's own average, which drifts from the budget because
+    // each file was allocated for the tree of its time).
     let keys: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
     let avg = s.filter_bytes as f64 * 8.0 / keys as f64;
     assert!(
         (8.0..12.0).contains(&avg),
         "average {avg} bits/key: {levels:?}"
     );
+    assert!(last.2 < avg, "average {avg} bits/key: {levels:?}");
     for (k, v) in model.iter().step_by(7) {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()));
     }

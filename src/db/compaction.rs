@@ -45,6 +45,10 @@ pub(crate) struct Compaction {
     /// level sizes (the base level) and for a full compaction, which skips
     /// empty levels.
     pub output_level: usize,
+    /// A picked L0 compaction whose files overlap neither one another nor
+    /// any file of the output level: they can be moved there as they are
+    /// (RocksDB moves such L0 files too), not merged.
+    pub l0_move: bool,
 }
 
 impl Compaction {
@@ -224,12 +228,24 @@ pub(crate) fn whole_or_next(
     } else {
         inputs
     };
+    let l0_move = level == 0 && !all && next_inputs.is_empty() && disjoint(&inputs);
     Compaction {
         level,
         inputs,
         next_inputs,
         output_level: output,
+        l0_move,
     }
+}
+
+/// Whether no two of `files` share a user key.
+fn disjoint(files: &[Arc<FileHandle>]) -> bool {
+    let mut ranges: Vec<(&[u8], &[u8])> = files
+        .iter()
+        .map(|f| (f.smallest_user_key(), f.largest_user_key()))
+        .collect();
+    ranges.sort_unstable();
+    ranges.windows(2).all(|w| w[0].1 < w[1].0)
 }
 
 /// RocksDB's `kMinOverlappingRatio`: the file of `level` whose key range
@@ -401,7 +417,9 @@ pub(crate) struct Outputs {
 /// (RocksDB's `level_compaction_dynamic_file_size`, whose ramp keeps dense
 /// boundaries from making small files). Its range then lies inside fewer
 /// files of that level, so compacting it down later rewrites fewer bytes
-/// there.
+/// there. With cuts, a file that meets no boundary grows up to twice its
+/// target before it is cut by size, as RocksDB's non-bottommost outputs do;
+/// without, it is cut at its target.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     dir: &Path,
@@ -517,6 +535,16 @@ fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     mut done: impl FnMut(crate::sst::UnsyncedTable) -> Result<()>,
 ) -> Result<(u64, Option<crate::sst::UnsyncedTable>)> {
     let (opts, cuts) = (spec.opts, spec.cuts);
+    // With a level below to align to, a file may grow past its target, up to
+    // twice it, to end at one of that level's boundaries (RocksDB's
+    // `max_output_file_size` for non-bottommost outputs): one cut by size
+    // alone would end inside a file below, which the next compaction of this
+    // range then has to rewrite too.
+    let max_size = if cuts.is_empty() {
+        opts.target_file_size
+    } else {
+        opts.target_file_size.saturating_mul(2)
+    };
     let mut bytes_written = 0u64;
     // The first of `cuts` not yet passed, and how many the current file spans.
     let mut next_cut = 0;
@@ -568,7 +596,7 @@ fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
             let at_boundary = passed > 0
                 && u128::from(size) * 100
                     >= u128::from(opts.target_file_size) * u128::from(50 + (spanned * 5).min(40));
-            if builder.is_some() && (size >= opts.target_file_size || at_boundary) {
+            if builder.is_some() && (size >= max_size || at_boundary) {
                 done(finish(builder.take().expect("builder"))?)?;
             }
             if builder.is_none() {
@@ -970,6 +998,37 @@ mod tests {
     }
 
     #[test]
+    fn l0_files_that_overlap_nothing_are_a_move() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let pointers = vec![Vec::new(); 4];
+        let l0_move =
+            |v: &Version, all: bool| whole_or_next(v, 0, 1, &pointers, all, u64::MAX).l0_move;
+        // Two L0 files apart from each other, L1 empty: a move, when picked;
+        // a full compaction merges.
+        let mut v = Version::empty(4);
+        v.levels[0].push(test_table(d, 2, "m", "p"));
+        v.levels[0].push(test_table(d, 1, "a", "c"));
+        v.sort();
+        assert!(l0_move(&v, false));
+        assert!(!l0_move(&v, true));
+        // An L1 file that one of them meets: a merge.
+        v.levels[1].push(test_table(d, 3, "o", "z"));
+        v.sort();
+        assert!(!l0_move(&v, false));
+        // L1 apart from both: a move again.
+        v.levels[1].clear();
+        v.levels[1].push(test_table(d, 4, "q", "z"));
+        v.sort();
+        assert!(l0_move(&v, false));
+        // L0 files that overlap each other (sharing only a boundary key is
+        // overlapping): a merge.
+        v.levels[0].push(test_table(d, 5, "c", "d"));
+        v.sort();
+        assert!(!l0_move(&v, false));
+    }
+
+    #[test]
     fn a_trivial_move_takes_along_the_files_that_meet_nothing_below() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -986,6 +1045,7 @@ mod tests {
                 inputs: vec![v.levels[1][first].clone()],
                 next_inputs: Vec::new(),
                 output_level: 2,
+                l0_move: false,
             };
             extend_trivial_move(&v, &mut c, limit);
             c.inputs.iter().map(|f| f.number()).collect()
@@ -1037,5 +1097,36 @@ mod tests {
             assert!(*size >= 40 << 10, "file from {start:?}: {size} bytes");
         }
         assert!(out[1..].iter().all(|(s, _)| dense.contains(s)));
+    }
+
+    #[test]
+    fn outputs_grow_up_to_twice_their_target_to_end_at_a_boundary() {
+        let target = 64u64 << 10;
+        // Without boundaries no file passes its target (by more than the
+        // entry and block that cross it).
+        let by_size = files(&[]);
+        assert!(by_size.iter().all(|&(_, size)| size < target + (8 << 10)));
+        // A boundary every 700 entries (~84 KB, 1.3x the target): each file
+        // runs past its target to the next boundary instead of ending inside
+        // the file below it.
+        let owned = keys(700, 4, 0);
+        let cuts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let out = files(&cuts);
+        assert_eq!(
+            out[1..].iter().map(|f| f.0.clone()).collect::<Vec<_>>(),
+            owned[..],
+            "every later file starts at a boundary"
+        );
+        assert!(out[..out.len() - 1].iter().all(|&(_, size)| size > target));
+        // A boundary every 1,400 entries (~168 KB): twice the target comes
+        // first, and the file is cut there by size.
+        let sparse = keys(1400, 2, 0);
+        let sparse_cuts: Vec<&[u8]> = sparse.iter().map(Vec::as_slice).collect();
+        let out = files(&sparse_cuts);
+        assert!(out.iter().all(|&(_, size)| size < 2 * target + (8 << 10)));
+        assert!(
+            out.iter()
+                .any(|(s, _)| s.as_slice() != b"k000000" && !sparse.contains(s))
+        );
     }
 }

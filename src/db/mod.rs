@@ -1750,8 +1750,8 @@ impl Inner {
         // filter policy or compression.
         // (A full compaction, which takes a level's files together, merges
         // them as before.)
-        let moving = c.level > 0 && c.next_inputs.is_empty() && c.inputs.len() == 1;
-        if moving {
+        let moving = c.l0_move || (c.level > 0 && c.next_inputs.is_empty() && c.inputs.len() == 1);
+        if moving && c.level > 0 {
             compaction::extend_trivial_move(
                 v,
                 &mut c,
@@ -1794,6 +1794,7 @@ impl Inner {
                         inputs: vec![f.clone()],
                         next_inputs: Vec::new(),
                         output_level: out_level,
+                        l0_move: false,
                     };
                     let out = run(&one, &whole)?;
                     bytes_written += out.bytes_written;
