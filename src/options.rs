@@ -245,9 +245,10 @@ pub struct Options {
     /// a process kill, not an OS crash or power loss.
     pub sync_writes: bool,
     /// Size at which compaction starts a new output file. Default 2 MiB.
-    /// A file with a level below it may grow up to twice this size to end
-    /// at a boundary of that level's files, as RocksDB's files do; files of
-    /// the last level and flushed L0 files are cut at this size.
+    /// An output with files of the next level below its range may grow up
+    /// to twice this size to end at a boundary of those files, as RocksDB's
+    /// do; one with nothing below is cut at this size. (A flush writes one
+    /// L0 file, whatever its size.)
     pub target_file_size: u64,
     /// Target bytes of level 1; level n+1 targets `level_size_multiplier` times
     /// level n. Default 10 MiB.
