@@ -1099,6 +1099,41 @@ mod tests {
         assert!(out[1..].iter().all(|(s, _)| dense.contains(s)));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+        /// Whatever the boundaries below: the outputs hold every entry once,
+        /// in order, in files that share no user key, and a file ends before
+        /// twice its target (before its target with no boundaries).
+        #[test]
+        fn outputs_keep_every_entry_in_disjoint_files_within_twice_the_target(
+            mut marks in proptest::collection::vec(0usize..3000, 0..40),
+        ) {
+            marks.sort_unstable();
+            marks.dedup();
+            let owned: Vec<Vec<u8>> = marks.iter().map(|m| format!("k{m:06}").into_bytes()).collect();
+            let cuts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+            let dir = tempfile::tempdir().unwrap();
+            let out = write_3000(dir.path(), crate::fs::RealFs::shared(), &cuts).unwrap();
+            let target = 64u64 << 10;
+            let limit = if cuts.is_empty() { target } else { 2 * target };
+            let mut seen = 0usize;
+            for (i, f) in out.files.iter().enumerate() {
+                proptest::prop_assert!(f.meta.file_size < limit + (8 << 10), "file {i}: {} bytes", f.meta.file_size);
+                if i > 0 {
+                    proptest::prop_assert!(out.files[i - 1].largest_user_key() < f.smallest_user_key());
+                }
+                for e in f.table.iter() {
+                    let (k, _) = e.unwrap();
+                    let want = format!("k{seen:06}");
+                    proptest::prop_assert_eq!(key::user_key(&k), want.as_bytes());
+                    seen += 1;
+                }
+            }
+            proptest::prop_assert_eq!(seen, 3000);
+        }
+    }
+
     #[test]
     fn outputs_grow_up_to_twice_their_target_to_end_at_a_boundary() {
         let target = 64u64 << 10;
