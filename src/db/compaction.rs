@@ -45,10 +45,12 @@ pub(crate) struct Compaction {
     /// level sizes (the base level) and for a full compaction, which skips
     /// empty levels.
     pub output_level: usize,
-    /// A picked L0 compaction whose files overlap neither one another nor
-    /// any file of the output level: they can be moved there as they are
-    /// (RocksDB moves such L0 files too), not merged.
-    pub l0_move: bool,
+    /// The inputs go down as they are (or each rewritten alone where the
+    /// output level wants another filter or compression), not merged: one
+    /// file of a level ≥ 1 that overlaps nothing in the output level, or the
+    /// files of a picked L0 compaction that overlap neither one another nor
+    /// the output level (RocksDB moves such L0 files too).
+    pub move_only: bool,
 }
 
 impl Compaction {
@@ -228,13 +230,18 @@ pub(crate) fn whole_or_next(
     } else {
         inputs
     };
-    let l0_move = level == 0 && !all && next_inputs.is_empty() && disjoint(&inputs);
+    let move_only = next_inputs.is_empty()
+        && if level == 0 {
+            !all && disjoint(&inputs)
+        } else {
+            inputs.len() == 1
+        };
     Compaction {
         level,
         inputs,
         next_inputs,
         output_level: output,
-        l0_move,
+        move_only,
     }
 }
 
@@ -1002,30 +1009,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let pointers = vec![Vec::new(); 4];
-        let l0_move =
-            |v: &Version, all: bool| whole_or_next(v, 0, 1, &pointers, all, u64::MAX).l0_move;
+        let move_only =
+            |v: &Version, all: bool| whole_or_next(v, 0, 1, &pointers, all, u64::MAX).move_only;
         // Two L0 files apart from each other, L1 empty: a move, when picked;
         // a full compaction merges.
         let mut v = Version::empty(4);
         v.levels[0].push(test_table(d, 2, "m", "p"));
         v.levels[0].push(test_table(d, 1, "a", "c"));
         v.sort();
-        assert!(l0_move(&v, false));
-        assert!(!l0_move(&v, true));
+        assert!(move_only(&v, false));
+        assert!(!move_only(&v, true));
         // An L1 file that one of them meets: a merge.
         v.levels[1].push(test_table(d, 3, "o", "z"));
         v.sort();
-        assert!(!l0_move(&v, false));
+        assert!(!move_only(&v, false));
         // L1 apart from both: a move again.
         v.levels[1].clear();
         v.levels[1].push(test_table(d, 4, "q", "z"));
         v.sort();
-        assert!(l0_move(&v, false));
+        assert!(move_only(&v, false));
         // L0 files that overlap each other (sharing only a boundary key is
         // overlapping): a merge.
         v.levels[0].push(test_table(d, 5, "c", "d"));
         v.sort();
-        assert!(!l0_move(&v, false));
+        assert!(!move_only(&v, false));
     }
 
     #[test]
@@ -1045,7 +1052,7 @@ mod tests {
                 inputs: vec![v.levels[1][first].clone()],
                 next_inputs: Vec::new(),
                 output_level: 2,
-                l0_move: false,
+                move_only: false,
             };
             extend_trivial_move(&v, &mut c, limit);
             c.inputs.iter().map(|f| f.number()).collect()

@@ -1742,15 +1742,16 @@ impl Inner {
         let last_level = v.last_nonempty_level().max(out_level);
         let policy = self.opts.filters.policy_for(out_level, &runs, last_level);
 
-        // A file of a level >= 1 that meets nothing below goes down with the
-        // files after it that meet nothing either (`extend_trivial_move`).
-        // The run is chosen without looking at filters, so every filter
+        // A move (`Compaction::move_only`): a file of a level >= 1 that meets
+        // nothing below goes down with the files after it that meet nothing
+        // either (`extend_trivial_move`); picked L0 files that meet nothing
+        // go down together. The run is chosen without looking at filters, so every filter
         // configuration gets the same tree; each file in it is then moved
         // as it is, or rewritten alone where the output level wants another
         // filter policy or compression.
         // (A full compaction, which takes a level's files together, merges
         // them as before.)
-        let moving = c.l0_move || (c.level > 0 && c.next_inputs.is_empty() && c.inputs.len() == 1);
+        let moving = c.move_only;
         if moving && c.level > 0 {
             compaction::extend_trivial_move(
                 v,
@@ -1794,7 +1795,7 @@ impl Inner {
                         inputs: vec![f.clone()],
                         next_inputs: Vec::new(),
                         output_level: out_level,
-                        l0_move: false,
+                        move_only: false,
                     };
                     let out = run(&one, &whole)?;
                     bytes_written += out.bytes_written;
