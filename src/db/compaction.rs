@@ -266,24 +266,31 @@ fn least_overlap(
     output: usize,
     pointer: &[u8],
 ) -> Option<Arc<FileHandle>> {
+    // From the levels' indexes alone (keys and sizes in flat arrays): a
+    // pick at 10^7 keys weighs thousands of files, and reading each one's
+    // handle and table cost cache misses per file on every pick.
     let files = &v.levels[level];
-    let out = &v.levels[output];
-    let mut prefix = Vec::with_capacity(out.len() + 1);
+    let sizes = v.data_bytes_of(level);
+    let mut prefix = Vec::with_capacity(v.levels[output].len() + 1);
     let mut sum = 0u64;
     prefix.push(sum);
-    for g in out {
-        sum += g.data_bytes();
+    for &b in v.data_bytes_of(output) {
+        sum += b;
         prefix.push(sum);
     }
-    let start = files.partition_point(|f| !pointer.is_empty() && f.smallest_user_key() <= pointer);
+    let start = if pointer.is_empty() {
+        0
+    } else {
+        v.span(level, None, Some(pointer)).1
+    };
     // (overlap bytes, own bytes, index) of the best so far.
     let mut best: Option<(u64, u64, usize)> = None;
     for k in 0..files.len() {
         let i = (start + k) % files.len();
-        let f = &files[i];
-        let (a, b) = overlap_span(out, f);
+        let (lo, hi) = v.range_of(level, i);
+        let (a, b) = v.span(output, Some(lo), Some(hi));
         let overlap = prefix[b] - prefix[a];
-        let size = f.data_bytes().max(1);
+        let size = sizes[i].max(1);
         // overlap / size < best overlap / best size, without division.
         if best.is_none_or(|(bo, bs, _)| {
             u128::from(overlap) * u128::from(bs) < u128::from(bo) * u128::from(size)
@@ -292,14 +299,6 @@ fn least_overlap(
         }
     }
     best.map(|(_, _, i)| files[i].clone())
-}
-
-/// The files of `out` (one level ≥ 1, sorted) that `f`'s key range meets:
-/// `out[first..end]` (empty, at the place `f` would go, when none).
-fn overlap_span(out: &[Arc<FileHandle>], f: &FileHandle) -> (usize, usize) {
-    let first = out.partition_point(|g| g.largest_user_key() < f.smallest_user_key());
-    let end = out.partition_point(|g| g.smallest_user_key() <= f.largest_user_key());
-    (first, end.max(first))
 }
 
 /// RocksDB's `TryExtendNonL0TrivialMove`: a compaction that moves one file
@@ -319,7 +318,11 @@ pub(crate) fn extend_trivial_move(v: &Version, c: &mut Compaction, limit: u64) {
     };
     // The first output file past the moved one: nothing may reach it.
     let out = &v.levels[c.output_level];
-    let (next, _) = overlap_span(out, &first);
+    let (next, _) = v.span(
+        c.output_level,
+        Some(first.smallest_user_key()),
+        Some(first.largest_user_key()),
+    );
     let bound = out.get(next).map(|g| g.smallest_user_key());
     let mut bytes = first.data_bytes();
     for f in &files[at + 1..] {

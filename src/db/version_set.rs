@@ -343,20 +343,25 @@ impl VersionSet {
 
         let mut state = self.state.clone();
         state.apply(&edit).map_err(refused)?;
-        let mut changed = state.settle(manifest.number()).map_err(refused)?;
-        // A filter budget weighs every file against every other: each
-        // version chooses afresh, and every level's index follows.
-        if self.filter_budget.is_some() {
-            changed = [true; NUM_LEVELS];
-        }
+        let changed = state.settle(manifest.number()).map_err(refused)?;
         let mut v = (*self.current).clone();
-        let mut handles: HashMap<u64, &Arc<FileHandle>> = HashMap::new();
-        for (level, files) in self.current.levels.iter().enumerate() {
-            if changed[level] {
-                handles.extend(files.iter().map(|f| (f.number(), f)));
+        // The handles of the files the edit adds: tables just written, or
+        // files moved from another level of the current version.
+        let mut added: HashMap<u64, Arc<FileHandle>> =
+            opened.iter().map(|f| (f.number(), f.clone())).collect();
+        for (_, meta) in &edit.new_files {
+            if added.contains_key(&meta.number) {
+                continue;
+            }
+            let moved = edit
+                .deleted_files
+                .iter()
+                .filter(|&&(_, n)| n == meta.number)
+                .find_map(|&(level, n)| self.current.find(level, n));
+            if let Some(f) = moved {
+                added.insert(meta.number, f.clone());
             }
         }
-        handles.extend(opened.iter().map(|f| (f.number(), f)));
         for (level, &touched) in changed.iter().enumerate() {
             if !touched {
                 continue;
@@ -371,19 +376,15 @@ impl VersionSet {
                     v.levels.len()
                 )));
             }
-            v.levels[level] = files
-                .iter()
-                .map(|meta| {
-                    handles
-                        .remove(&meta.number)
-                        .cloned()
-                        .ok_or_else(|| refused(format!("file {} has no open table", meta.number)))
-                })
-                .collect::<Result<_>>()?;
+            v.replace_level(level, files.iter().map(|m| m.number), &added)
+                .map_err(|n| refused(format!("file {n} has no open table")))?;
         }
-        // The builder has checked the levels; the handles are the same files.
-        v.pin_filters(self.filter_budget);
-        v.sort_levels(|level| changed[level]);
+        // A filter budget weighs every file against every other: each
+        // version chooses afresh, and every level's index follows.
+        if self.filter_budget.is_some() {
+            v.pin_filters(self.filter_budget);
+            v.sort();
+        }
 
         let appended = if sync {
             manifest.append(&edit)
