@@ -95,3 +95,58 @@ fn reopen_without_close_replays_the_wal() {
         );
     }
 }
+
+/// The table files on disk: their numbers, sorted.
+fn tables_on_disk(dir: &std::path::Path) -> Vec<u64> {
+    let mut n: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".sst")?.parse().ok()
+        })
+        .collect();
+    n.sort_unstable();
+    n
+}
+
+/// Background compactions write into table files created ahead of them
+/// and leave the obsolete ones to a helper thread to delete: after close the
+/// directory holds exactly the tables the store listed, none prepared and
+/// unused, none obsolete.
+#[test]
+fn background_compactions_leave_exactly_the_live_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        write_buffer_size: 16 << 10,
+        target_file_size: 8 << 10,
+        level1_max_bytes: 32 << 10,
+        ..Options::default()
+    };
+    let live = |db: &Db| {
+        let mut n: Vec<u64> = db.file_stats().iter().map(|f| f.number).collect();
+        n.sort_unstable();
+        n
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    for i in 0..30_000u32 {
+        db.put(
+            format!("key{:08}", i.wrapping_mul(2_654_435_761) % 100_000),
+            [7u8; 40],
+        )
+        .unwrap();
+    }
+    db.maintain().unwrap();
+    let s = db.stats();
+    assert!(s.compactions >= 10, "{s:?}");
+    assert!(
+        s.levels.iter().skip(2).any(|l| l.files > 0),
+        "{:?}",
+        s.levels
+    );
+    let files = live(&db);
+    db.close().unwrap();
+    assert_eq!(tables_on_disk(dir.path()), files);
+    let db = Db::open(dir.path(), opts).unwrap();
+    assert_eq!(live(&db), files);
+    db.verify().unwrap();
+}

@@ -25,9 +25,11 @@ use crate::db::filename;
 use crate::db::iter::seek_key;
 use crate::db::manifest::{FileMeta, FilterMeta};
 use crate::db::merge::{MergeIter, Source};
+use crate::db::table_files::{NewTable, create_table};
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
 use crate::filter::FilterPolicy;
+use crate::fs::FileSystem;
 use crate::key::{self, ValueKind};
 use crate::options::Options;
 use crate::sst::{KeyFormat, Table, TableBuilder, TableBuilderOptions, TableSummary};
@@ -407,6 +409,11 @@ impl Retention {
 pub(crate) trait FileNumbers {
     /// A fresh file number (reserved in the MANIFEST before it is returned).
     fn next_file_number(&self) -> Result<u64>;
+
+    /// A new, empty table file in `dir` under a fresh number.
+    fn new_table(&self, dir: &Path, fs: &dyn FileSystem) -> Result<NewTable> {
+        create_table(fs, dir, self.next_file_number()?)
+    }
 }
 
 /// What a flush or compaction produced.
@@ -616,12 +623,7 @@ fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         let b = match &mut builder {
             Some(b) => b,
             None => {
-                let number = spec.numbers.next_file_number()?;
-                let path = filename::table_file(spec.dir, number);
-                let file = opts
-                    .fs
-                    .create_new(&path)
-                    .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+                let NewTable { path, file } = spec.numbers.new_table(spec.dir, &*opts.fs)?;
                 builder.insert(TableBuilder::with_file(
                     file,
                     path,

@@ -20,6 +20,7 @@ pub mod options_file;
 mod recovery;
 mod skiplist;
 mod snapshot;
+mod table_files;
 pub(crate) mod version;
 pub(crate) mod version_set;
 pub mod wal;
@@ -54,6 +55,7 @@ use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, Lev
 use compaction::{Compaction, FileNumbers, Retention};
 use iter::View;
 use snapshot::SnapshotList;
+use table_files::{NewTable, TableFiles, create_table};
 use version::{FileHandle, Run, Slot, Version};
 use version_set::VersionSet;
 
@@ -139,6 +141,9 @@ struct Inner {
     closed: Arc<AtomicBool>,
     /// Live snapshots: the versions flushes and compactions keep.
     snapshots: SnapshotList,
+    /// Table files created ahead for compactions, and their clean-up run
+    /// behind them, on the files thread (with `background_compaction`).
+    table_files: TableFiles,
 }
 
 struct Writer {
@@ -180,6 +185,13 @@ impl FileNumbers for Inner {
     fn next_file_number(&self) -> Result<u64> {
         let seq = self.last_seq.load(Ordering::Acquire);
         self.state().vs.new_file_number(seq)
+    }
+
+    fn new_table(&self, dir: &Path, fs: &dyn FileSystem) -> Result<NewTable> {
+        match self.table_files.take() {
+            Some(t) => Ok(t),
+            None => create_table(fs, dir, self.next_file_number()?),
+        }
     }
 }
 
@@ -272,6 +284,7 @@ impl Db {
         let version = o.vs.current().clone();
         let levels = opts.max_levels;
         let wal_number = o.wal.as_ref().map_or(0, Wal::number);
+        let table_files = TableFiles::new(&dir, opts.fs.clone());
         let inner = Arc::new(Inner {
             dir,
             cache,
@@ -311,6 +324,7 @@ impl Db {
             wal_salvaged: o.wal_salvaged,
             closed: Arc::new(AtomicBool::new(false)),
             snapshots: SnapshotList::default(),
+            table_files,
             opts,
         });
         let mut bg = Vec::new();
@@ -324,9 +338,21 @@ impl Db {
             };
             bg.push(spawn("bloomlsm-flush", Job::Flush)?);
             if inner.opts.background_compaction {
-                match spawn("bloomlsm-compact", Job::Compaction) {
+                let files_inner = inner.clone();
+                let files = std::thread::Builder::new()
+                    .name("bloomlsm-files".into())
+                    .spawn(move || {
+                        let inner = &files_inner;
+                        inner.table_files.run(&|| inner.next_file_number());
+                    })
+                    .map_err(|e| Error::io("spawn the files thread", e));
+                match files.and_then(|f| {
+                    bg.push(f);
+                    spawn("bloomlsm-compact", Job::Compaction)
+                }) {
                     Ok(h) => bg.push(h),
                     Err(e) => {
+                        inner.table_files.stop();
                         inner.state().shutting_down = true;
                         inner.cv.notify_all();
                         for h in bg {
@@ -773,6 +799,7 @@ impl Db {
         }
         inner.state().shutting_down = true;
         inner.cv.notify_all();
+        inner.table_files.stop();
         let threads = self.bg.lock().map(|mut g| std::mem::take(&mut *g));
         for h in threads.unwrap_or_default() {
             let _ = h.join();
@@ -1682,6 +1709,7 @@ impl Inner {
             }
         };
         self.run_compaction(c, &v)?;
+        self.table_files.later(move || drop(v));
         Ok(true)
     }
 
@@ -1723,6 +1751,7 @@ impl Inner {
             if !c.inputs.is_empty() {
                 self.run_compaction(c, &v)?;
             }
+            self.table_files.later(move || drop(v));
         }
         Ok(())
     }
@@ -1857,11 +1886,20 @@ impl Inner {
             },
         );
         // Readers holding an older version keep their open descriptors.
-        for f in rewritten.iter().chain(&c.next_inputs) {
-            let _ = self
-                .fs()
-                .remove_file(&filename::table_file(&self.dir, f.number()));
-        }
+        // Unlinked, and closed by the last version to drop them, behind
+        // this thread (`TableFiles::later`): the file system's freeing of
+        // their inodes and blocks is no part of a compaction's wait.
+        let obsolete: Vec<PathBuf> = rewritten
+            .iter()
+            .chain(&c.next_inputs)
+            .map(|f| filename::table_file(&self.dir, f.number()))
+            .collect();
+        let fs = self.opts.fs.clone();
+        self.table_files.later(move || {
+            for path in obsolete {
+                let _ = fs.remove_file(&path);
+            }
+        });
         Ok(())
     }
 
