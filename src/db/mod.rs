@@ -143,7 +143,7 @@ struct Inner {
     snapshots: SnapshotList,
     /// Table files created ahead for compactions, and their clean-up run
     /// behind them, on the files thread (with `background_compaction`).
-    table_files: TableFiles,
+    table_files: Arc<TableFiles>,
 }
 
 struct Writer {
@@ -284,7 +284,7 @@ impl Db {
         let version = o.vs.current().clone();
         let levels = opts.max_levels;
         let wal_number = o.wal.as_ref().map_or(0, Wal::number);
-        let table_files = TableFiles::new(&dir, opts.fs.clone());
+        let table_files = Arc::new(TableFiles::new(&dir, opts.fs.clone()));
         let inner = Arc::new(Inner {
             dir,
             cache,
@@ -1708,8 +1708,8 @@ impl Inner {
                 None => return Ok(false),
             }
         };
-        self.run_compaction(c, &v)?;
-        self.table_files.later(move || drop(v));
+        let obsolete = self.run_compaction(c, &v)?;
+        self.table_files.retire(obsolete, v);
         Ok(true)
     }
 
@@ -1748,15 +1748,19 @@ impl Inner {
                     v.clone(),
                 )
             };
-            if !c.inputs.is_empty() {
-                self.run_compaction(c, &v)?;
-            }
-            self.table_files.later(move || drop(v));
+            let obsolete = if c.inputs.is_empty() {
+                Vec::new()
+            } else {
+                self.run_compaction(c, &v)?
+            };
+            self.table_files.retire(obsolete, v);
         }
         Ok(())
     }
 
-    fn run_compaction(&self, mut c: Compaction, v: &Arc<Version>) -> Result<()> {
+    /// Runs compaction `c` picked from `v` and installs its result. Returns
+    /// the files it made obsolete, for [`TableFiles::retire`].
+    fn run_compaction(&self, mut c: Compaction, v: &Arc<Version>) -> Result<Vec<Arc<FileHandle>>> {
         let out_level = c.output_level();
         let mut runs: Vec<(usize, u64)> = v.runs();
         let moved: u64 = c.all_inputs().map(|f| f.meta.entries).sum();
@@ -1885,22 +1889,9 @@ impl Inner {
                 bytes_moved: bytes(&moved),
             },
         );
-        // Readers holding an older version keep their open descriptors.
-        // Unlinked, and closed by the last version to drop them, behind
-        // this thread (`TableFiles::later`): the file system's freeing of
-        // their inodes and blocks is no part of a compaction's wait.
-        let obsolete: Vec<PathBuf> = rewritten
-            .iter()
-            .chain(&c.next_inputs)
-            .map(|f| filename::table_file(&self.dir, f.number()))
-            .collect();
-        let fs = self.opts.fs.clone();
-        self.table_files.later(move || {
-            for path in obsolete {
-                let _ = fs.remove_file(&path);
-            }
-        });
-        Ok(())
+        // Deleted, or reused, behind this thread (`TableFiles::retire`);
+        // readers holding an older version keep their open descriptors.
+        Ok(rewritten.into_iter().chain(c.next_inputs).collect())
     }
 
     fn add_level_writes(&self, level: usize, w: &LevelWrites) {
