@@ -1889,8 +1889,8 @@ impl Inner {
                 bytes_moved: bytes(&moved),
             },
         );
-        // Deleted, or reused, behind this thread (`TableFiles::retire`);
-        // readers holding an older version keep their open descriptors.
+        // Deleted behind this thread (`TableFiles::retire`); readers
+        // holding an older version keep their open descriptors.
         Ok(rewritten.into_iter().chain(c.next_inputs).collect())
     }
 
