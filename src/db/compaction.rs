@@ -750,16 +750,19 @@ pub(crate) fn run(
     let (lo, hi) = c.range();
     // The first keys of the files just below the output that the
     // compaction's range overlaps: where outputs may end (`write_outputs`).
-    let cuts: Vec<&[u8]> = v.levels.get(out_level + 1).map_or(Vec::new(), |files| {
-        files
-            .iter()
-            .filter(|f| f.overlaps(Some(&lo), Some(&hi)))
-            .map(|f| f.smallest_user_key())
-            .collect()
-    });
+    // (Found in the level's index: no file handle read.)
+    let below = out_level + 1;
+    let cuts: Vec<&[u8]> = if below < v.levels.len() {
+        let (first, end) = v.span(below, Some(&lo), Some(&hi));
+        (first..end).map(|i| v.range_of(below, i).0).collect()
+    } else {
+        Vec::new()
+    };
     let deeper_may_hold = !cuts.is_empty()
-        || (out_level + 2..v.levels.len())
-            .any(|l| !v.overlapping(l, Some(&lo), Some(&hi)).is_empty());
+        || (out_level + 2..v.levels.len()).any(|l| {
+            let (first, end) = v.span(l, Some(&lo), Some(&hi));
+            first < end
+        });
     let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
     let bounds = shard_bounds(c, opts);
     let shard = |i: usize| -> Result<Outputs> {
