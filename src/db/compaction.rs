@@ -370,7 +370,8 @@ fn expand_inputs(
     }
     let elo = expanded.iter().map(|f| f.smallest_user_key()).min();
     let ehi = expanded.iter().map(|f| f.largest_user_key()).max();
-    if v.overlapping(output, elo, ehi).len() != next_inputs.len() {
+    let (first, end) = v.span(output, elo, ehi);
+    if end - first != next_inputs.len() {
         return inputs;
     }
     expanded

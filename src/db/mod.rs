@@ -329,26 +329,21 @@ impl Db {
         });
         let mut bg = Vec::new();
         if writable {
-            let spawn = |name: &str, job: Job| {
+            let spawn = |name: &str, work: fn(&Inner)| {
                 let bg_inner = inner.clone();
                 std::thread::Builder::new()
                     .name(name.into())
-                    .spawn(move || bg_inner.background_loop(job))
+                    .spawn(move || work(&bg_inner))
                     .map_err(|e| Error::io(format!("spawn the {name} thread"), e))
             };
-            bg.push(spawn("bloomlsm-flush", Job::Flush)?);
+            bg.push(spawn("bloomlsm-flush", |i| i.background_loop(Job::Flush))?);
             if inner.opts.background_compaction {
-                let files_inner = inner.clone();
-                let files = std::thread::Builder::new()
-                    .name("bloomlsm-files".into())
-                    .spawn(move || {
-                        let inner = &files_inner;
-                        inner.table_files.run(&|| inner.next_file_number());
-                    })
-                    .map_err(|e| Error::io("spawn the files thread", e));
+                let files = spawn("bloomlsm-files", |i| {
+                    i.table_files.run(&|| i.next_file_number());
+                });
                 match files.and_then(|f| {
                     bg.push(f);
-                    spawn("bloomlsm-compact", Job::Compaction)
+                    spawn("bloomlsm-compact", |i| i.background_loop(Job::Compaction))
                 }) {
                     Ok(h) => bg.push(h),
                     Err(e) => {

@@ -111,7 +111,7 @@ impl TableFiles {
 
     /// Runs `job` on the helper thread, after the jobs handed over before
     /// it; here and now if no helper runs (or it has stopped).
-    pub(crate) fn later(&self, job: impl FnOnce() + Send + 'static) {
+    fn later(&self, job: impl FnOnce() + Send + 'static) {
         let mut p = self.pending();
         if !p.running || p.stop {
             drop(p);
@@ -164,10 +164,7 @@ impl TableFiles {
                 let made = next_number().and_then(|n| create_table(&*self.fs, &self.dir, n));
                 p = self.pending();
                 match made {
-                    Ok(t) if p.stop => {
-                        drop(t.file);
-                        let _ = self.fs.remove_file(&t.path);
-                    }
+                    Ok(t) if p.stop => self.discard(t),
                     Ok(t) => p.ready.push_back(t),
                     Err(_) => p.failed = true,
                 }
@@ -190,10 +187,13 @@ impl TableFiles {
         let mut p = self.pending();
         let ready = std::mem::take(&mut p.ready);
         drop(p);
-        for t in ready {
-            drop(t.file);
-            let _ = self.fs.remove_file(&t.path);
-        }
+        ready.into_iter().for_each(|t| self.discard(t));
+    }
+
+    /// Closes and deletes a prepared file no compaction will fill.
+    fn discard(&self, t: NewTable) {
+        drop(t.file);
+        let _ = self.fs.remove_file(&t.path);
     }
 }
 

@@ -217,11 +217,14 @@ impl LevelIndex {
         self.largest_prefix.len()
     }
 
-    /// The files whose ranges meet `[lo, hi]`, for a level of disjoint
-    /// sorted ranges: `first..end` (empty, at the place such a range would
-    /// go, when none).
-    fn span(&self, lo: &[u8], hi: &[u8]) -> (usize, usize) {
-        let first = self.first_not_below(lo, prefix(lo));
+    /// The files whose ranges meet `[lo, hi]` (`None` = unbounded), for a
+    /// level of disjoint sorted ranges: `first..end` (empty, at the place
+    /// such a range would go, when none).
+    fn span(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> (usize, usize) {
+        let first = lo.map_or(0, |lo| self.first_not_below(lo, prefix(lo)));
+        let Some(hi) = hi else {
+            return (first, self.len());
+        };
         let hp = prefix(hi);
         // The first file from `first` on whose smallest key is above `hi`.
         let (mut a, mut b) = (first, self.len());
@@ -233,7 +236,7 @@ impl LevelIndex {
                 b = mid;
             }
         }
-        (first, a.max(first))
+        (first, a)
     }
 
     /// Where `key` falls, for a level of disjoint sorted ranges.
@@ -629,13 +632,7 @@ impl Version {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> (usize, usize) {
-        let index = &self.index[level];
-        let (first, end) = index.span(lo.unwrap_or(&[]), hi.unwrap_or(&[]));
-        match (lo, hi) {
-            (_, None) => (first, index.len()),
-            (None, Some(_)) => (0, end),
-            _ => (first, end),
-        }
+        self.index[level].span(lo, hi)
     }
 
     /// File `i` of `level`'s `(smallest, largest)` user keys, from the
