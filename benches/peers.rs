@@ -20,7 +20,9 @@
 //! with the write amplification of the fill where the engine tells it: table
 //! bytes written by flushes and compactions over the keys and values put
 //! (bloomlsm's `Stats::write_amplification`; RocksDB's `table_file_creation`
-//! events in its LOG; fjall does not count them).
+//! events in its LOG; fjall does not count them), and the fill's CPU time
+//! (user + system, every thread of the process, `getrusage`), the cores it
+//! kept busy on average and its CPU µs per put.
 //!
 //! Timing: in two states — the settled tree, then after a full manual
 //! compaction of every engine — one warm-up round, then `ROUNDS` rounds; in
@@ -856,6 +858,28 @@ fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
+/// User and system CPU seconds of this process so far, every thread
+/// included (ended ones too): the cost of a fill, and with its time, how
+/// many cores it kept busy.
+#[cfg(target_os = "linux")]
+fn process_cpu() -> Option<(f64, f64)> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole `rusage` into the pointer it gets
+    // and reads nothing from it.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: initialised by the successful call above.
+    let ru = unsafe { ru.assume_init() };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Some((secs(ru.ru_utime), secs(ru.ru_stime)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_cpu() -> Option<(f64, f64)> {
+    None
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
     let n = env_u64("BLOOMLSM_PEERS_KEYS", 1_000_000);
@@ -870,6 +894,7 @@ fn main() {
     let wanted = peers_wanted();
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     let mut loads: Vec<Option<Duration>> = Vec::new();
+    let mut cpus: Vec<Option<(f64, f64)>> = Vec::new();
     let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     let mut open = |name: &str, fill: &Filler<'_>| {
         if !wanted(name) {
@@ -877,7 +902,13 @@ fn main() {
         }
         let dir = root.join(name);
         let reuse = kept.is_some() && dir.exists();
+        let before = process_cpu();
         let (e, load) = fill(&dir, !reuse);
+        // The fill's CPU: the engines run one after another, and the one
+        // filled before is settled and idle.
+        let cpu = before
+            .zip(process_cpu())
+            .map(|((u0, s0), (u1, s1))| (u1 - u0, s1 - s0));
         if reuse {
             eprintln!("{name}: reopened the kept store {}", dir.display());
         } else {
@@ -885,6 +916,7 @@ fn main() {
         }
         engines.push(e);
         loads.push((!reuse).then_some(load));
+        cpus.push(cpu.filter(|_| !reuse));
         dirs.push(dir);
     };
     open("bloomlsm", &|d, l| {
@@ -914,21 +946,30 @@ fn main() {
     let puts = |i: usize| loads[i].map(|t| n as f64 / t.as_secs_f64());
     println!("\nLoad (fill, flush and settle; engines one after another):\n");
     println!(
-        "| engine | load s | puts/s | bloomlsm / engine | write amplification (table bytes written / user bytes) |"
+        "| engine | load s | puts/s | bloomlsm / engine | write amplification (table bytes written / user bytes) \
+         | CPU s, user + system | cores busy | CPU µs/put |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for (i, e) in engines.iter().enumerate() {
         let wamp = e
             .write_amplification(user_bytes)
             .map_or_else(|| "–".to_string(), |w| format!("{w:.2}"));
+        let cpu = match (cpus[i], loads[i]) {
+            (Some((u, s)), Some(t)) => format!(
+                "{u:.1} + {s:.1} | {:.2} | {:.2}",
+                (u + s) / t.as_secs_f64(),
+                (u + s) * 1e6 / n as f64
+            ),
+            _ => "– | – | –".to_string(),
+        };
         match (loads[i], puts(i), puts(0)) {
             (Some(t), Some(p), Some(p0)) => println!(
-                "| {} | {:.1} | {p:.0} | {:.2}× | {wamp} |",
+                "| {} | {:.1} | {p:.0} | {:.2}× | {wamp} | {cpu} |",
                 e.name(),
                 t.as_secs_f64(),
                 p0 / p
             ),
-            _ => println!("| {} | kept store | – | – | {wamp} |", e.name()),
+            _ => println!("| {} | kept store | – | – | {wamp} | {cpu} |", e.name()),
         }
     }
     for e in &engines {
