@@ -13,6 +13,8 @@ pub(crate) mod key;
 pub mod options;
 pub mod sst;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod test_rng;
 
 pub use bytes::Bytes;
 pub use db::iter::ScanRange;

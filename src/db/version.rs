@@ -770,18 +770,12 @@ mod tests {
             v.levels[0].push(test_table(d, n, "a", "z"));
         }
         v.sort();
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
         for round in 0..20u64 {
             // Level 1: drop about a third, add a few in the gaps.
             let mut keep: Vec<(String, u64)> = Vec::new();
             for (j, f) in v.levels[1].iter().enumerate() {
-                if next() % 3 != 0 {
+                if !next().is_multiple_of(3) {
                     keep.push((
                         String::from_utf8(v.range_of(1, j).0.to_vec()).unwrap(),
                         f.number(),

@@ -1441,13 +1441,7 @@ mod tests {
         // across many blocks, keys are prefixes of each other, and the zero
         // padding of short keys meets real zero bytes.
         let mut keys = std::collections::BTreeSet::new();
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut random_key = || {
             let len = (next() % 12) as usize;
             (0..len)
