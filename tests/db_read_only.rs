@@ -137,26 +137,40 @@ fn refuses_a_directory_without_a_store() {
     assert!(files(dir.path()).is_empty(), "nothing created");
 }
 
-/// A writer puts, flushes and compacts without pause while readers open the
-/// store read-only again and again: each open succeeds and sees every write
+/// A writer puts, flushes and compacts while readers open the store
+/// read-only again and again: each open succeeds and sees every write
 /// acknowledged before it began.
+///
+/// The count of opens must not hang on thread timing: before each block of
+/// 1,000 puts after the first, the writer waits until the reader has finished
+/// one open per block written so far. The reader never waits, so its opens
+/// still run during the writer's puts, flushes and compactions.
 #[test]
 fn opens_beside_a_busy_writer() {
     const WRITES: u64 = 30_000;
+    const BLOCK: u64 = 1000;
     let dir = scratch_dir();
     let writer = Db::open(dir.path(), options()).unwrap();
     let acked = AtomicU64::new(0);
+    let opens = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
-    let mut opens = 0;
     std::thread::scope(|s| {
         s.spawn(|| {
             for i in 0..WRITES {
+                if i > 0 && i % BLOCK == 0 {
+                    while opens.load(Ordering::Acquire) < i / BLOCK {
+                        if failed.load(Ordering::Acquire) {
+                            return;
+                        }
+                        std::thread::yield_now();
+                    }
+                }
                 if failed.load(Ordering::Acquire) {
                     return;
                 }
                 writer.put(key(i), format!("value{i}")).unwrap();
                 acked.store(i + 1, Ordering::Release);
-                if i % 1000 == 999 {
+                if i % BLOCK == BLOCK - 1 {
                     writer.compact().unwrap();
                 }
             }
@@ -166,22 +180,24 @@ fn opens_beside_a_busy_writer() {
             if seen == WRITES {
                 break;
             }
+            let n = opens.load(Ordering::Relaxed);
             let r = Db::open_read_only(dir.path(), options()).unwrap_or_else(|e| {
                 failed.store(true, Ordering::Release);
-                panic!("read-only open {opens} beside the writer: {e}")
+                panic!("read-only open {n} beside the writer: {e}")
             });
             for i in (0..seen).step_by(97).chain(seen.checked_sub(1)) {
                 let v = r.get(key(i)).unwrap();
                 if v.as_deref() != Some(format!("value{i}").as_bytes()) {
                     failed.store(true, Ordering::Release);
-                    panic!("open {opens}: key {i} of {seen} acknowledged: {v:?}");
+                    panic!("open {n}: key {i} of {seen} acknowledged: {v:?}");
                 }
             }
-            opens += 1;
+            opens.fetch_add(1, Ordering::Release);
         }
     });
     let compactions = writer.stats().compactions;
     writer.close().unwrap();
-    assert!(opens >= 20, "{opens} opens");
+    let opens = opens.into_inner();
+    assert!(opens >= WRITES / BLOCK - 1, "{opens} opens");
     assert!(compactions >= 20, "{compactions} compactions");
 }
