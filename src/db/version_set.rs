@@ -32,6 +32,13 @@ use crate::key::{self, compare_internal};
 /// ahead of the last recorded bound before another reservation is logged.
 pub(crate) const RESERVE: u64 = 16;
 
+/// The largest next-file number a MANIFEST may record. A store hands out
+/// numbers one at a time and never comes near it; a larger one (a crafted
+/// edit, or a `CURRENT` naming `MANIFEST-18446744073709551615`) is refused as
+/// corruption, so the counter's `+ 1` and `+ RESERVE` can never wrap back
+/// onto the numbers of live files.
+pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 62;
+
 /// Accumulates version edits into a [`RecoveredState`]: recovery feeds it the
 /// MANIFEST's edits; [`VersionSet`] keeps one as its state and feeds a copy
 /// of it each edit. A copy is cheap: each level's files are shared until an
@@ -152,7 +159,14 @@ impl Builder {
                 }
             }
         }
-        self.next_file_number = Some(next.max(max_used.saturating_add(1)));
+        let next = next.max(max_used.saturating_add(1));
+        if next > MAX_FILE_NUMBER {
+            return Err(format!(
+                "file number {} is past {MAX_FILE_NUMBER}, the largest a store uses",
+                next - 1
+            ));
+        }
+        self.next_file_number = Some(next);
         Ok(touched)
     }
 
@@ -454,6 +468,55 @@ mod tests {
         let done = st.finish(1).unwrap();
         assert_eq!(done.logs, vec![5]);
         assert_eq!(done.next_file_number, 6, "above every number seen");
+    }
+
+    #[test]
+    fn file_numbers_near_the_top_of_u64_are_corruption() {
+        let base = VersionEdit {
+            log_number: Some(3),
+            next_file_number: Some(4),
+            last_sequence: Some(0),
+            ..VersionEdit::default()
+        };
+        let settle = |edit: VersionEdit, manifest: u64| {
+            let mut b = Builder::from_state(&RecoveredState::empty());
+            b.apply(&base).unwrap();
+            b.apply(&edit).unwrap();
+            b.finish(manifest).map(|st| st.next_file_number)
+        };
+        assert_eq!(settle(VersionEdit::default(), 1), Ok(4));
+        assert_eq!(
+            settle(VersionEdit::default(), MAX_FILE_NUMBER - 1),
+            Ok(MAX_FILE_NUMBER)
+        );
+        for (edit, manifest) in [
+            (
+                VersionEdit {
+                    next_file_number: Some(u64::MAX),
+                    ..VersionEdit::default()
+                },
+                1,
+            ),
+            (
+                VersionEdit {
+                    new_files: vec![(1, file(u64::MAX, "a", "b"))],
+                    ..VersionEdit::default()
+                },
+                1,
+            ),
+            (
+                VersionEdit {
+                    new_logs: vec![u64::MAX - RESERVE],
+                    ..VersionEdit::default()
+                },
+                1,
+            ),
+            (VersionEdit::default(), u64::MAX),
+            (VersionEdit::default(), MAX_FILE_NUMBER),
+        ] {
+            let e = settle(edit.clone(), manifest).unwrap_err();
+            assert!(e.contains("the largest a store uses"), "{edit:?}: {e}");
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use crate::db::batch::WriteBatch;
 use crate::db::filename::{log_file, sync_dir_in};
 use crate::db::log::{LogReader, LogWriter, Skipped, TailDropped};
+use crate::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
 
@@ -139,7 +140,9 @@ pub fn replay_in(
     while let Some(rec) = reader.next_record()? {
         let at = reader.last_record_offset();
         let batch = WriteBatch::decode_in(&rec, path, at).and_then(|b| {
-            if !b.is_empty() && report.records > 0 && b.sequence() <= report.last_seq {
+            if let Some(what) = outside_write_limits(&b) {
+                Err(Error::corruption(path, at, what))
+            } else if !b.is_empty() && report.records > 0 && b.sequence() <= report.last_seq {
                 Err(Error::corruption(
                     path,
                     at,
@@ -175,6 +178,28 @@ pub fn replay_in(
     report.salvaged.extend(extra_skips);
     report.salvaged.sort_by_key(|s| s.offset);
     Ok(report)
+}
+
+/// Why a logged batch breaks a limit `Db::write` enforces before it logs
+/// anything (a key empty or over [`MAX_KEY_LEN`], a value over
+/// [`MAX_VALUE_LEN`]), if it does. Such a record is damage, not a write:
+/// replaying it would put an empty key in the store, or a key the memtable
+/// cannot hold.
+fn outside_write_limits(batch: &WriteBatch) -> Option<String> {
+    batch.iter().enumerate().find_map(|(i, op)| {
+        let (k, v) = (op.key().len(), op.value().len());
+        if k == 0 || k > MAX_KEY_LEN {
+            Some(format!(
+                "operation {i} has a key of {k} bytes (1 to {MAX_KEY_LEN} are written)"
+            ))
+        } else if v > MAX_VALUE_LEN {
+            Some(format!(
+                "operation {i} has a value of {v} bytes (at most {MAX_VALUE_LEN} are written)"
+            ))
+        } else {
+            None
+        }
+    })
 }
 
 /// [`replay`] collecting every batch into a vector.
@@ -269,6 +294,49 @@ mod tests {
         );
         assert_eq!(rep.salvaged.len(), 2);
         assert_eq!(rep.last_seq, 10);
+    }
+
+    #[test]
+    fn batches_outside_the_write_limits_are_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let long_key = vec![b'k'; MAX_KEY_LEN + 1];
+        let long_value = vec![0; MAX_VALUE_LEN + 1];
+        let mut bad: Vec<WriteBatch> = Vec::new();
+        for (key, value) in [
+            (&b""[..], Some(&b"v"[..])),
+            (&long_key[..], Some(&b"v"[..])),
+            (&long_key[..], None),
+            (&b""[..], None),
+            (&b"k"[..], Some(&long_value[..])),
+        ] {
+            let mut b = batch(1, 2);
+            match value {
+                Some(v) => b.put(key, v),
+                None => b.delete(key),
+            }
+            bad.push(b);
+        }
+        for (i, b) in bad.iter().enumerate() {
+            let path = dir.path().join(format!("{i:06}.log"));
+            let mut w = LogWriter::create(&path).unwrap();
+            w.add_record(b.encoded()).unwrap();
+            w.add_record(batch(10, 1).encoded()).unwrap();
+            w.sync().unwrap();
+            let err = replay_all(&path, false).unwrap_err();
+            assert!(err.is_corruption(), "batch {i}: {err}");
+            assert!(err.to_string().contains("operation 2"), "batch {i}: {err}");
+            let (got, rep) = replay_all(&path, true).unwrap();
+            assert_eq!(got, vec![batch(10, 1)], "batch {i}: salvage skips it");
+            assert_eq!(rep.salvaged.len(), 1);
+        }
+        // At the limits exactly: a write.
+        let path = dir.path().join("000099.log");
+        let mut w = LogWriter::create(&path).unwrap();
+        let mut b = batch(1, 1);
+        b.put(&long_key[1..], &long_value[1..]);
+        w.add_record(b.encoded()).unwrap();
+        w.sync().unwrap();
+        assert_eq!(replay_all(&path, false).unwrap().0, vec![b]);
     }
 
     #[test]
