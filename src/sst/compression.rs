@@ -11,11 +11,13 @@
 //!
 //! The writer keeps a block compressed only if that saves at least an eighth
 //! of it (RocksDB's rule); otherwise it stores the raw bytes with type 0.
-//! The reader checks `raw_len` against the table's largest raw data block
-//! (the `data.raw_max` property) *before* allocating, decompresses into a
-//! buffer of exactly `raw_len` bytes, and requires the codec to fill it: a
-//! damaged block can neither make it allocate without bound nor pass as a
-//! shorter or longer one.
+//! Before allocating, the reader checks `raw_len` against the table's largest
+//! raw data block (the `data.raw_max` property) and against the most the
+//! stored bytes can decode to with the block's codec ([`max_expansion`]); it
+//! then reserves the buffer fallibly (a failed allocation is an error, not an
+//! abort), decompresses into exactly `raw_len` bytes, and requires the codec
+//! to fill them. A damaged or crafted block can neither make it allocate far
+//! beyond the bytes it read nor pass as a shorter or longer one.
 
 use std::fmt;
 
@@ -243,11 +245,23 @@ pub fn decompress(block_type: u8, stored: &[u8], max_raw_len: u64) -> Result<Vec
         ));
     }
     let src = &stored[n..];
+    let ceiling = max_expansion(block_type, src.len());
+    if u64::from(raw_len) > ceiling {
+        return Err(format!(
+            "{name} block declares {raw_len} uncompressed bytes, more than its {} stored bytes can decode to ({ceiling})",
+            src.len()
+        ));
+    }
     let raw_len = raw_len as usize;
-    let mut out = vec![0u8; raw_len];
+    let mut out = Vec::new();
+    out.try_reserve_exact(raw_len)
+        .map_err(|e| format!("{name} block of {raw_len} bytes: {e}"))?;
     let got = match block_type {
-        BLOCK_TYPE_LZ4 => lz4_flex::block::decompress_into(src, &mut out)
-            .map_err(|e| format!("lz4 block does not decompress: {e}"))?,
+        BLOCK_TYPE_LZ4 => {
+            out.resize(raw_len, 0);
+            lz4_flex::block::decompress_into(src, &mut out)
+                .map_err(|e| format!("lz4 block does not decompress: {e}"))?
+        }
         _ => zstd_decompress(src, &mut out)?,
     };
     if got != raw_len {
@@ -259,6 +273,21 @@ pub fn decompress(block_type: u8, stored: &[u8], max_raw_len: u64) -> Result<Vec
 }
 
 #[cfg(feature = "zstd")]
+/// The most bytes `stored_len` bytes of one block of codec `block_type` can
+/// decode to (1 = LZ4, 2 = zstd). In the LZ4 block format a sequence's bytes
+/// give at most 255 output bytes each (a match length grows by 255 per
+/// extension byte). A zstd frame regenerates at most 128 KiB per block
+/// (`Block_Maximum_Size`), and a block takes at least 4 bytes (a 3-byte
+/// header and one RLE byte), so at most 32,768 output bytes per input byte.
+fn max_expansion(block_type: u8, stored_len: usize) -> u64 {
+    let per_byte = if block_type == BLOCK_TYPE_LZ4 {
+        255
+    } else {
+        32 << 10
+    };
+    (stored_len as u64).saturating_mul(per_byte)
+}
+
 fn zstd_decompress(src: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
     use std::cell::RefCell;
     thread_local! {
@@ -267,8 +296,6 @@ fn zstd_decompress(src: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
         static DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
             const { RefCell::new(None) };
     }
-    let cap = out.len();
-    out.clear();
     DCTX.with(|d| {
         let mut d = d.borrow_mut();
         if d.is_none() {
@@ -278,8 +305,8 @@ fn zstd_decompress(src: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
             );
         }
         let d = d.as_mut().expect("set above");
-        // The Vec's capacity (`cap`, checked by the caller) bounds the output.
-        out.reserve_exact(cap);
+        // The empty Vec's capacity, reserved and checked by the caller,
+        // bounds the output.
         d.decompress_to_buffer(src, out)
             .map_err(|e| format!("zstd block does not decompress: {e}"))
     })
@@ -316,6 +343,28 @@ mod tests {
             ]);
         }
         v
+    }
+
+    /// The codecs' best case, long runs of one byte, stays within
+    /// [`max_expansion`]: an honest block is never refused by it.
+    #[test]
+    fn runs_of_one_byte_decode_within_the_expansion_bound() {
+        for c in all() {
+            let mut cx = Compressor::new(c).unwrap();
+            for n in [4096usize, 1 << 20, 8 << 20] {
+                let raw = vec![0u8; n];
+                let (stored, t) = cx.compress(&raw);
+                assert_eq!(t, c.block_type(), "{c} {n}");
+                let stored = stored.to_vec();
+                let (_, len) = get_varint32(&stored).unwrap();
+                let ratio = n as f64 / (stored.len() - len) as f64;
+                assert!(
+                    (n as u64) <= max_expansion(t, stored.len() - len),
+                    "{c} {n}: ratio {ratio}"
+                );
+                assert_eq!(decompress(t, &stored, n as u64).unwrap(), raw, "{c} {n}");
+            }
+        }
     }
 
     #[test]
@@ -391,6 +440,16 @@ mod tests {
             huge.extend_from_slice(&stored[2..]);
             let e = decompress(t, &huge, 1 << 20).unwrap_err();
             assert!(e.contains("more than the table's largest block"), "{e}");
+            // Within the table's bound, but more than the stored bytes can
+            // decode to with this codec: refused before allocating too.
+            let e = decompress(t, &huge, u64::MAX).unwrap_err();
+            assert!(e.contains("stored bytes can decode to"), "{e}");
+            let mut tight = Vec::new();
+            let ceiling = max_expansion(t, stored.len() - 2);
+            put_varint32(&mut tight, u32::try_from(ceiling + 1).unwrap());
+            tight.extend_from_slice(&stored[2..]);
+            let e = decompress(t, &tight, u64::MAX).unwrap_err();
+            assert!(e.contains("stored bytes can decode to"), "{e}");
         }
         assert!(
             decompress(9, b"\x01x", 10)
