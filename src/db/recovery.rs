@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::filename::{self, FileKind};
-use crate::db::manifest::{Manifest, RecoveredState, VersionEdit};
+use crate::db::manifest::{FileMeta, Manifest, RecoveredState, VersionEdit};
 use crate::db::memtable::MemTable;
 use crate::db::version::{FileHandle, Version};
 use crate::db::version_set::{RESERVE, VersionSet};
@@ -33,7 +33,7 @@ use crate::db::wal::{self, Wal};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::options::Options;
-use crate::sst::{BlockCache, Table, TableOpenOptions};
+use crate::sst::{BlockCache, KeyFormat, Table, TableOpenOptions};
 
 /// A recovered store.
 pub(crate) struct Recovered {
@@ -286,6 +286,39 @@ fn check_files(
     Ok(())
 }
 
+/// Checks that the manifest's entry for a table says what the table says of
+/// itself: the entry was made from the table ([`file_meta`]), and reads trust
+/// its key range (a file outside a lookup's range is never opened) and sums
+/// its entry count. A manifest entry that disagrees, with its checksum
+/// resealed, could otherwise hide a file's newer versions behind a narrower
+/// range, or drop a tombstone in compaction.
+///
+/// [`file_meta`]: crate::db::compaction::file_meta
+fn check_entry(path: &Path, meta: &FileMeta, table: &Table) -> Result<()> {
+    if table.properties().key_format != KeyFormat::Internal {
+        return Err(Error::corruption(
+            path,
+            0,
+            "the table holds plain keys, not a store's internal keys",
+        ));
+    }
+    let own = crate::db::compaction::file_meta(meta.number, table);
+    let field = if own.smallest != meta.smallest {
+        "smallest key"
+    } else if own.largest != meta.largest {
+        "largest key"
+    } else if own.entries != meta.entries {
+        "entry count"
+    } else {
+        return Ok(());
+    };
+    Err(Error::corruption(
+        path,
+        0,
+        format!("the manifest's {field} for this table differs from the table's own"),
+    ))
+}
+
 /// Opens every table the state names.
 fn open_tables(
     dir: &Path,
@@ -312,6 +345,7 @@ fn open_tables(
                     filter_on_demand: opts.filter_memory_budget.is_some(),
                 },
             )?;
+            check_entry(&path, meta, &table)?;
             version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
         }
     }

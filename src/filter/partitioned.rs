@@ -122,7 +122,10 @@ impl PartitionedFilter {
 
     /// Keys over all partitions.
     pub fn key_count(&self) -> u64 {
-        self.parts.iter().map(Filter::key_count).sum()
+        // Saturating: each count comes from a partition's trailer.
+        self.parts
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.key_count()))
     }
 
     /// Probes per key of the partitions' policy.

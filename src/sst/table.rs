@@ -276,6 +276,9 @@ impl Table {
                 format!("{} entries in {} data blocks", p.entries, p.data_blocks),
             ));
         }
+        if let Some(what) = size_bounds_broken(p, table.file_size()) {
+            return Err(table.corruption(props_handle.offset, what));
+        }
         if p.data_blocks > 0
             && p.data_raw_max.saturating_add(BLOCK_TRAILER_LEN as u64) > p.data_raw_size
             && table.compressed_table()
@@ -1345,6 +1348,24 @@ impl<T: Deref<Target = Table>> std::fmt::Debug for TableIter<T> {
     }
 }
 
+/// What is wrong, if a table's sizes and entry count break bounds every real
+/// table keeps: stored data within the file, raw data at most 32,768 times
+/// the stored (no codec expands a block more, `compression`), and at most
+/// one entry per raw byte (an entry takes at least its three length
+/// varints). Statistics sum these over every table of a store; inside the
+/// bounds the sums stay far from u64's end.
+fn size_bounds_broken(p: &TableProperties, file_size: u64) -> Option<String> {
+    let broken = p.data_size > file_size
+        || p.data_raw_size > p.data_size.saturating_mul(32 << 10)
+        || p.entries > p.data_raw_size;
+    broken.then(|| {
+        format!(
+            "{} entries in {} raw data bytes, {} stored, in a file of {file_size}",
+            p.entries, p.data_raw_size, p.data_size
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1653,6 +1674,53 @@ mod tests {
             assert_eq!(t.iter().count(), 2000);
             assert_eq!(t.iter_from(b"k001500").count(), 500);
             t.verify_all().unwrap();
+            assert_eq!(size_bounds_broken(p, t.file_size()), None, "{c}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_counts_past_their_bounds_are_refused() {
+        let good = TableProperties {
+            entries: 100,
+            data_size: 1000,
+            data_raw_size: 4000,
+            ..placeholder_properties()
+        };
+        assert_eq!(size_bounds_broken(&good, 1000), None);
+        let at_limits = TableProperties {
+            entries: 1000 << 15,
+            data_raw_size: 1000 << 15,
+            ..good.clone()
+        };
+        assert_eq!(size_bounds_broken(&at_limits, 1000), None);
+        for (what, p, file) in [
+            ("stored data past the file", good.clone(), 999),
+            (
+                "raw data past any codec's expansion",
+                TableProperties {
+                    data_raw_size: (1000 << 15) + 1,
+                    ..good.clone()
+                },
+                1000,
+            ),
+            (
+                "more entries than raw bytes",
+                TableProperties {
+                    entries: 4001,
+                    ..good.clone()
+                },
+                1000,
+            ),
+            (
+                "an entry count near u64's end",
+                TableProperties {
+                    entries: u64::MAX,
+                    ..good.clone()
+                },
+                1000,
+            ),
+        ] {
+            assert!(size_bounds_broken(&p, file).is_some(), "{what}");
         }
     }
 

@@ -1,0 +1,260 @@
+//! Damage that passes every checksum: manifests, `CURRENT` files and WALs
+//! rewritten with valid records that say what the store never writes. Open
+//! must refuse each as `Corruption` without panicking or changing a file,
+//! and the store must open as before once the damage is undone.
+//!
+//! A bit flip or a cut is caught by a checksum (`tests/db_corruption.rs`);
+//! these cases model a buggy or hostile writer, or damage that happened to
+//! reseal a checksum, and reach the checks behind the checksums.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use bloomlsm::db::filename::{log_file, manifest_file};
+use bloomlsm::db::manifest::read_current;
+use bloomlsm::db::{LogReader, LogWriter, Manifest, VersionEdit, WriteBatch};
+use bloomlsm::fs::RealFs;
+use bloomlsm::sst::{InternalKey, ValueKind};
+use bloomlsm::{Db, Error, Options};
+use common::scratch_dir;
+
+fn make_internal_key(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
+    InternalKey {
+        user_key,
+        seq,
+        kind,
+    }
+    .encode()
+}
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 16 << 10,
+        target_file_size: 4096,
+        background_compaction: false,
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> String {
+    format!("key{i:06}")
+}
+
+/// A closed store with tables on two levels and writes left in its WAL.
+fn build(dir: &Path) -> BTreeMap<String, String> {
+    let db = Db::open(dir, options()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..3000 {
+        let (k, v) = (key(i * 7 % 3000), format!("value{i}"));
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+        if i == 1500 {
+            db.compact().unwrap();
+        }
+    }
+    db.close().unwrap();
+    model
+}
+
+/// Every file of `dir` with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("LOCK"))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
+}
+
+fn restore(dir: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) {
+    for p in snapshot(dir).keys() {
+        if !files.contains_key(p) {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    for (p, bytes) in files {
+        std::fs::write(p, bytes).unwrap();
+    }
+}
+
+/// Opens `dir`, expecting `Corruption` whose text holds `want`, and checks
+/// that the failed open changed no file.
+fn refused(dir: &Path, want: &str, ctx: &str) -> Error {
+    let before = snapshot(dir);
+    let e = match Db::open(dir, options()) {
+        Ok(_) => panic!("{ctx}: the store opened"),
+        Err(e) => e,
+    };
+    assert!(e.is_corruption(), "{ctx}: {e}");
+    assert!(e.to_string().contains(want), "{ctx}: {e}");
+    assert!(
+        snapshot(dir) == before,
+        "{ctx}: a refused open changed the files"
+    );
+    e
+}
+
+fn reopens_intact(dir: &Path, model: &BTreeMap<String, String>, ctx: &str) {
+    let db = Db::open(dir, options()).unwrap_or_else(|e| panic!("{ctx}: undone: {e}"));
+    let got: BTreeMap<String, String> = db
+        .scan(..)
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (
+                String::from_utf8(k.to_vec()).unwrap(),
+                String::from_utf8(v.to_vec()).unwrap(),
+            )
+        })
+        .collect();
+    assert!(&got == model, "{ctx}: the store changed");
+    db.close().unwrap();
+}
+
+/// Rewrites the live manifest as one snapshot edit changed by `change`,
+/// every record checksummed as the store writes them.
+fn rewrite_manifest(dir: &Path, change: impl FnOnce(&mut VersionEdit)) {
+    let (state, _) = Manifest::recover(&RealFs, dir).unwrap();
+    let mut edit = state.snapshot_edit();
+    change(&mut edit);
+    let path = manifest_file(dir, read_current(&RealFs, dir).unwrap());
+    std::fs::remove_file(&path).unwrap();
+    let mut w = LogWriter::create(&path).unwrap();
+    w.add_record(&edit.encode()).unwrap();
+    w.sync().unwrap();
+}
+
+#[test]
+fn manifest_entries_that_disagree_with_their_tables() {
+    let dir = scratch_dir();
+    let model = build(dir.path());
+    let pristine = snapshot(dir.path());
+    // A check that the rewrite itself changes nothing.
+    rewrite_manifest(dir.path(), |_| {});
+    reopens_intact(dir.path(), &model, "unchanged rewrite");
+    restore(dir.path(), &pristine);
+
+    type Change = Box<dyn Fn(&mut VersionEdit)>;
+    type Case = (&'static str, &'static str, Change);
+    let cases: Vec<Case> = vec![
+        (
+            "a narrower key range hides the file's first keys",
+            "smallest key",
+            Box::new(|e| {
+                // Just above the first user key: still below the second.
+                let f = &mut e.new_files.last_mut().unwrap().1;
+                let mut user = f.smallest[..f.smallest.len() - 8].to_vec();
+                user.push(0);
+                f.smallest = make_internal_key(&user, 1, ValueKind::Value);
+            }),
+        ),
+        (
+            "a wider key range",
+            "largest key",
+            Box::new(|e| {
+                // The file ending last: wider, it overlaps no neighbour.
+                let f = e
+                    .new_files
+                    .iter_mut()
+                    .max_by(|a, b| a.1.largest.cmp(&b.1.largest));
+                f.unwrap().1.largest = make_internal_key(b"\xff\xff", 1, ValueKind::Value);
+            }),
+        ),
+        (
+            "an entry count near the top of u64, summed by the statistics",
+            "entry count",
+            Box::new(|e| e.new_files[0].1.entries = u64::MAX),
+        ),
+        (
+            "a next-file number that would wrap",
+            "the largest a store uses",
+            Box::new(|e| e.next_file_number = Some(u64::MAX)),
+        ),
+        (
+            "a file number at the top of u64",
+            "the largest a store uses",
+            Box::new(|e| e.new_logs.push(u64::MAX)),
+        ),
+    ];
+    assert!(model.len() > 1000);
+    for (ctx, want, change) in cases {
+        rewrite_manifest(dir.path(), change);
+        refused(dir.path(), want, ctx);
+        restore(dir.path(), &pristine);
+        reopens_intact(dir.path(), &model, ctx);
+        restore(dir.path(), &pristine);
+    }
+}
+
+#[test]
+fn current_naming_the_last_manifest_number() {
+    let dir = scratch_dir();
+    let model = build(dir.path());
+    let pristine = snapshot(dir.path());
+    let live = manifest_file(dir.path(), read_current(&RealFs, dir.path()).unwrap());
+    std::fs::copy(&live, manifest_file(dir.path(), u64::MAX)).unwrap();
+    std::fs::write(
+        dir.path().join("CURRENT"),
+        format!("MANIFEST-{}\n", u64::MAX),
+    )
+    .unwrap();
+    refused(
+        dir.path(),
+        "the largest a store uses",
+        "CURRENT at u64::MAX",
+    );
+    restore(dir.path(), &pristine);
+    reopens_intact(dir.path(), &model, "CURRENT restored");
+}
+
+#[test]
+fn wal_batches_the_write_path_refuses() {
+    let dir = scratch_dir();
+    let model = build(dir.path());
+    let pristine = snapshot(dir.path());
+    let (state, _) = Manifest::recover(&RealFs, dir.path()).unwrap();
+    let log = log_file(dir.path(), state.log_number);
+    // The live log's records, and the sequence the next batch would take.
+    let mut records = Vec::new();
+    let mut next_seq = state.last_sequence + 1;
+    let mut r = LogReader::open(&log, false).unwrap();
+    while let Some(rec) = r.next_record().unwrap() {
+        let b = WriteBatch::decode(&rec).unwrap();
+        next_seq = next_seq.max(b.last_sequence().unwrap() + 1);
+        records.push(rec);
+    }
+    assert!(!records.is_empty(), "build leaves writes in the WAL");
+    // What the case is, the key, and the value (none: a delete).
+    type Case<'a> = (&'a str, &'a [u8], Option<Vec<u8>>);
+    let cases: [Case; 4] = [
+        ("an empty key", b"", Some(b"v".to_vec())),
+        ("an empty key deleted", b"", None),
+        ("a key over the limit", &[b'k'; 70_000], None),
+        ("a value over the limit", b"k", Some(vec![0; 33 << 20])),
+    ];
+    for (ctx, k, v) in cases {
+        let mut b = WriteBatch::new();
+        b.put(b"fine", b"yes");
+        match &v {
+            Some(v) => b.put(k, v),
+            None => b.delete(k),
+        }
+        b.set_sequence(next_seq);
+        std::fs::remove_file(&log).unwrap();
+        let mut w = LogWriter::create(&log).unwrap();
+        for rec in &records {
+            w.add_record(rec).unwrap();
+        }
+        w.add_record(b.encoded()).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        refused(dir.path(), "operation 1", ctx);
+        restore(dir.path(), &pristine);
+        reopens_intact(dir.path(), &model, ctx);
+        restore(dir.path(), &pristine);
+    }
+}
