@@ -370,7 +370,9 @@ pub struct Stats {
     pub write_slowdowns: u64,
     /// See [`Stats::write_slowdowns`].
     pub write_stalls: u64,
-    /// Records dropped from a torn WAL tail at the last open.
+    /// Bytes dropped from a torn WAL tail at the last open. Unless they were
+    /// all zeros, the log was first copied whole to `lost/` in the store's
+    /// directory (docs/format.md §14).
     pub wal_tail_bytes_dropped: u64,
     /// Corrupt WAL records skipped at the last open (salvage mode only).
     pub wal_records_salvaged: u64,

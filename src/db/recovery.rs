@@ -68,8 +68,9 @@ pub(crate) fn recover(
     let version = open_tables(dir, opts, &state, cache.clone())?;
     let replay = replay_logs(dir, opts, &state)?;
     let last_sequence = replay.last_sequence.max(state.last_sequence);
+    keep_cut_logs(fs, dir, &replay.cut_logs)?;
 
-    // Nothing written so far. The new manifest reserves the numbers used below.
+    // Nothing written so far but copies in `lost/`. The new manifest reserves the numbers used below.
     let manifest_number = state.next_file_number;
     let mut snapshot = state.clone();
     snapshot.next_file_number = manifest_number + 1 + RESERVE;
@@ -359,6 +360,86 @@ struct Replay {
     last_sequence: u64,
     tail_dropped: u64,
     salvaged: u64,
+    /// Logs whose dropped tail held a non-zero byte.
+    cut_logs: Vec<u64>,
+}
+
+/// The subdirectory where recovery keeps copies of logs whose tails it
+/// dropped ([`keep_cut_logs`]).
+pub(crate) const LOST_DIR: &str = "lost";
+
+/// Copies each log numbered in `cut` whole to
+/// `lost/NNNNNN.log`, fsynced, before recovery writes anything.
+///
+/// Replay cannot tell a tail torn by a crash from a last record damaged
+/// after it was acknowledged: both fail their checksum at the end of the
+/// newest log, and both are dropped. Once the new manifest is durable the
+/// log is deleted, so without the copy an acknowledged record with a flipped
+/// bit would be gone for good. The copy is an ordinary record log
+/// (`wal::replay` with salvage reads it); the store never reads `lost/`.
+/// Tails of zeros only (a file extended without its data) carry nothing and
+/// are not copied. A failed copy fails the open before anything changed.
+fn keep_cut_logs(fs: &dyn FileSystem, dir: &Path, cut: &[u64]) -> Result<()> {
+    if cut.is_empty() {
+        return Ok(());
+    }
+    let lost = dir.join(LOST_DIR);
+    let io = |what: String| move |e| Error::io(what, e);
+    fs.create_dir_all(&lost)
+        .map_err(io(format!("create {}", lost.display())))?;
+    for &n in cut {
+        let from = filename::log_file(dir, n);
+        let name = from.file_name().expect("a log file name").to_owned();
+        let to = lost.join(&name);
+        let tmp = lost.join(format!("{}.tmp", name.to_string_lossy()));
+        let src = fs
+            .open_read(&from)
+            .map_err(io(format!("open {}", from.display())))?;
+        let len = src.len().map_err(io(format!("size {}", from.display())))?;
+        let mut out = fs
+            .create_truncate(&tmp)
+            .map_err(io(format!("create {}", tmp.display())))?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0;
+        while at < len {
+            let chunk = &mut buf[..(len - at).min(1 << 20) as usize];
+            src.read_exact_at(chunk, at)
+                .map_err(io(format!("read {} at {at}", from.display())))?;
+            out.write_all(chunk)
+                .map_err(io(format!("write {}", tmp.display())))?;
+            at += chunk.len() as u64;
+        }
+        out.sync_data()
+            .map_err(io(format!("sync {}", tmp.display())))?;
+        fs.rename(&tmp, &to).map_err(io(format!(
+            "rename {} to {}",
+            tmp.display(),
+            to.display()
+        )))?;
+    }
+    fs.sync_dir(&lost)
+        .map_err(io(format!("sync {}", lost.display())))?;
+    fs.sync_dir(dir)
+        .map_err(io(format!("sync {}", dir.display())))
+}
+
+/// Whether `len` bytes of `path` from `offset` hold a byte that is not zero.
+fn any_nonzero(fs: &dyn FileSystem, path: &Path, offset: u64, len: u64) -> Result<bool> {
+    let f = fs
+        .open_read(path)
+        .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let mut buf = vec![0u8; len.min(1 << 20) as usize];
+    let mut at = offset;
+    while at < offset + len {
+        let chunk = &mut buf[..(offset + len - at).min(1 << 20) as usize];
+        f.read_exact_at(chunk, at)
+            .map_err(|e| Error::io(format!("read {} at {at}", path.display()), e))?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Ok(true);
+        }
+        at += chunk.len() as u64;
+    }
+    Ok(false)
 }
 
 /// Replays every log at or above the log number into one memtable, oldest
@@ -395,6 +476,7 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
         last_sequence: 0,
         tail_dropped: 0,
         salvaged: 0,
+        cut_logs: Vec::new(),
     };
     // The sequence the next batch must start at (at most, for the first).
     let mut expect: Option<u64> = None;
@@ -435,6 +517,9 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
         if let Some(t) = report.tail_dropped {
             out.tail_dropped += t.bytes;
             first_log_tail.get_or_insert((n, t.offset));
+            if any_nonzero(fs, &path, t.offset, t.bytes)? {
+                out.cut_logs.push(n);
+            }
         }
         out.last_sequence = out.last_sequence.max(report.last_seq);
         out.salvaged += report.salvaged.len() as u64;
