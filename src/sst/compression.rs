@@ -272,7 +272,6 @@ pub fn decompress(block_type: u8, stored: &[u8], max_raw_len: u64) -> Result<Vec
     Ok(out)
 }
 
-#[cfg(feature = "zstd")]
 /// The most bytes `stored_len` bytes of one block of codec `block_type` can
 /// decode to (1 = LZ4, 2 = zstd). In the LZ4 block format a sequence's bytes
 /// give at most 255 output bytes each (a match length grows by 255 per
@@ -288,6 +287,7 @@ fn max_expansion(block_type: u8, stored_len: usize) -> u64 {
     (stored_len as u64).saturating_mul(per_byte)
 }
 
+#[cfg(feature = "zstd")]
 fn zstd_decompress(src: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
     use std::cell::RefCell;
     thread_local! {
