@@ -13,7 +13,7 @@
 //! of it (RocksDB's rule); otherwise it stores the raw bytes with type 0.
 //! Before allocating, the reader checks `raw_len` against the table's largest
 //! raw data block (the `data.raw_max` property) and against the most the
-//! stored bytes can decode to with the block's codec ([`max_expansion`]); it
+//! stored bytes can decode to with the block's codec (`max_expansion`); it
 //! then reserves the buffer fallibly (a failed allocation is an error, not an
 //! abort), decompresses into exactly `raw_len` bytes, and requires the codec
 //! to fill them. A damaged or crafted block can neither make it allocate far
