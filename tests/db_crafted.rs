@@ -175,6 +175,11 @@ fn manifest_entries_that_disagree_with_their_tables() {
             Box::new(|e| e.next_file_number = Some(u64::MAX)),
         ),
         (
+            "a next-file number under the limit, with no room left after an open",
+            "the largest a store recovers",
+            Box::new(|e| e.next_file_number = Some((1 << 62) - 1)),
+        ),
+        (
             "a file number at the top of u64",
             "the largest a store uses",
             Box::new(|e| e.new_logs.push(u64::MAX)),
@@ -257,4 +262,50 @@ fn wal_batches_the_write_path_refuses() {
         reopens_intact(dir.path(), &model, ctx);
         restore(dir.path(), &pristine);
     }
+}
+
+/// A manifest whose last sequence is the largest a key holds: the store
+/// opens and reads, refuses writes it could not number (before, the put was
+/// acknowledged with a sequence shifted out of its key, and a scan read the
+/// old value where a get read the new), and reopens.
+#[test]
+fn sequence_numbers_used_up() {
+    let dir = scratch_dir();
+    let model = build(dir.path());
+    let max = InternalKey::MAX_SEQUENCE;
+    rewrite_manifest(dir.path(), |e| e.last_sequence = Some(max));
+    let k = key(7);
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        let e = db.put(&k, "new").unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(
+            e.to_string().contains("sequence numbers are used up"),
+            "{e}"
+        );
+        let mut b = WriteBatch::new();
+        b.delete(key(8));
+        assert!(db.write(b).is_err());
+        assert_eq!(db.get(&k).unwrap().as_deref(), Some(model[&k].as_bytes()));
+        db.close().unwrap();
+    }
+    reopens_intact(dir.path(), &model, "after refused writes");
+    // One short of the end: a single put fits, a batch of two does not.
+    let dir = scratch_dir();
+    let model = build(dir.path());
+    rewrite_manifest(dir.path(), |e| e.last_sequence = Some(max - 1));
+    let db = Db::open(dir.path(), options()).unwrap();
+    let mut two = WriteBatch::new();
+    two.put(key(1), "a");
+    two.put(key(2), "b");
+    assert!(db.write(two).is_err());
+    db.put(&k, "last").unwrap();
+    assert!(db.put(&k, "more").is_err());
+    assert_eq!(db.get(&k).unwrap().as_deref(), Some(&b"last"[..]));
+    let scanned = db.scan(k.as_str()..).next().unwrap().unwrap();
+    assert_eq!(&scanned.1[..], b"last");
+    db.close().unwrap();
+    let mut model = model;
+    model.insert(k.clone(), "last".into());
+    reopens_intact(dir.path(), &model, "after the last sequence");
 }

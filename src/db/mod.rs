@@ -1109,6 +1109,18 @@ impl Inner {
             return Err(e);
         }
         let first = self.last_seq.load(Ordering::Acquire) + 1;
+        // Sequence numbers are 56 bits in every key; one past the end would
+        // be shifted out of the key and read back as another write. A store
+        // never gets there by writing (2^56 operations), only by a damaged
+        // counter: refuse, with nothing logged.
+        if first.saturating_add(batch.len() as u64 - 1) > key::MAX_SEQUENCE {
+            return Err(Error::invalid(format!(
+                "the store's sequence numbers are used up: the last is {}, a batch of {} needs more (the most is {})",
+                first - 1,
+                batch.len(),
+                key::MAX_SEQUENCE
+            )));
+        }
         batch.set_sequence(first);
         let Some(wal) = w.wal.as_mut() else {
             return Err(Error::ReadOnly);

@@ -176,6 +176,17 @@ impl Builder {
         manifest_number: u64,
     ) -> std::result::Result<RecoveredState, String> {
         self.settle(manifest_number)?;
+        // Recovery writes a manifest and switches `CURRENT` before the store
+        // reserves more numbers; a recovered counter this close to the limit
+        // would be refused only after that switch. Half the range is left
+        // for numbers handed out after the open.
+        let next = self.next_file_number();
+        if next > MAX_FILE_NUMBER / 2 {
+            return Err(format!(
+                "next file number {next} is past {}, the largest a store recovers",
+                MAX_FILE_NUMBER / 2
+            ));
+        }
         let (log_number, next_file_number, last_sequence) = (
             self.log_number(),
             self.next_file_number(),
@@ -485,10 +496,13 @@ mod tests {
             b.finish(manifest).map(|st| st.next_file_number)
         };
         assert_eq!(settle(VersionEdit::default(), 1), Ok(4));
-        assert_eq!(
-            settle(VersionEdit::default(), MAX_FILE_NUMBER - 1),
-            Ok(MAX_FILE_NUMBER)
-        );
+        let half = MAX_FILE_NUMBER / 2;
+        assert_eq!(settle(VersionEdit::default(), half - 1), Ok(half));
+        // Under the limit, but with too little room left after an open.
+        for manifest in [half, MAX_FILE_NUMBER - 1] {
+            let e = settle(VersionEdit::default(), manifest).unwrap_err();
+            assert!(e.contains("the largest a store recovers"), "{e}");
+        }
         for (edit, manifest) in [
             (
                 VersionEdit {

@@ -177,11 +177,78 @@ impl Block {
         if num_restarts == 0 {
             return Err(BlockError::new(len - 4, "block has no restart points"));
         }
-        Ok(Block {
+        let block = Block {
             data,
             restarts_offset,
             num_restarts,
-        })
+        };
+        // The array's shape, cheaply, on every read: the first restart is 0
+        // and each next one lies further on inside the entry area (a restart
+        // at the area's end is legal only in an empty block, whose one restart
+        // is 0). A seek trusts these offsets; one at the area's end would make
+        // it find nothing and skip the block's keys. Whether each offset
+        // starts an entry needs every entry decoded: `check_restarts`.
+        let mut prev = None;
+        for i in 0..num_restarts {
+            let at = restarts_offset + 4 * i;
+            let r =
+                u32::from_le_bytes(block.data[at..at + 4].try_into().expect("4 bytes")) as usize;
+            let ok = match prev {
+                None => r == 0,
+                Some(p) => r > p && r < restarts_offset,
+            };
+            if !ok {
+                return Err(BlockError::new(
+                    at,
+                    format!(
+                        "restart point {i} is {r}: restarts must start at 0 and increase inside the {restarts_offset}-byte entry area"
+                    ),
+                ));
+            }
+            prev = Some(r);
+        }
+        Ok(block)
+    }
+
+    /// Checks that every restart point starts an entry whose key is not
+    /// prefix-compressed, decoding each entry in turn (what a seek assumes
+    /// of them; [`Block::new`] checks only their order and bounds).
+    pub fn check_restarts(&self) -> Result<(), BlockError> {
+        let mut next = 1; // restart 0 is offset 0, an entry start
+        let mut p = 0;
+        while p < self.restarts_offset {
+            let e = decode_entry(&self.data, p, self.restarts_offset)?;
+            if p == 0 && e.shared != 0 {
+                return Err(BlockError::new(p, "first entry is prefix-compressed"));
+            }
+            let q = e.value.end;
+            while next < self.num_restarts {
+                let r = self.restart_point(next)?;
+                if r > q || (r == q && q == self.restarts_offset) {
+                    break;
+                }
+                if r != q {
+                    return Err(BlockError::new(
+                        self.restarts_offset + 4 * next,
+                        format!("restart point {next} ({r}) is inside an entry"),
+                    ));
+                }
+                let e = decode_entry(&self.data, r, self.restarts_offset)?;
+                if e.shared != 0 {
+                    return Err(BlockError::new(r, "restart entry is prefix-compressed"));
+                }
+                next += 1;
+            }
+            p = q;
+        }
+        if next < self.num_restarts {
+            let r = self.restart_point(next)?;
+            return Err(BlockError::new(
+                self.restarts_offset + 4 * next,
+                format!("restart point {next} ({r}) starts no entry"),
+            ));
+        }
+        Ok(())
     }
 
     /// The block's raw contents.
@@ -496,6 +563,55 @@ mod tests {
         assert_eq!(it.prev_user_key_match(), None, "first entry of the block");
     }
 
+    /// Restart arrays a seek would misread: refused by `Block::new` when
+    /// their order or bounds are wrong, by `check_restarts` when an offset
+    /// starts no entry or a prefix-compressed one.
+    #[test]
+    fn restart_arrays_that_mislead_a_seek() {
+        let good = build(&sample(12), 4); // restarts at entries 0, 4, 8
+        assert_eq!(good.num_restarts(), 3);
+        good.check_restarts().unwrap();
+        let raw = good.data().to_vec();
+        let end = good.restarts_offset;
+        let at = |i: usize| end + 4 * i;
+        let get = |i: usize| u32::from_le_bytes(raw[at(i)..at(i) + 4].try_into().unwrap());
+        let with = |i: usize, v: u32| {
+            let mut b = raw.clone();
+            b[at(i)..at(i) + 4].copy_from_slice(&v.to_le_bytes());
+            Block::new(Bytes::from(b))
+        };
+        let (r1, r2) = (get(1), get(2));
+        // Order and bounds: the block is refused before any read.
+        for (i, v, why) in [
+            (
+                2,
+                end as u32,
+                "at the entry area's end: a seek skipped the block",
+            ),
+            (2, end as u32 + 3, "past the entry area"),
+            (0, r1, "the first restart is not 0"),
+            (1, r2, "not increasing"),
+            (2, r1 - 1, "decreasing"),
+        ] {
+            assert!(with(i, v).is_err(), "{why}");
+        }
+        // In order and in bounds, but not the start of a restart entry.
+        let inside = with(1, r1 + 1).unwrap();
+        let e = inside.check_restarts().unwrap_err();
+        assert!(e.what.contains("inside an entry"), "{}", e.what);
+        // The entry after restart 1 shares a prefix with the one before it.
+        let first_entry_end = {
+            let e = decode_entry(good.data(), r1 as usize, end).unwrap();
+            e.value.end as u32
+        };
+        let shared = with(1, first_entry_end).unwrap();
+        let e = shared.check_restarts().unwrap_err();
+        assert!(e.what.contains("prefix-compressed"), "{}", e.what);
+        // An empty block: one restart, 0, at the area's end.
+        let empty = Block::new(Bytes::from_static(&[0, 0, 0, 0, 1, 0, 0, 0])).unwrap();
+        empty.check_restarts().unwrap();
+    }
+
     #[test]
     fn corrupt_blocks_error_without_panic() {
         let good = build(&sample(40), 4).data().to_vec();
@@ -529,8 +645,7 @@ mod tests {
             "too many restarts"
         );
         // Restart pointing past the entry area.
-        let b = Block::new(Bytes::from_static(&[0, 1, 0, 0, 50, 0, 0, 0, 1, 0, 0, 0])).unwrap();
-        assert!(b.iter(KeyFormat::Plain).seek(b"x").is_err());
+        assert!(Block::new(Bytes::from_static(&[0, 1, 0, 0, 50, 0, 0, 0, 1, 0, 0, 0])).is_err());
         // Key length past the end.
         let b = Block::new(Bytes::from_static(&[0, 9, 0, b'k', 0, 0, 0, 0, 1, 0, 0, 0])).unwrap();
         let e = b.iter(KeyFormat::Plain).advance().unwrap_err();

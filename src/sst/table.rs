@@ -270,6 +270,16 @@ impl Table {
                 ),
             ));
         }
+        // Lookups skip a table by the user-key range, `verify_all` checks
+        // the full keys: the two must be one range.
+        if p.smallest_user_key != p.key_format.user_key(&p.smallest_key)
+            || p.largest_user_key != p.key_format.user_key(&p.largest_key)
+        {
+            return Err(table.corruption(
+                props_handle.offset,
+                "the user-key range differs from the key range",
+            ));
+        }
         if (p.entries == 0) != (p.data_blocks == 0) {
             return Err(table.corruption(
                 props_handle.offset,
@@ -838,9 +848,15 @@ impl Table {
     /// Reports the first bad block.
     pub fn verify_all(&self) -> Result<()> {
         let f = &self.footer;
-        self.read_block(f.metaindex, "metaindex")?;
-        self.read_block(self.properties_handle, "properties")?;
-        self.read_block(f.index, "index")?;
+        for (h, what) in [
+            (f.metaindex, "metaindex"),
+            (self.properties_handle, "properties"),
+            (f.index, "index"),
+        ] {
+            self.read_block(h, what)?
+                .check_restarts()
+                .map_err(|e| self.block_error(h, what, e))?;
+        }
         // The filter as stored, read back from disk (every partition, and a
         // partitioned filter's index) whether or not it is held in memory:
         // a table that reads its filter on demand is checked the same way.
@@ -867,6 +883,9 @@ impl Table {
             }
             expect_offset = h.end_with_trailer().unwrap_or(u64::MAX);
             let block = self.read_block(h, DATA)?;
+            block
+                .check_restarts()
+                .map_err(|e| self.block_error(h, DATA, e))?;
             let mut it = block.iter(fmt);
             let mut n = 0;
             loop {
@@ -911,6 +930,12 @@ impl Table {
                 );
             }
             entries += n;
+        }
+        if prev_key.as_deref().unwrap_or_default() != &self.props.largest_key[..] {
+            return Err(self.corruption(
+                self.properties_handle.offset,
+                "last key differs from properties",
+            ));
         }
         if entries != self.props.entries {
             return Err(self.corruption(
