@@ -170,6 +170,11 @@ fn manifest_entries_that_disagree_with_their_tables() {
             Box::new(|e| e.new_files[0].1.entries = u64::MAX),
         ),
         (
+            "a last sequence below the tables' (new writes would hide under old)",
+            "above the manifest's last sequence",
+            Box::new(|e| e.last_sequence = Some(1)),
+        ),
+        (
             "a next-file number that would wrap",
             "the largest a store uses",
             Box::new(|e| e.next_file_number = Some(u64::MAX)),
@@ -308,4 +313,26 @@ fn sequence_numbers_used_up() {
     let mut model = model;
     model.insert(k.clone(), "last".into());
     reopens_intact(dir.path(), &model, "after the last sequence");
+}
+
+/// A manifest whose last sequence is below the sequences in its tables, in a
+/// store whose WAL is empty (so no batch's sequence gives it away). Opened,
+/// the store would number new writes below older versions, and reads would
+/// return the older ones.
+#[test]
+fn a_last_sequence_below_the_tables() {
+    let dir = scratch_dir();
+    let model = build(dir.path());
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let pristine = snapshot(dir.path());
+    let (state, _) = Manifest::recover(&RealFs, dir.path()).unwrap();
+    for lowered in [1, state.last_sequence / 2, state.last_sequence - 1] {
+        rewrite_manifest(dir.path(), |e| e.last_sequence = Some(lowered));
+        let ctx = format!("last sequence {lowered} of {}", state.last_sequence);
+        refused(dir.path(), "above the manifest's last sequence", &ctx);
+        restore(dir.path(), &pristine);
+    }
+    reopens_intact(dir.path(), &model, "restored");
 }

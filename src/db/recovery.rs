@@ -32,6 +32,7 @@ use crate::db::version_set::{RESERVE, VersionSet};
 use crate::db::wal::{self, Wal};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
+use crate::key;
 use crate::options::Options;
 use crate::sst::{BlockCache, KeyFormat, Table, TableOpenOptions};
 
@@ -295,12 +296,34 @@ fn check_files(
 /// range, or drop a tombstone in compaction.
 ///
 /// [`file_meta`]: crate::db::compaction::file_meta
-fn check_entry(path: &Path, meta: &FileMeta, table: &Table) -> Result<()> {
-    if table.properties().key_format != KeyFormat::Internal {
+///
+/// Every edit records a last sequence at or above every sequence in the
+/// tables it names, so a table holding a larger one means the manifest's is
+/// wrong: new writes would be numbered below older ones and hidden by them.
+/// The table's largest sequence is its `seq.max` property (tables written
+/// before it lack it) or at least those of its smallest and largest keys.
+fn check_entry(path: &Path, meta: &FileMeta, table: &Table, last_sequence: u64) -> Result<()> {
+    let p = table.properties();
+    if p.key_format != KeyFormat::Internal {
         return Err(Error::corruption(
             path,
             0,
             "the table holds plain keys, not a store's internal keys",
+        ));
+    }
+    let seq = |k: &[u8]| key::trailer(k) >> 8;
+    let max_seq = p
+        .max_sequence
+        .unwrap_or(0)
+        .max(seq(&p.smallest_key))
+        .max(seq(&p.largest_key));
+    if max_seq > last_sequence {
+        return Err(Error::corruption(
+            path,
+            0,
+            format!(
+                "the table holds sequence {max_seq}, above the manifest's last sequence {last_sequence}"
+            ),
         ));
     }
     let own = crate::db::compaction::file_meta(meta.number, table);
@@ -346,7 +369,7 @@ fn open_tables(
                     filter_on_demand: opts.filter_memory_budget.is_some(),
                 },
             )?;
-            check_entry(&path, meta, &table)?;
+            check_entry(&path, meta, &table, state.last_sequence)?;
             version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
         }
     }

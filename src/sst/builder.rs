@@ -113,6 +113,7 @@ pub struct TableBuilder {
     data_raw_size: u64,
     data_raw_max: u64,
     deletions: u64,
+    max_sequence: u64,
     /// `None` while a block is being written, or if `compression` is unavailable.
     compressor: Option<Compressor>,
     /// Why the builder cannot write (the compression is unavailable).
@@ -170,6 +171,7 @@ impl TableBuilder {
             data_raw_size: 0,
             data_raw_max: 0,
             deletions: 0,
+            max_sequence: 0,
             compressor,
             unusable,
             failed: false,
@@ -236,9 +238,12 @@ impl TableBuilder {
         if new_user_key && self.opts.filter.is_some() {
             self.hashes.push(key_hash(fmt.user_key(key)));
         }
-        if fmt == KeyFormat::Internal && key::trailer(key) & 0xff == key::ValueKind::Deletion as u64
-        {
-            self.deletions += 1;
+        if fmt == KeyFormat::Internal {
+            let trailer = key::trailer(key);
+            if trailer & 0xff == key::ValueKind::Deletion as u64 {
+                self.deletions += 1;
+            }
+            self.max_sequence = self.max_sequence.max(trailer >> 8);
         }
         self.data.add(key, value);
         self.last_key.clear();
@@ -402,6 +407,7 @@ impl TableBuilder {
             format_version,
             creation_time,
             deletions: (fmt == KeyFormat::Internal).then_some(self.deletions),
+            max_sequence: (fmt == KeyFormat::Internal).then_some(self.max_sequence),
         };
         let props_handle = self.write_block(false, &props.encode(), BLOCK_TYPE_UNCOMPRESSED)?;
         meta.push((META_PROPERTIES.to_string(), props_handle));

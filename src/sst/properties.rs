@@ -72,6 +72,11 @@ pub struct TableProperties {
     /// Deletion entries (kind byte 0), only for [`KeyFormat::Internal`]
     /// (`deletions`).
     pub deletions: Option<u64>,
+    /// The largest sequence number of any entry, only for
+    /// [`KeyFormat::Internal`] tables that record it (`seq.max`; tables
+    /// written before it was added lack it). Recovery checks that the
+    /// manifest's last sequence is not below it.
+    pub max_sequence: Option<u64>,
 }
 
 /// Property names, in the bytewise order they are stored in.
@@ -118,6 +123,8 @@ pub mod names {
     pub const RAW_KEY_BYTES: &str = "raw.key.bytes";
     /// `raw.value.bytes`: varint64.
     pub const RAW_VALUE_BYTES: &str = "raw.value.bytes";
+    /// `seq.max`: varint64 (internal-key tables only).
+    pub const SEQ_MAX: &str = "seq.max";
     /// `user_key.largest`: raw bytes.
     pub const USER_KEY_LARGEST: &str = "user_key.largest";
     /// `user_key.smallest`: raw bytes.
@@ -145,6 +152,9 @@ impl TableProperties {
         }
         if let Some(d) = self.deletions {
             m.insert(DELETIONS, varint(d));
+        }
+        if let Some(s) = self.max_sequence {
+            m.insert(SEQ_MAX, varint(s));
         }
         m.insert(ENTRIES, varint(self.entries));
         if let Some(p) = &self.filter_policy {
@@ -252,6 +262,10 @@ impl TableProperties {
             None => None,
             Some(_) => Some(num(DELETIONS)?),
         };
+        let max_sequence = match m.get(SEQ_MAX.as_bytes()) {
+            None => None,
+            Some(_) => Some(num(SEQ_MAX)?),
+        };
         let format_version = small(FORMAT_VERSION)?;
         let data_size = num(DATA_SIZE)?;
         let (compression, data_raw_size, data_raw_max) =
@@ -294,6 +308,7 @@ impl TableProperties {
             format_version,
             creation_time: num(CREATION_TIME)?,
             deletions,
+            max_sequence,
         })
     }
 }
@@ -327,6 +342,7 @@ mod tests {
             format_version: 1,
             creation_time: 1_700_000_000,
             deletions: None,
+            max_sequence: None,
         }
     }
 
@@ -398,6 +414,7 @@ mod tests {
             KEY_SMALLEST,
             RAW_KEY_BYTES,
             RAW_VALUE_BYTES,
+            SEQ_MAX,
             USER_KEY_LARGEST,
             USER_KEY_SMALLEST,
         ];

@@ -1141,6 +1141,7 @@ fn placeholder_properties() -> TableProperties {
         format_version: 0,
         creation_time: 0,
         deletions: None,
+        max_sequence: None,
     }
 }
 
