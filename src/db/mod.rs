@@ -1113,7 +1113,7 @@ impl Inner {
         // be shifted out of the key and read back as another write. A store
         // never gets there by writing (2^56 operations), only by a damaged
         // counter: refuse, with nothing logged.
-        if first.saturating_add(batch.len() as u64 - 1) > key::MAX_SEQUENCE {
+        if first.saturating_add((batch.len() as u64).saturating_sub(1)) > key::MAX_SEQUENCE {
             return Err(Error::invalid(format!(
                 "the store's sequence numbers are used up: the last is {}, a batch of {} needs more (the most is {})",
                 first - 1,

@@ -71,7 +71,8 @@ pub(crate) fn recover(
     let last_sequence = replay.last_sequence.max(state.last_sequence);
     keep_cut_logs(fs, dir, &replay.cut_logs)?;
 
-    // Nothing written so far but copies in `lost/`. The new manifest reserves the numbers used below.
+    // Nothing written so far but copies in `lost/`. The new manifest
+    // reserves the numbers used below.
     let manifest_number = state.next_file_number;
     let mut snapshot = state.clone();
     snapshot.next_file_number = manifest_number + 1 + RESERVE;
@@ -295,13 +296,13 @@ fn check_files(
 /// resealed, could otherwise hide a file's newer versions behind a narrower
 /// range, or drop a tombstone in compaction.
 ///
-/// [`file_meta`]: crate::db::compaction::file_meta
-///
 /// Every edit records a last sequence at or above every sequence in the
 /// tables it names, so a table holding a larger one means the manifest's is
 /// wrong: new writes would be numbered below older ones and hidden by them.
 /// The table's largest sequence is its `seq.max` property (tables written
 /// before it lack it) or at least those of its smallest and largest keys.
+///
+/// [`file_meta`]: crate::db::compaction::file_meta
 fn check_entry(path: &Path, meta: &FileMeta, table: &Table, last_sequence: u64) -> Result<()> {
     let p = table.properties();
     if p.key_format != KeyFormat::Internal {

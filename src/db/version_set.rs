@@ -36,7 +36,8 @@ pub(crate) const RESERVE: u64 = 16;
 /// numbers one at a time and never comes near it; a larger one (a crafted
 /// edit, or a `CURRENT` naming `MANIFEST-18446744073709551615`) is refused as
 /// corruption, so the counter's `+ 1` and `+ RESERVE` can never wrap back
-/// onto the numbers of live files.
+/// onto the numbers of live files. Recovery refuses a recovered counter past
+/// half of it ([`Builder::finish`]), so that an open never runs into it.
 pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 62;
 
 /// Accumulates version edits into a [`RecoveredState`]: recovery feeds it the
