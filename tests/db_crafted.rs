@@ -20,15 +20,6 @@ use bloomlsm::sst::{InternalKey, ValueKind};
 use bloomlsm::{Db, Error, Options};
 use common::scratch_dir;
 
-fn make_internal_key(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
-    InternalKey {
-        user_key,
-        seq,
-        kind,
-    }
-    .encode()
-}
-
 fn options() -> Options {
     Options {
         write_buffer_size: 16 << 10,
@@ -149,7 +140,12 @@ fn manifest_entries_that_disagree_with_their_tables() {
                 let f = &mut e.new_files.last_mut().unwrap().1;
                 let mut user = f.smallest[..f.smallest.len() - 8].to_vec();
                 user.push(0);
-                f.smallest = make_internal_key(&user, 1, ValueKind::Value);
+                f.smallest = InternalKey {
+                    user_key: &user,
+                    seq: 1,
+                    kind: ValueKind::Value,
+                }
+                .encode();
             }),
         ),
         (
@@ -161,7 +157,12 @@ fn manifest_entries_that_disagree_with_their_tables() {
                     .new_files
                     .iter_mut()
                     .max_by(|a, b| a.1.largest.cmp(&b.1.largest));
-                f.unwrap().1.largest = make_internal_key(b"\xff\xff", 1, ValueKind::Value);
+                f.unwrap().1.largest = InternalKey {
+                    user_key: b"\xff\xff",
+                    seq: 1,
+                    kind: ValueKind::Value,
+                }
+                .encode();
             }),
         ),
         (

@@ -2644,14 +2644,10 @@ fn a_restart_point_at_the_entries_end_is_refused() {
     }
 }
 
-/// Found by manifest_counters_resealed: with a recovered `last_sequence` of
-/// 2^56 - 1, the largest a version edit may hold, the next write was
-/// acknowledged with sequence 2^56, which `pack_trailer` shifts out of the
-/// key; get and scan then disagreed, and after a clean close the store no
-/// longer opened. Writes that cannot be numbered are now refused.
-#[test]
-fn writes_past_the_last_sequence_are_refused() {
-    let st = Store::build(0xf3);
+/// A copy of store `seed` whose MANIFEST's last edit `change` rewrote (the
+/// record's checksum recomputed).
+fn with_last_edit(seed: u64, change: impl FnOnce(&mut VersionEdit)) -> (Store, tempfile::TempDir) {
+    let st = Store::build(seed);
     let work = common::scratch_dir();
     copy_dir(st.dir.path(), work.path());
     let manifest = work
@@ -2660,9 +2656,20 @@ fn writes_past_the_last_sequence_are_refused() {
     let mut recs = read_log(&manifest);
     let last = recs.len() - 1;
     let mut e = VersionEdit::decode(&recs[last]).unwrap();
-    e.last_sequence = Some(MAX_SEQUENCE);
+    change(&mut e);
     recs[last] = e.encode();
     write_log(&manifest, &recs);
+    (st, work)
+}
+
+/// Found by manifest_counters_resealed: with a recovered `last_sequence` of
+/// 2^56 - 1, the largest a version edit may hold, the next write was
+/// acknowledged with sequence 2^56, which `pack_trailer` shifts out of the
+/// key; get and scan then disagreed, and after a clean close the store no
+/// longer opened. Writes that cannot be numbered are now refused.
+#[test]
+fn writes_past_the_last_sequence_are_refused() {
+    let (st, work) = with_last_edit(0xf3, |e| e.last_sequence = Some(MAX_SEQUENCE));
     let db = Db::open(work.path(), db_options()).unwrap();
     let (k, old) = st.model.iter().next().unwrap();
     let v = dval(k, 5_000_000);
@@ -2686,18 +2693,7 @@ fn writes_past_the_last_sequence_are_refused() {
 /// as `Corruption`, before writing anything.
 #[test]
 fn a_next_file_number_near_the_limit_is_refused_before_any_write() {
-    let st = Store::build(0xf4);
-    let work = common::scratch_dir();
-    copy_dir(st.dir.path(), work.path());
-    let manifest = work
-        .path()
-        .join(st.files("MANIFEST-")[0].file_name().unwrap());
-    let mut recs = read_log(&manifest);
-    let last = recs.len() - 1;
-    let mut e = VersionEdit::decode(&recs[last]).unwrap();
-    e.next_file_number = Some(1 << 62);
-    recs[last] = e.encode();
-    write_log(&manifest, &recs);
+    let (_st, work) = with_last_edit(0xf4, |e| e.next_file_number = Some(1 << 62));
     let before = snapshot(work.path());
     let err = Db::open(work.path(), db_options()).unwrap_err();
     let after = snapshot(work.path());
