@@ -114,9 +114,68 @@ pub fn blocked512_fpr(bits_per_key: f64, k: u32) -> f64 {
 }
 
 /// [`blocked512_fpr`] by direct summation: for each number `d` of distinct
-/// query bits, a Markov chain over how many of them are covered as set-probes
+/// query bits, a Markov chain over how many of them are covered as keys
 /// arrive, mixed over Poisson keys per line.
+///
+/// One key's `k` set-probes move the chain by `U = T^k`, where `T` is one
+/// probe's step (`c → c + 1` with probability `(d − c) / 512`). `U` is
+/// computed once per `d`, so each key costs an upper-triangular
+/// matrix-vector product of independent multiply-adds, not `k` dependent
+/// steps with divisions: the same sums (to 1e-9), 3.4 to 7.4 times faster
+/// for k from 21 to 30 (8 ms rather than 58 at k = 30 on a nearly full
+/// line, 0.15 ms rather than 0.58 at k = 21 and 40 bits per key). It runs
+/// once per filter, or filter partition, a table opens.
 fn blocked512_fpr_chain(lambda: f64, k: u32, pd: &[f64]) -> f64 {
+    let n_max = (lambda + 12.0 * lambda.sqrt() + 30.0) as usize;
+    let weights = poisson_weights(lambda, n_max);
+    let mut fpr = 0.0;
+    for (d, &p_d) in pd.iter().enumerate().skip(1) {
+        if p_d == 0.0 {
+            continue;
+        }
+        let n = d + 1;
+        // ut[to * n + from]: P(from → to) over one key's k probes (U transposed,
+        // so that each new state is a contiguous dot product).
+        let mut ut = vec![0.0; n * n];
+        let mut row = vec![0.0; n];
+        for from in 0..n {
+            row.iter_mut().for_each(|x| *x = 0.0);
+            row[from] = 1.0;
+            for _ in 0..k {
+                for c in (from..d).rev() {
+                    let hit = row[c] * (d - c) as f64 / LINE_BITS;
+                    row[c] -= hit;
+                    row[c + 1] += hit;
+                }
+            }
+            for to in from..n {
+                ut[to * n + from] = row[to];
+            }
+        }
+        let mut covered = vec![0.0; n];
+        let mut next = vec![0.0; n];
+        covered[0] = 1.0;
+        let mut all = 0.0;
+        for &w in &weights {
+            all += w * covered[d];
+            for to in 0..n {
+                next[to] = ut[to * n..to * n + to + 1]
+                    .iter()
+                    .zip(&covered[..=to])
+                    .map(|(u, v)| u * v)
+                    .sum();
+            }
+            std::mem::swap(&mut covered, &mut next);
+        }
+        fpr += p_d * all;
+    }
+    fpr.clamp(0.0, 1.0)
+}
+
+/// The chain as first written, a probe at a time: the reference the faster
+/// [`blocked512_fpr_chain`] is checked against.
+#[cfg(test)]
+fn blocked512_fpr_chain_by_probe(lambda: f64, k: u32, pd: &[f64]) -> f64 {
     let n_max = (lambda + 12.0 * lambda.sqrt() + 30.0) as usize;
     let weights = poisson_weights(lambda, n_max);
     let mut fpr = 0.0;
@@ -437,6 +496,22 @@ mod tests {
         for b in [4.0, 8.0, 10.0, 12.0, 20.0] {
             let k = blocked512_best_k(b);
             assert!(blocked512_fpr(b, k) > blocked512_putze_fpr(b, k));
+        }
+    }
+
+    /// The matrix form of the chain gives the probe-by-probe sums, at every
+    /// k it serves and across loads from a nearly full line to a sparse one.
+    #[test]
+    fn chain_by_key_equals_chain_by_probe() {
+        for k in [6, 21, 25, 30] {
+            let lo = full_line_bits_per_key(k);
+            for b in [lo * 1.01, lo * 1.5, 5.0, 10.0, 40.0, 80.0] {
+                let lambda = LINE_BITS / b;
+                let pd = distinct_draws(k, LINE_BITS);
+                let fast = blocked512_fpr_chain(lambda, k, &pd);
+                let slow = blocked512_fpr_chain_by_probe(lambda, k, &pd);
+                assert!(close(fast, slow, 1e-9), "b={b} k={k}: {fast} vs {slow}");
+            }
         }
     }
 
