@@ -1494,3 +1494,37 @@ fn filter_budget_through_the_binary() {
         assert_one_line_error(&o);
     }
 }
+
+/// `db stats` says when the open dropped a damaged or torn WAL tail (text
+/// and JSON), and a writing command leaves a copy of that log in `lost/`.
+#[test]
+fn stats_report_a_dropped_wal_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_wal(dir.path());
+    let s = store.to_str().unwrap();
+    let json_wal = || json(&stdout(&bloomlsm(&["db", "stats", s, "--json"])))["wal"].clone();
+    assert_eq!(json_wal()["tail_bytes_dropped"], 0);
+    let text = stdout(&bloomlsm(&["db", "stats", s]));
+    assert!(!text.contains("wal:"), "{text}");
+
+    let log = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .unwrap();
+    let mut bytes = std::fs::read(&log).unwrap();
+    let last = bytes.len() - 2; // inside the last record (the deletion)
+    bytes[last] ^= 0x10;
+    std::fs::write(&log, &bytes).unwrap();
+
+    let text = stdout(&bloomlsm(&["db", "stats", s]));
+    assert!(text.contains("wal: the open dropped"), "{text}");
+    assert!(text.contains("lost/"), "{text}");
+    assert!(json_wal()["tail_bytes_dropped"].as_u64().unwrap() > 0);
+    // The dropped deletion: the key is there again.
+    assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k00001"])).trim(), "v1");
+    assert!(bloomlsm(&["db", "put", s, "after", "1"]).status.success());
+    let kept = store.join("lost").join(log.file_name().unwrap());
+    assert_eq!(std::fs::read(kept).unwrap(), bytes);
+    assert_eq!(json_wal()["tail_bytes_dropped"], 0);
+}

@@ -797,6 +797,10 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
                 "index_bytes": s.index_bytes,
                 "memtable_bytes": s.memtable_bytes,
             },
+            "wal": {
+                "tail_bytes_dropped": s.wal_tail_bytes_dropped,
+                "records_salvaged": s.wal_records_salvaged,
+            },
             "probe": a.probe.map(|n| json!({
                 "lookups": n,
                 "seed": a.seed,
@@ -863,6 +867,22 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         bytes(s.index_bytes),
         bytes(s.memtable_bytes)
     )?;
+    if s.wal_tail_bytes_dropped > 0 {
+        writeln!(
+            out,
+            "wal: the open dropped {} from the end of the newest log, a tail torn by a crash or damaged; \
+             the writes in it are not in the store (an open for writing first copies the log to {}/lost/)",
+            bytes(s.wal_tail_bytes_dropped),
+            a.dir.display()
+        )?;
+    }
+    if s.wal_records_salvaged > 0 {
+        writeln!(
+            out,
+            "wal: the open skipped {} damaged records (salvage_wal)",
+            count(s.wal_records_salvaged)
+        )?;
+    }
     if s.total.filter_block_reads + s.total.filter_cache_hits > 0 {
         writeln!(
             out,
