@@ -2582,6 +2582,51 @@ fn user_key_properties_cannot_hide_stored_keys() {
     }
 }
 
+/// Sizes and counts in the properties that no real table has (they are
+/// summed over a store's tables) are refused at open, each alone, with
+/// every other property as the builder wrote it, and with its checksum
+/// recomputed.
+#[test]
+fn property_sizes_past_their_bounds_are_refused() {
+    let dir = common::scratch_dir();
+    // The LZ4 design: a version 2 table, which carries `data.raw_size`.
+    let path = dir.path().join("000007.sst");
+    let (name, cfg) = designs().swap_remove(1);
+    assert_eq!(name, "ribbon+lz4");
+    build_table(&path, &cfg, &table_entries(cfg.keys));
+    let l = Layout::of(&path);
+    let file_size = l.good.len() as u64;
+    let num = |name: &[u8]| {
+        let v = &l
+            .props_entries
+            .iter()
+            .find(|(k, _)| k[..] == name[..])
+            .unwrap()
+            .1;
+        let (mut n, mut shift) = (0u64, 0);
+        for b in v {
+            n |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+        }
+        n
+    };
+    let (raw_size, data_size) = (num(b"data.raw_size"), num(b"data.size"));
+    for (name, value) in [
+        (&b"data.size"[..], file_size + 1),
+        (b"data.raw_size", data_size * 32768 + 1),
+        (b"entries", raw_size + 1),
+        (b"entries", u64::MAX),
+    ] {
+        let props = with_value(&l.props_entries, name, varint(value));
+        let bytes = l.rebuild_tail(l.payload(l.index), &encode_block(&props, 1), None);
+        std::fs::write(&path, bytes).unwrap();
+        let what = format!("{} = {value}", String::from_utf8_lossy(name));
+        let e = Table::open(&path, TableOpenOptions::default()).unwrap_err();
+        assert!(e.is_corruption(), "{what}: {e}");
+        assert!(e.to_string().contains("raw data bytes"), "{what}: {e}");
+    }
+}
+
 /// Found by sst_data_blocks_resealed: a restart offset equal to the end of
 /// the entries was accepted for a block that has entries, and a seek into
 /// the block found nothing and went on to the next block: `iter_from` and a
