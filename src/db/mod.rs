@@ -423,12 +423,8 @@ impl Db {
         let mut user_bytes = 0;
         for op in batch.iter() {
             user_bytes += (op.key().len() + op.value().len()) as u64;
-            check_key(op.key())?;
-            if op.value().len() > MAX_VALUE_LEN {
-                return Err(Error::invalid(format!(
-                    "value of {} bytes is over the {MAX_VALUE_LEN}-byte limit",
-                    op.value().len()
-                )));
+            if let Some(what) = outside_write_limits(op.key(), op.value()) {
+                return Err(Error::invalid(what));
             }
         }
         if batch.is_empty() {
@@ -850,16 +846,38 @@ fn check_options(opts: &Options) -> Result<()> {
 }
 
 fn check_key(key: &[u8]) -> Result<()> {
-    if key.is_empty() {
-        return Err(Error::invalid("empty key"));
+    match key_outside_limits(key) {
+        Some(what) => Err(Error::invalid(what)),
+        None => Ok(()),
     }
-    if key.len() > MAX_KEY_LEN {
-        return Err(Error::invalid(format!(
+}
+
+fn key_outside_limits(key: &[u8]) -> Option<String> {
+    if key.is_empty() {
+        Some("empty key".into())
+    } else if key.len() > MAX_KEY_LEN {
+        Some(format!(
             "key of {} bytes is over the {MAX_KEY_LEN}-byte limit",
             key.len()
-        )));
+        ))
+    } else {
+        None
     }
-    Ok(())
+}
+
+/// Why `Db::write` refuses an operation with this key and value (an empty
+/// key, a key over [`MAX_KEY_LEN`], a value over [`MAX_VALUE_LEN`]), if it
+/// does. WAL replay holds logged batches to the same rule: the store never
+/// logs such an operation.
+pub(crate) fn outside_write_limits(key: &[u8], value: &[u8]) -> Option<String> {
+    key_outside_limits(key).or_else(|| {
+        (value.len() > MAX_VALUE_LEN).then(|| {
+            format!(
+                "value of {} bytes is over the {MAX_VALUE_LEN}-byte limit",
+                value.len()
+            )
+        })
+    })
 }
 
 /// Writes `mem` as a table numbered `number`, keeping of each key the

@@ -416,23 +416,14 @@ fn keep_cut_logs(fs: &dyn FileSystem, dir: &Path, cut: &[u64]) -> Result<()> {
         let name = from.file_name().expect("a log file name").to_owned();
         let to = lost.join(&name);
         let tmp = lost.join(format!("{}.tmp", name.to_string_lossy()));
-        let src = fs
-            .open_read(&from)
-            .map_err(io(format!("open {}", from.display())))?;
-        let len = src.len().map_err(io(format!("size {}", from.display())))?;
         let mut out = fs
             .create_truncate(&tmp)
             .map_err(io(format!("create {}", tmp.display())))?;
-        let mut buf = vec![0u8; 1 << 20];
-        let mut at = 0;
-        while at < len {
-            let chunk = &mut buf[..(len - at).min(1 << 20) as usize];
-            src.read_exact_at(chunk, at)
-                .map_err(io(format!("read {} at {at}", from.display())))?;
+        read_chunks(fs, &from, 0, None, |chunk| {
             out.write_all(chunk)
                 .map_err(io(format!("write {}", tmp.display())))?;
-            at += chunk.len() as u64;
-        }
+            Ok(true)
+        })?;
         out.sync_data()
             .map_err(io(format!("sync {}", tmp.display())))?;
         fs.rename(&tmp, &to).map_err(io(format!(
@@ -449,21 +440,44 @@ fn keep_cut_logs(fs: &dyn FileSystem, dir: &Path, cut: &[u64]) -> Result<()> {
 
 /// Whether `len` bytes of `path` from `offset` hold a byte that is not zero.
 fn any_nonzero(fs: &dyn FileSystem, path: &Path, offset: u64, len: u64) -> Result<bool> {
-    let f = fs
+    let mut found = false;
+    read_chunks(fs, path, offset, Some(len), |chunk| {
+        found = chunk.iter().any(|&b| b != 0);
+        Ok(!found)
+    })?;
+    Ok(found)
+}
+
+/// Hands `len` bytes of `path` from `offset` (`None`: to its end) to `f`
+/// a MiB at a time, until they run out or `f` returns `false`.
+fn read_chunks(
+    fs: &dyn FileSystem,
+    path: &Path,
+    offset: u64,
+    len: Option<u64>,
+    mut f: impl FnMut(&[u8]) -> Result<bool>,
+) -> Result<()> {
+    let file = fs
         .open_read(path)
         .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let mut buf = vec![0u8; len.min(1 << 20) as usize];
+    let end = match len {
+        Some(len) => offset + len,
+        None => file
+            .len()
+            .map_err(|e| Error::io(format!("size {}", path.display()), e))?,
+    };
+    let mut buf = vec![0u8; (end - offset).min(1 << 20) as usize];
     let mut at = offset;
-    while at < offset + len {
-        let chunk = &mut buf[..(offset + len - at).min(1 << 20) as usize];
-        f.read_exact_at(chunk, at)
+    while at < end {
+        let chunk = &mut buf[..(end - at).min(1 << 20) as usize];
+        file.read_exact_at(chunk, at)
             .map_err(|e| Error::io(format!("read {} at {at}", path.display()), e))?;
-        if chunk.iter().any(|&b| b != 0) {
-            return Ok(true);
+        if !f(chunk)? {
+            break;
         }
         at += chunk.len() as u64;
     }
-    Ok(false)
+    Ok(())
 }
 
 /// Replays every log at or above the log number into one memtable, oldest

@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 use crate::db::batch::WriteBatch;
 use crate::db::filename::{log_file, sync_dir_in};
 use crate::db::log::{LogReader, LogWriter, Skipped, TailDropped};
-use crate::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
 
@@ -181,24 +180,15 @@ pub fn replay_in(
 }
 
 /// Why a logged batch breaks a limit `Db::write` enforces before it logs
-/// anything (a key empty or over [`MAX_KEY_LEN`], a value over
-/// [`MAX_VALUE_LEN`]), if it does. Such a record is damage, not a write:
-/// replaying it would put an empty key in the store, or a key the memtable
-/// cannot hold.
+/// anything ([`db::outside_write_limits`]), if it does. Such a record is
+/// damage, not a write: replaying it would put an empty key in the store, or
+/// a key the memtable cannot hold.
+///
+/// [`db::outside_write_limits`]: crate::db::outside_write_limits
 fn outside_write_limits(batch: &WriteBatch) -> Option<String> {
     batch.iter().enumerate().find_map(|(i, op)| {
-        let (k, v) = (op.key().len(), op.value().len());
-        if k == 0 || k > MAX_KEY_LEN {
-            Some(format!(
-                "operation {i} has a key of {k} bytes (1 to {MAX_KEY_LEN} are written)"
-            ))
-        } else if v > MAX_VALUE_LEN {
-            Some(format!(
-                "operation {i} has a value of {v} bytes (at most {MAX_VALUE_LEN} are written)"
-            ))
-        } else {
-            None
-        }
+        crate::db::outside_write_limits(op.key(), op.value())
+            .map(|what| format!("operation {i}: {what}"))
     })
 }
 
@@ -221,6 +211,7 @@ pub fn wal_path(dir: &Path, number: u64) -> PathBuf {
 mod tests {
     use super::*;
     use crate::db::log::LogWriter;
+    use crate::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
 
     fn batch(seq: u64, n: usize) -> WriteBatch {
         let mut b = WriteBatch::new();

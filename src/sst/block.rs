@@ -190,16 +190,14 @@ impl Block {
         // starts an entry needs every entry decoded: `check_restarts`.
         let mut prev = None;
         for i in 0..num_restarts {
-            let at = restarts_offset + 4 * i;
-            let r =
-                u32::from_le_bytes(block.data[at..at + 4].try_into().expect("4 bytes")) as usize;
+            let r = block.restart_point(i);
             let ok = match prev {
                 None => r == 0,
                 Some(p) => r > p && r < restarts_offset,
             };
             if !ok {
                 return Err(BlockError::new(
-                    at,
+                    restarts_offset + 4 * i,
                     format!(
                         "restart point {i} is {r}: restarts must start at 0 and increase inside the {restarts_offset}-byte entry area"
                     ),
@@ -222,9 +220,11 @@ impl Block {
                 return Err(BlockError::new(p, "first entry is prefix-compressed"));
             }
             let q = e.value.end;
+            // Restarts past the first lie inside the entry area (`new`), so
+            // none equals the end `q` of the last entry.
             while next < self.num_restarts {
-                let r = self.restart_point(next)?;
-                if r > q || (r == q && q == self.restarts_offset) {
+                let r = self.restart_point(next);
+                if r > q {
                     break;
                 }
                 if r != q {
@@ -242,7 +242,7 @@ impl Block {
             p = q;
         }
         if next < self.num_restarts {
-            let r = self.restart_point(next)?;
+            let r = self.restart_point(next);
             return Err(BlockError::new(
                 self.restarts_offset + 4 * next,
                 format!("restart point {next} ({r}) starts no entry"),
@@ -271,20 +271,11 @@ impl Block {
         self.num_restarts
     }
 
-    fn restart_point(&self, i: usize) -> Result<usize, BlockError> {
+    /// Restart offset `i`; [`Block::new`] checked every one is in bounds and
+    /// in order.
+    fn restart_point(&self, i: usize) -> usize {
         let at = self.restarts_offset + 4 * i;
-        let r = u32::from_le_bytes(self.data[at..at + 4].try_into().expect("4 bytes")) as usize;
-        // Equal is legal only for an empty block (whose single restart is 0).
-        if r > self.restarts_offset {
-            return Err(BlockError::new(
-                at,
-                format!(
-                    "restart point {r} is past the entry area ({})",
-                    self.restarts_offset
-                ),
-            ));
-        }
-        Ok(r)
+        u32::from_le_bytes(self.data[at..at + 4].try_into().expect("4 bytes")) as usize
     }
 
     /// An iterator positioned before the first entry.
@@ -383,7 +374,7 @@ impl BlockIter {
 
     /// The full key of the restart entry `i`, which must not be prefix-compressed.
     fn restart_key(&self, i: usize) -> Result<&[u8], BlockError> {
-        let p = self.block.restart_point(i)?;
+        let p = self.block.restart_point(i);
         let e = decode_entry(&self.block.data, p, self.block.restarts_offset)?;
         if e.shared != 0 {
             return Err(BlockError::new(p, "restart entry is prefix-compressed"));
@@ -407,7 +398,7 @@ impl BlockIter {
                 hi = mid - 1;
             }
         }
-        self.next_offset = self.block.restart_point(lo)?;
+        self.next_offset = self.block.restart_point(lo);
         self.key.clear();
         self.prev_user_key_match = None;
         let target_user = fmt.user_key(target);
