@@ -143,7 +143,7 @@ fn ribbon(c: &mut Criterion) {
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
         for kind in [FilterKind::Ribbon, FilterKind::Blocked512] {
-            let policy = FilterPolicy::for_fpr(kind, fpr);
+            let policy = FilterPolicy::for_fpr(kind, fpr).expect("an FPR every kind reaches");
             g.throughput(Throughput::Elements(n));
             g.bench_function(format!("{}_build", kind.name()), |b| {
                 b.iter(|| policy.build(black_box(&hs)))
@@ -495,8 +495,9 @@ fn check_targets() {
 /// against blocked512 sized for the same FPR, timed alternately.
 fn ribbon_targets(h6: &[u64], pre6: &[u64], row: impl Fn(&str, String, &str, bool)) {
     for fpr in [0.01, 0.001] {
-        let rp = FilterPolicy::for_fpr(FilterKind::Ribbon, fpr);
-        let bp = FilterPolicy::for_fpr(FilterKind::Blocked512, fpr);
+        let rp = FilterPolicy::for_fpr(FilterKind::Ribbon, fpr).expect("an FPR Ribbon reaches");
+        let bp =
+            FilterPolicy::for_fpr(FilterKind::Blocked512, fpr).expect("an FPR blocked512 reaches");
         let rf = Filter::open(&rp.build(h6)).unwrap();
         let bf = Filter::open(&bp.build(h6)).unwrap();
         let probes = (4_000.0 / fpr) as u64;
@@ -571,7 +572,8 @@ fn ribbon_targets(h6: &[u64], pre6: &[u64], row: impl Fn(&str, String, &str, boo
     }
 }
 
-/// Issue 10 §1b: blocked512 (k = 6) against Parquet's SBBF (k = 8) at
+/// blocked512 (k = 6) against Parquet's SBBF (k = 8: 256-bit blocks, one
+/// bit per 32-bit word; docs/filters.md) at
 /// 10 bits/key, pre-hashed keys, 10^6 and 10^7 keys. Each size's probes are
 /// timed in the same rounds as the yardstick (bare hash loop) and the memory
 /// floor (a loop that loads each probe's 64-byte line of a buffer the

@@ -1,6 +1,7 @@
 //! The same point-lookup workload on bloomlsm, fjall and (with
 //! `--features rocksdb-peer`) RocksDB, measured in one process so the engines
-//! can be compared by ratio on a shared, noisy machine (DESIGN.md §7).
+//! can be compared by ratio on a shared, noisy machine (docs/benchmarks.md,
+//! "Peers").
 //!
 //! Workload: fill N random 16-byte keys (`present_key`) with 100-byte values
 //! in batches of 1000, let each engine flush its memtable and settle its
@@ -1031,7 +1032,7 @@ fn main() {
     if engines.len() < 2 {
         return;
     }
-    println!("\nTargets (issue 14):");
+    println!("\nTargets:");
     for (i, e) in engines.iter().enumerate().skip(1) {
         let want = if e.name() == "rocksdb" { 1.5 } else { 1.2 };
         if let (Some(p0), Some(p)) = (puts(0), puts(i)) {

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -33,9 +34,23 @@ pub enum Error {
     InvalidArgument(String),
     /// Another process (or another `Db` in this process) holds the directory lock.
     Locked(PathBuf),
-    /// The store hit an earlier fatal error (e.g. a failed WAL write) and refuses
-    /// further writes so that nothing acknowledged can be lost.
-    Poisoned(String),
+    /// The store hit an earlier fatal error (a failed WAL or MANIFEST write, a
+    /// background flush or compaction that failed or panicked) and refuses
+    /// further writes, flushes and compactions so that nothing acknowledged
+    /// can be lost. Reads keep working. Reopening the store recovers it: every
+    /// acknowledged write is in its WAL or its tables.
+    Poisoned {
+        /// What the store was doing when it failed, e.g. `"compaction"`.
+        during: String,
+        /// The error that stopped it: an [`Error::Io`] keeps its
+        /// [`std::io::ErrorKind`] (see [`Error::io_kind`]), a panic is an
+        /// [`Error::Panicked`].
+        cause: Arc<Error>,
+    },
+    /// A thread of the store panicked (a bug in bloomlsm or in code it
+    /// calls): the panic's message. The store is poisoned with it
+    /// ([`Error::Poisoned`]); the thread does not die silently.
+    Panicked(String),
     /// The store was closed.
     Closed,
     /// The store was opened with [`crate::Db::open_read_only`]: writes,
@@ -66,9 +81,51 @@ impl Error {
         Error::InvalidArgument(what.into())
     }
 
+    /// Builds an [`Error::Poisoned`] whose cause is `cause` (kept as it is
+    /// when it already is one: the first failure is the one reported).
+    pub(crate) fn poisoned(during: impl Into<String>, cause: Error) -> Self {
+        match cause {
+            Error::Poisoned { .. } => cause,
+            cause => Error::Poisoned {
+                during: during.into(),
+                cause: Arc::new(cause),
+            },
+        }
+    }
+
+    /// An [`Error::Poisoned`] for a lock that a panicking thread held.
+    pub(crate) fn lock_poisoned(lock: &str) -> Self {
+        Error::poisoned(
+            lock,
+            Error::Panicked(format!("a thread panicked while holding the {lock}")),
+        )
+    }
+
+    /// An [`Error::Panicked`] from a caught panic's payload.
+    pub(crate) fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with a non-text payload".into());
+        Error::Panicked(msg)
+    }
+
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
+    }
+
+    /// The kind of the I/O error behind this one: its own for an
+    /// [`Error::Io`], its cause's for an [`Error::Poisoned`] (e.g.
+    /// [`std::io::ErrorKind::StorageFull`] after a flush found the disk
+    /// full), `None` for the others.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            Error::Io { source, .. } => Some(source.kind()),
+            Error::Poisoned { cause, .. } => cause.io_kind(),
+            _ => None,
+        }
     }
 }
 
@@ -89,7 +146,11 @@ impl fmt::Display for Error {
                 "store {} is locked by another process or handle",
                 path.display()
             ),
-            Error::Poisoned(what) => write!(f, "store refuses writes after a fatal error: {what}"),
+            Error::Poisoned { during, cause } => write!(
+                f,
+                "store refuses writes after a fatal error ({during}): {cause}; reopen it to recover"
+            ),
+            Error::Panicked(msg) => write!(f, "a thread of the store panicked: {msg}"),
             Error::Closed => write!(f, "store is closed"),
             Error::ReadOnly => write!(f, "store is open read-only"),
         }
@@ -113,7 +174,11 @@ impl Error {
             },
             Error::InvalidArgument(w) => Error::InvalidArgument(w.clone()),
             Error::Locked(p) => Error::Locked(p.clone()),
-            Error::Poisoned(w) => Error::Poisoned(w.clone()),
+            Error::Poisoned { during, cause } => Error::Poisoned {
+                during: during.clone(),
+                cause: cause.clone(),
+            },
+            Error::Panicked(msg) => Error::Panicked(msg.clone()),
             Error::Closed => Error::Closed,
             Error::ReadOnly => Error::ReadOnly,
         }
@@ -124,6 +189,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
+            Error::Poisoned { cause, .. } => Some(cause.as_ref()),
             _ => None,
         }
     }

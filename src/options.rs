@@ -13,6 +13,41 @@ pub use crate::sst::ChecksumType;
 /// A codec for data blocks (each block's type byte names its own).
 pub use crate::sst::Compression;
 
+/// What opening a store does with a write-ahead log that does not replay to
+/// its last byte ([`Options::wal_recovery`]); RocksDB's `WALRecoveryMode`.
+///
+/// Replay cannot tell the tail a crash tore off an append from a last record
+/// damaged after it was acknowledged: both end the newest log with bytes that
+/// hold no complete valid record. The modes differ in what they accept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WalRecovery {
+    /// Refuse to drop anything: a log that ends in bytes holding no complete
+    /// valid record (a torn tail, a damaged last record, or zeros) fails the
+    /// open with [`crate::Error::Corruption`] naming the log and the offset
+    /// of those bytes, before anything is written or deleted. Damage
+    /// followed by valid records fails it too. For stores whose every write
+    /// must survive (with [`Options::sync_writes`]) and that are closed
+    /// cleanly: after a crash, or beside a writer in mid-append (a read-only
+    /// open), the newest log may end in a torn write, and only
+    /// [`WalRecovery::TolerateTornTail`] opens it. RocksDB's
+    /// `kAbsoluteConsistency`.
+    AbsoluteConsistency,
+    /// Drop such a tail of a log, count its bytes in
+    /// [`crate::Stats::wal_tail_bytes_dropped`], and (unless it is all
+    /// zeros, or the open is read-only) first copy the log whole to `lost/`
+    /// in the store's directory. Damage followed by valid records fails the
+    /// open with [`crate::Error::Corruption`]. The default; RocksDB's
+    /// `kTolerateCorruptedTailRecords`.
+    #[default]
+    TolerateTornTail,
+    /// As [`WalRecovery::TolerateTornTail`], and also skip damaged records
+    /// with valid records after them (and records whose write batch does not
+    /// decode), counting them in [`crate::Stats::wal_records_salvaged`]:
+    /// their writes are lost, and the sequence numbers of the logs are not
+    /// checked for gaps. RocksDB's `kSkipAnyCorruptedRecords`.
+    SkipDamagedRecords,
+}
+
 /// Which compression each level's new files get for their data blocks.
 ///
 /// Files keep the compression they were built with (each block records its
@@ -291,9 +326,11 @@ pub struct Options {
     /// Data-block compression per level. Default LZ4 below L0
     /// ([`CompressionOptions::default`]).
     pub compression: CompressionOptions,
-    /// On recovery, skip corrupt WAL records in the middle of a log (and report
-    /// them in [`crate::Stats`]) instead of refusing to open. Default false.
-    pub salvage_wal: bool,
+    /// What [`crate::Db::open`] and [`crate::Db::open_read_only`] do with a
+    /// write-ahead log they cannot replay whole: refuse it, drop its torn
+    /// tail (the default), or also skip damaged records inside it. See
+    /// [`WalRecovery`].
+    pub wal_recovery: WalRecovery,
     /// Most key-range shards one compaction is split into, merged in
     /// parallel on rayon's thread pool (only compactions of at least four
     /// output files are split). Default: the number of CPUs, at most 4.
@@ -352,7 +389,7 @@ impl Default for Options {
             filter_partition_bytes: 0,
             filter_memory_budget: None,
             compression: CompressionOptions::default(),
-            salvage_wal: false,
+            wal_recovery: WalRecovery::default(),
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             background_compaction: true,
             dynamic_level_bytes: false,

@@ -355,6 +355,11 @@ pub struct Stats {
     pub flushes: u64,
     /// See [`Stats::flushes`].
     pub compactions: u64,
+    /// Files rewritten in their level with the filter the level gets now,
+    /// because the tree changed since they were written (a filter
+    /// allocation that depends on the tree's shape, such as Monkey's); their
+    /// bytes count in [`Stats::bytes_compacted`].
+    pub filter_rebuilds: u64,
     /// Bytes of keys and values of the operations [`crate::Db::write`]
     /// (and `put`, `delete`) acknowledged since open: a delete counts its
     /// key. WAL framing, sequence numbers and the WAL itself are not counted.
@@ -374,7 +379,8 @@ pub struct Stats {
     /// all zeros, the log was first copied whole to `lost/` in the store's
     /// directory (docs/format.md §14).
     pub wal_tail_bytes_dropped: u64,
-    /// Corrupt WAL records skipped at the last open (salvage mode only).
+    /// Corrupt WAL records skipped at the last open
+    /// ([`crate::WalRecovery::SkipDamagedRecords`] only).
     pub wal_records_salvaged: u64,
 }
 
@@ -592,11 +598,12 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "background: {} flushes ({}), {} compactions ({}); {} write slowdowns, {} stalls",
+            "background: {} flushes ({}), {} compactions ({}), {} filter rebuilds; {} write slowdowns, {} stalls",
             self.flushes,
             Size(self.bytes_flushed),
             self.compactions,
             Size(self.bytes_compacted),
+            self.filter_rebuilds,
             self.write_slowdowns,
             self.write_stalls
         )?;

@@ -722,7 +722,8 @@ fn store_and_table_json() {
     assert_eq!(
         json(&stdout(&o)),
         serde_json::json!({"store": s, "ok": true, "files": files.len(), "entries": 5000,
-            "bytes": files.iter().map(|f| f["bytes"].as_u64().unwrap()).sum::<u64>(), "error": null})
+            "bytes": files.iter().map(|f| f["bytes"].as_u64().unwrap()).sum::<u64>(),
+            "wal_tail_bytes_dropped": 0, "wal_records_salvaged": 0, "error": null})
     );
 
     let table = store.join(files[0]["file"].as_str().unwrap());
@@ -1203,6 +1204,7 @@ fn bad_filter_flags_are_usage_errors_and_write_nothing() {
         &["--filter", "bloom:0.1"],
         &["--filter", "blocked512:10:99"],
         &["--filter", "fpr:2"],
+        &["--filter", "fpr:1e-30"],
         &["--level-filter", "x=none"],
         &["--level-filter", "3"],
         &["--monkey", "-1"],
@@ -1527,4 +1529,371 @@ fn stats_report_a_dropped_wal_tail() {
     let kept = store.join("lost").join(log.file_name().unwrap());
     assert_eq!(std::fs::read(kept).unwrap(), bytes);
     assert_eq!(json_wal()["tail_bytes_dropped"], 0);
+}
+
+/// The store's only write-ahead log.
+fn only_log(store: &Path) -> std::path::PathBuf {
+    let logs: Vec<_> = std::fs::read_dir(store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs.into_iter().next().unwrap()
+}
+
+/// A store whose one acknowledged put sits in its log, damaged: every open
+/// drops it. `db verify` fails and names what was dropped; the other
+/// commands run on what is left and warn on stderr, once.
+#[test]
+fn verify_fails_and_reads_warn_when_the_open_drops_wal_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    assert!(bloomlsm(&["db", "put", s, "apple", "red"]).status.success());
+    // Undamaged: OK, and no warning.
+    let o = bloomlsm(&["db", "verify", s]);
+    assert!(o.status.success(), "{o:?}");
+    let o = bloomlsm(&["db", "scan", s]);
+    assert_eq!(
+        (stdout(&o).as_str(), stderr(&o).as_str()),
+        ("apple\tred\n", "")
+    );
+
+    let log = only_log(&store);
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[7 + 3] ^= 0x40; // inside the record's payload, past its header
+    std::fs::write(&log, &bytes).unwrap();
+    let dropped = format!("dropped {} bytes", bytes.len());
+
+    let o = bloomlsm(&["db", "verify", s]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_one_line_error(&o);
+    let err = stderr(&o);
+    assert!(err.contains(&dropped), "{err}");
+    assert!(
+        err.contains(&format!("{} from offset 0", log.display())),
+        "{err}"
+    );
+    assert!(!stdout(&o).contains("OK"), "{o:?}");
+    let o = bloomlsm(&["db", "verify", s, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let v = json(stdout(&o).trim());
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["wal_tail_bytes_dropped"], bytes.len() as u64);
+    assert_eq!(v["wal_records_salvaged"], 0);
+    assert!(v["error"].as_str().unwrap().contains(&dropped), "{v}");
+
+    // The reads answer from the store without the put, and say so once.
+    let warned = |o: &Output| {
+        let err = stderr(o);
+        let warnings: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("bloomlsm: warning: "))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{err}");
+        assert!(warnings[0].contains(&dropped), "{err}");
+    };
+    let o = bloomlsm(&["db", "scan", s]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(o.stdout.is_empty());
+    warned(&o);
+    let o = bloomlsm(&["db", "get", s, "apple"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    warned(&o);
+    let o = bloomlsm(&["db", "stats", s, "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    warned(&o);
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        bytes,
+        "a read changed the log"
+    );
+
+    // A writing open drops it for good, says so, and keeps the log in lost/.
+    let o = bloomlsm(&["db", "put", s, "banana", "yellow"]);
+    assert!(o.status.success(), "{o:?}");
+    warned(&o);
+    assert!(stderr(&o).contains("lost"), "{}", stderr(&o));
+    let o = bloomlsm(&["db", "verify", s]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(stderr(&o).is_empty(), "{o:?}");
+}
+
+#[test]
+fn empty_keys_are_refused_in_the_librarys_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    assert!(bloomlsm(&["db", "put", s, "a", "1"]).status.success());
+    // What the library says of an empty key.
+    let lib = {
+        let d = tempfile::tempdir().unwrap();
+        let db = bloomlsm::Db::open(d.path(), bloomlsm::Options::default()).unwrap();
+        let e = db.get(b"").unwrap_err().to_string();
+        db.close().unwrap();
+        e
+    };
+    assert_eq!(lib, "invalid argument: empty key");
+    for args in [
+        &["db", "get", s, ""][..],
+        &["db", "get", s, "", "--hex"],
+        &["db", "put", s, "", "v"],
+        &["db", "delete", s, ""],
+        &["db", "scan", s, "--from", ""],
+        &["db", "scan", s, "--to", ""],
+    ] {
+        let o = bloomlsm(args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {o:?}");
+        assert_one_line_error(&o);
+        assert!(stderr(&o).contains(&lib), "{args:?}: {}", stderr(&o));
+    }
+    let o = bloomlsm_stdin(&["db", "load", s, "-", "-q"], b"k\t1\n\tv\n");
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    assert!(
+        stderr(&o).contains("<stdin>:2: empty key"),
+        "{}",
+        stderr(&o)
+    );
+    // An empty prefix is not a key: every key.
+    let o = bloomlsm(&["db", "scan", s, "--prefix", ""]);
+    assert_eq!(stdout(&o), "a\t1\n");
+}
+
+#[test]
+fn store_directories_that_are_files_or_hold_other_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"not a store").unwrap();
+    let f = file.to_str().unwrap();
+    let input = dir.path().join("in.tsv");
+    std::fs::write(&input, "k\tv\n").unwrap();
+    let i = input.to_str().unwrap();
+    for args in [
+        &["db", "put", f, "k", "v"][..],
+        &["db", "put", f, "k", "v", "--create"],
+        &["db", "load", f, i, "-q"],
+        &["db", "delete", f, "k"],
+        &["db", "compact", f],
+        &["db", "get", f, "k"],
+        &["db", "scan", f],
+        &["db", "stats", f],
+        &["db", "verify", f],
+    ] {
+        let o = bloomlsm(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert_one_line_error(&o);
+        assert_eq!(
+            stderr(&o).trim(),
+            format!("bloomlsm: {f} is not a directory"),
+            "{args:?}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a store");
+
+    // Someone else's directory: refused unless --create.
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), b"mine").unwrap();
+    let d = other.to_str().unwrap();
+    for args in [&["db", "put", d, "k", "v"][..], &["db", "load", d, i, "-q"]] {
+        let o = bloomlsm(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert_one_line_error(&o);
+        assert!(stderr(&o).contains("--create"), "{}", stderr(&o));
+        assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1, "{args:?}");
+    }
+    assert!(
+        bloomlsm(&["db", "put", d, "k", "v", "--create"])
+            .status
+            .success()
+    );
+    assert_eq!(stdout(&bloomlsm(&["db", "get", d, "k"])), "v\n");
+    assert_eq!(std::fs::read(other.join("notes.txt")).unwrap(), b"mine");
+    // Now a store: no flag needed.
+    assert!(bloomlsm(&["db", "put", d, "k2", "v"]).status.success());
+    // An empty directory needs none either.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let e = empty.to_str().unwrap();
+    assert!(bloomlsm(&["db", "load", e, i, "-q"]).status.success());
+    assert_eq!(stdout(&bloomlsm(&["db", "get", e, "k"])), "v\n");
+}
+
+#[test]
+fn filter_fprs_out_of_range_are_refused_in_the_librarys_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let s = store.to_str().unwrap();
+    use bloomlsm::{FilterKind, FilterPolicy};
+    for (spec, kind, fpr) in [
+        ("fpr:1e-30", FilterKind::Blocked512, 1e-30),
+        ("ribbon:fpr:1", FilterKind::Ribbon, 1.0),
+        ("bloom:fpr:0", FilterKind::Bloom, 0.0),
+    ] {
+        let lib = FilterPolicy::for_fpr(kind, fpr).unwrap_err().to_string();
+        let o = bloomlsm(&["db", "put", s, "k", "v", "--filter", spec]);
+        assert_eq!(o.status.code(), Some(2), "{spec}: {o:?}");
+        assert_one_line_error(&o);
+        assert!(stderr(&o).contains(&lib), "{spec}: {}", stderr(&o));
+        assert!(!store.exists(), "{spec}: something was written");
+    }
+}
+
+#[test]
+fn bench_plot_needs_an_svg_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["chart.png", "chart", "chart.svg.txt"] {
+        let chart = dir.path().join(name);
+        let stores = dir.path().join("stores");
+        let o = bloomlsm(&[
+            "bench",
+            "--keys",
+            "1000",
+            "--configs",
+            "none",
+            "--plot",
+            chart.to_str().unwrap(),
+            "--dir",
+            stores.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {o:?}");
+        assert_one_line_error(&o);
+        assert!(stderr(&o).contains("ending in .svg"), "{}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{name}: work started: {o:?}");
+        assert!(!chart.exists() && !stores.exists(), "{name}");
+    }
+}
+
+/// Interrupted by SIGINT or SIGTERM, `bench` removes its temporary stores
+/// and exits with 128 + the signal's number.
+#[cfg(target_os = "linux")]
+#[test]
+fn bench_removes_its_stores_when_interrupted() {
+    use std::time::{Duration, Instant};
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+            .args([
+                "bench",
+                "--keys",
+                "20000",
+                "--lookups",
+                "100000000",
+                "--configs",
+                "blocked8",
+                "--quiet",
+            ])
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run bloomlsm");
+        // Waits (at most a minute: a bound against hanging, not a timing)
+        // until `cond` holds.
+        let wait_for = |what: &str, cond: &mut dyn FnMut() -> bool| {
+            let start = Instant::now();
+            while !cond() {
+                assert!(start.elapsed() < Duration::from_secs(60), "no {what}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let store_made = || {
+            std::fs::read_dir(tmp.path())
+                .unwrap()
+                .any(|e| e.unwrap().path().join("blocked8").join("CURRENT").exists())
+        };
+        wait_for("store", &mut || store_made());
+        // SAFETY: kill(2) on the child this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+        let mut status = None;
+        wait_for("exit", &mut || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.unwrap().code(), Some(code), "signal {sig}: {err}");
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert!(left.is_empty(), "signal {sig} left {left:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("bloomlsm: interrupted"), "{err}");
+    }
+}
+
+/// `db load` killed (SIGKILL, SIGINT) at points spread over its run leaves
+/// the store with all of the input or none of it, and the store opens and
+/// verifies either way.
+#[test]
+fn a_killed_load_leaves_all_or_nothing() {
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    const RECORDS: u64 = 400_000;
+    let input = dir.path().join("records.tsv");
+    let mut text = String::with_capacity(RECORDS as usize * 40);
+    // Keys in no order, so that the load sorts them in several runs.
+    let mut x: u64 = 0x10AD;
+    for i in 0..RECORDS {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.push_str(&format!("k{:016x}{i:07}\tvalue{i}\n", x));
+    }
+    std::fs::write(&input, &text).unwrap();
+    // One whole load, for the span the kill points are spread over.
+    let whole = dir.path().join("whole");
+    let start = Instant::now();
+    let o = bloomlsm(&[
+        "db",
+        "load",
+        whole.to_str().unwrap(),
+        input.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let span = start.elapsed();
+    let mut outcomes = (0, 0);
+    for (n, sig) in [
+        libc::SIGKILL,
+        libc::SIGINT,
+        libc::SIGKILL,
+        libc::SIGKILL,
+        libc::SIGINT,
+        libc::SIGKILL,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let store = dir.path().join(format!("s{n}"));
+        let s = store.to_str().unwrap();
+        assert!(bloomlsm(&["db", "put", s, "before", "1"]).status.success());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+            .args(["db", "load", s, input.to_str().unwrap(), "-q"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // From 10% to 110% of a whole load's time.
+        std::thread::sleep(span.mul_f64(0.1 + 0.2 * n as f64));
+        // SAFETY: kill(2) on the child this test started and has not reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        child.wait().unwrap();
+        let db = bloomlsm::Db::open(&store, bloomlsm::Options::default()).unwrap();
+        assert_eq!(db.get("before").unwrap().as_deref(), Some(&b"1"[..]));
+        let loaded = db.scan(..).count() as u64 - 1;
+        assert!(
+            loaded == 0 || loaded == RECORDS,
+            "kill {n}: {loaded} of {RECORDS} records"
+        );
+        if loaded == 0 {
+            outcomes.0 += 1;
+        } else {
+            outcomes.1 += 1;
+        }
+        db.verify().unwrap();
+        db.close().unwrap();
+    }
+    eprintln!("kills that left nothing / everything: {outcomes:?}");
 }

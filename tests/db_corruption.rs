@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use bloomlsm::db::{FileKind, LogReader, filename};
-use bloomlsm::{Db, Options};
+use bloomlsm::{Db, Options, WalRecovery};
 
 mod common;
 use common::scratch_dir;
@@ -48,7 +48,11 @@ fn options(salvage: bool) -> Options {
         block_size: 1024,
         block_cache_capacity: 0,
         background_compaction: false,
-        salvage_wal: salvage,
+        wal_recovery: if salvage {
+            WalRecovery::SkipDamagedRecords
+        } else {
+            WalRecovery::TolerateTornTail
+        },
         ..Options::default()
     }
 }
@@ -94,7 +98,7 @@ fn build() -> Pristine {
         }
         db.close().unwrap();
     }
-    // A second session: its manifest starts with a snapshot, then flush and
+    // A second open: its manifest starts with a snapshot, then flush and
     // compaction edits follow; the last writes stay in the WAL.
     let db = Db::open(dir.path(), options(false)).unwrap();
     for _ in 0..300 {

@@ -1,4 +1,4 @@
-//! The store remembers its design (issue 10 §3): the options that shape files
+//! The store remembers its design: the options that shape files
 //! are recorded in `OPTIONS` and used on reopen unless the caller replaces
 //! them, and each replacement is logged there.
 

@@ -201,3 +201,71 @@ fn opens_beside_a_busy_writer() {
     assert!(opens >= WRITES / BLOCK - 1, "{opens} opens");
     assert!(compactions >= 20, "{compactions} compactions");
 }
+
+/// Read-only opens in a loop beside a writer whose store holds thousands of
+/// small tables, so that every open takes long enough for the writer to
+/// flush, compact, delete logs and tables and rewrite the MANIFEST under it
+/// many times: no open may fail (a log or table the writer deleted since
+/// the reader's MANIFEST read is the writer moving on, never corruption),
+/// and each sees every write acknowledged before it began.
+#[test]
+fn opens_beside_a_writer_with_thousands_of_tables() {
+    const OPENS: u64 = 40;
+    let dir = scratch_dir();
+    let opts = || Options {
+        write_buffer_size: 16 << 10,
+        target_file_size: 4096,
+        level1_max_bytes: 64 << 10,
+        block_size: 1024,
+        compression: bloomlsm::CompressionOptions::none(),
+        ..Options::default()
+    };
+    let value = |i: u64| format!("value{i}-{}", "v".repeat(64));
+    let writer = Db::open(dir.path(), opts()).unwrap();
+    // Thousands of tables before the first open.
+    for i in 0..150_000 {
+        writer.put(key(i), value(i)).unwrap();
+    }
+    // However far the compaction thread got: the data in 4 KiB tables.
+    writer.compact().unwrap();
+    let tables: usize = writer.stats().levels.iter().map(|l| l.files).sum();
+    assert!(tables >= 2000, "{tables} tables");
+    let acked = AtomicU64::new(150_000);
+    let done = AtomicBool::new(false);
+    let mut failures = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut i = acked.load(Ordering::Acquire);
+            while !done.load(Ordering::Acquire) {
+                writer.put(key(i), value(i)).unwrap();
+                i += 1;
+                acked.store(i, Ordering::Release);
+            }
+        });
+        for n in 0..OPENS {
+            let seen = acked.load(Ordering::Acquire);
+            match Db::open_read_only(dir.path(), opts()) {
+                Ok(r) => {
+                    for i in (0..seen).step_by(997).chain(seen.checked_sub(1)) {
+                        let v = r.get(key(i)).unwrap();
+                        assert_eq!(
+                            v.as_deref(),
+                            Some(value(i).as_bytes()),
+                            "open {n}: key {i} of {seen} acknowledged"
+                        );
+                    }
+                }
+                Err(e) => failures.push(format!("open {n}: {e}")),
+            }
+        }
+        done.store(true, Ordering::Release);
+    });
+    let s = writer.stats();
+    writer.close().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {OPENS} opens failed: {failures:?}",
+        failures.len()
+    );
+    assert!(s.flushes >= OPENS && s.compactions >= OPENS, "{s}");
+}

@@ -1,4 +1,4 @@
-//! Damage that once opened silently into an older state (issue 11 §1): a
+//! A damaged store never opens silently into an older state: a
 //! MANIFEST, WAL or CURRENT cut at any length, any one file deleted, a file
 //! numbered past what the MANIFEST knows. Each trial damages a copy of one
 //! closed store and opens it. The open must either
@@ -46,7 +46,7 @@ fn val(rng: &mut Rng, k: &[u8], tag: &str) -> Vec<u8> {
     v
 }
 
-/// One write of the final session, kept in the WAL.
+/// One write of the final open, kept in the WAL.
 enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
@@ -81,7 +81,7 @@ impl Pristine {
     }
 }
 
-/// Three sessions: tables on several levels, a MANIFEST with a snapshot
+/// Three opens: tables on several levels, a MANIFEST with a snapshot
 /// followed by flush and compaction edits, deletions of keys that live in
 /// tables, and a last WAL of multi-write batches.
 fn build() -> Pristine {

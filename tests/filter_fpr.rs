@@ -75,8 +75,12 @@ fn ribbon_matches_exact_model() {
     // Whole and fractional result columns, and the 1% and 0.1% sizings.
     for bits in [
         7.0 * 1.05,
-        FilterPolicy::for_fpr(FilterKind::Ribbon, 0.01).bits_per_key(),
-        FilterPolicy::for_fpr(FilterKind::Ribbon, 0.001).bits_per_key(),
+        FilterPolicy::for_fpr(FilterKind::Ribbon, 0.01)
+            .unwrap()
+            .bits_per_key(),
+        FilterPolicy::for_fpr(FilterKind::Ribbon, 0.001)
+            .unwrap()
+            .bits_per_key(),
         4.2,
     ] {
         check(FilterKind::Ribbon, bits);
@@ -88,7 +92,7 @@ fn fractional_and_target_sizing() {
     // 9.5 bits/key sits between 9 and 10.
     let fpr = |b: f64| FilterPolicy::blocked512(b).predicted_fpr();
     assert!(fpr(9.0) > fpr(9.5) && fpr(9.5) > fpr(10.0));
-    let policy = FilterPolicy::for_fpr(FilterKind::Blocked512, 0.005);
+    let policy = FilterPolicy::for_fpr(FilterKind::Blocked512, 0.005).unwrap();
     let (measured, _) = measure(policy, 2_000_000);
     assert!(measured < 0.005 * 1.05, "target 0.5%: measured {measured}");
     assert!(measured > 0.005 * 0.85, "sized far too large: {measured}");

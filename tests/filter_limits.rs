@@ -1,6 +1,6 @@
 //! The limits of every public filter constructor, decoder and model: what is
 //! rejected, what is clamped, and that nothing out of range panics, hangs or
-//! reaches the probes (issue 11 §4).
+//! reaches the probes.
 
 use bloomlsm::Error;
 use bloomlsm::filter::math::{
@@ -150,17 +150,35 @@ fn policies_clamp_instead() {
             assert_eq!(FilterPolicy::new(kind, bits).bits_per_key(), want, "{bits}");
             assert_eq!(p.with_bits_per_key(bits).bits_per_key(), want, "{bits}");
         }
-        for (fpr, want) in [
-            (f64::NAN, MAX_BITS_PER_KEY),
-            (0.0, MAX_BITS_PER_KEY),
-            (-0.5, MAX_BITS_PER_KEY),
-            (f64::NEG_INFINITY, MAX_BITS_PER_KEY),
-            (1.0, MIN_BITS_PER_KEY),
-            (2.0, MIN_BITS_PER_KEY),
-            (f64::INFINITY, MIN_BITS_PER_KEY),
+        // Targets no filter of the kind reaches are refused, naming the range.
+        let min = kind.min_fpr();
+        assert!(min > 0.0 && min < 1e-6, "{kind}: {min}");
+        for fpr in [
+            f64::NAN,
+            0.0,
+            -0.5,
+            f64::NEG_INFINITY,
+            min / 2.0,
+            1e-300,
+            1.0,
+            2.0,
+            f64::INFINITY,
         ] {
+            match FilterPolicy::for_fpr(kind, fpr) {
+                Err(Error::InvalidArgument(what)) => {
+                    assert!(what.contains("is out of range"), "{what}");
+                    assert!(
+                        what.contains(&format!("at least {min:.3e}")) && what.contains("below 1"),
+                        "{what}"
+                    );
+                }
+                other => panic!("{kind} fpr {fpr}: {other:?}"),
+            }
+        }
+        // The ends of the range: the largest and the smallest filter.
+        for (fpr, want) in [(min, MAX_BITS_PER_KEY), (0.999, MIN_BITS_PER_KEY)] {
             assert_eq!(
-                FilterPolicy::for_fpr(kind, fpr).bits_per_key(),
+                FilterPolicy::for_fpr(kind, fpr).unwrap().bits_per_key(),
                 want,
                 "{fpr}"
             );
@@ -170,7 +188,7 @@ fn policies_clamp_instead() {
         for policy in [
             FilterPolicy::new(kind, f64::NAN).with_probes(u32::MAX),
             FilterPolicy::new(kind, f64::INFINITY).with_probes(0),
-            FilterPolicy::for_fpr(kind, f64::NAN),
+            FilterPolicy::for_fpr(kind, min).unwrap(),
         ] {
             let f = Filter::open(&policy.build(&hs)).unwrap();
             assert_eq!(f.num_probes(), policy.num_probes());

@@ -18,7 +18,7 @@ fn keys(seed: u64, n: u64) -> Vec<u64> {
 fn fpr_within_five_percent_of_the_model() {
     let present = keys(1, KEYS);
     for fpr in [0.05, 0.01, 0.001] {
-        let policy = FilterPolicy::for_fpr(FilterKind::Ribbon, fpr);
+        let policy = FilterPolicy::for_fpr(FilterKind::Ribbon, fpr).unwrap();
         let model = policy.predicted_fpr();
         assert!(model <= fpr && model > fpr * 0.99, "{fpr}: {model}");
         let f = Filter::open(&policy.build(&present)).unwrap();

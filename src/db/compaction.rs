@@ -417,6 +417,18 @@ pub(crate) trait FileNumbers {
     }
 }
 
+/// How large the files a flush or compaction writes may grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OutputSize {
+    /// Cut near this many bytes ([`Options::target_file_size`]; see
+    /// [`write_outputs`] for the boundaries that may end a file earlier or
+    /// let it grow to twice this).
+    Target(u64),
+    /// One file whatever its size: a flush, or a file rewritten in place of a
+    /// move (which stays one file, as moved). Never split into shards.
+    Whole,
+}
+
 /// What a flush or compaction produced.
 #[derive(Debug, Default)]
 pub(crate) struct Outputs {
@@ -425,7 +437,7 @@ pub(crate) struct Outputs {
 }
 
 /// Writes the entries of `merge` (internal-key order) into tables of at most
-/// about `target_file_size` bytes, keeping the versions `retention` keeps and
+/// about the `size` target's bytes (one table for [`OutputSize::Whole`]), keeping the versions `retention` keeps and
 /// dropping the tombstones it allows where `drop_tombstone` (no deeper level
 /// covers the key) says so.
 ///
@@ -442,6 +454,7 @@ pub(crate) struct Outputs {
 pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     dir: &Path,
     opts: &Options,
+    size: OutputSize,
     merge: impl Iterator<Item = Result<(K, V)>>,
     policy: Option<FilterPolicy>,
     compression: crate::sst::Compression,
@@ -459,6 +472,7 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     let spec = TableSpec {
         dir,
         opts,
+        size,
         policy,
         compression,
         numbers,
@@ -477,7 +491,7 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
             // reported when it is joined below.
             s.queue
                 .send(t)
-                .map_err(|_| Error::Poisoned("table syncer stopped".into()))
+                .map_err(|_| Error::Panicked("the table sync thread stopped".into()))
         });
         let last = written.and_then(|(bytes, last)| {
             last.map(|t| {
@@ -537,6 +551,7 @@ impl<'scope> Syncer<'scope> {
 struct TableSpec<'a> {
     dir: &'a Path,
     opts: &'a Options,
+    size: OutputSize,
     policy: Option<FilterPolicy>,
     compression: crate::sst::Compression,
     numbers: &'a (dyn FileNumbers + Sync),
@@ -558,11 +573,18 @@ fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     // `max_output_file_size` for non-bottommost outputs): one cut by size
     // alone would end inside a file below, which the next compaction of this
     // range then has to rewrite too.
-    let max_size = if cuts.is_empty() {
-        opts.target_file_size
-    } else {
-        opts.target_file_size.saturating_mul(2)
+    // `None`: one file, never cut.
+    let target = match spec.size {
+        OutputSize::Target(t) => Some(t),
+        OutputSize::Whole => None,
     };
+    let max_size = target.map(|t| {
+        if cuts.is_empty() {
+            t
+        } else {
+            t.saturating_mul(2)
+        }
+    });
     let mut bytes_written = 0u64;
     // The first of `cuts` not yet passed, and how many the current file spans.
     let mut next_cut = 0;
@@ -611,10 +633,17 @@ fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
             let size = builder
                 .as_ref()
                 .map_or(0, TableBuilder::estimated_file_size);
-            let at_boundary = passed > 0
-                && u128::from(size) * 100
-                    >= u128::from(opts.target_file_size) * u128::from(50 + (spanned * 5).min(40));
-            if builder.is_some() && (size >= max_size || at_boundary) {
+            let cut = match (target, max_size) {
+                (Some(target), Some(max_size)) => {
+                    let at_boundary = passed > 0
+                        && u128::from(size) * 100
+                            >= u128::from(target)
+                                * u128::from(50 + spanned.saturating_mul(5).min(40));
+                    size >= max_size || at_boundary
+                }
+                _ => false,
+            };
+            if builder.is_some() && cut {
                 done(finish(builder.take().expect("builder"))?)?;
             }
             if builder.is_none() {
@@ -700,9 +729,11 @@ pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<Fil
         let k = key::make_internal_key(k.as_bytes(), 1, ValueKind::Value);
         Ok((bytes::Bytes::from(k), bytes::Bytes::from(vec![1u8; 1000])))
     });
+    let opts = Options::default();
     let out = write_outputs(
         dir,
-        &Options::default(),
+        &opts,
+        OutputSize::Target(opts.target_file_size),
         entries.into_iter(),
         None,
         crate::sst::Compression::None,
@@ -740,6 +771,7 @@ impl FileNumbers for TestNumbers {
 pub(crate) fn run(
     dir: &Path,
     opts: &Options,
+    size: OutputSize,
     v: &Version,
     c: &Compaction,
     policy: Option<FilterPolicy>,
@@ -765,7 +797,10 @@ pub(crate) fn run(
             first < end
         });
     let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
-    let bounds = shard_bounds(c, opts);
+    let bounds = match size {
+        OutputSize::Target(target) => shard_bounds(c, opts.max_subcompactions, target),
+        OutputSize::Whole => Vec::new(),
+    };
     let shard = |i: usize| -> Result<Outputs> {
         let start = i.checked_sub(1).map(|j| bounds[j].as_slice());
         let end = bounds.get(i).map(Vec::as_slice);
@@ -789,6 +824,7 @@ pub(crate) fn run(
         write_outputs(
             dir,
             opts,
+            size,
             merge,
             policy,
             opts.compression.for_level(out_level),
@@ -821,10 +857,13 @@ pub(crate) fn run(
 /// distribution of the bytes to merge, about one key per 4 KiB; their
 /// quantiles give shards of nearly equal size even when, as with L0 files, all
 /// inputs span the same key range.
-fn shard_bounds(c: &Compaction, opts: &Options) -> Vec<Vec<u8>> {
-    let total: u64 = c.all_inputs().map(|f| f.data_bytes()).sum();
-    let shards = opts.max_subcompactions.max(1);
-    if shards == 1 || total < 4 * opts.target_file_size {
+fn shard_bounds(c: &Compaction, max_subcompactions: usize, target: u64) -> Vec<Vec<u8>> {
+    let total: u64 = c
+        .all_inputs()
+        .map(|f| f.data_bytes())
+        .fold(0, u64::saturating_add);
+    let shards = max_subcompactions.max(1);
+    if shards == 1 || total < target.saturating_mul(4) {
         return Vec::new();
     }
     let mut samples: Vec<&[u8]> = c
@@ -868,6 +907,7 @@ mod tests {
         write_outputs(
             dir,
             &opts,
+            OutputSize::Target(opts.target_file_size),
             entries,
             None,
             crate::sst::Compression::None,

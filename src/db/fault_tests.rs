@@ -1,4 +1,5 @@
-//! Fault sweeps (issue 11 §2): one script of writes, batches, WAL rotations,
+//! Fault sweeps, so that no single failed file operation and no power cut
+//! loses an acknowledged write: one script of writes, batches, WAL rotations,
 //! flushes, compactions and a reopen, run again and again on
 //! [`FaultFs`], each run failing a different operation.
 //!
@@ -170,7 +171,7 @@ fn run(dir: &std::path::Path, fs: &FaultFs, sync: bool, check_after_error: bool)
             if check_after_error && let Some(h) = &db {
                 let later = h.put(b"later", b"write");
                 assert!(
-                    matches!(later, Err(Error::Poisoned(_))),
+                    matches!(later, Err(Error::Poisoned { .. })),
                     "after {e} in step {step_no} ({step:?}): a later write gave {later:?}"
                 );
                 let want = states.last().unwrap();

@@ -129,7 +129,7 @@ pub struct LogWriter {
     len: u64,
     /// Scratch buffer reused across records.
     buf: Vec<u8>,
-    poisoned: Option<String>,
+    poisoned: Option<Error>,
 }
 
 impl LogWriter {
@@ -210,14 +210,14 @@ impl LogWriter {
 
     fn check_poisoned(&self) -> Result<()> {
         match &self.poisoned {
-            Some(why) => Err(Error::Poisoned(why.clone())),
+            Some(why) => Err(Error::poisoned("an earlier log write", why.duplicate())),
             None => Ok(()),
         }
     }
 
     fn poison(&mut self, what: &str, e: std::io::Error) -> Error {
         let err = Error::io(format!("{what} {}", self.path.display()), e);
-        self.poisoned = Some(err.to_string());
+        self.poisoned = Some(err.duplicate());
         err
     }
 
@@ -997,8 +997,9 @@ mod tests {
         let path = dir.path().join("000001.log");
         let mut w = LogWriter::create(&path).unwrap();
         assert!(LogWriter::create(&path).is_err(), "create must not clobber");
-        w.poisoned = Some("test".into());
-        assert!(matches!(w.add_record(b"x"), Err(Error::Poisoned(_))));
-        assert!(matches!(w.sync(), Err(Error::Poisoned(_))));
+        w.poisoned = Some(Error::io("test", std::io::ErrorKind::StorageFull.into()));
+        assert!(matches!(w.add_record(b"x"), Err(Error::Poisoned { .. })));
+        let e = w.sync().unwrap_err();
+        assert_eq!(e.io_kind(), Some(std::io::ErrorKind::StorageFull), "{e}");
     }
 }

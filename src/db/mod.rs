@@ -10,6 +10,8 @@ pub(crate) mod compaction;
 #[cfg(test)]
 mod fault_tests;
 pub mod filename;
+mod ingest;
+mod inject;
 mod io_pool;
 pub(crate) mod iter;
 pub mod log;
@@ -18,6 +20,7 @@ pub(crate) mod memtable;
 pub(crate) mod merge;
 pub mod options_file;
 mod recovery;
+mod refilter;
 mod skiplist;
 mod snapshot;
 mod table_files;
@@ -27,6 +30,7 @@ pub mod wal;
 
 pub use batch::{BatchOp, WriteBatch};
 pub use filename::FileKind;
+pub use ingest::IngestReport;
 pub use iter::DbIter;
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 pub use manifest::{FileMeta, FilterMeta, Manifest, RecoverReport, RecoveredState, VersionEdit};
@@ -52,7 +56,7 @@ use crate::key::{self, ValueKind};
 use crate::options::{Options, ReadMode};
 use crate::sst::BlockCache;
 use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, LevelWrites, Stats};
-use compaction::{Compaction, FileNumbers, Retention};
+use compaction::{Compaction, FileNumbers, OutputSize, Retention};
 use iter::View;
 use snapshot::SnapshotList;
 use table_files::{NewTable, TableFiles, create_table};
@@ -127,6 +131,8 @@ struct Inner {
     level_writes: Mutex<Vec<LevelWrites>>,
     flushes: AtomicU64,
     compactions: AtomicU64,
+    /// Files rewritten with the filter their level gets now (`refilter`).
+    filter_rebuilds: AtomicU64,
     /// Keys + values of the ops acknowledged by `Db::write` since open.
     user_bytes_written: AtomicU64,
     /// Table bytes written by flushes since open (not by recovery).
@@ -176,8 +182,9 @@ struct State {
     vs: VersionSet,
     /// WAL of the active memtable.
     wal_number: u64,
-    /// First background error; writes fail with it afterwards.
-    bg_error: Option<String>,
+    /// The first fatal error (an [`Error::Poisoned`]): writes, flushes and
+    /// compactions fail with it afterwards.
+    bg_error: Option<Error>,
     shutting_down: bool,
 }
 
@@ -315,6 +322,7 @@ impl Db {
             level_writes: Mutex::new(vec![LevelWrites::default(); levels]),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
+            filter_rebuilds: AtomicU64::new(0),
             user_bytes_written: AtomicU64::new(0),
             bytes_flushed: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
@@ -329,11 +337,22 @@ impl Db {
         });
         let mut bg = Vec::new();
         if writable {
-            let spawn = |name: &str, work: fn(&Inner)| {
+            // A panic that escapes a thread's work (each flush and
+            // compaction also catches its own, in `Inner::guarded`) poisons
+            // the store instead of ending the thread silently.
+            let spawn = |name: &'static str, work: fn(&Inner)| {
                 let bg_inner = inner.clone();
                 std::thread::Builder::new()
                     .name(name.into())
-                    .spawn(move || work(&bg_inner))
+                    .spawn(move || {
+                        let run = std::panic::AssertUnwindSafe(|| work(&bg_inner));
+                        if let Err(p) = std::panic::catch_unwind(run) {
+                            bg_inner.poison(
+                                &format!("the {name} thread"),
+                                &Error::from_panic(p.as_ref()),
+                            );
+                        }
+                    })
                     .map_err(|e| Error::io(format!("spawn the {name} thread"), e))
             };
             bg.push(spawn("bloomlsm-flush", |i| i.background_loop(Job::Flush))?);
@@ -798,13 +817,13 @@ impl Db {
         let sync = inner
             .writer
             .lock()
-            .map_err(|_| Error::Poisoned("writer lock poisoned".into()))
+            .map_err(|_| Error::lock_poisoned("writer lock"))
             .and_then(|mut w| w.wal.as_mut().map_or(Ok(()), Wal::sync))
             .and_then(|()| inner.state().vs.sync_manifest());
         // Snapshots and iterators may outlive the handle; the lock may not.
         drop(self.lock.lock().ok().and_then(|mut g| g.take()));
-        if let Some(e) = inner.state().bg_error.clone() {
-            return Err(Error::Poisoned(e));
+        if let Some(e) = &inner.state().bg_error {
+            return Err(e.duplicate());
         }
         sync
     }
@@ -892,7 +911,7 @@ fn flush_memtable(
     retention: &Retention,
     cache: Option<Arc<BlockCache>>,
 ) -> Result<Option<Arc<FileHandle>>> {
-    /// A flush writes exactly one file: its size limit is lifted below.
+    /// A flush writes exactly one file ([`OutputSize::Whole`]).
     struct Fixed(u64);
     impl FileNumbers for Fixed {
         fn next_file_number(&self) -> Result<u64> {
@@ -904,13 +923,10 @@ fn flush_memtable(
     let policy = opts
         .filters
         .policy_for(0, &runs, v.last_nonempty_level().max(1));
-    let flush_opts = Options {
-        target_file_size: u64::MAX,
-        ..opts.clone()
-    };
     let out = compaction::write_outputs(
         dir,
-        &flush_opts,
+        opts,
+        OutputSize::Whole,
         mem.iter().map(Ok),
         policy,
         opts.compression.for_level(0),
@@ -925,13 +941,28 @@ fn flush_memtable(
 
 impl Inner {
     /// Records the first fatal error: writes, flushes and compactions fail
-    /// with it (as [`Error::Poisoned`]) until the store is reopened.
+    /// with it (as [`Error::Poisoned`]) until the store is reopened, and
+    /// writers waiting for room are woken to see it.
     fn poison(&self, during: &str, e: &Error) {
         if !matches!(e, Error::Closed) {
             self.state()
                 .bg_error
-                .get_or_insert_with(|| format!("{during}: {e}"));
+                .get_or_insert_with(|| Error::poisoned(during, e.duplicate()));
+            self.cv.notify_all();
         }
+    }
+
+    /// Runs one flush or compaction, `work`, on whichever thread calls it
+    /// (a background thread or the caller of `flush`, `compact`,
+    /// `maintain`). A failure poisons the store before the work lock the
+    /// caller holds is released, so that no other flush or compaction runs
+    /// on a half-failed state; a panic is caught here and counts as a
+    /// failure ([`Error::Panicked`]), so that it never ends a background
+    /// thread silently while writers wait for it.
+    fn guarded<T>(&self, during: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+            .unwrap_or_else(|p| Err(Error::from_panic(p.as_ref())));
+        r.inspect_err(|e| self.poison(during, e))
     }
 
     fn fs(&self) -> &dyn FileSystem {
@@ -969,7 +1000,7 @@ impl Inner {
         loop {
             let mut st = self.state();
             if let Some(e) = &st.bg_error {
-                return Err(Error::Poisoned(e.clone()));
+                return Err(e.duplicate());
             }
             let l0 = st.vs.current().levels[0].len();
             let compacting = self.opts.background_compaction;
@@ -1008,7 +1039,8 @@ impl Inner {
         let r = self.switch_memtable(w, st);
         if let Err(e) = &r {
             st.bg_error
-                .get_or_insert_with(|| format!("switching to a new WAL: {e}"));
+                .get_or_insert_with(|| Error::poisoned("switching to a new WAL", e.duplicate()));
+            self.cv.notify_all();
         }
         r
     }
@@ -1060,7 +1092,7 @@ impl Inner {
             q = self
                 .write_done
                 .wait(q)
-                .map_err(|_| Error::Poisoned("write queue lock poisoned".into()))?;
+                .map_err(|_| Error::lock_poisoned("write queue lock"))?;
         }
         // Lead: this batch and those queued behind it, up to the group limit
         // (a small first batch is not held back by much more than itself).
@@ -1106,7 +1138,7 @@ impl Inner {
     fn queue(&self) -> Result<MutexGuard<'_, WriteQueue>> {
         self.write_queue
             .lock()
-            .map_err(|_| Error::Poisoned("write queue lock poisoned".into()))
+            .map_err(|_| Error::lock_poisoned("write queue lock"))
     }
 
     /// Logs and applies one batch (a group's): the writer lock, room in the
@@ -1115,7 +1147,7 @@ impl Inner {
         let mut w = self
             .writer
             .lock()
-            .map_err(|_| Error::Poisoned("writer lock poisoned".into()))?;
+            .map_err(|_| Error::lock_poisoned("writer lock"))?;
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
@@ -1146,9 +1178,7 @@ impl Inner {
         if let Err(e) = wal.append_batch(&batch, self.opts.sync_writes) {
             // The log may now hold a partial record; refuse further writes
             // rather than acknowledge anything after it.
-            self.state()
-                .bg_error
-                .get_or_insert_with(|| format!("WAL write failed: {e}"));
+            self.poison("a WAL write", &e);
             return Err(e);
         }
         w.mem.insert_batch(&batch);
@@ -1460,8 +1490,24 @@ impl Inner {
             _ => None,
         };
         let results: Vec<(usize, GetCost, Result<Probed>)> = match pool {
-            // One task per read, so every read has its own thread.
-            Some(pool) => pool.install(|| reads.par_iter().with_max_len(1).map(one).collect()),
+            // One task per read, so every read has its own thread. A panic
+            // on one of them, resumed here by rayon, is caught: it poisons
+            // the store like a background thread's.
+            Some(pool) => {
+                let on_pool = |r: &(usize, &FileHandle, Option<bool>)| {
+                    let (i, cost, probed) = one(r);
+                    let probed = inject::hit(&self.dir, inject::Point::Io).and(probed);
+                    (i, cost, probed)
+                };
+                let all = std::panic::AssertUnwindSafe(|| {
+                    pool.install(|| reads.par_iter().with_max_len(1).map(on_pool).collect())
+                });
+                std::panic::catch_unwind(all).map_err(|p| {
+                    let e = Error::from_panic(p.as_ref());
+                    self.poison("a read on the I/O threads", &e);
+                    e
+                })?
+            }
             None => reads.iter().map(one).collect(),
         };
         let mut found = Vec::new();
@@ -1571,27 +1617,38 @@ impl Inner {
     }
 
     fn flush(&self) -> Result<()> {
-        {
-            let mut w = self
-                .writer
-                .lock()
-                .map_err(|_| Error::Poisoned("writer lock poisoned".into()))?;
-            if w.wal.is_none() {
-                return Err(Error::ReadOnly);
-            }
-            if !w.mem.is_empty() {
-                let mut st = self.state();
-                if let Some(e) = &st.bg_error {
-                    return Err(Error::Poisoned(e.clone()));
-                }
-                self.freeze_memtable(&mut w, &mut st)?;
-            }
+        let mut w = self
+            .writer
+            .lock()
+            .map_err(|_| Error::lock_poisoned("writer lock"))?;
+        self.freeze_for_flush(&mut w)?;
+        drop(w);
+        self.wait_for_flushes()
+    }
+
+    /// Freezes the active memtable, if it holds anything, for the flush
+    /// thread. The caller holds the writer lock.
+    fn freeze_for_flush(&self, w: &mut Writer) -> Result<()> {
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
         }
+        if !w.mem.is_empty() {
+            let mut st = self.state();
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            self.freeze_memtable(w, &mut st)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until no frozen memtable awaits its flush.
+    fn wait_for_flushes(&self) -> Result<()> {
         self.cv.notify_all();
         let mut st = self.state();
         loop {
             if let Some(e) = &st.bg_error {
-                return Err(Error::Poisoned(e.clone()));
+                return Err(e.duplicate());
             }
             if st.imm.is_empty() {
                 return Ok(());
@@ -1627,13 +1684,12 @@ impl Inner {
                         .0;
                 }
             }
-            let r = match job {
+            // A failure (an error or a panic) has poisoned the store in
+            // `guarded`; this thread then only waits for shutdown.
+            let _ = match job {
                 Job::Flush => self.flush_one(),
                 Job::Compaction => self.compact_once(),
             };
-            if let Err(e) = r {
-                self.state().bg_error.get_or_insert_with(|| e.to_string());
-            }
             // Writers may wait for room; the other thread may have work now.
             self.cv.notify_all();
         }
@@ -1648,18 +1704,16 @@ impl Inner {
 
     fn compaction_due(&self, st: &State) -> bool {
         self.opts.background_compaction
-            && compaction::scores(st.vs.current(), &self.opts)
+            && (compaction::scores(st.vs.current(), &self.opts)
                 .iter()
                 .any(|&s| s >= 1.0)
+                || refilter::pick(st.vs.current(), &self.opts).is_some())
     }
 
     /// Flushes the oldest frozen memtable, if any. Returns whether it did.
     fn flush_one(&self) -> Result<bool> {
         let _work = self.flush_work.lock().unwrap_or_else(|p| p.into_inner());
-        // Poisoned before the work lock is released: no other flush or
-        // compaction runs on a half-failed state.
-        self.flush_one_locked()
-            .inspect_err(|e| self.poison("flush", e))
+        self.guarded("flush", || self.flush_one_locked())
     }
 
     fn flush_one_locked(&self) -> Result<bool> {
@@ -1670,6 +1724,7 @@ impl Inner {
                 None => return Ok(false),
             }
         };
+        inject::hit(&self.dir, inject::Point::Flush)?;
         let number = self.next_file_number()?;
         let fh = flush_memtable(
             &self.dir,
@@ -1719,23 +1774,84 @@ impl Inner {
     /// Runs one picked compaction, if any is due. Returns whether it did.
     fn compact_once(&self) -> Result<bool> {
         let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
-        // Poisoned before the work lock is released: no other flush or
-        // compaction runs on a half-failed state.
-        self.compact_once_locked()
-            .inspect_err(|e| self.poison("compaction", e))
+        self.guarded("compaction", || self.compact_once_locked())
     }
 
+    /// Runs the most urgent compaction, or when none is due, one filter
+    /// rebuild ([`refilter`]).
     fn compact_once_locked(&self) -> Result<bool> {
         let (c, v) = {
             let st = self.state();
-            match compaction::pick(st.vs.current(), &self.opts, &st.vs.pointers) {
-                Some(c) => (c, st.vs.current().clone()),
-                None => return Ok(false),
+            let v = st.vs.current();
+            match compaction::pick(v, &self.opts, &st.vs.pointers) {
+                Some(c) => (Ok(c), v.clone()),
+                None => match refilter::pick(v, &self.opts) {
+                    Some(r) => (Err(r), v.clone()),
+                    None => return Ok(false),
+                },
             }
         };
-        let obsolete = self.run_compaction(c, &v)?;
+        inject::hit(&self.dir, inject::Point::Compaction)?;
+        let obsolete = match c {
+            Ok(c) => self.run_compaction(c, &v)?,
+            Err(r) => self.run_refilter(r, &v)?,
+        };
         self.table_files.retire(obsolete, v);
         Ok(true)
+    }
+
+    /// Rewrites one file, in its level, with the filter its level gets now,
+    /// and installs it in the file's place. Returns the replaced file, for
+    /// [`TableFiles::retire`].
+    fn run_refilter(
+        &self,
+        r: refilter::Refilter,
+        v: &Arc<Version>,
+    ) -> Result<Vec<Arc<FileHandle>>> {
+        let one = Compaction {
+            level: r.level,
+            inputs: vec![r.file.clone()],
+            next_inputs: Vec::new(),
+            output_level: r.level,
+            move_only: false,
+        };
+        let out = compaction::run(
+            &self.dir,
+            &self.opts,
+            OutputSize::Whole,
+            v,
+            &one,
+            r.policy,
+            self,
+            &self.retention(),
+            self.cache.clone(),
+        )?;
+        filename::sync_dir_in(self.fs(), &self.dir)?;
+        self.bytes_compacted
+            .fetch_add(out.bytes_written, Ordering::Relaxed);
+        let mut edit = VersionEdit::new();
+        edit.deleted_files.push((r.level, r.file.number()));
+        for f in &out.files {
+            edit.new_files.push((r.level, f.meta.clone()));
+        }
+        let mut st = self.state();
+        let seq = self.last_seq.load(Ordering::Acquire);
+        st.vs.log_and_apply(edit, &out.files, seq)?;
+        self.retired_io[r.level].add(&r.file.io.load());
+        let mem_now = self.super_version().mem.clone();
+        self.install(&st, mem_now);
+        drop(st);
+        self.filter_rebuilds.fetch_add(1, Ordering::Relaxed);
+        self.add_level_writes(
+            r.level,
+            &LevelWrites {
+                jobs: 1,
+                bytes_written: out.bytes_written,
+                bytes_read_here: r.file.meta.file_size,
+                ..LevelWrites::default()
+            },
+        );
+        Ok(vec![r.file])
     }
 
     /// Merges every level into one: each non-empty level in turn, top down,
@@ -1745,11 +1861,11 @@ impl Inner {
     /// holds data, the base level (the last level while the store is small).
     fn compact_all(&self) -> Result<()> {
         let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
-        self.compact_all_locked()
-            .inspect_err(|e| self.poison("compaction", e))
+        self.guarded("compaction", || self.compact_all_locked())
     }
 
     fn compact_all_locked(&self) -> Result<()> {
+        inject::hit(&self.dir, inject::Point::Compaction)?;
         let target = {
             let st = self.state();
             let last = st.vs.current().last_nonempty_level();
@@ -1828,10 +1944,11 @@ impl Inner {
         let mut written: Vec<Arc<FileHandle>> = Vec::new();
         if wrote {
             let retention = self.retention();
-            let run = |c: &Compaction, opts: &Options| {
+            let run = |c: &Compaction, size: OutputSize| {
                 compaction::run(
                     &self.dir,
-                    opts,
+                    &self.opts,
+                    size,
                     v,
                     c,
                     policy,
@@ -1843,10 +1960,6 @@ impl Inner {
             let mut bytes_written = 0;
             if moving {
                 // A file rewritten in place of a move stays one file, as moved.
-                let whole = Options {
-                    target_file_size: u64::MAX,
-                    ..self.opts.clone()
-                };
                 for f in &rewritten {
                     let one = Compaction {
                         level: c.level,
@@ -1855,12 +1968,12 @@ impl Inner {
                         output_level: out_level,
                         move_only: false,
                     };
-                    let out = run(&one, &whole)?;
+                    let out = run(&one, OutputSize::Whole)?;
                     bytes_written += out.bytes_written;
                     written.extend(out.files);
                 }
             } else {
-                let out = run(&c, &self.opts)?;
+                let out = run(&c, OutputSize::Target(self.opts.target_file_size))?;
                 bytes_written = out.bytes_written;
                 written = out.files;
             }
@@ -1936,6 +2049,7 @@ impl Inner {
                 / 1e9,
             flushes: self.flushes.load(Ordering::Relaxed),
             compactions: self.compactions.load(Ordering::Relaxed),
+            filter_rebuilds: self.filter_rebuilds.load(Ordering::Relaxed),
             user_bytes_written: self.user_bytes_written.load(Ordering::Relaxed),
             bytes_flushed: self.bytes_flushed.load(Ordering::Relaxed),
             bytes_compacted: self.bytes_compacted.load(Ordering::Relaxed),

@@ -13,14 +13,16 @@
 //!   is missing;
 //! - logs whose sequence numbers leave a gap: a log cut short before a later
 //!   one (only the last log may lose its tail, as a crash leaves it), or a
-//!   first log that starts past the MANIFEST's last sequence.
+//!   first log that starts past the MANIFEST's last sequence;
+//! - under [`WalRecovery::AbsoluteConsistency`], a log that ends in bytes
+//!   holding no complete record (the tail the default mode drops).
 //!
 //! Only then does it write: a new MANIFEST holding the recovered state (so
 //! every number used below is reserved), the replayed writes as an L0 table,
 //! a new log, one edit naming both, and finally the deletion of files the new
 //! MANIFEST does not need.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -33,7 +35,7 @@ use crate::db::wal::{self, Wal};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key;
-use crate::options::Options;
+use crate::options::{Options, WalRecovery};
 use crate::sst::{BlockCache, KeyFormat, Table, TableOpenOptions};
 
 /// A recovered store.
@@ -47,7 +49,7 @@ pub(crate) struct Recovered {
     pub last_sequence: u64,
     /// Bytes of torn log tails dropped.
     pub wal_tail_dropped: u64,
-    /// Damaged log records skipped (salvage mode).
+    /// Damaged log records skipped ([`WalRecovery::SkipDamagedRecords`]).
     pub wal_salvaged: u64,
 }
 
@@ -66,7 +68,7 @@ pub(crate) fn recover(
         }
         None => RecoveredState::empty(),
     };
-    let version = open_tables(dir, opts, &state, cache.clone())?;
+    let version = open_tables(dir, opts, &state, cache.clone(), None)?;
     let replay = replay_logs(dir, opts, &state)?;
     let last_sequence = replay.last_sequence.max(state.last_sequence);
     keep_cut_logs(fs, dir, &replay.cut_logs)?;
@@ -122,8 +124,18 @@ pub(crate) fn recover(
 
 /// Recovers the store in `dir` without creating, writing, renaming or
 /// deleting anything, and without the lock: the logs are replayed into
-/// memory only. A writer may be running: if a check fails while `CURRENT` or
-/// its manifest changed under it, the read starts over (up to 1,000 times).
+/// memory only.
+///
+/// A writer may be running: a check that fails while `CURRENT` or its
+/// manifest changed under it is the writer moving on (a log flushed and
+/// deleted, tables compacted away since the manifest was read), so the read
+/// starts over. The tables opened by one read are kept for the next, so that
+/// each read after the first opens only the tables the writer has made
+/// since: however many tables the store holds, a read soon fits between two
+/// of the writer's edits. A failure is reported as corruption only when the
+/// store did not change during the read that met it; if it changed during
+/// each of 1,000 reads, the open fails with an I/O error of kind
+/// `Interrupted`, never a false corruption.
 pub(crate) fn recover_read_only(
     dir: &Path,
     opts: &Options,
@@ -134,10 +146,11 @@ pub(crate) fn recover_read_only(
         let n = crate::db::manifest::read_current(fs, dir).ok()?;
         Some((n, fs.file_len(&filename::manifest_file(dir, n)).ok()?))
     };
+    let mut opened: HashMap<u64, Arc<Table>> = HashMap::new();
     let mut attempt = 0;
     loop {
         let before = mark();
-        let r = (|| {
+        let mut r = (|| {
             let (state, report) = match Manifest::recover(fs, dir) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound
@@ -151,7 +164,7 @@ pub(crate) fn recover_read_only(
                 r => r?,
             };
             check_files(fs, dir, &state, report.manifest_number, false)?;
-            let version = open_tables(dir, opts, &state, cache.clone())?;
+            let version = open_tables(dir, opts, &state, cache.clone(), Some(&mut opened))?;
             let replay = replay_logs(dir, opts, &state)?;
             Ok(Recovered {
                 last_sequence: replay.last_sequence.max(state.last_sequence),
@@ -163,13 +176,30 @@ pub(crate) fn recover_read_only(
             })
         })();
         attempt += 1;
-        match r {
-            // The writer moved on: read again, backing off a little.
-            Err(_) if attempt < 1000 && before != mark() => {
-                std::thread::sleep(std::time::Duration::from_micros(100 * attempt.min(50)));
-            }
-            r => return r,
+        let Err(e) = &mut r else { return r };
+        if before == mark() {
+            return r;
         }
+        // The writer moved on: read again, backing off a little.
+        if attempt == 1000 {
+            return Err(Error::io(
+                format!(
+                    "read {} beside its writer: the store changed during each of {attempt} reads (the last met: {e})",
+                    dir.display()
+                ),
+                std::io::ErrorKind::Interrupted.into(),
+            ));
+        }
+        // Tables the writer has since deleted are not needed again.
+        if let Some(state) = crate::db::manifest::read_current(fs, dir)
+            .ok()
+            .and_then(|_| Manifest::recover(fs, dir).ok())
+            .map(|(state, _)| state)
+        {
+            let live: HashSet<u64> = state.levels.iter().flatten().map(|m| m.number).collect();
+            opened.retain(|n, _| live.contains(n));
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100 * attempt.min(50)));
     }
 }
 
@@ -345,11 +375,15 @@ fn check_entry(path: &Path, meta: &FileMeta, table: &Table, last_sequence: u64) 
 }
 
 /// Opens every table the state names.
+/// Opens the tables `state` names. `opened`: tables already open from an
+/// earlier read of the same store, by number (a table file never changes
+/// under its number), reused instead of opened again, and added to.
 fn open_tables(
     dir: &Path,
     opts: &Options,
     state: &RecoveredState,
     cache: Option<Arc<BlockCache>>,
+    mut opened: Option<&mut HashMap<u64, Arc<Table>>>,
 ) -> Result<Version> {
     let mut version = Version::empty(opts.max_levels);
     for (level, files) in state.levels.iter().enumerate() {
@@ -360,18 +394,28 @@ fn open_tables(
         }
         for meta in files {
             let path = filename::table_file(dir, meta.number);
-            let table = Table::open(
-                &path,
-                TableOpenOptions {
-                    file_id: meta.number,
-                    cache: cache.clone(),
-                    fs: Some(opts.fs.clone()),
-                    read_mode: opts.read_mode,
-                    filter_on_demand: opts.filter_memory_budget.is_some(),
-                },
-            )?;
+            let known = opened.as_ref().and_then(|o| o.get(&meta.number).cloned());
+            let table = match known {
+                Some(t) => t,
+                None => {
+                    let t = Arc::new(Table::open(
+                        &path,
+                        TableOpenOptions {
+                            file_id: meta.number,
+                            cache: cache.clone(),
+                            fs: Some(opts.fs.clone()),
+                            read_mode: opts.read_mode,
+                            filter_on_demand: opts.filter_memory_budget.is_some(),
+                        },
+                    )?);
+                    if let Some(o) = opened.as_mut() {
+                        o.insert(meta.number, t.clone());
+                    }
+                    t
+                }
+            };
             check_entry(&path, meta, &table, state.last_sequence)?;
-            version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), Arc::new(table))));
+            version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), table)));
         }
     }
     version.pin_filters(opts.filter_memory_budget);
@@ -400,7 +444,7 @@ pub(crate) const LOST_DIR: &str = "lost";
 /// newest log, and both are dropped. Once the new manifest is durable the
 /// log is deleted, so without the copy an acknowledged record with a flipped
 /// bit would be gone for good. The copy is an ordinary record log
-/// (`wal::replay` with salvage reads it); the store never reads `lost/`.
+/// (`wal::replay` with `salvage` reads it); the store never reads `lost/`.
 /// Tails of zeros only (a file extended without its data) carry nothing and
 /// are not copied. A failed copy fails the open before anything changed.
 fn keep_cut_logs(fs: &dyn FileSystem, dir: &Path, cut: &[u64]) -> Result<()> {
@@ -482,8 +526,12 @@ fn read_chunks(
 
 /// Replays every log at or above the log number into one memtable, oldest
 /// first, checking that their sequence numbers run on without a gap (unless
-/// salvaging, which skips damaged records on purpose).
+/// [`WalRecovery::SkipDamagedRecords`], which skips damaged records on
+/// purpose). Under [`WalRecovery::AbsoluteConsistency`] a log whose end
+/// would be dropped is [`Error::Corruption`]; this runs before recovery
+/// writes or deletes anything, so the refused store is left as it was.
 fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Replay> {
+    let salvage = opts.wal_recovery == WalRecovery::SkipDamagedRecords;
     let fs = opts.fs.as_ref();
     let mut logs: Vec<u64> = filename::list_store_files_in(fs, dir)?
         .into_iter()
@@ -521,8 +569,8 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
     let mut first_log_tail: Option<(u64, u64)> = None;
     for &n in &logs {
         let path = filename::log_file(dir, n);
-        let report = wal::replay_in(fs, &path, opts.salvage_wal, |batch| {
-            if !opts.salvage_wal && !batch.is_empty() {
+        let report = wal::replay_in(fs, &path, salvage, |batch| {
+            if !salvage && !batch.is_empty() {
                 let first = batch.sequence();
                 let gap = match expect {
                     None => first > state.last_sequence + 1,
@@ -553,6 +601,19 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
             Ok(())
         })?;
         if let Some(t) = report.tail_dropped {
+            if opts.wal_recovery == WalRecovery::AbsoluteConsistency {
+                return Err(Error::corruption(
+                    &path,
+                    t.offset,
+                    format!(
+                        "the log's last {} bytes hold no complete record (a write torn by a \
+                         crash, or a damaged record); WalRecovery::AbsoluteConsistency refuses \
+                         to drop them (WalRecovery::TolerateTornTail drops them and keeps a \
+                         copy of the log in lost/)",
+                        t.bytes
+                    ),
+                ));
+            }
             out.tail_dropped += t.bytes;
             first_log_tail.get_or_insert((n, t.offset));
             if any_nonzero(fs, &path, t.offset, t.bytes)? {

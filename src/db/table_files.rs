@@ -30,8 +30,8 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use crate::db::filename;
 use crate::db::version::{FileHandle, Version};
+use crate::db::{filename, inject};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, WritableFile};
 
@@ -146,8 +146,19 @@ impl TableFiles {
     /// first [`TableFiles::take`] on, keeps [`READY`] files prepared,
     /// drawing their numbers from `next_number`, until [`TableFiles::stop`].
     pub(crate) fn run(&self, next_number: &dyn Fn() -> Result<u64>) {
+        /// Marks the helper gone however `run` ends, a panic included, so
+        /// that later jobs run on their caller's thread instead of waiting
+        /// for a thread that is no more.
+        struct Running<'a>(&'a TableFiles);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                self.0.pending().running = false;
+            }
+        }
+        self.pending().running = true;
+        // Declared before the lock guard below, so dropped after it.
+        let _running = Running(self);
         let mut p = self.pending();
-        p.running = true;
         loop {
             if p.stop {
                 return;
@@ -161,7 +172,9 @@ impl TableFiles {
             }
             if p.wanted && p.ready.len() < READY && !p.failed {
                 drop(p);
-                let made = next_number().and_then(|n| create_table(&*self.fs, &self.dir, n));
+                let made = inject::hit(&self.dir, inject::Point::Files)
+                    .and_then(|()| next_number())
+                    .and_then(|n| create_table(&*self.fs, &self.dir, n));
                 p = self.pending();
                 match made {
                     Ok(t) if p.stop => self.discard(t),

@@ -242,7 +242,7 @@ pub(crate) struct VersionSet {
     pub(crate) pointers: Vec<Vec<u8>>,
     /// A failed MANIFEST append: the file's tail is unknown, so no edit may
     /// follow it.
-    failed: Option<String>,
+    failed: Option<Error>,
     /// [`crate::Options::filter_memory_budget`]: each new version chooses
     /// the filters held in memory under it.
     pub(crate) filter_budget: Option<u64>,
@@ -307,12 +307,10 @@ impl VersionSet {
     /// calls it, so a closed store comes back in the shape it had.
     pub(crate) fn sync_manifest(&mut self) -> Result<()> {
         if let Some(e) = &self.failed {
-            return Err(Error::Poisoned(format!(
-                "an earlier MANIFEST append failed: {e}"
-            )));
+            return Err(Error::poisoned("an earlier MANIFEST append", e.duplicate()));
         }
         match self.manifest.as_mut() {
-            Some(m) => m.sync().inspect_err(|e| self.failed = Some(e.to_string())),
+            Some(m) => m.sync().inspect_err(|e| self.failed = Some(e.duplicate())),
             None => Ok(()),
         }
     }
@@ -351,9 +349,7 @@ impl VersionSet {
         sync: bool,
     ) -> Result<()> {
         if let Some(e) = &self.failed {
-            return Err(Error::Poisoned(format!(
-                "an earlier MANIFEST append failed: {e}"
-            )));
+            return Err(Error::poisoned("an earlier MANIFEST append", e.duplicate()));
         }
         let Some(manifest) = self.manifest.as_mut() else {
             return Err(Error::ReadOnly);
@@ -418,7 +414,7 @@ impl VersionSet {
             manifest.append_unsynced(&edit)
         };
         if let Err(e) = appended {
-            self.failed = Some(e.to_string());
+            self.failed = Some(e.duplicate());
             return Err(e);
         }
         self.current = Arc::new(v);
@@ -448,8 +444,9 @@ mod tests {
         FileMeta {
             number,
             file_size: 4096,
-            smallest: make_internal_key(lo.as_bytes(), number * 10, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), number * 10 + 1, ValueKind::Value),
+            // Any sequence will do: numbers up to u64::MAX are tested.
+            smallest: make_internal_key(lo.as_bytes(), number % 1000 * 10, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), number % 1000 * 10 + 1, ValueKind::Value),
             entries: 10,
             filter: Some(FilterMeta::from(&FilterPolicy::blocked512(10.0))),
         }

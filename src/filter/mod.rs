@@ -122,6 +122,13 @@ impl FilterKind {
         }
     }
 
+    /// The least FPR the model of this kind gives a filter: its FPR at
+    /// [`MAX_BITS_PER_KEY`] bits per key with the best probe count. The
+    /// smallest target [`FilterPolicy::for_fpr`] accepts.
+    pub fn min_fpr(self) -> f64 {
+        math::best_fpr(self, MAX_BITS_PER_KEY)
+    }
+
     /// The number of probes that minimises this kind's modelled FPR at
     /// `bits_per_key` (always 1 for Ribbon: one 128-slot window per key).
     pub fn best_probes(self, bits_per_key: f64) -> u32 {
@@ -220,12 +227,38 @@ impl FilterPolicy {
     /// The least memory of `kind` whose modelled FPR is at most `fpr` (like
     /// Guava's `create(n, fpp)`, but with this kind's own model). Blocked filters
     /// need more bits than the classic formula suggests, and more still at low
-    /// FPRs. Targets below what [`MAX_BITS_PER_KEY`] can reach (and NaN, zero
-    /// or negative targets) get that maximum; targets that
-    /// [`MIN_BITS_PER_KEY`] already meets (such as 1.0 or more) get that
-    /// minimum.
-    pub fn for_fpr(kind: FilterKind, fpr: f64) -> Self {
-        Self::new(kind, math::bits_per_key_for_fpr(kind, fpr))
+    /// FPRs. Targets that [`MIN_BITS_PER_KEY`] already meets get that minimum.
+    ///
+    /// ```
+    /// use bloomlsm::{FilterKind, FilterPolicy};
+    /// let p = FilterPolicy::for_fpr(FilterKind::Blocked512, 0.01)?;
+    /// assert!(p.predicted_fpr() <= 0.01);
+    /// assert!(FilterPolicy::for_fpr(FilterKind::Blocked512, 1e-30).is_err());
+    /// # Ok::<(), bloomlsm::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument), naming the
+    /// range, for an `fpr` that no filter of `kind` can be sized for: NaN, at
+    /// or below 0, at or above 1, or below [`FilterKind::min_fpr`] (what the
+    /// largest filter, [`MAX_BITS_PER_KEY`] bits per key, reaches).
+    pub fn for_fpr(kind: FilterKind, fpr: f64) -> crate::Result<Self> {
+        let min = kind.min_fpr();
+        // NaN fails both comparisons: refused too.
+        if !(fpr >= min && fpr < 1.0) {
+            let shown = if fpr != 0.0 && fpr.abs() < 1e-4 {
+                format!("{fpr:e}")
+            } else {
+                format!("{fpr}")
+            };
+            return Err(crate::Error::invalid(format!(
+                "{kind} filter: an FPR of {shown} is out of range: it must be at least \
+                 {min:.3e} (what the largest filter, {MAX_BITS_PER_KEY} bits per key, \
+                 reaches) and below 1"
+            )));
+        }
+        Ok(Self::new(kind, math::bits_per_key_for_fpr(kind, fpr)))
     }
 
     /// Overrides the probe count, e.g. to study k. It is clamped to

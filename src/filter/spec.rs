@@ -5,7 +5,8 @@
 //! none                no filter
 //! KIND:BITS           KIND at BITS bits/key (fractional), the model's best k
 //! KIND:BITS:K         ... with K probes
-//! fpr:F               blocked512 sized for a modelled FPR of F (0 < F < 1)
+//! fpr:F               blocked512 sized for a modelled FPR of F (below 1, and at
+//!                     least FilterKind::min_fpr, see FilterPolicy::for_fpr)
 //! KIND:fpr:F          KIND sized for F
 //! ```
 //!
@@ -30,17 +31,16 @@ pub fn parse_filter_spec(spec: &str) -> Result<Option<FilterPolicy>, String> {
             )
         })
     };
-    let fpr_of = |s: &str| -> Result<f64, String> {
-        match s.parse::<f64>() {
-            Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
-            _ => Err(format!(
-                "the FPR in {spec:?} must be a number between 0 and 1"
-            )),
-        }
+    // The range is the library's to check, in its words.
+    let for_fpr = |kind: FilterKind, s: &str| -> Result<FilterPolicy, String> {
+        let fpr = s
+            .parse::<f64>()
+            .map_err(|_| format!("the FPR in {spec:?} is not a number"))?;
+        FilterPolicy::for_fpr(kind, fpr).map_err(|e| e.to_string())
     };
     let policy = match parts.as_slice() {
-        ["fpr", f] => FilterPolicy::for_fpr(FilterKind::Blocked512, fpr_of(f)?),
-        [kind, "fpr", f] => FilterPolicy::for_fpr(kind_of(kind)?, fpr_of(f)?),
+        ["fpr", f] => for_fpr(FilterKind::Blocked512, f)?,
+        [kind, "fpr", f] => for_fpr(kind_of(kind)?, f)?,
         [kind, bits] | [kind, bits, _] => {
             let kind = kind_of(kind)?;
             let bits: f64 = bits
@@ -99,18 +99,18 @@ mod tests {
         assert_eq!(parse_filter_spec("none").unwrap(), None);
         assert_eq!(
             parse_filter_spec("fpr:0.01").unwrap().unwrap(),
-            FilterPolicy::for_fpr(FilterKind::Blocked512, 0.01)
+            FilterPolicy::for_fpr(FilterKind::Blocked512, 0.01).unwrap()
         );
         assert_eq!(
             parse_filter_spec("bloom:fpr:0.001").unwrap().unwrap(),
-            FilterPolicy::for_fpr(FilterKind::Bloom, 0.001)
+            FilterPolicy::for_fpr(FilterKind::Bloom, 0.001).unwrap()
         );
         for p in [
             FilterPolicy::blocked512(9.123_456_789),
             FilterPolicy::bloom(3.0).with_probes(30),
-            FilterPolicy::for_fpr(FilterKind::Blocked512, 0.003),
+            FilterPolicy::for_fpr(FilterKind::Blocked512, 0.003).unwrap(),
             FilterPolicy::ribbon(7.25),
-            FilterPolicy::for_fpr(FilterKind::Ribbon, 0.001),
+            FilterPolicy::for_fpr(FilterKind::Ribbon, 0.001).unwrap(),
         ] {
             let s = filter_spec(Some(&p));
             assert_eq!(parse_filter_spec(&s).unwrap(), Some(p), "{s}");
@@ -136,10 +136,17 @@ mod tests {
             "fpr:0",
             "fpr:1",
             "fpr:-0.1",
+            "fpr:nan",
+            "fpr:1e-30",
+            "ribbon:fpr:1e-300",
             "bloom:fpr:x",
             "none:10",
         ] {
             assert!(parse_filter_spec(bad).is_err(), "{bad:?} accepted");
         }
+        // Out of range: the library's words.
+        let e = parse_filter_spec("fpr:1e-30").unwrap_err();
+        let lib = FilterPolicy::for_fpr(FilterKind::Blocked512, 1e-30).unwrap_err();
+        assert_eq!(e, lib.to_string());
     }
 }

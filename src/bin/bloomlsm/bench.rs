@@ -36,7 +36,7 @@ use crate::phase::{PERCENTILES, Phase, Recorder};
 use crate::report::{self, TextTable, bytes, count, csv_line, percent, sig3};
 use crate::sweep::{SweepPoint, fpr_sweep, sweep_table};
 use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
-use crate::{CliError, CliResult, budget, filter_cost, plot, progress, write_json};
+use crate::{CliError, CliResult, budget, filter_cost, interrupt, plot, progress, write_json};
 
 /// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
 /// their hashes or Zipf table are held in memory, 8 bytes each.
@@ -69,7 +69,8 @@ pub struct BenchArgs {
     pub lookups: u64,
     /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
     /// `ribbonB` (the space-optimal Ribbon filter), `hybridB` (blocked512 at B
-    /// bits/key on L0 and L1, Ribbon at the same modelled FPR below),
+    /// bits/key on L0 and L1, Ribbon at B bits/key below: the same memory,
+    /// fast builds for short-lived files),
     /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
     /// average), `monkey-bloomB`, `monkey-ribbonB`, `monkey-hybridB` (the
     /// hybrid's two families under one Monkey budget); B may be fractional, e.g.
@@ -106,7 +107,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub csv: bool,
     /// Also run the filter-only FPR sweep and write an SVG chart of it and of
-    /// the data-block reads per missing get of each configuration.
+    /// the data-block reads per missing get of each configuration (the name
+    /// must end in .svg).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Keys per filter in the `--plot` sweep.
@@ -220,6 +222,13 @@ impl BenchConfig {
         }
     }
 
+    /// Whether a store that spends `bits_per_key` spends what the
+    /// configuration's name says, to within 2%.
+    pub fn spends_nominal(&self, bits_per_key: f64) -> bool {
+        let nominal = self.nominal_bits_per_key();
+        (bits_per_key - nominal).abs() <= 0.02 * nominal
+    }
+
     /// The nominal bits per key (0 without filters).
     pub fn nominal_bits_per_key(&self) -> f64 {
         self.monkey
@@ -262,9 +271,9 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
     } else if let Some(b) = name.strip_prefix("ribbon") {
         FilterOptions::uniform(Some(FilterPolicy::ribbon(bits(b)?)))
     } else if let Some(b) = name.strip_prefix("hybrid") {
-        let top = FilterPolicy::blocked512(bits(b)?);
-        let bottom = FilterPolicy::for_fpr(FilterKind::Ribbon, top.predicted_fpr());
-        FilterOptions::hybrid(top, bottom, 2)
+        // Both families at B bits/key: the name says what it spends.
+        let b = bits(b)?;
+        FilterOptions::hybrid(FilterPolicy::blocked512(b), FilterPolicy::ribbon(b), 2)
     } else if let Some(b) = name.strip_prefix("monkey") {
         monkey = Some((FilterKind::Blocked512, bits(b)?));
         FilterOptions::monkey(FilterKind::Blocked512, bits(b)?)
@@ -474,14 +483,19 @@ impl Drop for TempDir {
     }
 }
 
+/// Creates the temporary home of the stores (under `$TMPDIR`, else `/tmp`),
+/// removed on drop and if the process is interrupted.
 fn make_temp_dir() -> CliResult<TempDir> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let p = std::env::temp_dir().join(format!("bloomlsm-bench-{}-{nanos:08x}", std::process::id()));
-    std::fs::create_dir_all(&p)
-        .map_err(|e| CliError::new(format!("create {}: {e}", p.display())))?;
-    Ok(TempDir(p))
+    interrupt::guard(|| {
+        std::fs::create_dir_all(&p)
+            .map_err(|e| CliError::new(format!("create {}: {e}", p.display())))?;
+        interrupt::remove_on_interrupt(p.clone());
+        Ok(TempDir(p))
+    })
 }
 
 /// Checks, before anything runs, that `--dir` can take one store per
@@ -528,12 +542,23 @@ fn check_dir(dir: &Path, configs: &[BenchConfig], reuse: bool) -> CliResult {
 }
 
 /// Checks, before anything runs, that the chart can be written at `path`:
-/// not a directory, in an existing directory where a file can be created
-/// (the chart is written to `FILE.svg.tmp` there and renamed into place).
+/// a name ending in `.svg`, not a directory, in an existing directory where
+/// a file can be created (the chart is written to `FILE.svg.tmp` there and
+/// renamed into place).
 fn check_plot_path(path: &Path) -> CliResult {
     let bad = |why: String| CliError::usage(format!("--plot {}: {why}", path.display()));
     if path.is_dir() || path.file_name().is_none() {
         return Err(bad("is a directory".into()));
+    }
+    // The chart is SVG whatever the name says: a name that says otherwise
+    // (a PNG expected) is refused rather than silently written as SVG.
+    if !path
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("svg"))
+    {
+        return Err(bad(
+            "the chart is SVG: give a file name ending in .svg".into()
+        ));
     }
     let tmp = plot::temp_path(path);
     std::fs::OpenOptions::new()
@@ -572,7 +597,8 @@ pub fn store_options(args: &BenchArgs, config: &BenchConfig) -> CliResult<Option
 pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, f64)> {
     let opts = store_options(args, config)?;
     let wbs = opts.write_buffer_size as u64;
-    let db = Db::open(dir, opts)?;
+    // Creates the store's directory: not after an interruption removed it.
+    let db = interrupt::guard(|| Db::open(dir, opts))?;
     let pb = progress(
         Some(args.keys),
         args.quiet,
@@ -789,6 +815,10 @@ pub fn run_config(
 
 /// Runs the study and writes the report (table, JSON lines or CSV) to `out`.
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
+    // First, before the store and rayon start threads that would otherwise
+    // take the signals and end the process with the stores left behind.
+    interrupt::install()
+        .map_err(|e| CliError::new(format!("install the SIGINT / SIGTERM handler: {e}")))?;
     if args.configs.is_empty() {
         return Err(CliError::usage("--configs is empty"));
     }
@@ -921,6 +951,18 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
                 r.level_bits()
             )?;
         }
+        for r in rows
+            .iter()
+            .filter(|r| !r.config.spends_nominal(r.bits_per_key))
+        {
+            writeln!(
+                out,
+                "(!) {} spends {:.2} bits/key, more than 2% away from its nominal {:.2}: it is not at the memory its name says",
+                r.config.name,
+                r.bits_per_key,
+                r.config.nominal_bits_per_key()
+            )?;
+        }
         writeln!(out)?;
         writeln!(
             out,
@@ -1044,7 +1086,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
                 })
                 .collect(),
         };
-        plot::write_chart(path, &chart)?;
+        // Its temporary file goes if the run is interrupted while it is written.
+        interrupt::remove_on_interrupt(plot::temp_path(path));
+        interrupt::guard(|| plot::write_chart(path, &chart))?;
         if args.json {
             write_json(
                 out,
@@ -1235,6 +1279,7 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         "config",
         "filter mem",
         "bits/key",
+        "nominal",
         "pred FPR",
         "meas FPR",
         "reads/miss",
@@ -1255,7 +1300,16 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         t.row(vec![
             r.config.name.clone(),
             format!("{:.2} MiB", r.filter_bytes as f64 / (1024.0 * 1024.0)),
-            format!("{:.2}", r.bits_per_key),
+            format!(
+                "{:.2}{}",
+                r.bits_per_key,
+                if r.config.spends_nominal(r.bits_per_key) {
+                    ""
+                } else {
+                    " (!)"
+                }
+            ),
+            format!("{:.2}", r.config.nominal_bits_per_key()),
             percent(r.predicted_fpr()),
             percent(r.measured_fpr()),
             sig3(r.reads_per_missing_get()),
@@ -1286,6 +1340,7 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
         "keys": r.keys,
         "nominal_bits_per_key": r.config.nominal_bits_per_key(),
         "bits_per_key": r.bits_per_key,
+        "spends_nominal": r.config.spends_nominal(r.bits_per_key),
         "filter_bytes": r.filter_bytes,
         "predicted_fpr": r.predicted_fpr(),
         "measured_fpr": r.measured_fpr(),

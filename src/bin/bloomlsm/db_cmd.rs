@@ -3,6 +3,13 @@
 //! `get`, `scan`, `stats` and `verify` open the store read-only
 //! ([`Db::open_read_only`]): they take no lock and change no file.
 //!
+//! Every command that opens a store says so when the open dropped the end of
+//! a write-ahead log or skipped damaged records in one
+//! ([`Stats::wal_tail_bytes_dropped`], [`Stats::wal_records_salvaged`]):
+//! `verify` fails (exit status 1), the others print one warning line on
+//! stderr, so that a read never answers from a store that lost writes
+//! without saying so.
+//!
 //! Keys and values are given and printed in the text form of
 //! [`escape`](crate::escape) (UTF-8 as itself, `\xNN` for control characters
 //! and other bytes, `\\` for a backslash), or as hex with `--hex`, so `db scan`
@@ -16,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
-use bloomlsm::{Db, FileStats, LevelStats, Options, Stats, WriteBatch};
+use bloomlsm::{Db, FileStats, LevelStats, Options, Stats, WalRecovery};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -35,7 +42,7 @@ pub enum DbCommand {
     /// Print a key's value; exit status 1 if the key is absent.
     #[command(after_help = help::DB_GET)]
     Get(GetArgs),
-    /// Remove a key (a no-op if absent).
+    /// Remove a key (a no-op if absent; the store must exist).
     #[command(after_help = help::DB_DELETE)]
     Delete {
         /// The store's directory.
@@ -52,7 +59,7 @@ pub enum DbCommand {
     #[command(after_help = help::DB_SCAN)]
     Scan(ScanArgs),
     /// Bulk-load `key` or `key<TAB>value` lines from a file or `-` (stdin),
-    /// all or nothing.
+    /// all or nothing, even if the process is killed.
     #[command(after_help = help::DB_LOAD)]
     Load(LoadArgs),
     /// Print the per-level shape, filters and lookup counters.
@@ -93,6 +100,10 @@ pub struct PutArgs {
     /// The key and value are hex (a value from stdin or a file is always raw).
     #[arg(long)]
     pub hex: bool,
+    /// Make a new store even in a directory that is not empty (a missing or
+    /// empty one needs no flag).
+    #[arg(long)]
+    pub create: bool,
     #[command(flatten)]
     pub design: DesignArgs,
 }
@@ -153,15 +164,16 @@ pub struct LoadArgs {
     pub dir: PathBuf,
     /// Input file, or `-` for stdin.
     pub file: PathBuf,
-    /// Records per write batch.
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    pub batch: usize,
     /// Keys and values in the input are hex.
     #[arg(long)]
     pub hex: bool,
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Make a new store even in a directory that is not empty (a missing or
+    /// empty one needs no flag).
+    #[arg(long)]
+    pub create: bool,
     #[command(flatten)]
     pub design: DesignArgs,
 }
@@ -222,8 +234,8 @@ impl DbCommand {
                 design,
             } => {
                 let k = parse_bytes(Codec::new(*hex), "key", key)?;
-                check_record(&k, b"").map_err(|e| CliError::data(format!("key: {e}")))?;
-                let db = open(dir, false, design)?;
+                check_key(&k)?;
+                let db = open(dir, NewStore::Refuse, design)?;
                 db.delete(k)?;
                 Ok(db.close()?)
             }
@@ -232,7 +244,7 @@ impl DbCommand {
             DbCommand::Stats(a) => stats(a, out),
             DbCommand::Verify { dir, json } => verify(dir, *json, out),
             DbCommand::Compact { dir, design } => {
-                let db = open(dir, false, design)?;
+                let db = open(dir, NewStore::Refuse, design)?;
                 writeln!(out, "before: {}", shape_line(&db.stats()))?;
                 let t = Instant::now();
                 db.compact()?;
@@ -244,55 +256,191 @@ impl DbCommand {
     }
 }
 
-/// Fails unless `dir` holds a store: reading commands never create one.
+/// The words of a store directory argument that is a file.
+fn not_a_directory(dir: &Path) -> CliError {
+    CliError::usage(format!("{} is not a directory", dir.display()))
+}
+
+/// The words of a directory argument that holds no store.
+const NOT_A_STORE: &str = "is not a bloomlsm store (no CURRENT file)";
+
+/// Fails (a usage error) unless `dir` holds a store: reading commands never
+/// create one.
 pub fn check_store(dir: &Path) -> CliResult {
     // `CURRENT` names the live manifest of every store (docs/format.md).
     if dir.join("CURRENT").exists() {
         return Ok(());
     }
+    if dir.exists() && !dir.is_dir() {
+        return Err(not_a_directory(dir));
+    }
     let why = if dir.exists() {
-        "is not a bloomlsm store (no CURRENT file)"
+        NOT_A_STORE
     } else {
         "does not exist"
     };
-    Err(CliError::new(format!("{} {why}", dir.display())))
+    Err(CliError::usage(format!("{} {why}", dir.display())))
+}
+
+/// Where a writing command may make a new store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NewStore {
+    /// Nowhere: the directory must hold a store (`delete`, `compact`).
+    Refuse,
+    /// In a missing or empty directory (`put`, `load`).
+    IfEmpty,
+    /// Also in a directory holding other files (`put --create`,
+    /// `load --create`).
+    Anywhere,
+}
+
+impl NewStore {
+    /// `IfEmpty`, or `Anywhere` with `--create`.
+    pub fn with_flag(create: bool) -> Self {
+        if create {
+            NewStore::Anywhere
+        } else {
+            NewStore::IfEmpty
+        }
+    }
+}
+
+/// Fails (a usage error, before anything is written) unless a writing
+/// command may open `dir`: a store, or where `new` allows one to be made.
+/// A directory of someone else's files is not turned into a store by
+/// accident.
+pub fn check_store_dir(dir: &Path, new: NewStore) -> CliResult {
+    if new == NewStore::Refuse || dir.join("CURRENT").exists() {
+        return check_store(dir);
+    }
+    if !dir.exists() {
+        return Ok(());
+    }
+    if !dir.is_dir() {
+        return Err(not_a_directory(dir));
+    }
+    let empty = std::fs::read_dir(dir)
+        .map_err(|e| CliError::new(format!("read {}: {e}", dir.display())))?
+        .next()
+        .is_none();
+    if empty || new == NewStore::Anywhere {
+        return Ok(());
+    }
+    Err(CliError::usage(format!(
+        "{} {NOT_A_STORE} and is not empty; pass --create to make a new store in it",
+        dir.display()
+    )))
 }
 
 /// Opens the store at `dir` for writing: with the design it records, as
-/// `design`'s flags change it (the defaults for a new store). Unless
-/// `create`, the directory must already hold a store.
-pub fn open(dir: &Path, create: bool, design: &DesignArgs) -> CliResult<Db> {
-    if !create {
-        check_store(dir)?;
-    }
+/// `design`'s flags change it (the defaults for a new store). `new` says
+/// where a new store may be made ([`check_store_dir`]).
+pub fn open(dir: &Path, new: NewStore, design: &DesignArgs) -> CliResult<Db> {
+    check_store_dir(dir, new)?;
     let mut opts = Options {
-        create_if_missing: create,
+        create_if_missing: new != NewStore::Refuse,
         ..Options::default()
     };
     design.apply(dir, &mut opts)?;
-    Ok(Db::open(dir, opts)?)
+    let db = Db::open(dir, opts)?;
+    warn_wal_damage(dir, &db.stats(), true);
+    Ok(db)
+}
+
+/// What the open of `dir` lost of its write-ahead logs, in words, if
+/// anything: the bytes dropped from a log's end and the damaged records
+/// skipped. `writable`: the open was for writing, which keeps a copy of a
+/// cut log in `lost/`. `cut`: where the first dropped end starts, if known
+/// ([`first_cut`]).
+pub fn wal_damage(
+    dir: &Path,
+    s: &Stats,
+    writable: bool,
+    cut: Option<(PathBuf, u64)>,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    if s.wal_tail_bytes_dropped > 0 {
+        let at = cut
+            .map(|(file, offset)| format!("{} from offset {offset}; ", file.display()))
+            .unwrap_or_default();
+        parts.push(format!(
+            "dropped {} bytes from the end of a write-ahead log ({at}a write torn by a \
+             crash, or a damaged record)",
+            count(s.wal_tail_bytes_dropped)
+        ));
+    }
+    if s.wal_records_salvaged > 0 {
+        parts.push(format!(
+            "skipped {} damaged write-ahead log records",
+            count(s.wal_records_salvaged)
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    // Where a writable open keeps a log whose cut end held data
+    // (docs/format.md §14).
+    let lost = dir.join("lost");
+    let kept = if writable && lost.is_dir() {
+        format!(
+            " (a log whose dropped end held data is kept in {}/)",
+            lost.display()
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "the open of {} {}: the writes in them are not in the store{kept}",
+        dir.display(),
+        parts.join(" and ")
+    ))
+}
+
+/// Prints [`wal_damage`] as one warning line on stderr.
+fn warn_wal_damage(dir: &Path, s: &Stats, writable: bool) {
+    if let Some(what) = wal_damage(dir, s, writable, None) {
+        eprintln!("bloomlsm: warning: {what}");
+    }
 }
 
 /// Opens an existing store for the reading commands (`get`, `scan`, `stats`,
 /// `verify`) with [`Db::open_read_only`]: no lock taken, no file created,
 /// written, renamed or deleted, so they work beside a running writer and on
 /// a directory the user cannot write. The caller has run [`check_store`].
+///
+/// A log's torn or damaged end is dropped, not refused
+/// ([`WalRecovery::TolerateTornTail`]): the commands say what was dropped
+/// ([`wal_damage`]), which a refused open could not.
 fn read_only_db(dir: &Path) -> bloomlsm::Result<Db> {
-    Db::open_read_only(dir, Options::default())
+    let opts = Options {
+        wal_recovery: WalRecovery::TolerateTornTail,
+        ..Options::default()
+    };
+    Db::open_read_only(dir, opts)
 }
 
-/// Opens an existing store for the reading commands.
+/// Opens an existing store for the reading commands, warning on stderr if
+/// the open dropped or skipped write-ahead log records.
 pub fn open_for_reading(dir: &Path) -> CliResult<Db> {
     check_store(dir)?;
-    Ok(read_only_db(dir)?)
+    let db = read_only_db(dir)?;
+    warn_wal_damage(dir, &db.stats(), false);
+    Ok(db)
+}
+
+/// Refuses a key the store cannot hold, before the store is opened, in the
+/// library's words (`invalid argument: empty key`) and with its exit status
+/// ([`crate::EXIT_DATA`]).
+fn check_key(key: &[u8]) -> CliResult {
+    check_record(key, b"").map_err(|what| bloomlsm::Error::invalid(what).into())
 }
 
 /// Checks a record against the store's limits before anything is written:
 /// a non-empty key of at most [`MAX_KEY_LEN`] bytes, a value of at most
-/// [`MAX_VALUE_LEN`].
+/// [`MAX_VALUE_LEN`]. An empty key is `empty key`, the library's words.
 pub fn check_record(key: &[u8], value: &[u8]) -> Result<(), String> {
     if key.is_empty() {
-        return Err("empty key".into());
+        return Err(EMPTY_KEY.into());
     }
     let over = |what: &str, n: usize, max: usize| {
         format!(
@@ -309,6 +457,9 @@ pub fn check_record(key: &[u8], value: &[u8]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// What the library says of an empty key ([`bloomlsm::Error::InvalidArgument`]).
+const EMPTY_KEY: &str = "empty key";
 
 /// Reads a value byte for byte from `r` (named `name` in errors), refusing
 /// one over [`MAX_VALUE_LEN`] without reading all of it.
@@ -339,8 +490,8 @@ fn put(a: &PutArgs) -> CliResult {
         (None, Some(v)) => parse_bytes(codec, "value", v)?,
         (None, None) => return Err(CliError::usage("a value, - or --value-file is needed")),
     };
-    check_record(&key, &value).map_err(CliError::data)?;
-    let db = open(&a.dir, true, &a.design)?;
+    check_record(&key, &value).map_err(|what| CliError::from(bloomlsm::Error::invalid(what)))?;
+    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design)?;
     db.put(key, value)?;
     Ok(db.close()?)
 }
@@ -348,6 +499,7 @@ fn put(a: &PutArgs) -> CliResult {
 fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
     let codec = Codec::new(a.hex);
     let k = parse_bytes(codec, "key", &a.key)?;
+    check_key(&k)?;
     let db = open_for_reading(&a.dir)?;
     let v = db.get(&k)?;
     if a.json {
@@ -572,6 +724,16 @@ fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
             .transpose()
     };
     let (from, to) = (bound("--from", &a.from)?, bound("--to", &a.to)?);
+    // A bound is a key: an empty one is refused as `db get` refuses it. (An
+    // empty --prefix is every key.)
+    for (flag, k) in [("--from", &from), ("--to", &to)] {
+        if let Some(k) = k {
+            check_key(k).map_err(|e| CliError {
+                message: format!("{} in {flag}", e.message),
+                ..e
+            })?;
+        }
+    }
     let prefix = bound("--prefix", &a.prefix)?;
     let db = open_for_reading(&a.dir)?;
     let lo = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
@@ -702,46 +864,56 @@ fn load(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         )));
     }
 
-    let db = open(&a.dir, true, &a.design)?;
+    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design)?;
     let pb = progress(Some(check.records), a.quiet, format!("loading {name}"));
     let start = Instant::now();
-    let batch_size = a.batch.max(1);
-    let mut batch = WriteBatch::new();
-    let mut committed = 0u64;
-    let mut write = |db: &Db, batch: &mut WriteBatch| -> CliResult {
-        let n = batch.len() as u64;
-        db.write(std::mem::take(batch)).map_err(|e| {
-            let e = CliError::from(e);
-            CliError {
-                message: format!(
-                    "{} ({} of {} records were committed before it)",
-                    e.message,
-                    count(committed),
-                    count(check.records)
-                ),
-                ..e
-            }
-        })?;
-        committed += n;
-        pb.set_position(committed);
-        Ok(())
-    };
-    let done = load_pass(input()?, &name, codec, |k, v| {
-        batch.put(k, v);
-        if batch.len() >= batch_size {
-            write(&db, &mut batch)?;
+    // The second pass feeds `Db::ingest`, which installs the whole load with
+    // one MANIFEST edit, or nothing: a line that no longer parses (the file
+    // changed since the check) or a read error fails the load before that.
+    let mut done = LoadPass::default();
+    let mut changed: Option<String> = None;
+    let records = input()?.split(b'\n').enumerate().filter_map(|(i, line)| {
+        let line = match line {
+            Ok(line) => line,
+            Err(e) => return Some(Err(bloomlsm::Error::io(format!("read {name}"), e))),
+        };
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if line.is_empty() {
+            return None;
         }
-        Ok(())
-    })?;
-    write(&db, &mut batch)?;
+        let parsed = std::str::from_utf8(line)
+            .map_err(|_| "not UTF-8 (write other bytes as \\xNN)".to_string())
+            .and_then(|text| parse_load_line(codec, text));
+        Some(match parsed {
+            Ok((k, v)) => {
+                done.records += 1;
+                done.payload += (k.len() + v.len()) as u64;
+                pb.set_position(done.records);
+                Ok((k, v))
+            }
+            Err(e) => {
+                let what = format!("{name}:{}: {e}", i + 1);
+                changed = Some(what.clone());
+                Err(bloomlsm::Error::invalid(what))
+            }
+        })
+    });
+    let loaded = db.ingest(records);
     pb.finish_and_clear();
-    db.close()?;
-    if let Some(first) = done.first_bad {
+    if let Some(first) = changed {
         return Err(CliError::data(format!(
-            "{name} changed while it was loaded: {first} ({} good records were written)",
-            count(done.records)
+            "{name} changed while it was loaded: {first}; nothing was written"
         )));
     }
+    let report = loaded.map_err(|e| {
+        let e = CliError::from(e);
+        CliError {
+            message: format!("{}; nothing was written", e.message),
+            ..e
+        }
+    })?;
+    db.close()?;
+    debug_assert_eq!(report.records, done.records);
     let secs = start.elapsed().as_secs_f64();
     writeln!(
         out,
@@ -764,6 +936,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
             ..Options::default()
         },
     )?;
+    warn_wal_damage(&a.dir, &db.stats(), false);
     db.reset_stats();
     if let Some(n) = a.probe {
         probe_in_ranges(&db, n, a.seed)?;
@@ -879,7 +1052,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
     if s.wal_records_salvaged > 0 {
         writeln!(
             out,
-            "wal: the open skipped {} damaged records (salvage_wal)",
+            "wal: the open skipped {} damaged records",
             count(s.wal_records_salvaged)
         )?;
     }
@@ -986,27 +1159,33 @@ fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> CliResult {
             e
         }
     };
+    // Opened as the other commands open it (a log's torn or damaged end
+    // dropped), so that the check can say what the open lost.
     let checked = read_only_db(dir).and_then(|db| {
         db.verify()?;
         let files = db.file_stats();
+        let stats = db.stats();
         db.close()?;
-        Ok(files)
+        Ok((files, stats))
     });
-    let report = |ok: bool, files: Option<(usize, u64, u64)>, error: Option<&str>| {
-        json!({
-            "store": dir.display().to_string(),
-            "ok": ok,
-            "files": files.map(|f| f.0),
-            "entries": files.map(|f| f.1),
-            "bytes": files.map(|f| f.2),
-            "error": error,
-        })
-    };
-    let files = match checked.map_err(as_check) {
-        Ok(files) => files,
+    let report =
+        |files: Option<(usize, u64, u64)>, wal: Option<(u64, u64)>, error: Option<&str>| {
+            json!({
+                "store": dir.display().to_string(),
+                "ok": error.is_none(),
+                "files": files.map(|f| f.0),
+                "entries": files.map(|f| f.1),
+                "bytes": files.map(|f| f.2),
+                "wal_tail_bytes_dropped": wal.map(|w| w.0),
+                "wal_records_salvaged": wal.map(|w| w.1),
+                "error": error,
+            })
+        };
+    let (files, stats) = match checked.map_err(as_check) {
+        Ok(checked) => checked,
         Err(e) => {
             if json && e.code == crate::EXIT_NEGATIVE {
-                write_json(out, &report(false, None, Some(&e.message)))?;
+                write_json(out, &report(None, None, Some(&e.message)))?;
             }
             return Err(e);
         }
@@ -1016,8 +1195,19 @@ fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> CliResult {
         files.iter().map(|f| f.entries).sum(),
         files.iter().map(|f| f.file_bytes).sum(),
     );
+    let wal = (stats.wal_tail_bytes_dropped, stats.wal_records_salvaged);
+    // Every block is sound, but the store is not all that was written to it:
+    // not OK.
+    let cut = (wal.0 > 0).then(|| first_cut(dir)).flatten();
+    if let Some(what) = wal_damage(dir, &stats, false, cut) {
+        let e = CliError::negative(what);
+        if json {
+            write_json(out, &report(Some(totals), Some(wal), Some(&e.message)))?;
+        }
+        return Err(e);
+    }
     if json {
-        return write_json(out, &report(true, Some(totals), None));
+        return write_json(out, &report(Some(totals), Some(wal), None));
     }
     writeln!(
         out,
@@ -1028,6 +1218,24 @@ fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> CliResult {
         bytes(totals.2)
     )?;
     Ok(())
+}
+
+/// The log and offset where the first end an open of `dir` drops starts,
+/// as an open that refuses to drop it ([`WalRecovery::AbsoluteConsistency`])
+/// names them; `None` if that open names no log (the store changed since).
+fn first_cut(dir: &Path) -> Option<(PathBuf, u64)> {
+    let strict = Options {
+        wal_recovery: WalRecovery::AbsoluteConsistency,
+        ..Options::default()
+    };
+    match Db::open_read_only(dir, strict) {
+        Err(bloomlsm::Error::Corruption { file, offset, .. })
+            if file.extension().is_some_and(|x| x == "log") =>
+        {
+            Some((file, offset))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -1063,6 +1271,18 @@ mod tests {
         let long = "k".repeat(MAX_KEY_LEN + 1);
         let e = parse_load_line(t, &long).unwrap_err();
         assert_eq!(e, "key of 65,537 bytes is over the 65,536-byte limit");
+    }
+
+    #[test]
+    fn key_refusals_are_the_librarys_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let lib = db.get(b"").unwrap_err().to_string();
+        assert_eq!(db.put(b"", b"v").unwrap_err().to_string(), lib);
+        db.close().unwrap();
+        let e = check_key(b"").unwrap_err();
+        assert_eq!((e.message, e.code), (lib, crate::EXIT_DATA));
+        assert!(check_key(b"k").is_ok());
     }
 
     #[test]

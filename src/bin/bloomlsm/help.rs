@@ -8,10 +8,12 @@ macro_rules! exit_status {
         "
 Exit status:
   0  success
-  1  the answer is no: db get found no such key; sst verify / db verify found a bad file
-  2  usage error: bad arguments or output path (nothing was written)
-  3  bad input data: a bad db load line, a key or value over the store's limits
-     (nothing was written)
+  1  the answer is no: db get found no such key; sst verify / db verify found a bad file,
+     or db verify found that opening the store drops writes from a write-ahead log
+  2  usage error: bad arguments, a store directory that is missing, not a directory or
+     not a store, or a bad output path (nothing was written)
+  3  bad input data: a bad db load line, an empty key, a key or value over the store's
+     limits (nothing was written)
   4  failure: I/O error, corruption met, store locked by a writer
 Errors are one line on stderr: `bloomlsm: <what>`."
     };
@@ -34,6 +36,28 @@ macro_rules! read_only {
         "
 The store is opened read-only: no lock is taken and no file is created or changed,
 so this works beside a running writer and on a directory you cannot write.
+"
+    };
+}
+
+/// What every command that opens a store says of a damaged write-ahead log.
+macro_rules! wal_warning {
+    () => {
+        "
+If opening the store drops the end of a write-ahead log (a write torn by a crash, or
+a damaged record), the command still runs, on the store without those writes, and
+prints one line on stderr: `bloomlsm: warning: the open of DIR dropped N bytes ...`
+(db verify fails instead, exit status 1).
+"
+    };
+}
+
+/// Where the writing commands that make a store make one.
+macro_rules! new_store {
+    () => {
+        "
+A missing or empty directory becomes a new store; a directory that holds other files
+(and no store) is refused unless --create is given.
 "
     };
 }
@@ -70,6 +94,11 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --dir /tmp/stores --reuse-dir       keep the stores, replace an earlier run's
   bloomlsm bench --io direct --dir /var/tmp/b        reads that reach the device (O_DIRECT)
   bloomlsm bench --configs blocked10 --compression zstd:3 --value-ratio 0.3
+
+The stores are built in a temporary directory under $TMPDIR (else /tmp), removed at
+the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which ends
+it with exit status 130 or 143 (as a shell reports a process the signal killed).
+Stores under --dir are kept. --plot takes a file name ending in .svg.
 
 JSON (--json): one object per configuration per line, in --configs order:
   config, policy                       the name given and its policy, e.g. \"blocked512(10 b/k, k=6)\"
@@ -181,7 +210,9 @@ pub const DB_PUT: &str = concat!(
 A value of - reads stdin; --value-file reads a file. Both are taken byte for byte
 (no escapes, no hex, a trailing newline kept). A literal - value is \\x2d.
 ",
+    new_store!(),
     key_forms!(),
+    wal_warning!(),
     exit_status!()
 );
 
@@ -198,6 +229,7 @@ JSON (--json): one object: {\"key\": KEY, \"found\": true, \"value\": VALUE}; fo
   found is false, value null, and the exit status 1. KEY and VALUE are in the form above.
 ",
     read_only!(),
+    wal_warning!(),
     exit_status!()
 );
 
@@ -208,6 +240,7 @@ pub const DB_DELETE: &str = concat!(
   bloomlsm db delete /tmp/s --hex 00ff
 ",
     key_forms!(),
+    wal_warning!(),
     exit_status!()
 );
 
@@ -224,8 +257,10 @@ pub const DB_SCAN: &str = concat!(
     "
 JSON (--json): one object per entry per line: {\"key\": KEY, \"value\": VALUE}, or {\"key\": KEY}
   with --keys-only.
+--from and --to are keys, so not empty; an empty --prefix is every key.
 ",
     read_only!(),
+    wal_warning!(),
     exit_status!()
 );
 
@@ -237,9 +272,14 @@ pub const DB_LOAD: &str = concat!(
   seq 1 20000 | awk '{printf \"k%05d\\tv%d\\n\", $1, $1}' > keys.tsv   (a file to try)
 Each line is `KEY<TAB>VALUE`, or a bare KEY (empty value); empty lines are skipped.
 The whole input is checked before anything is written: a bad line fails the load
-with `FILE:LINE: what` (exit status 3) and the store is left as it was.
+with `FILE:LINE: what` (exit status 3) and the store is left as it was. The records
+are then written as tables that the store takes in with one MANIFEST edit: a load
+that fails, or is interrupted or killed at any moment, leaves none of them; other
+writers wait until it is done.
 ",
+    new_store!(),
     key_forms!(),
+    wal_warning!(),
     exit_status!()
 );
 
@@ -266,6 +306,8 @@ JSON (--json): one object:
   files    with --files: [{file, level, bytes, keys, compression, data_bytes,
            data_raw_bytes, filter, filter_usable, filter_in_memory, filter_partitions,
            probe_chance, bits_per_key, predicted_fpr, filter_checks, false_positives}]
+  wal      {tail_bytes_dropped, records_salvaged}: what the open dropped of the
+           write-ahead logs (also a warning line on stderr when not zero)
 Rates are fractions, not percent.
 ",
     read_only!(),
@@ -278,9 +320,18 @@ pub const DB_VERIFY: &str = concat!(
   bloomlsm db verify /tmp/s
   bloomlsm db verify /tmp/s --json
 
+Every block of every table is read and checked, and the write-ahead logs are replayed
+as any open replays them. The check fails (exit status 1) on a bad block or file, and
+also when the open drops the end of a write-ahead log (a write torn by a crash, or a
+damaged record: the writes in it are not in the store; a writing command drops them
+for good, keeping a copy of the log in DIR/lost/): the error names the bytes dropped
+and where the first dropped end starts. Beside a writer in the middle of an append,
+its unfinished record looks the same: check again once it is done.
+
 JSON (--json): one object: {\"store\": DIR, \"ok\": true, \"files\": N, \"entries\": N, \"bytes\": N,
-  \"error\": null}; on a failed check ok is false, error the first failure, the counts
-  null, and the exit status 1.
+  \"wal_tail_bytes_dropped\": N, \"wal_records_salvaged\": N, \"error\": null}; on a failed
+  check ok is false, error the first failure, and the exit status 1; the counts are
+  null if the store did not open or a block was bad.
 ",
     read_only!(),
     exit_status!()
@@ -298,5 +349,6 @@ design the store records (its OPTIONS file) unless given --filter, --level-filte
 it for every file written from then on (the change is logged in OPTIONS); files
 already written keep their own filters and compression until rewritten.
 ",
+    wal_warning!(),
     exit_status!()
 );

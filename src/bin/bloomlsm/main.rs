@@ -9,6 +9,7 @@
 //! - [`plot`]: the SVG charts of `bench --plot`.
 //! - [`escape`]: the text and hex forms of keys and values.
 //! - [`help`]: examples, JSON fields and exit statuses shown by `--help`.
+//! - [`interrupt`]: `bench`'s temporary stores removed on SIGINT / SIGTERM.
 //!
 //! Every command writes its results to a caller-supplied `Write` (stdout
 //! here) and returns a [`CliError`] on failure, which `main` prints as one
@@ -22,6 +23,7 @@ mod design;
 mod escape;
 mod filter_cost;
 mod help;
+mod interrupt;
 mod phase;
 mod plot;
 mod report;
@@ -94,6 +96,9 @@ fn main() -> ExitCode {
         }
     };
     let result = result.and_then(|()| out.flush().map_err(CliError::from));
+    // An interrupted `bench` ends with the signal's status, not with what
+    // the removal of its files did to the run.
+    interrupt::settle();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.broken_pipe => ExitCode::SUCCESS,

@@ -1,0 +1,123 @@
+//! Filters rebuilt where the store's filter allocation has moved since a
+//! file was written.
+//!
+//! A filter configuration that depends on the shape of the tree chooses a
+//! new file's filter for the tree as it is when the file is written: the
+//! Monkey allocation gives each run bits by its size, and `skip_last_level`
+//! depends on which level is last. The tree then changes around the file.
+//! A level that was small when its first files were written, and got many
+//! bits per key, grows into the store's bulk; a level that was last, and got
+//! no filter, gets a level below it. Left alone, the store spends what no
+//! allocation chose: a load of 10^6 keys under Monkey at 10 bits/key on
+//! average ended at 14.05 bits/key, with the largest level at 16.8.
+//!
+//! So when no compaction is due, the compaction thread (and
+//! [`crate::Db::maintain`]) rewrites one file at a time with the filter its
+//! level gets now ([`pick`]): first any file of a level ≥ 1 whose filter
+//! family or presence is not the one its level gets; then, while the store's
+//! filter bits differ from what the allocation spends on the current tree
+//! by more than [`TOLERANCE`], the file whose bits differ the most (in
+//! bits × entries) in that direction, as long as its own differ by more
+//! than [`FILE_TOLERANCE`]. Each rewrite sets one file to its target, so the
+//! sum of all files' differences shrinks with every step and the rewrites
+//! stop on a tree that does not change. L0 files are left as written:
+//! their order is their file number, which a rewrite would change, and
+//! they are short-lived.
+
+use std::sync::Arc;
+
+use crate::db::version::{FileHandle, Version};
+use crate::filter::FilterPolicy;
+use crate::options::Options;
+
+/// How far the store's filter bits may drift from the allocation's before
+/// files are rewritten: 1% (half the 2% the study flags).
+pub(crate) const TOLERANCE: f64 = 0.01;
+
+/// How far one file's bits per key may be from its level's target and still
+/// be left alone: rewriting a 2 MiB file to change its filter by less than
+/// this would cost more writes than the memory it evens out.
+pub(crate) const FILE_TOLERANCE: f64 = 0.02;
+
+/// A file to rewrite with another filter, in its own level.
+pub(crate) struct Refilter {
+    pub level: usize,
+    pub file: Arc<FileHandle>,
+    /// The filter its level gets now (`None`: none).
+    pub policy: Option<FilterPolicy>,
+}
+
+/// The filter policy recorded in `f`; `Err` for a filter this build does
+/// not know (left alone: it is read unfiltered, and counted as such).
+fn recorded(f: &FileHandle) -> Result<Option<FilterPolicy>, ()> {
+    match &f.meta.filter {
+        None => Ok(None),
+        Some(m) => m.policy().map(Some).ok_or(()),
+    }
+}
+
+fn bits(p: Option<FilterPolicy>) -> f64 {
+    p.map_or(0.0, |p| p.bits_per_key())
+}
+
+/// The store's filter spend: `(spent, allocated)`, in bits, over every file:
+/// what the files' filters were built with, and what the filters their
+/// levels get now would be.
+pub(crate) fn spend(v: &Version, opts: &Options) -> (f64, f64) {
+    let runs = v.runs();
+    let last = v.last_nonempty_level();
+    let mut spent = 0.0;
+    let mut allocated = 0.0;
+    for (level, files) in v.levels.iter().enumerate() {
+        let target = bits(opts.filters.policy_for(level, &runs, last));
+        for f in files {
+            let n = f.meta.entries as f64;
+            spent += n * recorded(f).map_or(0.0, bits);
+            allocated += n * target;
+        }
+    }
+    (spent, allocated)
+}
+
+/// The next file to rewrite with the filter its level gets now, if any
+/// (module docs).
+pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
+    let runs = v.runs();
+    let last = v.last_nonempty_level();
+    let targets: Vec<Option<FilterPolicy>> = (0..v.levels.len())
+        .map(|l| opts.filters.policy_for(l, &runs, last))
+        .collect();
+    let files = || {
+        v.levels
+            .iter()
+            .enumerate()
+            .skip(1)
+            .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
+            .filter_map(|(l, f)| recorded(f).ok().map(|p| (l, f, p)))
+    };
+    let refilter = |(level, f, _): (usize, &Arc<FileHandle>, Option<FilterPolicy>)| Refilter {
+        level,
+        file: f.clone(),
+        policy: targets[level],
+    };
+    // Another family, or a filter where the level gets none (or none where
+    // it gets one): whatever the totals say.
+    let kind = |p: Option<FilterPolicy>| p.map(|p| p.kind());
+    if let Some(x) = files().find(|&(l, _, p)| kind(p) != kind(targets[l])) {
+        return Some(refilter(x));
+    }
+    let (spent, allocated) = spend(v, opts);
+    let drift = spent - allocated;
+    if drift.abs() <= TOLERANCE * allocated {
+        return None;
+    }
+    files()
+        .filter_map(|x @ (l, f, p)| {
+            let (have, want) = (bits(p), bits(targets[l]));
+            let off = have - want;
+            (off.signum() == drift.signum() && off.abs() > FILE_TOLERANCE * want)
+                .then(|| (off.abs() * f.meta.entries as f64, x))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, x)| refilter(x))
+}

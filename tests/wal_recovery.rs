@@ -1,0 +1,156 @@
+//! `Options::wal_recovery`: what an open does with a write-ahead log that
+//! does not replay to its last byte. `AbsoluteConsistency` refuses it, naming
+//! the log and the offset, before anything is written or deleted;
+//! `TolerateTornTail` (the default) drops the end and says so in `Stats`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use bloomlsm::db::filename::{FileKind, list_store_files};
+use bloomlsm::{Db, Error, Options, WalRecovery};
+use common::scratch_dir;
+
+fn options(mode: WalRecovery) -> Options {
+    Options {
+        sync_writes: true,
+        background_compaction: false,
+        wal_recovery: mode,
+        ..Options::default()
+    }
+}
+
+/// A closed store whose only log holds `n` synced puts, and that log.
+fn build(dir: &Path, n: u64) -> PathBuf {
+    let db = Db::open(dir, options(WalRecovery::TolerateTornTail)).unwrap();
+    for i in 0..n {
+        db.put(format!("key{i:04}"), format!("value{i}")).unwrap();
+    }
+    db.close().unwrap();
+    let logs: Vec<PathBuf> = list_store_files(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|(k, _, _)| *k == FileKind::Log)
+        .map(|(_, _, p)| p)
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs.into_iter().next().unwrap()
+}
+
+/// Every entry of the directory, recursively, with its bytes (`None` for a
+/// directory).
+fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.push((p.clone(), None));
+            out.extend(tree(&p));
+        } else {
+            let bytes = std::fs::read(&p).unwrap();
+            out.push((p, Some(bytes)));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Refused by both opens with `Corruption` naming `log` and `offset`, and
+/// the directory left byte for byte as it was.
+fn assert_refused(dir: &Path, log: &Path, offset: u64) {
+    let before = tree(dir);
+    for read_only in [false, true] {
+        let opts = options(WalRecovery::AbsoluteConsistency);
+        let r = if read_only {
+            Db::open_read_only(dir, opts)
+        } else {
+            Db::open(dir, opts)
+        };
+        match r {
+            Err(Error::Corruption {
+                file,
+                offset: at,
+                what,
+            }) => {
+                assert_eq!(file, log, "read_only {read_only}: {what}");
+                assert_eq!(at, offset, "read_only {read_only}: {what}");
+                assert!(what.contains("AbsoluteConsistency"), "{what}");
+            }
+            Err(e) => panic!("read_only {read_only}: not corruption: {e}"),
+            Ok(_) => panic!("read_only {read_only}: the open dropped the log's end"),
+        }
+        assert_eq!(
+            tree(dir),
+            before,
+            "read_only {read_only}: the refused open wrote"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_only_record_is_refused_or_dropped_and_counted() {
+    let dir = scratch_dir();
+    let log = build(dir.path(), 1);
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[7 + 3] ^= 0x40; // inside the payload, past the 7-byte header
+    std::fs::write(&log, &bytes).unwrap();
+
+    assert_refused(dir.path(), &log, 0);
+
+    // The default drops the record and says how many bytes it dropped.
+    let db = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get("key0000").unwrap(), None);
+    assert_eq!(db.stats().wal_tail_bytes_dropped, bytes.len() as u64);
+    assert_eq!(db.stats().wal_records_salvaged, 0);
+    drop(db);
+    let db = Db::open(dir.path(), options(WalRecovery::TolerateTornTail)).unwrap();
+    assert_eq!(db.stats().wal_tail_bytes_dropped, bytes.len() as u64);
+    db.close().unwrap();
+    // Dropped for good: the strict mode now opens the store (without it).
+    let db = Db::open(dir.path(), options(WalRecovery::AbsoluteConsistency)).unwrap();
+    assert_eq!(db.get("key0000").unwrap(), None);
+    assert_eq!(db.stats().wal_tail_bytes_dropped, 0);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_cut_last_record_and_a_zero_tail_are_refused_at_their_offset() {
+    let dir = scratch_dir();
+    let log = build(dir.path(), 20);
+    let full = std::fs::read(&log).unwrap();
+    // Where the last record starts: the length of the log of 19 puts.
+    let dir19 = scratch_dir();
+    let end19 = std::fs::metadata(build(dir19.path(), 19)).unwrap().len();
+    std::fs::write(&log, &full[..full.len() - 4]).unwrap();
+    assert_refused(dir.path(), &log, end19);
+
+    std::fs::write(&log, &full).unwrap();
+    let mut zeros = full.clone();
+    zeros.resize(full.len() + 5000, 0);
+    std::fs::write(&log, &zeros).unwrap();
+    assert_refused(dir.path(), &log, full.len() as u64);
+}
+
+#[test]
+fn a_clean_store_opens_under_absolute_consistency() {
+    let dir = scratch_dir();
+    build(dir.path(), 50);
+    for _ in 0..2 {
+        let db = Db::open(dir.path(), options(WalRecovery::AbsoluteConsistency)).unwrap();
+        for i in 0..50 {
+            assert_eq!(
+                db.get(format!("key{i:04}")).unwrap().as_deref(),
+                Some(format!("value{i}").as_bytes())
+            );
+        }
+        db.put("more", "1").unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open_read_only(dir.path(), options(WalRecovery::AbsoluteConsistency)).unwrap();
+    assert!(db.get("more").unwrap().is_some());
+    assert_eq!(WalRecovery::default(), WalRecovery::TolerateTornTail);
+    assert_eq!(
+        Options::default().wal_recovery,
+        WalRecovery::TolerateTornTail
+    );
+}
