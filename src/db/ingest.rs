@@ -262,7 +262,8 @@ impl Inner {
         self.cv.notify_all();
         report.tables = files.len();
         report.bytes = files.iter().map(|f| f.meta.file_size).sum();
-        self.bytes_flushed
+        self.counters
+            .bytes_flushed
             .fetch_add(report.bytes, Ordering::Relaxed);
         Ok(report)
     }

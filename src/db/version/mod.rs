@@ -4,6 +4,17 @@
 //! new one and swap it in, while readers keep using the one they started with.
 //! Each file's [`Table`] (index and filter in memory) is opened once and shared
 //! by every version that contains it.
+//!
+//! Beside it: the version set that installs each new version through the
+//! MANIFEST (`version_set.rs`, `manifest.rs`), recovery from both at open
+//! (`recovery.rs`), the names of the store's files (`filename.rs`) and the
+//! store's recorded design (`options_file.rs`).
+
+pub mod filename;
+pub mod manifest;
+pub mod options_file;
+pub(crate) mod recovery;
+pub(crate) mod version_set;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use crate::db::filename::{self, FileKind};
 use crate::db::manifest::{FileMeta, Manifest, RecoveredState, VersionEdit};
 use crate::db::memtable::MemTable;
+use crate::db::version::version_set::{RESERVE, VersionSet};
 use crate::db::version::{FileHandle, Version};
-use crate::db::version_set::{RESERVE, VersionSet};
 use crate::db::wal::{self, Wal};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -89,13 +89,13 @@ pub(crate) fn recover(
         let number = vs.new_file_number(last_sequence)?;
         if let Some(fh) =
             // No snapshot survives a reopen: the newest version of each key.
-            super::flush_memtable(
+            crate::db::run::flush_memtable(
                 dir,
                 opts,
                 &replay.mem,
                 number,
                 vs.current(),
-                &super::compaction::Retention::default(),
+                &crate::db::compaction::Retention::default(),
                 cache,
             )?
         {

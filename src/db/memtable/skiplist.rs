@@ -19,7 +19,7 @@ use std::cmp::Ordering;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 
-use crate::db::arena::Arena;
+use super::arena::Arena;
 use crate::key::compare_internal;
 
 /// Levels at most: with branching 4, enough for 4^12 = 16M entries.

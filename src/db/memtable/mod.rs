@@ -8,15 +8,18 @@
 //! entries are never overwritten: readers choose the version they see by
 //! sequence number (a snapshot).
 
+mod arena;
+mod skiplist;
+
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use bytes::Bytes;
 
 use crate::db::batch::WriteBatch;
-use crate::db::skiplist::{Node, SkipList, Splice};
 use crate::filter::key_hash;
 use crate::key::{self, MAX_SEQUENCE, ValueKind};
+use skiplist::{Node, SkipList, Splice};
 
 /// What a memtable knows about a key at a snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]

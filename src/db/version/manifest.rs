@@ -31,7 +31,7 @@ use crate::db::filename::{
     sync_dir_in,
 };
 use crate::db::log::{LogReader, LogWriter, TailDropped};
-use crate::db::version_set::Builder;
+use crate::db::version::version_set::Builder;
 use crate::error::{Error, Result};
 use crate::filter::{FilterKind, FilterPolicy};
 use crate::fs::FileSystem;

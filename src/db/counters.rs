@@ -1,0 +1,192 @@
+//! What the store counts (lookups, flushes and compactions, bytes written,
+//! stalls) and the [`Stats`] it assembles from them and from the current
+//! version.
+
+use super::*;
+
+/// The counters behind [`Stats`], kept since the store was opened (the
+/// lookup counters since the last [`Db::reset_stats`]).
+pub(super) struct Counters {
+    pub(super) gets: GetCounters,
+    /// Counts of files that compactions removed, per level they left.
+    pub(super) retired_io: Vec<AtomicIo>,
+    /// What flushes and compactions wrote into each level since open
+    /// (added to once per job: a lock is simpler than a set of atomics).
+    pub(super) level_writes: Mutex<Vec<LevelWrites>>,
+    pub(super) flushes: AtomicU64,
+    pub(super) compactions: AtomicU64,
+    /// Files rewritten with the filter their level gets now (`refilter`).
+    pub(super) filter_rebuilds: AtomicU64,
+    /// Keys + values of the ops acknowledged by `Db::write` since open.
+    pub(super) user_bytes_written: AtomicU64,
+    /// Table bytes written by flushes since open (not by recovery).
+    pub(super) bytes_flushed: AtomicU64,
+    /// Table bytes written by compactions since open.
+    pub(super) bytes_compacted: AtomicU64,
+    pub(super) slowdowns: AtomicU64,
+    pub(super) stalls: AtomicU64,
+    pub(super) wal_tail_dropped: u64,
+    pub(super) wal_salvaged: u64,
+}
+
+impl Counters {
+    /// Counters for a store of `levels` levels whose open dropped
+    /// `wal_tail_dropped` bytes of WAL and skipped `wal_salvaged` records.
+    pub(super) fn new(levels: usize, wal_tail_dropped: u64, wal_salvaged: u64) -> Self {
+        Counters {
+            gets: GetCounters::default(),
+            retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
+            level_writes: Mutex::new(vec![LevelWrites::default(); levels]),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            filter_rebuilds: AtomicU64::new(0),
+            user_bytes_written: AtomicU64::new(0),
+            bytes_flushed: AtomicU64::new(0),
+            bytes_compacted: AtomicU64::new(0),
+            slowdowns: AtomicU64::new(0),
+            stalls: AtomicU64::new(0),
+            wal_tail_dropped,
+            wal_salvaged,
+        }
+    }
+}
+
+impl Inner {
+    pub(super) fn stats(&self) -> Stats {
+        let sv = self.super_version();
+        let g = &self.counters.gets;
+        let mut s = Stats {
+            gets: g.gets.load(Ordering::Relaxed),
+            gets_found: g.found.load(Ordering::Relaxed),
+            memtable_answers: g.memtable_answers.load(Ordering::Relaxed),
+            missing_get_block_reads: g.missing_block_reads.load(Ordering::Relaxed),
+            missing_get_disk_reads: g.missing_disk_reads.load(Ordering::Relaxed),
+            missing_get_predicted_reads: g.missing_predicted_nano.load(Ordering::Relaxed) as f64
+                / 1e9,
+            flushes: self.counters.flushes.load(Ordering::Relaxed),
+            compactions: self.counters.compactions.load(Ordering::Relaxed),
+            filter_rebuilds: self.counters.filter_rebuilds.load(Ordering::Relaxed),
+            user_bytes_written: self.counters.user_bytes_written.load(Ordering::Relaxed),
+            bytes_flushed: self.counters.bytes_flushed.load(Ordering::Relaxed),
+            bytes_compacted: self.counters.bytes_compacted.load(Ordering::Relaxed),
+            write_slowdowns: self.counters.slowdowns.load(Ordering::Relaxed),
+            write_stalls: self.counters.stalls.load(Ordering::Relaxed),
+            wal_tail_bytes_dropped: self.counters.wal_tail_dropped,
+            wal_records_salvaged: self.counters.wal_salvaged,
+            block_cache_bytes: self.cache.as_ref().map_or(0, |c| c.stats().usage as u64),
+            memtable_bytes: std::iter::once(&sv.mem)
+                .chain(&sv.imm)
+                .map(|m| m.approximate_memory_bytes() as u64)
+                .sum(),
+            ..Stats::default()
+        };
+        s.base_level = compaction::shape(&sv.version, &self.opts).base;
+        let writes = self
+            .counters
+            .level_writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            let mut l = LevelStats {
+                level,
+                files: files.len(),
+                io: self.counters.retired_io[level].load(),
+                writes: writes[level],
+                ..LevelStats::default()
+            };
+            let mut weighted = 0.0;
+            let mut policies: Vec<(String, usize)> = Vec::new();
+            for f in files {
+                l.io.add(&f.io.load());
+                l.entries += f.meta.entries;
+                l.file_bytes += f.meta.file_size;
+                l.data_bytes += f.data_bytes();
+                l.data_raw_bytes += f.table.properties().data_raw_size;
+                let info = f.table.filter_info();
+                let usable = info.filter(|x| x.is_usable());
+                let bytes = usable.map_or(0, |x| x.memory_bytes as u64);
+                l.filter_bytes += bytes;
+                if f.filter_pinned() {
+                    l.filter_pinned_bytes += bytes;
+                }
+                s.index_bytes += f.table.index_memory_bytes() as u64;
+                match usable {
+                    Some(x) => l.filtered_keys += x.key_count,
+                    None => l.unfiltered_files += 1,
+                }
+                weighted += f.predicted_fpr() * f.meta.entries as f64;
+                let name = match (info, &f.meta.filter) {
+                    (Some(x), Some(m)) if x.is_usable() => {
+                        format!("{}({} b/k, k={})", m.name, m.bits_per_key, x.num_probes)
+                    }
+                    (Some(_), Some(m)) => format!("{}(unusable)", m.name),
+                    _ => "none".to_string(),
+                };
+                match policies.iter_mut().find(|(n, _)| *n == name) {
+                    Some(p) => p.1 += 1,
+                    None => policies.push((name, 1)),
+                }
+            }
+            l.predicted_fpr = if l.entries > 0 {
+                weighted / l.entries as f64
+            } else {
+                0.0
+            };
+            l.policies = policies
+                .iter()
+                .map(|(n, c)| format!("{n} x{c}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            s.filter_bytes += l.filter_bytes;
+            s.filter_pinned_bytes += l.filter_pinned_bytes;
+            s.total.add(&l.io);
+            s.levels.push(l);
+        }
+        s
+    }
+
+    /// [`Db::file_stats`].
+    pub(super) fn file_stats(&self) -> Vec<FileStats> {
+        let sv = self.super_version();
+        let mut out = Vec::new();
+        let chances = sv.version.probe_chances();
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            for (f, &probe_chance) in files.iter().zip(&chances[level]) {
+                let info = f.table.filter_info();
+                let usable = info.filter(|x| x.is_usable());
+                out.push(FileStats {
+                    level,
+                    number: f.number(),
+                    file_bytes: f.meta.file_size,
+                    data_bytes: f.data_bytes(),
+                    data_raw_bytes: f.table.properties().data_raw_size,
+                    compression: f.table.compression().to_string(),
+                    entries: f.meta.entries,
+                    smallest: f.smallest_user_key().to_vec(),
+                    largest: f.largest_user_key().to_vec(),
+                    filter: f.table.filter_policy_name().unwrap_or("none").to_string(),
+                    bits_per_key: usable.map_or(0.0, |x| x.bits_per_key()),
+                    filter_usable: usable.is_some(),
+                    filter_pinned: f.filter_pinned(),
+                    filter_partitions: info.map_or(0, |x| x.partitions),
+                    probe_chance,
+                    predicted_fpr: f.predicted_fpr(),
+                    io: f.io.load(),
+                });
+            }
+        }
+        out
+    }
+
+    /// [`Db::reset_stats`].
+    pub(super) fn reset_stats(&self) {
+        self.counters.gets.reset();
+        for l in &self.counters.retired_io {
+            l.reset();
+        }
+        for f in self.super_version().version.levels.iter().flatten() {
+            f.io.reset();
+        }
+    }
+}

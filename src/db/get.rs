@@ -1,0 +1,550 @@
+//! The read path: point gets, `multi_get` with its sorted, batched probes,
+//! and the probe of one file (key range, filter, one data block), with the
+//! I/O each lookup is charged; and the start of a scan.
+
+use super::*;
+
+impl Inner {
+    /// `at`: a snapshot's sequence number (`None`: the latest).
+    pub(super) fn get(&self, user_key: &[u8], at: Option<u64>) -> Result<Option<Bytes>> {
+        let sv = self.super_version();
+        let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
+        self.counters.gets.gets.fetch_add(1, Ordering::Relaxed);
+        let hash = key_hash(user_key);
+        for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
+            if let Some(r) = mem.get_hashed(user_key, hash, snapshot) {
+                self.counters
+                    .gets
+                    .memtable_answers
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok(match r {
+                    LookupResult::Value(v) => {
+                        self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
+                        Some(v)
+                    }
+                    LookupResult::Deleted => None,
+                });
+            }
+        }
+        let v = &sv.version;
+        // First pick the file of every level and start loading the filter
+        // memory of each file the key will be probed in: the cache misses
+        // of all levels then overlap instead of following one another.
+        let mut slots = [Slot::None; MAX_LEVELS];
+        for (i, f) in v.levels[0].iter().enumerate() {
+            if v.l0_covers(i, user_key) {
+                prefetch_probe(v, 0, i, f, hash);
+            }
+        }
+        for (level, slot) in slots.iter_mut().enumerate().take(v.levels.len()).skip(1) {
+            *slot = v.slot(level, user_key);
+            if let Slot::In(i) = *slot {
+                prefetch_probe(v, level, i, &v.levels[level][i], hash);
+            }
+        }
+        // Built on the first filter positive: most missing gets need none.
+        let mut lookup = Lookup::new(user_key, snapshot);
+        let mut cost = GetCost::default();
+        let mut answer = None;
+        'levels: for (level, files) in v.levels.iter().enumerate() {
+            if level == 0 {
+                for (i, f) in files.iter().enumerate() {
+                    if !v.l0_covers(i, user_key) {
+                        f.io.add(&KEY_RANGE_SKIP);
+                    } else if let Some(found) =
+                        self.probe_at(v, level, i, &mut lookup, hash, &mut cost)?
+                    {
+                        answer = Some(found);
+                        break 'levels;
+                    }
+                }
+                continue;
+            }
+            let slot = match slots.get(level) {
+                Some(&s) => s,
+                None => v.slot(level, user_key),
+            };
+            match slot {
+                Slot::None => {}
+                Slot::Below(i) => files[i].io.add(&KEY_RANGE_SKIP),
+                Slot::In(i) => {
+                    if let Some(found) = self.probe_at(v, level, i, &mut lookup, hash, &mut cost)? {
+                        answer = Some(found);
+                        break 'levels;
+                    }
+                }
+            }
+        }
+        match answer {
+            Some(Some(value)) => {
+                self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
+                Ok(Some(value))
+            }
+            Some(None) => Ok(None),
+            None => {
+                self.charge_missing([&cost]);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Adds missing gets' costs to the counters, one add per counter for
+    /// all of them (each get's predicted reads rounded to billionths on its
+    /// own, so a multi_get charges what its keys' gets would).
+    pub(super) fn charge_missing<'c>(&self, costs: impl IntoIterator<Item = &'c GetCost>) {
+        let (mut blocks, mut disk_blocks, mut predicted_nano) = (0u64, 0u64, 0u64);
+        for c in costs {
+            blocks += c.blocks;
+            disk_blocks += c.disk_blocks;
+            predicted_nano += (c.predicted * 1e9).round() as u64;
+        }
+        let g = &self.counters.gets;
+        if blocks > 0 {
+            g.missing_block_reads.fetch_add(blocks, Ordering::Relaxed);
+            g.missing_disk_reads
+                .fetch_add(disk_blocks, Ordering::Relaxed);
+        }
+        if predicted_nano > 0 {
+            g.missing_predicted_nano
+                .fetch_add(predicted_nano, Ordering::Relaxed);
+        }
+    }
+
+    /// [`Db::multi_get`]: the same probes, in the same order per key, as one
+    /// `get` per key, but each file's filter is probed for all the keys that
+    /// reach it at once ([`crate::Filter::may_contain_batch`]: prefetched
+    /// lines), and the keys are hashed and the version pinned once.
+    pub(super) fn multi_get(&self, keys: &[&[u8]], at: Option<u64>) -> Result<Vec<Option<Bytes>>> {
+        let sv = self.super_version();
+        let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
+        let g = &self.counters.gets;
+        g.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
+        let mut out: Vec<Option<Bytes>> = vec![None; keys.len()];
+        // Keys still looked for, as indexes into `keys`.
+        let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
+        // Hashed once: for the memtables' key filters and the tables'.
+        let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+        'keys: for (i, k) in keys.iter().enumerate() {
+            for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
+                if let Some(r) = mem.get_hashed(k, hashes[i], snapshot) {
+                    g.memtable_answers.fetch_add(1, Ordering::Relaxed);
+                    if let LookupResult::Value(v) = r {
+                        g.found.fetch_add(1, Ordering::Relaxed);
+                        out[i] = Some(v);
+                    }
+                    continue 'keys;
+                }
+            }
+            pending.push(i);
+        }
+        let mut prefixes = vec![0u64; keys.len()];
+        for &i in &pending {
+            prefixes[i] = key::prefix(keys[i]);
+        }
+        sort_by_user_key(&mut pending, keys, &prefixes);
+        let mut costs: Vec<GetCost> = (0..keys.len()).map(|_| GetCost::default()).collect();
+        let mut done = vec![false; keys.len()];
+        let v = &sv.version;
+        let mut batch_hashes: Vec<u64> = Vec::new();
+        let mut answers: Vec<bool> = Vec::new();
+        let mut group: Vec<usize> = Vec::new();
+        // Keys a filter let through (or with no filter), with their file and
+        // the filter's answer: their data blocks are read together, a whole
+        // level's at once (`read_batch`).
+        let mut reads: Vec<(usize, &FileHandle, Option<bool>)> = Vec::new();
+        // L0: every file may hold any key, newest first, so each file is
+        // probed for all the keys still pending, its filter in one batch.
+        for (fi, f) in v.levels[0].iter().enumerate() {
+            if pending.is_empty() {
+                break;
+            }
+            // Keys outside the file's range and keys its filter rules out
+            // cost no read: counted here, on the file's counters once.
+            let mut local = IoCounters::default();
+            group.clear();
+            for &i in &pending {
+                if v.l0_covers(fi, keys[i]) {
+                    group.push(i);
+                } else {
+                    local.files_considered += 1;
+                    local.key_range_skips += 1;
+                }
+            }
+            let filter = v.filter(0, fi);
+            if let Some(filter) = filter {
+                batch_hashes.clear();
+                batch_hashes.extend(group.iter().map(|&i| hashes[i]));
+                answers.clear();
+                answers.resize(group.len(), true);
+                filter.may_contain_batch(&batch_hashes, &mut answers);
+            }
+            reads.clear();
+            for (j, &i) in group.iter().enumerate() {
+                let says = filter.map(|_| answers[j]);
+                if says == Some(false) {
+                    local.files_considered += 1;
+                    local.filter_checks += 1;
+                    local.filter_negatives += 1;
+                    costs[i].predicted += f.predicted_fpr();
+                } else {
+                    reads.push((i, f, says));
+                }
+            }
+            if local != IoCounters::default() {
+                f.io.add(&local);
+            }
+            let mut resolved = false;
+            for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
+                settle(g, &mut out, &mut done, i, found);
+                resolved = true;
+            }
+            if resolved {
+                pending.retain(|&i| !done[i]);
+            }
+        }
+        // Deeper levels: at most one file per key. The pending keys, sorted,
+        // are placed on a level's files by one walk along it (no search per
+        // key), which hands each file its keys as one run: the run's filter
+        // probes go in one batch (prefetched lines) and its counters are
+        // added once.
+        let mut runs: Vec<Run> = Vec::new();
+        for (level, files) in v.levels.iter().enumerate().skip(1) {
+            if pending.is_empty() {
+                break;
+            }
+            v.runs_sorted(level, keys, &prefixes, &pending, &mut runs);
+            reads.clear();
+            // Deep levels hold many files, so a run is often a key or two:
+            // too short for its batch probe to overlap cache misses. Start
+            // loading every key's filter line of the level first (1,024
+            // lines are 64 KiB: they wait in L2), then test.
+            for run in &runs {
+                if let Some(filter) = v.filter(level, run.file) {
+                    for &i in &pending[run.below..run.end] {
+                        filter.prefetch(hashes[i]);
+                    }
+                }
+            }
+            for run in &runs {
+                let f = &files[run.file];
+                let skips = (run.below - run.start) as u64;
+                if skips > 0 {
+                    f.io.add(&IoCounters {
+                        files_considered: skips,
+                        key_range_skips: skips,
+                        ..IoCounters::ZERO
+                    });
+                }
+                let inside = &pending[run.below..run.end];
+                if inside.is_empty() {
+                    continue;
+                }
+                let Some(filter) = v.filter(level, run.file) else {
+                    reads.extend(inside.iter().map(|&i| (i, &**f, None)));
+                    continue;
+                };
+                batch_hashes.clear();
+                batch_hashes.extend(inside.iter().map(|&i| hashes[i]));
+                answers.clear();
+                answers.resize(inside.len(), true);
+                filter.may_contain_batch(&batch_hashes, &mut answers);
+                let mut negatives = 0u64;
+                for (&i, &says) in inside.iter().zip(&answers) {
+                    if says {
+                        reads.push((i, f, Some(true)));
+                    } else {
+                        negatives += 1;
+                        costs[i].predicted += f.predicted_fpr();
+                    }
+                }
+                if negatives > 0 {
+                    f.io.add(&IoCounters {
+                        files_considered: negatives,
+                        filter_checks: negatives,
+                        filter_negatives: negatives,
+                        ..IoCounters::ZERO
+                    });
+                }
+            }
+            // The level's data-block reads, together (a key is in at most
+            // one file of the level, so they are independent; with direct
+            // reads they are made in parallel).
+            let mut resolved = false;
+            for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
+                settle(g, &mut out, &mut done, i, found);
+                resolved = true;
+            }
+            if resolved {
+                pending.retain(|&i| !done[i]);
+            }
+        }
+        self.charge_missing(pending.iter().map(|&i| &costs[i]));
+        Ok(out)
+    }
+
+    /// Looks up `reads` — (key index, file, the file filter's answer) — in
+    /// their files, charging each key's cost, and returns the keys a file
+    /// answered (a value or a tombstone) in `reads`' order. With direct
+    /// reads they are made in parallel on the I/O threads
+    /// ([`io_pool::io_pool`]), so that up to 16 device reads are in flight
+    /// (RocksDB's MultiGet overlaps them with asynchronous I/O). Buffered reads stay on this thread: served by
+    /// the page cache in a few µs, they lost more to the hand-offs than they
+    /// gained (multi_get at 10^6 keys, quiet machine: 352–397 ns per missing
+    /// key in parallel against 247–361 ns on one thread).
+    pub(super) fn read_batch(
+        &self,
+        reads: &[(usize, &FileHandle, Option<bool>)],
+        keys: &[&[u8]],
+        snapshot: u64,
+        hashes: &[u64],
+        costs: &mut [GetCost],
+    ) -> Result<Vec<(usize, Option<Bytes>)>> {
+        use rayon::prelude::*;
+        let one = |&(i, f, says): &(usize, &FileHandle, Option<bool>)| {
+            let mut cost = GetCost::default();
+            let r = self.probe_key(f, keys[i], snapshot, hashes[i], &mut cost, says);
+            (i, cost, r)
+        };
+        let pool = match self.opts.read_mode {
+            // A device read takes ~100 µs: two already overlap usefully.
+            ReadMode::Direct if reads.len() >= 2 => io_pool::io_pool(),
+            _ => None,
+        };
+        let results: Vec<(usize, GetCost, Result<Probed>)> = match pool {
+            // One task per read, so every read has its own thread. A panic
+            // on one of them, resumed here by rayon, is caught: it poisons
+            // the store like a background thread's.
+            Some(pool) => {
+                let on_pool = |r: &(usize, &FileHandle, Option<bool>)| {
+                    let (i, cost, probed) = one(r);
+                    let probed = inject::hit(&self.dir, inject::Point::Io).and(probed);
+                    (i, cost, probed)
+                };
+                let all = std::panic::AssertUnwindSafe(|| {
+                    pool.install(|| reads.par_iter().with_max_len(1).map(on_pool).collect())
+                });
+                std::panic::catch_unwind(all).map_err(|p| {
+                    let e = Error::from_panic(p.as_ref());
+                    self.poison("a read on the I/O threads", &e);
+                    e
+                })?
+            }
+            None => reads.iter().map(one).collect(),
+        };
+        let mut found = Vec::new();
+        for (i, cost, r) in results {
+            costs[i].add(&cost);
+            if let Some(x) = r? {
+                found.push((i, x));
+            }
+        }
+        Ok(found)
+    }
+
+    /// [`Self::probe`] of file `i` of `level`, its filter probed from the
+    /// version's index: a negative touches neither the table nor its index.
+    pub(super) fn probe_at(
+        &self,
+        v: &Version,
+        level: usize,
+        i: usize,
+        lookup: &mut Lookup,
+        hash: u64,
+        cost: &mut GetCost,
+    ) -> Result<Option<Option<Bytes>>> {
+        let f = &v.levels[level][i];
+        let says = v.filter(level, i).map(|x| x.may_contain(hash));
+        if says == Some(false) {
+            f.io.add(&FILTER_NEGATIVE);
+            cost.predicted += f.predicted_fpr();
+            return Ok(None);
+        }
+        self.probe(f, lookup.key(), hash, cost, says)
+    }
+
+    /// [`Self::probe`] for a user key, as of `snapshot`.
+    pub(super) fn probe_key(
+        &self,
+        f: &FileHandle,
+        user_key: &[u8],
+        snapshot: u64,
+        hash: u64,
+        cost: &mut GetCost,
+        filter_says: Option<bool>,
+    ) -> Result<Option<Option<Bytes>>> {
+        let lookup = key::make_internal_key(user_key, snapshot, ValueKind::Value);
+        self.probe(f, &lookup, hash, cost, filter_says)
+    }
+
+    /// Looks `lookup` up in one file, charging the costs. `Some(Some(v))`: a
+    /// value; `Some(None)`: a tombstone; `None`: not in this file.
+    pub(super) fn probe(
+        &self,
+        f: &FileHandle,
+        lookup: &[u8],
+        hash: u64,
+        cost: &mut GetCost,
+        filter_says: Option<bool>,
+    ) -> Result<Option<Option<Bytes>>> {
+        let r = f.table.get_in_range(lookup, hash, filter_says)?;
+        let has_filter = f.table.filter_info().is_some();
+        let c = IoCounters {
+            files_considered: 1,
+            key_range_skips: u64::from(r.key_range_skipped),
+            filter_checks: u64::from(r.filter_checked),
+            filter_negatives: u64::from(r.filter_negative),
+            filter_positives: u64::from(r.filter_checked && !r.filter_negative),
+            false_positives: u64::from(r.filter_checked && r.false_positive()),
+            unusable_filter_reads: u64::from(r.filter_unusable && !r.key_range_skipped),
+            unfiltered_reads: u64::from(!has_filter && !r.key_range_skipped),
+            block_reads: r.blocks_read,
+            cache_hits: r.cache_hits,
+            bytes_read: r.bytes_read,
+            filter_block_reads: r.filter_blocks_read,
+            filter_cache_hits: r.filter_cache_hits,
+            filter_bytes_read: r.filter_bytes_read,
+        };
+        f.io.add(&c);
+        if !r.key_range_skipped {
+            cost.predicted += f.predicted_fpr();
+        }
+        cost.blocks += r.blocks_read + r.cache_hits;
+        cost.disk_blocks += r.blocks_read;
+        let Some((ikey, value)) = r.entry else {
+            return Ok(None);
+        };
+        match key::parse(&ikey).map(|p| p.kind) {
+            Some(ValueKind::Value) => Ok(Some(Some(value))),
+            Some(ValueKind::Deletion) => Ok(Some(None)),
+            None => Err(Error::corruption(
+                f.table.path(),
+                0,
+                format!("malformed internal key of {} bytes", ikey.len()),
+            )),
+        }
+    }
+
+    /// `at`: a snapshot's sequence number (`None`: the latest).
+    pub(super) fn scan(&self, start: Bound<Bytes>, end: Bound<Bytes>, at: Option<u64>) -> DbIter {
+        let sv = self.super_version();
+        let seq = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
+        let view = View {
+            mems: std::iter::once(&sv.mem).chain(&sv.imm).cloned().collect(),
+            version: sv.version.clone(),
+            seq,
+            closed: self.closed.clone(),
+        };
+        DbIter::new(view, start, end)
+    }
+}
+
+/// The counters of one lookup that a file's key range ruled out.
+pub(super) const KEY_RANGE_SKIP: IoCounters = IoCounters {
+    files_considered: 1,
+    key_range_skips: 1,
+    ..IoCounters::ZERO
+};
+
+/// The counters of one lookup that a file's filter ruled out.
+pub(super) const FILTER_NEGATIVE: IoCounters = IoCounters {
+    files_considered: 1,
+    filter_checks: 1,
+    filter_negatives: 1,
+    ..IoCounters::ZERO
+};
+
+/// Upper bound of `Options::max_levels` (checked by `Options::validate`).
+pub(super) const MAX_LEVELS: usize = 32;
+
+/// Sorts `order` (indexes into `keys`) into ascending key order: by the
+/// keys' 8-byte prefixes `prefixes` (numbers, one pass of an integer sort),
+/// then the rare runs of equal prefixes by whole key.
+pub(super) fn sort_by_user_key(order: &mut [usize], keys: &[&[u8]], prefixes: &[u64]) {
+    let mut packed: Vec<(u64, usize)> = order.iter().map(|&i| (prefixes[i], i)).collect();
+    packed.sort_unstable();
+    for (o, &(_, i)) in order.iter_mut().zip(&packed) {
+        *o = i;
+    }
+    let mut start = 0;
+    while start < order.len() {
+        let p = prefixes[order[start]];
+        let end = start
+            + order[start..]
+                .iter()
+                .take_while(|&&i| prefixes[i] == p)
+                .count();
+        if end - start > 1 {
+            order[start..end].sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
+        }
+        start = end;
+    }
+}
+
+/// Records multi_get key `i`'s answer from a file: a value, or a tombstone
+/// (`None`); either way the key is done.
+pub(super) fn settle(
+    g: &GetCounters,
+    out: &mut [Option<Bytes>],
+    done: &mut [bool],
+    i: usize,
+    found: Option<Bytes>,
+) {
+    if let Some(v) = found {
+        g.found.fetch_add(1, Ordering::Relaxed);
+        out[i] = Some(v);
+    }
+    done[i] = true;
+}
+
+/// Starts loading what a probe of `hash` in file `i` of `level` (`f`) will
+/// read: the filter's memory, and the file's counters.
+#[inline]
+pub(super) fn prefetch_probe(v: &Version, level: usize, i: usize, f: &FileHandle, hash: u64) {
+    if let Some(filter) = v.filter(level, i) {
+        filter.prefetch(hash);
+    }
+    crate::filter::prefetch_read(&f.io);
+}
+
+/// A point lookup's internal key (the user key at the read's sequence
+/// number), made when a table is first searched.
+pub(super) struct Lookup<'a> {
+    user_key: &'a [u8],
+    seq: u64,
+    key: Option<Vec<u8>>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(user_key: &'a [u8], seq: u64) -> Self {
+        Lookup {
+            user_key,
+            seq,
+            key: None,
+        }
+    }
+
+    fn key(&mut self) -> &[u8] {
+        self.key.get_or_insert_with(|| {
+            key::make_internal_key(self.user_key, self.seq, ValueKind::Value)
+        })
+    }
+}
+
+/// What a probe of one file found: `Some(Some(v))` a value, `Some(None)` a
+/// tombstone, `None` nothing.
+pub(super) type Probed = Option<Option<Bytes>>;
+
+#[derive(Default)]
+pub(super) struct GetCost {
+    blocks: u64,
+    disk_blocks: u64,
+    predicted: f64,
+}
+
+impl GetCost {
+    fn add(&mut self, o: &GetCost) {
+        self.blocks += o.blocks;
+        self.disk_blocks += o.disk_blocks;
+        self.predicted += o.predicted;
+    }
+}

@@ -1,0 +1,232 @@
+//! Opening and closing a store: recovery, the handle around its result and
+//! the background threads; at close, the threads stopped and the log and
+//! MANIFEST synced.
+
+use super::*;
+
+impl Db {
+    /// Opens (or creates) the store in `path`: takes the directory lock,
+    /// replays the manifest and the write-ahead logs, flushes what the logs
+    /// held into L0 files, and deletes files no manifest needs.
+    ///
+    /// ```
+    /// use bloomlsm::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put("apple", "red")?;
+    /// db.close()?;
+    /// // Reopening recovers what was written.
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// assert_eq!(db.get("apple")?, Some(bloomlsm::Bytes::from("red")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>, mut opts: Options) -> Result<Db> {
+        check_options(&opts)?;
+        let dir = path.as_ref().to_path_buf();
+        let fs = opts.fs.clone();
+        if fs.list_dir(&dir).is_err() {
+            if !opts.create_if_missing {
+                return Err(Error::invalid(format!("{} does not exist", dir.display())));
+            }
+            fs.create_dir_all(&dir)
+                .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        }
+        let lock_path = filename::lock_file(&dir);
+        let lock = match fs.lock(&lock_path) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => return Err(Error::Locked(dir)),
+            Err(e) => return Err(Error::io(format!("lock {}", lock_path.display()), e)),
+        };
+        let design = options_file::settle(fs.as_ref(), &dir, &mut opts)?;
+        check_options(&opts)?;
+        opts.read_mode = settle_read_mode(&dir, &opts)?;
+        let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
+        let cache = (opts.block_cache_capacity > 0)
+            .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+
+        let rec = recovery::recover(&dir, &opts, cache.clone())?;
+        design.record(fs.as_ref(), &dir, &opts, new_store)?;
+        Db::start(dir, opts, cache, Some(lock), rec)
+    }
+
+    /// Opens the store in `path` for reading only: without the lock (a
+    /// writer may have the store open, and the directory may be read-only)
+    /// and without creating, writing, renaming or deleting any file. The
+    /// write-ahead logs are replayed into memory. Writes, flushes and
+    /// compactions fail with [`Error::ReadOnly`]; the view is the store as it
+    /// was when opened.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.put("k", "v")?;
+    /// // Beside the open writer:
+    /// let reader = bloomlsm::Db::open_read_only(dir.path(), bloomlsm::Options::default())?;
+    /// assert_eq!(reader.get("k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(matches!(reader.put("k", "w"), Err(bloomlsm::Error::ReadOnly)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, mut opts: Options) -> Result<Db> {
+        let dir = path.as_ref().to_path_buf();
+        options_file::settle(opts.fs.clone().as_ref(), &dir, &mut opts)?;
+        check_options(&opts)?;
+        opts.read_mode = settle_read_mode(&dir, &opts)?;
+        let cache = (opts.block_cache_capacity > 0)
+            .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+        let rec = recovery::recover_read_only(&dir, &opts, cache.clone())?;
+        Db::start(dir, opts, cache, None, rec)
+    }
+
+    /// Builds the handle around a recovered store; a writable one (with a
+    /// WAL) also gets the flush thread and, with `background_compaction`, the
+    /// compaction thread.
+    pub(super) fn start(
+        dir: PathBuf,
+        opts: Options,
+        cache: Option<Arc<BlockCache>>,
+        lock: Option<Box<dyn FileLock>>,
+        o: recovery::Recovered,
+    ) -> Result<Db> {
+        let writable = o.wal.is_some();
+        let mem = Arc::new(o.mem);
+        let version = o.vs.current().clone();
+        let levels = opts.max_levels;
+        let wal_number = o.wal.as_ref().map_or(0, Wal::number);
+        let table_files = Arc::new(TableFiles::new(&dir, opts.fs.clone()));
+        let inner = Arc::new(Inner {
+            dir,
+            cache,
+            write_queue: Mutex::new(WriteQueue::default()),
+            write_done: Condvar::new(),
+            writer: Mutex::new(Writer {
+                wal: o.wal,
+                mem: mem.clone(),
+            }),
+            state: Mutex::new(State {
+                imm: Vec::new(),
+                vs: o.vs,
+                wal_number,
+                bg_error: None,
+                shutting_down: false,
+            }),
+            cv: Condvar::new(),
+            sv: RwLock::new(Arc::new(SuperVersion {
+                mem,
+                imm: Vec::new(),
+                version,
+            })),
+            last_seq: AtomicU64::new(o.last_sequence),
+            flush_work: Mutex::new(()),
+            compact_work: Mutex::new(()),
+            counters: Counters::new(levels, o.wal_tail_dropped, o.wal_salvaged),
+            closed: Arc::new(AtomicBool::new(false)),
+            snapshots: SnapshotList::default(),
+            table_files,
+            opts,
+        });
+        let mut bg = Vec::new();
+        if writable {
+            // A panic that escapes a thread's work (each flush and
+            // compaction also catches its own, in `Inner::guarded`) poisons
+            // the store instead of ending the thread silently.
+            let spawn = |name: &'static str, work: fn(&Inner)| {
+                let bg_inner = inner.clone();
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(move || {
+                        let run = std::panic::AssertUnwindSafe(|| work(&bg_inner));
+                        if let Err(p) = std::panic::catch_unwind(run) {
+                            bg_inner.poison(
+                                &format!("the {name} thread"),
+                                &Error::from_panic(p.as_ref()),
+                            );
+                        }
+                    })
+                    .map_err(|e| Error::io(format!("spawn the {name} thread"), e))
+            };
+            bg.push(spawn("bloomlsm-flush", |i| i.background_loop(Job::Flush))?);
+            if inner.opts.background_compaction {
+                let files = spawn("bloomlsm-files", |i| {
+                    i.table_files.run(&|| i.next_file_number());
+                });
+                match files.and_then(|f| {
+                    bg.push(f);
+                    spawn("bloomlsm-compact", |i| i.background_loop(Job::Compaction))
+                }) {
+                    Ok(h) => bg.push(h),
+                    Err(e) => {
+                        inner.table_files.stop();
+                        inner.state().shutting_down = true;
+                        inner.cv.notify_all();
+                        for h in bg {
+                            let _ = h.join();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let db = Db {
+            inner,
+            bg: Mutex::new(bg),
+            lock: Mutex::new(lock),
+        };
+        // Work may already be due (e.g. many L0 files at open).
+        db.inner.cv.notify_all();
+        Ok(db)
+    }
+
+    pub(super) fn shutdown(&self) -> Result<()> {
+        let inner = &self.inner;
+        if inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        inner.state().shutting_down = true;
+        inner.cv.notify_all();
+        inner.table_files.stop();
+        let threads = self.bg.lock().map(|mut g| std::mem::take(&mut *g));
+        for h in threads.unwrap_or_default() {
+            let _ = h.join();
+        }
+        let sync = inner
+            .writer
+            .lock()
+            .map_err(|_| Error::lock_poisoned("writer lock"))
+            .and_then(|mut w| w.wal.as_mut().map_or(Ok(()), Wal::sync))
+            .and_then(|()| inner.state().vs.sync_manifest());
+        // Snapshots and iterators may outlive the handle; the lock may not.
+        drop(self.lock.lock().ok().and_then(|mut g| g.take()));
+        if let Some(e) = &inner.state().bg_error {
+            return Err(e.duplicate());
+        }
+        sync
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// The read mode the store in `dir` uses: `Direct` is probed on its
+/// `CURRENT` (or, for a new store, `LOCK`) file, so that a file system that
+/// refuses direct I/O fails the open at once; `DirectOrBuffered` settles on
+/// one of the two.
+pub(super) fn settle_read_mode(dir: &Path, opts: &Options) -> Result<ReadMode> {
+    let (current, lock) = (filename::current_file(dir), filename::lock_file(dir));
+    crate::fs::resolve_read_mode(opts.fs.as_ref(), &[&current, &lock], opts.read_mode)
+        .map_err(|e| Error::io(format!("direct reads in {}", dir.display()), e))
+}
+
+pub(super) fn check_options(opts: &Options) -> Result<()> {
+    opts.validate()?;
+    if opts.max_levels > manifest::NUM_LEVELS {
+        return Err(Error::invalid(format!(
+            "max_levels must be at most {}",
+            manifest::NUM_LEVELS
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,239 @@
+//! The write path: the writer queue and group commit, the limits on keys and
+//! values, and making room in the memtable (freezing it for a flush, the L0
+//! slowdown and stop rules).
+
+use super::*;
+
+/// Frozen memtables allowed to wait for a flush before writes stall.
+pub(super) const MAX_IMMUTABLE: usize = 2;
+
+pub(super) fn check_key(key: &[u8]) -> Result<()> {
+    match key_outside_limits(key) {
+        Some(what) => Err(Error::invalid(what)),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn key_outside_limits(key: &[u8]) -> Option<String> {
+    if key.is_empty() {
+        Some("empty key".into())
+    } else if key.len() > MAX_KEY_LEN {
+        Some(format!(
+            "key of {} bytes is over the {MAX_KEY_LEN}-byte limit",
+            key.len()
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why `Db::write` refuses an operation with this key and value (an empty
+/// key, a key over [`MAX_KEY_LEN`], a value over [`MAX_VALUE_LEN`]), if it
+/// does. WAL replay holds logged batches to the same rule: the store never
+/// logs such an operation.
+pub(crate) fn outside_write_limits(key: &[u8], value: &[u8]) -> Option<String> {
+    key_outside_limits(key).or_else(|| {
+        (value.len() > MAX_VALUE_LEN).then(|| {
+            format!(
+                "value of {} bytes is over the {MAX_VALUE_LEN}-byte limit",
+                value.len()
+            )
+        })
+    })
+}
+
+impl Inner {
+    /// Makes sure the active memtable has room, freezing it if full; applies
+    /// the L0 slowdown and stop rules.
+    pub(super) fn make_room(&self, w: &mut Writer) -> Result<()> {
+        let mut delayed = false;
+        loop {
+            let mut st = self.state();
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            let l0 = st.vs.current().levels[0].len();
+            let compacting = self.opts.background_compaction;
+            if compacting && !delayed && l0 >= self.opts.l0_slowdown_trigger {
+                // Give compaction some CPU, once per write, before stopping.
+                drop(st);
+                self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+                delayed = true;
+                continue;
+            }
+            if w.mem.approximate_memory_bytes() < self.opts.write_buffer_size {
+                return Ok(());
+            }
+            if st.imm.len() >= MAX_IMMUTABLE || (compacting && l0 >= self.opts.l0_stop_trigger) {
+                self.counters.stalls.fetch_add(1, Ordering::Relaxed);
+                self.cv.notify_all();
+                let (g, _) = self
+                    .cv
+                    .wait_timeout(st, Duration::from_millis(100))
+                    .unwrap_or_else(|p| p.into_inner());
+                drop(g);
+                continue;
+            }
+            self.freeze_memtable(w, &mut st)?;
+            self.cv.notify_all();
+            return Ok(());
+        }
+    }
+
+    /// Freezes the active memtable (it joins the flush queue) and starts a
+    /// new one with a new log. The old log is synced first, so a frozen
+    /// memtable's writes are on disk whatever the sync mode.
+    /// Any failure poisons the store: the log switch may be half done.
+    pub(super) fn freeze_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
+        let r = self.switch_memtable(w, st);
+        if let Err(e) = &r {
+            st.bg_error
+                .get_or_insert_with(|| Error::poisoned("switching to a new WAL", e.duplicate()));
+            self.cv.notify_all();
+        }
+        r
+    }
+
+    pub(super) fn switch_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        let seq = self.last_seq.load(Ordering::Acquire);
+        let number = st.vs.new_file_number(seq)?;
+        let wal = Wal::create_in(self.fs(), &self.dir, number)?;
+        if let Some(old) = w.wal.as_mut() {
+            old.sync()?;
+        }
+        // Tracked once it exists: recovery refuses a store missing it.
+        let edit = VersionEdit {
+            new_logs: vec![number],
+            ..VersionEdit::default()
+        };
+        st.vs.log_and_apply(edit, &[], seq)?;
+        w.wal = Some(wal);
+        let frozen = std::mem::replace(
+            &mut w.mem,
+            Arc::new(MemTable::for_write_buffer(self.opts.write_buffer_size)),
+        );
+        st.imm.push((frozen, st.wal_number));
+        st.wal_number = number;
+        self.install(st, w.mem.clone());
+        Ok(())
+    }
+
+    /// [`Db::write`] through the writer queue (LevelDB's group commit):
+    /// the writer at the front of the queue leads, taking the batches queued
+    /// behind it into one WAL record — one write, one fsync in sync mode —
+    /// and one memtable insert; every writer of the group returns only after
+    /// that, with the group's result. A lone writer is a group of one.
+    pub(super) fn write_queued(&self, batch: WriteBatch) -> Result<()> {
+        let mut q = self.queue()?;
+        let ticket = q.next_ticket;
+        q.next_ticket += 1;
+        q.waiting.push_back((ticket, Some(batch)));
+        loop {
+            if let Some(r) = q.done.remove(&ticket) {
+                return r;
+            }
+            if q.waiting.front().map(|w| w.0) == Some(ticket) {
+                break;
+            }
+            q = self
+                .write_done
+                .wait(q)
+                .map_err(|_| Error::lock_poisoned("write queue lock"))?;
+        }
+        // Lead: this batch and those queued behind it, up to the group limit
+        // (a small first batch is not held back by much more than itself).
+        let mut group = q.waiting[0].1.take().expect("the leader's batch is queued");
+        let first = group.approximate_size();
+        let limit = if first <= GROUP_SMALL_BATCH {
+            first + GROUP_SMALL_BATCH
+        } else {
+            GROUP_MAX_BYTES
+        };
+        let mut members = 1;
+        for (_, b) in q.waiting.iter_mut().skip(1) {
+            let Some(b) = b.as_ref() else { break };
+            if group.approximate_size() + b.approximate_size() > limit {
+                break;
+            }
+            group.append(b);
+            members += 1;
+        }
+        for (_, b) in q.waiting.iter_mut().skip(1).take(members - 1) {
+            *b = None;
+        }
+        drop(q);
+        let result = self.write_group(group);
+        // Hand the result to the group, whatever happens to the lock.
+        let mut q = self.write_queue.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..members {
+            if let Some((t, _)) = q.waiting.pop_front()
+                && t != ticket
+            {
+                let r = match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                };
+                q.done.insert(t, r);
+            }
+        }
+        drop(q);
+        self.write_done.notify_all();
+        result
+    }
+
+    pub(super) fn queue(&self) -> Result<MutexGuard<'_, WriteQueue>> {
+        self.write_queue
+            .lock()
+            .map_err(|_| Error::lock_poisoned("write queue lock"))
+    }
+
+    /// Logs and applies one batch (a group's): the writer lock, room in the
+    /// memtable, the WAL record, the memtable insert, the new last sequence.
+    pub(super) fn write_group(&self, mut batch: WriteBatch) -> Result<()> {
+        let mut w = self
+            .writer
+            .lock()
+            .map_err(|_| Error::lock_poisoned("writer lock"))?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        if let Err(e) = self.make_room(&mut w) {
+            self.poison("making room for a write", &e);
+            return Err(e);
+        }
+        let first = self.last_seq.load(Ordering::Acquire) + 1;
+        // Sequence numbers are 56 bits in every key; one past the end would
+        // be shifted out of the key and read back as another write. A store
+        // never gets there by writing (2^56 operations), only by a damaged
+        // counter: refuse, with nothing logged.
+        if first.saturating_add((batch.len() as u64).saturating_sub(1)) > key::MAX_SEQUENCE {
+            return Err(Error::invalid(format!(
+                "the store's sequence numbers are used up: the last is {}, a batch of {} needs more (the most is {})",
+                first - 1,
+                batch.len(),
+                key::MAX_SEQUENCE
+            )));
+        }
+        batch.set_sequence(first);
+        let Some(wal) = w.wal.as_mut() else {
+            return Err(Error::ReadOnly);
+        };
+        if let Err(e) = wal.append_batch(&batch, self.opts.sync_writes) {
+            // The log may now hold a partial record; refuse further writes
+            // rather than acknowledge anything after it.
+            self.poison("a WAL write", &e);
+            return Err(e);
+        }
+        w.mem.insert_batch(&batch);
+        let last = first + batch.len() as u64 - 1;
+        self.last_seq.store(last, Ordering::Release);
+        Ok(())
+    }
+}
