@@ -1,0 +1,446 @@
+//! [`Table::open`]: reads the footer, metaindex, properties, filter and index
+//! blocks and refuses a table whose parts disagree with each other, so that
+//! every later read can trust the in-memory index and properties.
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::fs::{RealFs, open_read_in};
+use crate::key;
+
+use crate::sst::compression::Compression;
+use crate::sst::filter_block::{self, FilterInfo};
+use crate::sst::format::{
+    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, KeyFormat, META_FILTER_PARTITIONS_PREFIX,
+    META_FILTER_PREFIX, META_PROPERTIES,
+};
+use crate::sst::properties::TableProperties;
+
+use super::read::read_at;
+use super::{IndexEntry, Table, TableOpenOptions};
+
+/// The filter block the metaindex names.
+struct MetaFilter {
+    /// The policy name after the metaindex name's prefix.
+    policy: String,
+    /// The filter block, or a partitioned filter's partition index block.
+    handle: BlockHandle,
+    /// Named as a partitioned filter.
+    partitioned: bool,
+}
+
+impl Table {
+    /// Opens and verifies the table at `path`: footer, metaindex, properties,
+    /// filter and index blocks (checksums and structure). Data blocks are
+    /// verified when read; [`verify_all`](Self::verify_all) checks them all.
+    pub fn open(path: impl AsRef<Path>, opts: TableOpenOptions) -> Result<Table> {
+        let path = path.as_ref().to_path_buf();
+        let file = match &opts.fs {
+            Some(fs) => open_read_in(fs.as_ref(), &path, opts.read_mode),
+            None => open_read_in(&RealFs, &path, opts.read_mode),
+        }
+        .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        let file_size = file
+            .len()
+            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+        let footer_offset = file_size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
+            Error::corruption(
+                &path,
+                0,
+                format!("file of {file_size} bytes is shorter than the {FOOTER_LEN}-byte footer"),
+            )
+        })?;
+        let mut raw = [0u8; FOOTER_LEN];
+        read_at(file.as_ref(), &path, &mut raw, footer_offset)?;
+        let footer = Footer::decode(&raw, footer_offset)
+            .map_err(|(off, what)| Error::corruption(&path, footer_offset + off, what))?;
+
+        // Fields filled in step by step; `table` lets the block helpers run.
+        let mut table = Table {
+            path,
+            file,
+            file_id: opts.file_id,
+            file_size,
+            cache: opts.cache,
+            footer,
+            props: placeholder_properties(),
+            index_keys: Vec::new(),
+            index: Vec::new(),
+            index_prefix: Vec::new(),
+            filter: None,
+            filter_name: None,
+            filter_handle: None,
+            filter_partitions: Vec::new(),
+            filter_info: None,
+            properties_handle: BlockHandle::default(),
+        };
+        let (props_handle, filter) = table.read_metaindex()?;
+        table.read_properties(props_handle)?;
+        table.check_properties(filter.as_ref())?;
+        if let Some(filter) = filter {
+            table.read_filter(filter, opts.filter_on_demand)?;
+        }
+        table.read_index()?;
+        Ok(table)
+    }
+
+    /// The metaindex: the properties block's handle and the filter block's,
+    /// if any. Names it does not know (written by a later version) are
+    /// ignored.
+    fn read_metaindex(&self) -> Result<(BlockHandle, Option<MetaFilter>)> {
+        let footer = self.footer;
+        let mi = self.read_block(footer.metaindex, "metaindex")?;
+        let mut it = mi.iter(KeyFormat::Plain);
+        let mut props_handle = None;
+        let mut filter: Option<MetaFilter> = None;
+        loop {
+            let at = footer.metaindex.offset + it.next_offset() as u64;
+            if !self.block_step(&mut it, footer.metaindex, "metaindex")? {
+                break;
+            }
+            let h = BlockHandle::decode_exact(it.value_slice()).ok_or_else(|| {
+                self.corruption(at, "metaindex entry value is not a block handle")
+            })?;
+            let name = it.key();
+            if name == META_PROPERTIES.as_bytes() {
+                if props_handle.replace(h).is_some() {
+                    return Err(self.corruption(at, "two properties blocks"));
+                }
+                continue;
+            }
+            let (policy, partitioned) = if let Some(policy) =
+                name.strip_prefix(META_FILTER_PREFIX.as_bytes())
+            {
+                (policy, false)
+            } else if let Some(policy) = name.strip_prefix(META_FILTER_PARTITIONS_PREFIX.as_bytes())
+            {
+                (policy, true)
+            } else {
+                continue;
+            };
+            let named = MetaFilter {
+                policy: String::from_utf8_lossy(policy).into_owned(),
+                handle: h,
+                partitioned,
+            };
+            if filter.replace(named).is_some() {
+                return Err(self.corruption(at, "more than one filter block"));
+            }
+        }
+        let props_handle = props_handle.ok_or_else(|| {
+            self.corruption(footer.metaindex.offset, "metaindex has no properties block")
+        })?;
+        Ok((props_handle, filter))
+    }
+
+    /// Reads and decodes the properties block at `h` into the table.
+    fn read_properties(&mut self, h: BlockHandle) -> Result<()> {
+        let pb = self.read_block(h, "properties")?;
+        self.props =
+            TableProperties::decode(&pb).map_err(|e| self.block_error(h, "properties", e))?;
+        self.properties_handle = h;
+        Ok(())
+    }
+
+    /// Checks the properties against the footer, against themselves (key
+    /// ranges, counts, sizes) and against the metaindex's `filter`.
+    fn check_properties(&self, filter: Option<&MetaFilter>) -> Result<()> {
+        let footer = &self.footer;
+        let at = self.properties_handle.offset;
+        let p = &self.props;
+        if p.format_version != footer.format_version {
+            return Err(self.corruption(
+                at,
+                format!(
+                    "properties say format version {}, footer {}",
+                    p.format_version, footer.format_version
+                ),
+            ));
+        }
+        // Lookups skip a table by the user-key range, `verify_all` checks
+        // the full keys: the two must be one range.
+        if p.smallest_user_key != p.key_format.user_key(&p.smallest_key)
+            || p.largest_user_key != p.key_format.user_key(&p.largest_key)
+        {
+            return Err(self.corruption(at, "the user-key range differs from the key range"));
+        }
+        if (p.entries == 0) != (p.data_blocks == 0) {
+            return Err(self.corruption(
+                at,
+                format!("{} entries in {} data blocks", p.entries, p.data_blocks),
+            ));
+        }
+        if let Some(what) = size_bounds_broken(p, self.file_size()) {
+            return Err(self.corruption(at, what));
+        }
+        if p.data_blocks > 0
+            && p.data_raw_max.saturating_add(BLOCK_TRAILER_LEN as u64) > p.data_raw_size
+            && self.compressed_table()
+        {
+            return Err(self.corruption(
+                at,
+                format!(
+                    "largest raw data block {} is more than all data blocks' {}",
+                    p.data_raw_max, p.data_raw_size
+                ),
+            ));
+        }
+        let partitioned = filter.is_some_and(|f| f.partitioned);
+        if partitioned != (p.filter_partitions > 0) {
+            return Err(self.corruption(
+                footer.metaindex.offset,
+                format!(
+                    "metaindex has a {} filter, properties say {} partitions",
+                    if partitioned {
+                        "partitioned"
+                    } else {
+                        "whole or no"
+                    },
+                    p.filter_partitions
+                ),
+            ));
+        }
+        let policy = filter.map(|f| &f.policy);
+        if policy != p.filter_policy.as_ref() {
+            return Err(self.corruption(
+                footer.metaindex.offset,
+                format!(
+                    "metaindex filter {policy:?} disagrees with properties filter {:?}",
+                    p.filter_policy
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The filter: read and checked whole, then kept in memory (aligned
+    /// copy) for the table's life, or dropped when read on demand.
+    fn read_filter(&mut self, filter: MetaFilter, on_demand: bool) -> Result<()> {
+        if filter.partitioned {
+            self.filter_partitions = self.read_partition_index(filter.handle)?;
+        }
+        self.filter_name = Some(filter.policy);
+        self.filter_handle = Some(filter.handle);
+        let f = self.load_filter()?.expect("the table has a filter");
+        self.filter_info = Some(FilterInfo::of(&f));
+        // An unusable filter is a few bytes: kept, so readers see why.
+        if !on_demand || !f.is_usable() {
+            self.filter = Some(f);
+        }
+        Ok(())
+    }
+
+    /// A partitioned filter's partition index at `h`: as many partitions as
+    /// the properties say, laid out back to back just before `h`.
+    fn read_partition_index(&self, h: BlockHandle) -> Result<Vec<BlockHandle>> {
+        let bytes = self.read_raw(h, "filter partition index")?;
+        let parts = filter_block::decode_partition_index(&bytes).map_err(|(at, e)| {
+            self.corruption(h.offset + at as u64, format!("filter partition index: {e}"))
+        })?;
+        if parts.len() as u64 != self.props.filter_partitions {
+            return Err(self.corruption(
+                h.offset,
+                format!(
+                    "filter partition index has {} partitions, properties say {}",
+                    parts.len(),
+                    self.props.filter_partitions
+                ),
+            ));
+        }
+        // Written back to back just before the index block: any
+        // other layout (say, two handles swapped behind a re-sealed
+        // checksum, which would send keys to the wrong partition)
+        // is damage.
+        let mut next = parts[0].offset;
+        for (i, ph) in parts.iter().enumerate() {
+            if ph.offset != next || ph.end_with_trailer().is_none_or(|e| e > h.offset) {
+                return Err(self.corruption(
+                    h.offset,
+                    format!(
+                        "filter partition {i} at offset {} size {} is not where \
+                         partition {} ends ({next}), or runs into the index",
+                        ph.offset,
+                        ph.size,
+                        i.saturating_sub(1)
+                    ),
+                ));
+            }
+            next = ph.offset + ph.size + BLOCK_TRAILER_LEN as u64;
+        }
+        if next != h.offset {
+            return Err(self.corruption(
+                h.offset,
+                format!("filter partitions end at {next}, not at their index"),
+            ));
+        }
+        Ok(parts)
+    }
+
+    /// The index block, decoded into memory once: every entry's handle
+    /// within the data, its keys in order, as many as the properties' data
+    /// blocks, the last one the properties' largest key.
+    fn read_index(&mut self) -> Result<()> {
+        let footer = self.footer;
+        let footer_offset = self.file_size - FOOTER_LEN as u64;
+        let ib = self.read_block(footer.index, "index")?;
+        let fmt = self.props.key_format;
+        let mut it = ib.iter(fmt);
+        let mut keys = Vec::new();
+        let mut index = Vec::new();
+        let mut prev_end = 0usize;
+        loop {
+            let at = footer.index.offset + it.next_offset() as u64;
+            if !self.block_step(&mut it, footer.index, "index")? {
+                break;
+            }
+            let h = BlockHandle::decode_exact(it.value_slice())
+                .ok_or_else(|| self.corruption(at, "index entry value is not a block handle"))?;
+            if h.end_with_trailer().is_none_or(|e| e > footer_offset) {
+                return Err(self.corruption(
+                    at,
+                    format!(
+                        "index entry points past the end of the data: offset {} size {}",
+                        h.offset, h.size
+                    ),
+                ));
+            }
+            if !index.is_empty() && fmt.compare(&keys[prev_end..], it.key()) != Ordering::Less {
+                return Err(self.corruption(at, "index keys out of order"));
+            }
+            prev_end = keys.len();
+            keys.extend_from_slice(it.key());
+            index.push(IndexEntry {
+                key_end: keys.len(),
+                handle: h,
+            });
+        }
+        let p = &self.props;
+        if index.len() as u64 != p.data_blocks {
+            return Err(self.corruption(
+                footer.index.offset,
+                format!(
+                    "index has {} entries, properties say {} data blocks",
+                    index.len(),
+                    p.data_blocks
+                ),
+            ));
+        }
+        if !index.is_empty() && keys[prev_end..] != p.largest_key[..] {
+            return Err(self.corruption(
+                footer.index.offset,
+                "last index key differs from the largest key in the properties",
+            ));
+        }
+        keys.shrink_to_fit();
+        index.shrink_to_fit();
+        self.index_prefix = (0..index.len())
+            .map(|i| {
+                let start = if i == 0 { 0 } else { index[i - 1].key_end };
+                key::prefix(fmt.user_key(&keys[start..index[i].key_end]))
+            })
+            .collect();
+        self.index_keys = keys;
+        self.index = index;
+        Ok(())
+    }
+}
+
+/// Properties that stand in until the properties block is read.
+fn placeholder_properties() -> TableProperties {
+    TableProperties {
+        entries: 0,
+        data_blocks: 0,
+        smallest_key: Vec::new(),
+        largest_key: Vec::new(),
+        smallest_user_key: Vec::new(),
+        largest_user_key: Vec::new(),
+        raw_key_bytes: 0,
+        raw_value_bytes: 0,
+        data_size: 0,
+        data_raw_size: 0,
+        data_raw_max: 0,
+        compression: Compression::None,
+        index_size: 0,
+        filter_size: 0,
+        filter_partitions: 0,
+        filter_policy: None,
+        filter_bits_per_key: 0.0,
+        filter_probes: 0,
+        filter_keys: 0,
+        key_format: KeyFormat::Plain,
+        format_version: 0,
+        creation_time: 0,
+        deletions: None,
+        max_sequence: None,
+    }
+}
+
+/// What is wrong, if a table's sizes and entry count break bounds every real
+/// table keeps: stored data within the file, raw data at most 32,768 times
+/// the stored (no codec expands a block more, `compression`), and at most
+/// one entry per raw byte (an entry takes at least its three length
+/// varints). Statistics sum these over every table of a store; inside the
+/// bounds the sums stay far from u64's end.
+pub(super) fn size_bounds_broken(p: &TableProperties, file_size: u64) -> Option<String> {
+    let broken = p.data_size > file_size
+        || p.data_raw_size > p.data_size.saturating_mul(32 << 10)
+        || p.entries > p.data_raw_size;
+    broken.then(|| {
+        format!(
+            "{} entries in {} raw data bytes, {} stored, in a file of {file_size}",
+            p.entries, p.data_raw_size, p.data_size
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_counts_past_their_bounds_are_refused() {
+        let good = TableProperties {
+            entries: 100,
+            data_size: 1000,
+            data_raw_size: 4000,
+            ..placeholder_properties()
+        };
+        assert_eq!(size_bounds_broken(&good, 1000), None);
+        let at_limits = TableProperties {
+            entries: 1000 << 15,
+            data_raw_size: 1000 << 15,
+            ..good.clone()
+        };
+        assert_eq!(size_bounds_broken(&at_limits, 1000), None);
+        for (what, p, file) in [
+            ("stored data past the file", good.clone(), 999),
+            (
+                "raw data past any codec's expansion",
+                TableProperties {
+                    data_raw_size: (1000 << 15) + 1,
+                    ..good.clone()
+                },
+                1000,
+            ),
+            (
+                "more entries than raw bytes",
+                TableProperties {
+                    entries: 4001,
+                    ..good.clone()
+                },
+                1000,
+            ),
+            (
+                "an entry count near u64's end",
+                TableProperties {
+                    entries: u64::MAX,
+                    ..good.clone()
+                },
+                1000,
+            ),
+        ] {
+            assert!(size_bounds_broken(&p, file).is_some(), "{what}");
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! Reading one block of a table: its bounds against the file, its checksum
+//! and type byte, decompression of data blocks, the block cache, and the
+//! readahead chunks of a sequential pass. Every block a table hands out has
+//! passed these checks.
+
+use std::path::Path;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::error::{Error, Result};
+use crate::fs::ReadableFile;
+use crate::sst::block::Block;
+use crate::sst::compression::{self, BLOCK_TYPE_NONE};
+use crate::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, get_varint32, verify_block};
+
+use super::{DATA, Table};
+
+/// Data-block I/O done by one lookup or one iterator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Data blocks read from the file (cache misses or no cache).
+    pub blocks_read: u64,
+    /// Data blocks served by the block cache.
+    pub cache_hits: u64,
+    /// Bytes read from the file as stored (compressed, if the block is),
+    /// trailers included: the I/O, not the decompressed size; with direct
+    /// reads, the whole sectors read ([`ReadableFile::transfer_len`]).
+    pub bytes_read: u64,
+}
+
+/// Bytes a sequential pass reads at once (RocksDB's compactions read ahead
+/// 2 MiB; a merge of 20 L0 files on two shards holds 40 chunks).
+pub const READAHEAD_BYTES: usize = 256 << 10;
+
+/// A chunk of a table's data blocks read at once, from file offset `offset`.
+#[derive(Default)]
+pub(super) struct Readahead {
+    offset: u64,
+    buf: Bytes,
+}
+
+impl Table {
+    /// Reads and verifies the block at `h`; returns its contents: the
+    /// payload, decompressed if it is a compressed data block.
+    pub(super) fn read_raw(&self, h: BlockHandle, what: &str) -> Result<Bytes> {
+        self.read_raw_into(h, what, BytesMut::new())
+    }
+
+    /// [`read_raw`](Self::read_raw) into `buf`'s memory (its length and
+    /// contents do not matter: every byte is overwritten by the read).
+    fn read_raw_into(&self, h: BlockHandle, what: &str, mut buf: BytesMut) -> Result<Bytes> {
+        let data_end = self.file_size - FOOTER_LEN as u64;
+        let end = h.end_with_trailer();
+        if end.is_none_or(|e| e > data_end) {
+            return Err(self.corruption(
+                h.offset,
+                format!(
+                    "{what} block (offset {}, size {}) runs past the end of the data at {data_end}",
+                    h.offset, h.size
+                ),
+            ));
+        }
+        // Bounded by the file size above, so a corrupt length cannot make us
+        // allocate more than the file holds. A recycled buffer of about the
+        // same size needs no zeroing: only a longer tail is written here.
+        let need = h.size as usize + BLOCK_TRAILER_LEN;
+        if buf.capacity() < need {
+            // Room for the table's largest data block (at most twice this
+            // one), so that recycled, this buffer takes any other block
+            // without growing.
+            let largest = (self.props.data_raw_max as usize).saturating_add(BLOCK_TRAILER_LEN);
+            buf = BytesMut::with_capacity(largest.clamp(need, need * 2));
+        }
+        buf.resize(need, 0);
+        read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
+        let (n, block_type) = self.check_block(h, what, &buf)?;
+        buf.truncate(n);
+        if block_type == BLOCK_TYPE_NONE {
+            return Ok(buf.freeze());
+        }
+        self.decompress_block(h, what, block_type, &buf)
+    }
+
+    /// Verifies block `h` as stored (`raw`: its bytes and trailer): its
+    /// length, stored with its checksum and its type byte.
+    fn check_block(&self, h: BlockHandle, what: &str, raw: &[u8]) -> Result<(usize, u8)> {
+        let compressed_ok = what == DATA && self.compressed_table();
+        verify_block(self.footer.checksum, raw, h.offset, compressed_ok)
+            .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
+    }
+
+    /// The contents of block `h`, stored compressed as `block_type`. Called
+    /// after [`check_block`](Self::check_block): only intact stored bytes
+    /// reach the decoder, and the table's largest block bounds what it may
+    /// allocate.
+    fn decompress_block(
+        &self,
+        h: BlockHandle,
+        what: &str,
+        block_type: u8,
+        stored: &[u8],
+    ) -> Result<Bytes> {
+        compression::decompress(block_type, stored, self.props.data_raw_max)
+            .map(Bytes::from)
+            .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
+    }
+
+    pub(super) fn read_block(&self, h: BlockHandle, what: &str) -> Result<Block> {
+        let data = self.read_raw(h, what)?;
+        Block::new(data).map_err(|e| self.block_error(h, what, e))
+    }
+
+    /// Data block `i`, from the cache or the file (verified, then cached).
+    pub(super) fn data_block(&self, i: usize, io: &mut ReadStats) -> Result<Block> {
+        let h = self.index[i].handle;
+        let cache = self.cache.as_deref().filter(|c| c.is_enabled());
+        if let Some(c) = cache
+            && let Some(data) = c.get(self.file_id, h.offset)
+        {
+            io.cache_hits += 1;
+            return Block::new(data).map_err(|e| self.block_error(h, DATA, e));
+        }
+        // The I/O is the stored bytes; the cache holds the decompressed block.
+        io.blocks_read += 1;
+        io.bytes_read += self
+            .file
+            .transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
+        let buf = cache.map_or_else(BytesMut::new, |c| c.recycled(self.file_id, h.offset));
+        let data = self.read_raw_into(h, DATA, buf)?;
+        let block = Block::new(data).map_err(|e| self.block_error(h, DATA, e))?;
+        if let Some(c) = cache {
+            c.insert(self.file_id, h.offset, block.data().clone());
+        }
+        Ok(block)
+    }
+
+    /// Data block `i` for a sequential pass (a compaction's input): cut out of
+    /// `ra`, a chunk of [`READAHEAD_BYTES`] read at once, so a table costs
+    /// one read per chunk instead of one per block. The block cache is
+    /// neither consulted nor filled (RocksDB's compactions read with
+    /// `fill_cache = false`): the inputs are deleted when the compaction
+    /// ends, and their blocks would push out the ones readers use.
+    pub(super) fn data_block_ahead(
+        &self,
+        i: usize,
+        ra: &mut Readahead,
+        io: &mut ReadStats,
+    ) -> Result<Block> {
+        let h = self.index[i].handle;
+        let data_end = self.file_size - FOOTER_LEN as u64;
+        let end = match h.end_with_trailer() {
+            Some(e) if e <= data_end => e,
+            _ => return self.data_block(i, io), // reports the corruption
+        };
+        let need = (end - h.offset) as usize;
+        if !(ra.offset <= h.offset && end <= ra.offset + ra.buf.len() as u64) {
+            // From this block to the end of the data blocks (the last
+            // block's end is known: the index is in memory), at most a chunk.
+            let blocks_end = self.index[self.index.len() - 1]
+                .handle
+                .end_with_trailer()
+                .unwrap_or(end)
+                .clamp(end, data_end);
+            let len = (blocks_end - h.offset)
+                .min(READAHEAD_BYTES as u64)
+                .max(need as u64) as usize;
+            // The previous chunk's memory, if no block or value still uses it.
+            let mut buf = std::mem::take(&mut ra.buf)
+                .try_into_mut()
+                .unwrap_or_else(|_| BytesMut::new());
+            buf.clear();
+            buf.resize(len, 0);
+            read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
+            *ra = Readahead {
+                offset: h.offset,
+                buf: buf.freeze(),
+            };
+        }
+        io.blocks_read += 1;
+        io.bytes_read += need as u64;
+        let at = (h.offset - ra.offset) as usize;
+        let raw = ra.buf.slice(at..at + need);
+        let (n, block_type) = self.check_block(h, DATA, &raw)?;
+        let data = if block_type == BLOCK_TYPE_NONE {
+            raw.slice(..n)
+        } else {
+            self.decompress_block(h, DATA, block_type, &raw[..n])?
+        };
+        Block::new(data).map_err(|e| self.block_error(h, DATA, e))
+    }
+
+    /// How data block `i` is stored: its type byte (0 = raw, 1 = LZ4,
+    /// 2 = zstd) and its size before compression (trailer excluded), read
+    /// from its trailer and its length prefix without checking the block
+    /// (for `sst dump`; [`verify_all`](Self::verify_all) checks). A prefix
+    /// that is not a varint32 is corruption.
+    pub fn data_block_codec(&self, i: usize) -> Result<(u8, u64)> {
+        let h = self
+            .index
+            .get(i)
+            .ok_or_else(|| Error::invalid(format!("no data block {i}")))?
+            .handle;
+        let mut t = [0u8; 1];
+        read_at(
+            self.file.as_ref(),
+            &self.path,
+            &mut t,
+            h.offset.saturating_add(h.size),
+        )?;
+        if t[0] == BLOCK_TYPE_NONE {
+            return Ok((t[0], h.size));
+        }
+        let mut prefix = [0u8; 5];
+        let n = (h.size as usize).min(prefix.len());
+        read_at(self.file.as_ref(), &self.path, &mut prefix[..n], h.offset)?;
+        let (raw, _) = get_varint32(&prefix[..n]).ok_or_else(|| {
+            self.corruption(h.offset, "data block: bad uncompressed-length varint")
+        })?;
+        Ok((t[0], u64::from(raw)))
+    }
+}
+
+pub(super) fn read_at(
+    file: &dyn ReadableFile,
+    path: &Path,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<()> {
+    file.read_exact_at(buf, offset).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            // The file is shorter than its own structure says: truncated
+            // (or shrunk after open).
+            Error::corruption(
+                path,
+                offset,
+                format!("truncated: cannot read {} bytes", buf.len()),
+            )
+        } else {
+            Error::io(format!("read {} at {offset}", path.display()), e)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::open::size_bounds_broken;
+    use super::super::test_tables::build;
+    use super::*;
+    use crate::sst::{BlockCache, Compression, TableBuilderOptions, TableOpenOptions};
+
+    #[test]
+    fn compressed_tables_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut codecs = vec![Compression::None, Compression::Lz4];
+        if cfg!(feature = "zstd") {
+            codecs.push(Compression::Zstd(3));
+        }
+        for c in codecs {
+            let opts = TableBuilderOptions {
+                block_size: 512,
+                compression: c,
+                ..Default::default()
+            };
+            let path = build(dir.path(), 2000, opts);
+            let cache = Arc::new(BlockCache::new(1 << 20));
+            let t = Table::open(
+                &path,
+                TableOpenOptions {
+                    cache: Some(cache.clone()),
+                    ..TableOpenOptions::default()
+                },
+            )
+            .unwrap();
+            let p = t.properties();
+            assert_eq!(t.compression(), c);
+            assert_eq!(p.format_version, if c == Compression::None { 1 } else { 2 });
+            let want_type = c.block_type();
+            assert_eq!(t.data_block_codec(0).unwrap().0, want_type, "{c}");
+            if c == Compression::None {
+                assert_eq!(p.data_raw_size, p.data_size);
+            } else {
+                assert!(p.data_raw_size > p.data_size * 3 / 2, "{c}: {p:?}");
+                assert!(p.data_raw_max >= 512 && p.data_raw_max < 1024, "{p:?}");
+            }
+            for i in (0..2000).step_by(7) {
+                let r = t.get_unhashed(format!("k{i:06}").as_bytes()).unwrap();
+                assert_eq!(r.entry.unwrap().1, format!("v{i}").as_bytes());
+                // The I/O counted is the stored block, not its decoded size.
+                assert!(r.bytes_read == 0 || r.bytes_read < 1024 + 5);
+            }
+            // Cached blocks are decoded ones: hits read the same.
+            let r = t.get_unhashed(b"k000007").unwrap();
+            assert_eq!((r.cache_hits, r.entry.unwrap().1), (1, Bytes::from("v7")));
+            assert_eq!(t.iter().count(), 2000);
+            assert_eq!(t.iter_from(b"k001500").count(), 500);
+            t.verify_all().unwrap();
+            assert_eq!(size_bounds_broken(p, t.file_size()), None, "{c}");
+        }
+    }
+}

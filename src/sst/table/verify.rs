@@ -1,0 +1,121 @@
+//! [`Table::verify_all`]: every block read back from the file, past the
+//! block cache, and checked against the index, the properties and the
+//! filter; the first bad block is reported.
+
+use std::cmp::Ordering;
+
+use crate::error::Result;
+use crate::filter::{key_hash, partitioned};
+use crate::sst::format::show_key;
+
+use super::{DATA, Table};
+
+impl Table {
+    /// Reads every block from disk (bypassing the cache) and checks checksums,
+    /// structure, key order, index/data agreement, entry count and that the
+    /// filter as stored (every partition of a partitioned one; whether or
+    /// not the table holds it in memory) answers "maybe" for every user key.
+    /// Reports the first bad block.
+    pub fn verify_all(&self) -> Result<()> {
+        let f = &self.footer;
+        for (h, what) in [
+            (f.metaindex, "metaindex"),
+            (self.properties_handle, "properties"),
+            (f.index, "index"),
+        ] {
+            self.read_block(h, what)?
+                .check_restarts()
+                .map_err(|e| self.block_error(h, what, e))?;
+        }
+        // The filter as stored, read back from disk (every partition, and a
+        // partitioned filter's index) whether or not it is held in memory:
+        // a table that reads its filter on demand is checked the same way.
+        if let Some(h) = self.filter_handle
+            && !self.filter_partitions.is_empty()
+        {
+            self.read_raw(h, "filter partition index")?;
+        }
+        let filter = self.load_filter()?;
+        let fmt = self.props.key_format;
+        let mut entries = 0u64;
+        let mut prev_key: Option<Vec<u8>> = None;
+        let mut expect_offset = 0u64;
+        for i in 0..self.index.len() {
+            let h = self.index[i].handle;
+            if h.offset != expect_offset {
+                return Err(self.corruption(
+                    h.offset,
+                    format!(
+                        "data block {i} starts at {}, expected {expect_offset}",
+                        h.offset
+                    ),
+                ));
+            }
+            expect_offset = h.end_with_trailer().unwrap_or(u64::MAX);
+            let block = self.read_block(h, DATA)?;
+            block
+                .check_restarts()
+                .map_err(|e| self.block_error(h, DATA, e))?;
+            let mut it = block.iter(fmt);
+            let mut n = 0;
+            loop {
+                let at = h.offset + it.next_offset() as u64;
+                if !self.block_step(&mut it, h, DATA)? {
+                    break;
+                }
+                let key = it.key();
+                match &prev_key {
+                    None if key != &self.props.smallest_key[..] => {
+                        return Err(self.corruption(at, "first key differs from properties"));
+                    }
+                    Some(p) if fmt.compare(p, key) != Ordering::Less => {
+                        return Err(self.corruption(at, "keys out of order"));
+                    }
+                    _ => {}
+                }
+                if let Some(filter) = &filter {
+                    let fresh = prev_key
+                        .as_ref()
+                        .is_none_or(|p| fmt.user_key(p) != fmt.user_key(key));
+                    let hash = key_hash(fmt.user_key(key));
+                    if fresh && !filter.may_contain(hash) {
+                        // The block at fault: the key's partition, or the
+                        // whole filter.
+                        let off = match self.filter_partitions.len() {
+                            0 => self.filter_handle.map_or(0, |h| h.offset),
+                            n => self.filter_partitions[partitioned::partition_of(hash, n)].offset,
+                        };
+                        return Err(self.corruption(
+                            off,
+                            format!("filter rejects stored key {}", show_key(key)),
+                        ));
+                    }
+                }
+                prev_key = Some(key.to_vec());
+                n += 1;
+            }
+            if n == 0 || prev_key.as_deref() != Some(self.index_key(i)) {
+                return Err(
+                    self.corruption(h.offset, "data block's last key differs from its index key")
+                );
+            }
+            entries += n;
+        }
+        if prev_key.as_deref().unwrap_or_default() != &self.props.largest_key[..] {
+            return Err(self.corruption(
+                self.properties_handle.offset,
+                "last key differs from properties",
+            ));
+        }
+        if entries != self.props.entries {
+            return Err(self.corruption(
+                self.properties_handle.offset,
+                format!(
+                    "{entries} entries found, properties say {}",
+                    self.props.entries
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
