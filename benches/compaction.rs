@@ -7,13 +7,8 @@
 
 use std::time::{Duration, Instant};
 
+use bloomlsm::workload::{SplitMix64, present_key};
 use bloomlsm::{Db, Options, WriteBatch};
-
-// The `bench` command's key generator (not part of the library's API).
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
-use workload::{SplitMix64, present_key};
 
 const KEYS: u64 = 400_000;
 

@@ -21,14 +21,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlsm::filter::math;
+use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use bloomlsm::{Db, FilterKind, FilterOptions, FilterPolicy, Options};
 use criterion::Criterion;
-
-// The `bench` command's key generator (not part of the library's API).
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
-use workload::{SplitMix64, absent_key, present_key};
 
 #[path = "support/fill.rs"]
 mod fill;

@@ -14,13 +14,8 @@ use std::time::{Duration, Instant};
 use bloomlsm::filter::{
     Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, RibbonFilter, key_hash,
 };
+use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use criterion::{BenchmarkId, Criterion, Throughput};
-
-// The `bench` command's key generator (not part of the library's API).
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
-use workload::{SplitMix64, absent_key, present_key};
 
 // Parquet's split block Bloom filter: a benchmark peer, not part of the library.
 #[path = "peer/sbbf.rs"]

@@ -19,13 +19,9 @@
 use std::hint::black_box;
 use std::path::Path;
 
+use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, WriteBatch};
 use criterion::Criterion;
-
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
-use workload::{SplitMix64, absent_key, present_key};
 
 /// `bloomlsm bench`'s default seed: its stores' keys.
 const SEED: u64 = 42;

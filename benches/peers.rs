@@ -54,14 +54,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, WriteBatch};
 use fjall::AbstractTree;
-
-// The `bench` command's key generator (not part of the library's API).
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
-use workload::{SplitMix64, absent_key, present_key};
 
 const SEED: u64 = 7;
 const VALUE_LEN: usize = 100;

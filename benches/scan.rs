@@ -11,13 +11,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use bloomlsm::workload::present_key;
 use bloomlsm::{Db, FilterOptions, Options};
 use criterion::Criterion;
-
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
-use workload::present_key;
 
 #[path = "support/fill.rs"]
 mod fill;

@@ -8,13 +8,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, FilterOptions, FilterPolicy, Options, Result};
-
-// A small deterministic PRNG: the `bench` command's, included by path (it is
-// not part of the library).
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
 
 /// What one store saw while serving the request mix.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,7 +74,7 @@ pub fn run(dir: &Path, filters: FilterOptions, users: u64, requests: u64) -> Res
     }
 
     db.reset_stats();
-    let mut rng = workload::SplitMix64::new(7);
+    let mut rng = SplitMix64::new(7);
     let mut report = GuardReport {
         hits: 0,
         penetrating: 0,

@@ -7,14 +7,8 @@
 
 use std::path::Path;
 
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options, Result};
-
-// A small deterministic PRNG: the `bench` command's, included by path (it is
-// not part of the library).
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-pub mod workload;
-use workload::SplitMix64;
 
 /// What the de-duplicator did.
 #[derive(Debug, Clone, Copy, PartialEq)]

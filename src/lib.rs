@@ -69,6 +69,8 @@
 //! - [`Error`] makes every failure a value; damaged bytes are
 //!   [`Error::Corruption`] naming the file and offset, never a panic.
 //! - [`sst::Table`] is the table reader, for tools.
+//! - [`workload`] holds the filter study's seeded keys and values, for
+//!   measuring a store with the keys `bloomlsm bench` uses.
 //!
 //! # Durability
 //!
@@ -101,6 +103,7 @@ pub mod sst;
 pub mod stats;
 #[cfg(test)]
 pub(crate) mod test_rng;
+pub mod workload;
 
 pub use bytes::Bytes;
 pub use db::iter::ScanRange;

@@ -1,10 +1,22 @@
-//! The `bench` command's deterministic workload: a tiny seeded PRNG and
-//! 16-byte keys drawn from two disjoint families, "present" (to insert) and
-//! "absent" (never inserted).
+//! The filter study's deterministic workload: a small seeded generator
+//! ([`SplitMix64`]), 16-byte keys drawn from two disjoint families,
+//! "present" ([`present_key`], to insert) and "absent" ([`absent_key`],
+//! never inserted), and values of a chosen compressibility
+//! ([`ValueSource`]).
 //!
-//! Not part of the library: the integration tests, benchmarks and examples
-//! that want the same keys include this file with `#[path]`. Its tests are in
-//! `bench.rs`, so that they run once.
+//! `bloomlsm bench`, the benchmarks, the examples and the integration tests
+//! draw their keys here, so a program that measures a store the way the
+//! study does can use the same keys. Every sequence is a pure function of
+//! its seed and stays the same from release to release: the study's results
+//! depend on it.
+//!
+//! ```
+//! use bloomlsm::workload::{SplitMix64, absent_key, present_key};
+//!
+//! let mut rng = SplitMix64::new(7);
+//! let i = rng.below(1000);
+//! assert_ne!(present_key(7, i), absent_key(7, i));
+//! ```
 
 /// SplitMix64: a fast, well-mixed 64-bit generator (Steele, Lea, Flood 2014).
 /// Deterministic for a seed; not for cryptography.
@@ -107,5 +119,86 @@ impl ValueSource {
             let n = (self.len - out.len()).min(self.raw);
             out.extend_from_within(..n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::{SplitMix64, ValueSource, absent_key, mix64, present_key};
+    use crate::Compression;
+    use crate::sst::compression::Compressor;
+
+    /// `ValueSource`'s promise: values of `len` bytes that compress to about
+    /// `ratio` of their size.
+    #[test]
+    fn values_compress_about_as_stated() {
+        for ratio in [1.0, 0.5, 0.25] {
+            let src = ValueSource::new(7, ratio, 100);
+            let (mut block, mut v) = (Vec::new(), Vec::new());
+            for i in 0..40 {
+                src.value(i, &mut v);
+                assert_eq!(v.len(), 100);
+                block.extend_from_slice(&v);
+            }
+            let mut cx = Compressor::new(Compression::Lz4).unwrap();
+            let (stored, _) = cx.compress(&block);
+            let got = stored.len() as f64 / block.len() as f64;
+            eprintln!("ratio {ratio}: lz4 {got:.3}");
+            assert!((got - ratio).abs() < 0.15, "ratio {ratio}: lz4 {got:.3}");
+        }
+    }
+
+    /// The absent family never collides with the present one, and a key is
+    /// a function of its seed and index alone.
+    #[test]
+    fn families_are_disjoint_and_deterministic() {
+        let p: HashSet<[u8; 16]> = (0..10_000).map(|i| present_key(7, i)).collect();
+        assert_eq!(p.len(), 10_000);
+        assert!((0..10_000).all(|i| !p.contains(&absent_key(7, i))));
+        assert_eq!(present_key(7, 3), present_key(7, 3));
+        assert_ne!(present_key(7, 3), present_key(8, 3));
+    }
+
+    /// `below(n)` stays in `0..n`, `unit()` in `[0, 1)`.
+    #[test]
+    fn below_is_in_range() {
+        let mut r = SplitMix64::new(1);
+        assert!((0..1000).all(|_| r.below(10) < 10));
+        let u = r.unit();
+        assert!((0.0..1.0).contains(&u));
+    }
+
+    /// The sequences the study's published results were measured with: a
+    /// change to any generator changes these values.
+    #[test]
+    fn sequences_are_stable() {
+        let mut r = SplitMix64::new(42);
+        let first: Vec<u64> = (0..3).map(|_| r.next_u64()).collect();
+        assert_eq!(
+            first,
+            [
+                0xbdd7_3226_2feb_6e95,
+                0x28ef_e333_b266_f103,
+                0x4752_6757_130f_9f52
+            ]
+        );
+        assert_eq!(mix64(1), 0x5692_161d_100b_05e5);
+        assert_eq!(
+            present_key(7, 3),
+            [
+                234, 164, 99, 103, 1, 193, 85, 33, 36, 81, 168, 66, 14, 94, 34, 177
+            ]
+        );
+        assert_eq!(
+            absent_key(7, 3),
+            [
+                231, 196, 42, 11, 136, 249, 126, 79, 166, 235, 243, 253, 75, 234, 182, 223
+            ]
+        );
+        let mut v = Vec::new();
+        ValueSource::new(7, 0.5, 12).value(9, &mut v);
+        assert_eq!(v, [81, 213, 12, 44, 26, 146, 81, 213, 12, 44, 26, 146]);
     }
 }

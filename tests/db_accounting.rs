@@ -4,29 +4,21 @@
 //! the sizes of the files flushes and compactions made. Counters, not
 //! timings; the block cache is off so every data block read is a disk read.
 
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, FileStats, FilterOptions, FilterPolicy, IoCounters, Options, WriteBatch};
 
 mod common;
+use common::keys::key;
 use common::scratch_dir;
-use common::workload::SplitMix64;
 
 fn options(filters: FilterOptions) -> Options {
     Options {
-        write_buffer_size: 8 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
         level_size_multiplier: 3,
         block_size: 512,
         block_cache_capacity: 0,
-        background_compaction: false,
         filters,
-        ..Options::default()
+        ..common::options::small()
     }
-}
-
-/// Present keys are even, missing keys odd.
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
 }
 
 /// A store with several levels and some L0 files, everything flushed. Keys
@@ -86,6 +78,8 @@ fn candidates(files: &[FileStats], k: &[u8]) -> (u64, Vec<u64>) {
     (considered, covering)
 }
 
+/// Keys of odd numbers ([`build`] writes even ones), and keys outside
+/// every file's range.
 fn missing_keys() -> Vec<Vec<u8>> {
     let mut v: Vec<Vec<u8>> = (0..2000).map(|i| key(4 * i + 1)).collect();
     // Outside every file's range: before, after.

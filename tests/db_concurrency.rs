@@ -11,11 +11,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options, WriteBatch};
 
 mod common;
 use common::scratch_dir;
-use common::workload::SplitMix64;
 
 const WRITERS: usize = 2;
 const READERS: usize = 3;

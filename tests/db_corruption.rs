@@ -7,19 +7,20 @@
 //! WAL record makes it indistinguishable from a write torn by a crash, so that
 //! record (and only that one) may vanish.
 
-use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use bloomlsm::db::{FileKind, LogReader, filename};
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options, WalRecovery};
 
 mod common;
+use common::files::{copy_store, files_of};
+use common::keys::{key5, tagged_value};
+use common::levels::full_levels;
+use common::model::{self, Model};
 use common::scratch_dir;
-use common::workload::SplitMix64;
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Panics of the store's own threads (panics on test threads are caught by
 /// `catch_unwind` in [`trial`]).
@@ -41,30 +42,17 @@ fn install_panic_hook() {
 
 fn options(salvage: bool) -> Options {
     Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 2,
-        block_size: 1024,
-        block_cache_capacity: 0,
-        background_compaction: false,
         wal_recovery: if salvage {
             WalRecovery::SkipDamagedRecords
         } else {
             WalRecovery::TolerateTornTail
         },
-        ..Options::default()
+        ..common::options::uncached()
     }
 }
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
-}
-
 fn val(rng: &mut SplitMix64, k: &[u8], tag: &str) -> Vec<u8> {
-    let mut v = format!("{}={tag}|", String::from_utf8_lossy(k)).into_bytes();
-    v.extend(std::iter::repeat_n(b'v', rng.below(120) as usize));
-    v
+    tagged_value(rng, k, tag, 120)
 }
 
 /// A closed store with several levels of tables, a manifest with a snapshot
@@ -83,17 +71,12 @@ fn build() -> Pristine {
     {
         let db = Db::open(dir.path(), options(false)).unwrap();
         for round in 0..3 {
-            for _ in 0..700 {
-                let k = key(rng.below(1200));
-                if rng.below(6) == 0 {
-                    db.delete(&k).unwrap();
-                    model.remove(&k);
-                } else {
-                    let v = val(&mut rng, &k, &format!("s1r{round}"));
-                    db.put(&k, &v).unwrap();
-                    model.insert(k, v);
-                }
-            }
+            let tag = format!("s1r{round}");
+            model::churn(&db, &mut model, 700, || {
+                let k = key5(rng.below(1200));
+                let v = (rng.below(6) != 0).then(|| val(&mut rng, &k, &tag));
+                (k, v)
+            });
             db.maintain().unwrap();
         }
         db.close().unwrap();
@@ -102,7 +85,7 @@ fn build() -> Pristine {
     // compaction edits follow; the last writes stay in the WAL.
     let db = Db::open(dir.path(), options(false)).unwrap();
     for _ in 0..300 {
-        let k = key(rng.below(1200));
+        let k = key5(rng.below(1200));
         let v = val(&mut rng, &k, "s2");
         db.put(&k, &v).unwrap();
         model.insert(k, v);
@@ -117,10 +100,7 @@ fn build() -> Pristine {
         wal_keys.push(k);
     }
     let s = db.stats();
-    assert!(
-        s.levels.iter().filter(|l| l.files > 0).count() >= 2,
-        "{s:?}"
-    );
+    assert!(full_levels(&s).len() >= 2, "{s:?}");
     db.close().unwrap();
     let p = Pristine {
         dir,
@@ -130,24 +110,6 @@ fn build() -> Pristine {
     assert_eq!(files_of(p.dir.path(), FileKind::Log).len(), 1);
     assert_eq!(files_of(p.dir.path(), FileKind::Manifest).len(), 1);
     p
-}
-
-fn files_of(dir: &Path, kind: FileKind) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = filename::list_store_files(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|(k, _, _)| *k == kind)
-        .map(|(_, _, p)| p)
-        .collect();
-    v.sort();
-    v
-}
-
-fn copy_store(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
 }
 
 /// What a damaged store may legitimately have lost.
@@ -528,7 +490,7 @@ fn manifest_last_edit_is_a_flush() {
     {
         let db = Db::open(dir.path(), options(false)).unwrap();
         for i in 0..200 {
-            let k = key(i);
+            let k = key5(i);
             let v = val(&mut rng, &k, "base");
             db.put(&k, &v).unwrap();
             model.insert(k, v);
@@ -537,7 +499,7 @@ fn manifest_last_edit_is_a_flush() {
     }
     let db = Db::open(dir.path(), options(false)).unwrap();
     for i in 200..260 {
-        let k = key(i);
+        let k = key5(i);
         let v = val(&mut rng, &k, "flushed");
         db.put(&k, &v).unwrap();
         model.insert(k, v);

@@ -9,8 +9,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bloomlsm::db::filename::{log_file, manifest_file};
 use bloomlsm::db::manifest::read_current;
@@ -18,27 +17,24 @@ use bloomlsm::db::{LogReader, LogWriter, Manifest, VersionEdit, WriteBatch};
 use bloomlsm::fs::RealFs;
 use bloomlsm::sst::{InternalKey, ValueKind};
 use bloomlsm::{Db, Error, Options};
+use common::files::{restore, snapshot};
+use common::keys::key;
+use common::model::{Model, entries, scan_all};
 use common::scratch_dir;
 
 fn options() -> Options {
     Options {
         write_buffer_size: 16 << 10,
-        target_file_size: 4096,
-        background_compaction: false,
-        ..Options::default()
+        ..common::options::tiny()
     }
 }
 
-fn key(i: u64) -> String {
-    format!("key{i:06}")
-}
-
 /// A closed store with tables on two levels and writes left in its WAL.
-fn build(dir: &Path) -> BTreeMap<String, String> {
+fn build(dir: &Path) -> Model {
     let db = Db::open(dir, options()).unwrap();
-    let mut model = BTreeMap::new();
+    let mut model = Model::new();
     for i in 0..3000 {
-        let (k, v) = (key(i * 7 % 3000), format!("value{i}"));
+        let (k, v) = (key(i * 7 % 3000), format!("value{i}").into_bytes());
         db.put(&k, &v).unwrap();
         model.insert(k, v);
         if i == 1500 {
@@ -47,30 +43,6 @@ fn build(dir: &Path) -> BTreeMap<String, String> {
     }
     db.close().unwrap();
     model
-}
-
-/// Every file of `dir` with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| !p.ends_with("LOCK"))
-        .map(|p| {
-            let bytes = std::fs::read(&p).unwrap();
-            (p, bytes)
-        })
-        .collect()
-}
-
-fn restore(dir: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) {
-    for p in snapshot(dir).keys() {
-        if !files.contains_key(p) {
-            std::fs::remove_file(p).unwrap();
-        }
-    }
-    for (p, bytes) in files {
-        std::fs::write(p, bytes).unwrap();
-    }
 }
 
 /// Opens `dir`, expecting `Corruption` whose text holds `want`, and checks
@@ -90,19 +62,9 @@ fn refused(dir: &Path, want: &str, ctx: &str) -> Error {
     e
 }
 
-fn reopens_intact(dir: &Path, model: &BTreeMap<String, String>, ctx: &str) {
+fn reopens_intact(dir: &Path, model: &Model, ctx: &str) {
     let db = Db::open(dir, options()).unwrap_or_else(|e| panic!("{ctx}: undone: {e}"));
-    let got: BTreeMap<String, String> = db
-        .scan(..)
-        .map(|r| {
-            let (k, v) = r.unwrap();
-            (
-                String::from_utf8(k.to_vec()).unwrap(),
-                String::from_utf8(v.to_vec()).unwrap(),
-            )
-        })
-        .collect();
-    assert!(&got == model, "{ctx}: the store changed");
+    assert!(scan_all(&db) == entries(model), "{ctx}: the store changed");
     db.close().unwrap();
 }
 
@@ -292,7 +254,7 @@ fn sequence_numbers_used_up() {
         let mut b = WriteBatch::new();
         b.delete(key(8));
         assert!(db.write(b).is_err());
-        assert_eq!(db.get(&k).unwrap().as_deref(), Some(model[&k].as_bytes()));
+        assert_eq!(db.get(&k).unwrap().as_deref(), Some(model[&k].as_slice()));
         db.close().unwrap();
     }
     reopens_intact(dir.path(), &model, "after refused writes");
@@ -308,11 +270,11 @@ fn sequence_numbers_used_up() {
     db.put(&k, "last").unwrap();
     assert!(db.put(&k, "more").is_err());
     assert_eq!(db.get(&k).unwrap().as_deref(), Some(&b"last"[..]));
-    let scanned = db.scan(k.as_str()..).next().unwrap().unwrap();
+    let scanned = db.scan(k.as_slice()..).next().unwrap().unwrap();
     assert_eq!(&scanned.1[..], b"last");
     db.close().unwrap();
     let mut model = model;
-    model.insert(k.clone(), "last".into());
+    model.insert(k.clone(), b"last".to_vec());
     reopens_intact(dir.path(), &model, "after the last sequence");
 }
 

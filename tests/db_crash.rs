@@ -12,17 +12,16 @@
 //! writes must all be there, and its one in-flight operation entirely or not
 //! at all.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, Options, WriteBatch};
 
 mod common;
+use common::child::Child;
+use common::model::{self, Model};
 use common::scratch_dir;
-use common::workload::SplitMix64;
 
 const ENV: &str = "BLOOMLSM_CRASH_CHILD";
 const KEY_SPACE: u64 = 300;
@@ -30,13 +29,11 @@ const KEY_SPACE: u64 = 300;
 /// killed long before).
 const CHILD_MAX_OPS: u64 = 20_000;
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
 /// One operation: the keys it sets (`Some(value)`) or deletes (`None`).
 type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 /// Key `i` of writer thread `t` (threads write disjoint keys).
-fn key(t: u64, i: u64) -> Vec<u8> {
+fn thread_key(t: u64, i: u64) -> Vec<u8> {
     format!("t{t}key{i:05}").into_bytes()
 }
 
@@ -55,11 +52,11 @@ fn gen_op(rng: &mut SplitMix64, t: u64, round: u64, i: u64) -> Op {
         _ => 2 + rng.below(5),
     };
     if n == 0 {
-        return vec![(key(t, rng.below(KEY_SPACE)), None)];
+        return vec![(thread_key(t, rng.below(KEY_SPACE)), None)];
     }
     (0..n)
         .map(|j| {
-            let k = key(t, rng.below(KEY_SPACE));
+            let k = thread_key(t, rng.below(KEY_SPACE));
             if n > 1 && rng.below(5) == 0 {
                 return (k, None);
             }
@@ -109,12 +106,9 @@ fn open(dir: impl AsRef<Path>, opts: Options) -> bloomlsm::Result<Db> {
     }
 }
 
-fn apply(model: &mut Model, op: &Op) {
+fn apply(m: &mut Model, op: &Op) {
     for (k, v) in op {
-        match v {
-            Some(v) => model.insert(k.clone(), v.clone()),
-            None => model.remove(k),
-        };
+        model::apply(m, k, v.as_deref());
     }
 }
 
@@ -182,23 +176,8 @@ fn crash_round(
     rng: &mut SplitMix64,
 ) -> Vec<Option<u64>> {
     let mode = if sync { "sync" } else { "nosync" };
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_writer",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(
-            ENV,
-            format!("{}|{seed}|{round}|{mode}|{threads}", dir.display()),
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let spec = format!("{}|{seed}|{round}|{mode}|{threads}", dir.display());
+    let mut child = Child::spawn("child_writer", &[(ENV, spec)]);
     // When to kill: after a random number of acknowledgements, or (one round
     // in eight) after a short random delay, which may fall inside open and
     // recovery.
@@ -225,25 +204,19 @@ fn crash_round(
             std::thread::sleep(Duration::from_micros(rng.below(20_000)));
         }
         Some(n) => {
-            for line in lines.by_ref() {
-                if record(&line.unwrap(), &mut last_ack) >= n {
+            while let Some(line) = child.next_line() {
+                if record(&line, &mut last_ack) >= n {
                     break;
                 }
             }
         }
     }
-    let _ = child.kill();
+    let killed = child.kill();
     // Acknowledgements printed before the kill still count.
-    for line in lines {
-        let Ok(line) = line else { break };
-        record(&line, &mut last_ack);
+    for line in &killed.rest {
+        record(line, &mut last_ack);
     }
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        use std::io::Read;
-        let _ = e.read_to_string(&mut err);
-    }
+    let (status, err) = (killed.status, killed.stderr);
     // The child must have been killed, not have failed by itself.
     assert!(
         status.code().is_none() || status.success(),
@@ -292,7 +265,7 @@ fn check_recovered(db: &Db, model: &Model, in_flight: &[Op], ctx: &str) -> Model
     // Point lookups agree with the scan (and check keys outside it).
     for t in 0..in_flight.len() as u64 {
         for i in 0..KEY_SPACE {
-            let k = key(t, i);
+            let k = thread_key(t, i);
             let g = db
                 .get(&k)
                 .unwrap_or_else(|e| panic!("{ctx}: get: {e}"))

@@ -9,14 +9,8 @@ use common::scratch_dir;
 
 fn options(filters: FilterOptions) -> Options {
     Options {
-        write_buffer_size: 8 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 4,
-        block_size: 1024,
-        background_compaction: false,
         filters,
-        ..Options::default()
+        ..common::options::small()
     }
 }
 

@@ -4,7 +4,6 @@
 //! sectors, and a file system without direct I/O is refused in one line or,
 //! when asked, falls back to buffered reads.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
@@ -12,6 +11,10 @@ use std::sync::Arc;
 
 use bloomlsm::fs::{FileLock, FileSystem, ReadableFile, RealFs, WritableFile, direct};
 use bloomlsm::{Db, Options, ReadMode};
+
+mod common;
+use common::keys::scattered_key;
+use common::model::{Model, entries, scan_all};
 
 /// A directory on the disk that holds the build (`CARGO_TARGET_TMPDIR`):
 /// `common::scratch_dir` prefers `/dev/shm`, and these tests are about the
@@ -27,15 +30,13 @@ fn options(mode: ReadMode) -> Options {
         level1_max_bytes: 64 << 10,
         level_size_multiplier: 4,
         block_cache_capacity: 0,
-        background_compaction: false,
         read_mode: mode,
-        ..Options::default()
+        ..common::options::manual()
     }
 }
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{:08}", i.wrapping_mul(0x9e37_79b9) % 1_000_000).into_bytes()
-}
+/// Keys drawn from this many.
+const SPACE: u64 = 1_000_000;
 
 fn value(i: u64, round: u64) -> Vec<u8> {
     format!("value-{i}-{round}-{}", "x".repeat((i % 97) as usize)).into_bytes()
@@ -62,7 +63,7 @@ fn direct_supported(dir: &Path) -> bool {
 }
 
 /// Checks every key of `model`, some absent keys, and a full scan.
-fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
+fn check(db: &Db, model: &Model, what: &str) {
     for (k, v) in model.iter().step_by(7) {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]), "{what}: {k:?}");
     }
@@ -75,12 +76,7 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
     for (k, g) in keys.iter().zip(got) {
         assert_eq!(g.as_deref(), model.get(*k).map(|v| &v[..]), "{what}");
     }
-    let scanned: Vec<(Vec<u8>, Vec<u8>)> = db
-        .scan(..)
-        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
-        .collect();
-    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert!(scanned == want, "{what}: scan differs");
+    assert!(scan_all(db) == entries(model), "{what}: scan differs");
 }
 
 #[test]
@@ -89,22 +85,22 @@ fn direct_reads_answer_as_buffered_reads() {
     if !direct_supported(dir.path()) {
         return;
     }
-    let mut model = BTreeMap::new();
+    let mut model = Model::new();
     {
         let db = Db::open(dir.path(), options(ReadMode::Buffered)).unwrap();
         for i in 0..6000u64 {
-            db.put(key(i), value(i, 0)).unwrap();
-            model.insert(key(i), value(i, 0));
+            db.put(scattered_key(i, SPACE), value(i, 0)).unwrap();
+            model.insert(scattered_key(i, SPACE), value(i, 0));
             if i % 5 == 0 {
-                db.delete(key(i / 2)).unwrap();
-                model.remove(&key(i / 2));
+                db.delete(scattered_key(i / 2, SPACE)).unwrap();
+                model.remove(&scattered_key(i / 2, SPACE));
             }
         }
         db.maintain().unwrap();
         // More in L0, above what compactions moved down.
         for i in 6000..6500u64 {
-            db.put(key(i), value(i, 0)).unwrap();
-            model.insert(key(i), value(i, 0));
+            db.put(scattered_key(i, SPACE), value(i, 0)).unwrap();
+            model.insert(scattered_key(i, SPACE), value(i, 0));
         }
         db.flush().unwrap();
         assert!(db.stats().levels.iter().filter(|l| l.files > 0).count() >= 2);
@@ -132,8 +128,8 @@ fn direct_reads_answer_as_buffered_reads() {
 
     // Flushes and compactions in direct mode read their inputs directly.
     for i in 3000..9000u64 {
-        db.put(key(i), value(i, 1)).unwrap();
-        model.insert(key(i), value(i, 1));
+        db.put(scattered_key(i, SPACE), value(i, 1)).unwrap();
+        model.insert(scattered_key(i, SPACE), value(i, 1));
     }
     db.maintain().unwrap();
     db.compact().unwrap();
@@ -192,7 +188,7 @@ fn refusal_is_one_line_and_fallback_only_when_asked() {
     {
         let db = Db::open(dir.path(), no_direct(ReadMode::Buffered)).unwrap();
         for i in 0..2000u64 {
-            db.put(key(i), value(i, 0)).unwrap();
+            db.put(scattered_key(i, SPACE), value(i, 0)).unwrap();
         }
         db.maintain().unwrap();
         db.close().unwrap();
@@ -214,11 +210,17 @@ fn refusal_is_one_line_and_fallback_only_when_asked() {
 
     let db = Db::open(dir.path(), no_direct(ReadMode::DirectOrBuffered)).unwrap();
     assert_eq!(db.read_mode(), ReadMode::Buffered);
-    assert_eq!(db.get(key(5)).unwrap(), Some(value(5, 0).into()));
+    assert_eq!(
+        db.get(scattered_key(5, SPACE)).unwrap(),
+        Some(value(5, 0).into())
+    );
     db.close().unwrap();
     if direct_supported(dir.path()) {
         let db = Db::open(dir.path(), options(ReadMode::DirectOrBuffered)).unwrap();
         assert_eq!(db.read_mode(), ReadMode::Direct);
-        assert_eq!(db.get(key(5)).unwrap(), Some(value(5, 0).into()));
+        assert_eq!(
+            db.get(scattered_key(5, SPACE)).unwrap(),
+            Some(value(5, 0).into())
+        );
     }
 }

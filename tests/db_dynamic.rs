@@ -4,7 +4,11 @@
 
 mod common;
 use bloomlsm::{Db, Options, WriteBatch};
+use common::keys::scattered_key;
 use common::scratch_dir;
+
+/// Keys drawn from this many.
+const SPACE: u64 = 1_000_003;
 
 fn options(dynamic: bool) -> Options {
     Options {
@@ -12,20 +16,15 @@ fn options(dynamic: bool) -> Options {
         target_file_size: 16 << 10,
         level1_max_bytes: 16 << 10,
         level_size_multiplier: 4,
-        background_compaction: false,
         dynamic_level_bytes: dynamic,
-        ..Options::default()
+        ..common::options::manual()
     }
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{:08}", i.wrapping_mul(0x9e37_79b9) % 1_000_003).into_bytes()
 }
 
 fn fill(db: &Db, range: std::ops::Range<u64>) {
     let mut b = WriteBatch::new();
     for i in range {
-        b.put(key(i), [b'v'; 100]);
+        b.put(scattered_key(i, SPACE), [b'v'; 100]);
         if b.len() == 100 {
             db.write(std::mem::take(&mut b)).unwrap();
             db.maintain().unwrap();
@@ -37,13 +36,8 @@ fn fill(db: &Db, range: std::ops::Range<u64>) {
 
 /// Levels ≥ 1 holding files.
 fn full_levels(db: &Db) -> Vec<usize> {
-    db.stats()
-        .levels
-        .iter()
-        .skip(1)
-        .filter(|l| l.files > 0)
-        .map(|l| l.level)
-        .collect()
+    let full = common::levels::full_levels(&db.stats());
+    full.into_iter().filter(|&l| l > 0).collect()
 }
 
 /// After maintenance: the base level is the one the last level's size calls
@@ -76,7 +70,7 @@ fn fills_from_the_bottom() {
     assert!((2..6).contains(&base), "base {base}");
     assert_eq!(*full_levels(&db).last().unwrap(), 6);
     for i in (0..6000).step_by(7) {
-        assert!(db.get(key(i)).unwrap().is_some());
+        assert!(db.get(scattered_key(i, SPACE)).unwrap().is_some());
     }
     // A full compaction ends in the last level.
     db.compact().unwrap();
@@ -109,7 +103,10 @@ fn fixed_store_reopened_with_dynamic_sizes_drains_down() {
     fill(&db, 6000..7000);
     assert_settled(&db, &opts);
     for i in (0..7000).step_by(5) {
-        assert!(db.get(key(i)).unwrap().is_some(), "key {i}");
+        assert!(
+            db.get(scattered_key(i, SPACE)).unwrap().is_some(),
+            "key {i}"
+        );
     }
     db.verify().unwrap();
 }

@@ -12,20 +12,18 @@ use std::sync::Mutex;
 mod common;
 use bloomlsm::db::filename::table_file;
 use bloomlsm::sst::{Table, TableOpenOptions};
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{CompressionOptions, Db, FileStats, Options, Stats, WriteBatch};
+use common::keys::key;
+use common::levels::full_levels;
+use common::model::{Model, check_scan};
 use common::scratch_dir;
-use common::workload::SplitMix64;
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 const KEY_SPACE: u64 = 6000;
 
-/// Present keys are `key` + 6 digits; `absent` keys sort between them, so
-/// lookups of them fall inside files' key ranges and reach their filters.
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
+/// Present keys are `key` + 6 digits ([`key`]); `absent` keys sort between
+/// them, so lookups of them fall inside files' key ranges and reach their
+/// filters.
 fn absent(i: u64) -> Vec<u8> {
     format!("key{i:06}~").into_bytes()
 }
@@ -47,11 +45,10 @@ fn options(budget: Option<u64>, cache: usize) -> Options {
         l0_compaction_trigger: 4,
         block_size: 512,
         block_cache_capacity: cache,
-        background_compaction: false,
         compression: CompressionOptions::none(),
         filter_partition_bytes: 256,
         filter_memory_budget: budget,
-        ..Options::default()
+        ..common::options::manual()
     }
 }
 
@@ -158,27 +155,6 @@ fn check_allocation(
         );
     }
     (s, files)
-}
-
-fn check_scan(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, ctx: &str) {
-    let as_slice = |b: &Bound<Vec<u8>>| match b {
-        Bound::Included(k) => Bound::Included(k.clone()),
-        Bound::Excluded(k) => Bound::Excluded(k.clone()),
-        Bound::Unbounded => Bound::Unbounded,
-    };
-    let got: Vec<(Vec<u8>, Vec<u8>)> = db
-        .scan((as_slice(lo), as_slice(hi)))
-        .map(|r| {
-            let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan error {e}"));
-            (k.to_vec(), v.to_vec())
-        })
-        .collect();
-    let want: Vec<(Vec<u8>, Vec<u8>)> = model
-        .range((lo.clone(), hi.clone()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    assert_eq!(got.len(), want.len(), "{ctx}: scan {lo:?}..{hi:?} length");
-    assert!(got == want, "{ctx}: scan {lo:?}..{hi:?} differs");
 }
 
 /// Every key of the space, present or not, by `multi_get`, and every
@@ -352,13 +328,7 @@ fn fill(dir: &Path) {
         }
     }
     db.flush().unwrap();
-    let s = db.stats();
-    let full: Vec<usize> = s
-        .levels
-        .iter()
-        .filter(|l| l.files > 0)
-        .map(|l| l.level)
-        .collect();
+    let full = full_levels(&db.stats());
     assert!(
         full.len() >= 3 && full[0] == 0,
         "levels with files: {full:?}"

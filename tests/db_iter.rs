@@ -5,27 +5,22 @@
 //! at a snapshot taken part way. Plus a directed test of what compaction
 //! keeps for snapshots.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bloomlsm::{Db, DbIter, Options};
 use proptest::prelude::*;
 
 mod common;
+use common::model::Model;
 use common::scratch_dir;
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options() -> Options {
     Options {
-        write_buffer_size: 4096,
-        target_file_size: 4096,
         level1_max_bytes: 8 << 10,
         level_size_multiplier: 2,
         block_size: 64,
         block_cache_capacity: 0,
-        background_compaction: false,
-        ..Options::default()
+        ..common::options::tiny()
     }
 }
 

@@ -14,8 +14,7 @@ fn options(level1_max_bytes: u64) -> Options {
         target_file_size: 16 << 10,
         level1_max_bytes,
         l0_compaction_trigger: 4,
-        background_compaction: false,
-        ..Options::default()
+        ..common::options::manual()
     }
 }
 

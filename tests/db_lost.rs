@@ -7,35 +7,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use bloomlsm::db::filename::{FileKind, list_store_files};
+use bloomlsm::Db;
+use bloomlsm::db::filename::list_store_files;
 use bloomlsm::db::wal;
-use bloomlsm::{Db, Options};
+use common::files::store_with_log;
+use common::options::synced;
 use common::scratch_dir;
-
-fn options() -> Options {
-    Options {
-        sync_writes: true,
-        background_compaction: false,
-        ..Options::default()
-    }
-}
-
-/// A closed store whose live log holds `n` synced puts.
-fn build(dir: &Path, n: u64) -> PathBuf {
-    let db = Db::open(dir, options()).unwrap();
-    for i in 0..n {
-        db.put(format!("key{i:04}"), format!("value{i}")).unwrap();
-    }
-    db.close().unwrap();
-    let logs: Vec<PathBuf> = list_store_files(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|(k, _, _)| *k == FileKind::Log)
-        .map(|(_, _, p)| p)
-        .collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    logs.into_iter().next().unwrap()
-}
 
 fn lost(dir: &Path) -> Vec<PathBuf> {
     match std::fs::read_dir(dir.join("lost")) {
@@ -47,7 +24,7 @@ fn lost(dir: &Path) -> Vec<PathBuf> {
 /// Opens the store and returns how many of the `n` puts it holds (a
 /// prefix: anything else fails) and the bytes it reports dropped.
 fn reopen(dir: &Path, n: u64) -> (u64, u64) {
-    let db = Db::open(dir, options()).unwrap();
+    let db = Db::open(dir, synced()).unwrap();
     let mut held = 0;
     for i in 0..n {
         if let Some(v) = db.get(format!("key{i:04}")).unwrap() {
@@ -64,7 +41,7 @@ fn reopen(dir: &Path, n: u64) -> (u64, u64) {
 #[test]
 fn a_damaged_last_record_is_dropped_and_its_log_kept() {
     let dir = scratch_dir();
-    let log = build(dir.path(), 50);
+    let log = store_with_log(dir.path(), 50);
     let mut bytes = std::fs::read(&log).unwrap();
     let last = bytes.len() - 3; // inside the last record's value
     bytes[last] ^= 0x10;
@@ -97,14 +74,14 @@ fn a_damaged_last_record_is_dropped_and_its_log_kept() {
 #[test]
 fn a_cut_last_record_is_kept_and_a_zero_tail_is_not() {
     let dir = scratch_dir();
-    let log = build(dir.path(), 20);
+    let log = store_with_log(dir.path(), 20);
     let bytes = std::fs::read(&log).unwrap();
     std::fs::write(&log, &bytes[..bytes.len() - 4]).unwrap();
     assert_eq!(reopen(dir.path(), 20).0, 19);
     assert_eq!(lost(dir.path()).len(), 1);
 
     let dir = scratch_dir();
-    let log = build(dir.path(), 20);
+    let log = store_with_log(dir.path(), 20);
     let mut bytes = std::fs::read(&log).unwrap();
     bytes.resize(bytes.len() + 5000, 0);
     std::fs::write(&log, &bytes).unwrap();
@@ -113,7 +90,7 @@ fn a_cut_last_record_is_kept_and_a_zero_tail_is_not() {
     assert!(lost(dir.path()).is_empty(), "zeros carry nothing");
 
     let dir = scratch_dir();
-    build(dir.path(), 20);
+    store_with_log(dir.path(), 20);
     assert_eq!(reopen(dir.path(), 20), (20, 0));
     assert!(!dir.path().join("lost").exists(), "a clean log is not kept");
 }
@@ -121,7 +98,7 @@ fn a_cut_last_record_is_kept_and_a_zero_tail_is_not() {
 #[test]
 fn a_failed_copy_fails_the_open_and_changes_nothing() {
     let dir = scratch_dir();
-    let log = build(dir.path(), 10);
+    let log = store_with_log(dir.path(), 10);
     let mut bytes = std::fs::read(&log).unwrap();
     let last = bytes.len() - 2;
     bytes[last] ^= 1;
@@ -129,7 +106,7 @@ fn a_failed_copy_fails_the_open_and_changes_nothing() {
     // A file where the directory must go.
     std::fs::write(dir.path().join("lost"), b"in the way").unwrap();
     let before: Vec<_> = list_store_files(dir.path()).unwrap();
-    let e = Db::open(dir.path(), options()).unwrap_err();
+    let e = Db::open(dir.path(), synced()).unwrap_err();
     assert!(e.to_string().contains("lost"), "{e}");
     assert_eq!(list_store_files(dir.path()).unwrap(), before);
     assert_eq!(std::fs::read(&log).unwrap(), bytes);

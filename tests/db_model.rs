@@ -3,44 +3,30 @@
 //! against a `BTreeMap`. Tiny memtables, files and level targets make several
 //! levels appear; fixed seeds make every failure reproducible.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-mod common;
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{
     Compression, CompressionOptions, Db, FilterOptions, FilterPolicy, Options, WriteBatch,
 };
+
+mod common;
+use common::keys::{op_value, random_varlen_key, show, varlen_key};
+use common::levels::full_levels;
+use common::model::{Model, check_scan};
 use common::scratch_dir;
-use common::workload::SplitMix64;
 
 /// Distinct keys in the key space: small, so overwrites and deletes collide.
 const KEY_SPACE: u64 = 900;
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn key(i: u64) -> Vec<u8> {
-    // Variable-length keys sharing prefixes (exercise prefix compression and
-    // key-range comparisons between keys of different lengths).
-    let mut k = format!("k{:03}", i / 3).into_bytes();
-    for _ in 0..(i % 3) {
-        k.push(b'a' + (i % 7) as u8);
-    }
-    k
+/// Keys of the space, and one in 20 outside it: before, after, between.
+fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
+    random_varlen_key(rng, 20, KEY_SPACE, &[0])
 }
 
-fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
-    match rng.below(20) {
-        // Keys outside the space: before, after, between.
-        0 => b"a".to_vec(),
-        1 => b"zzz".to_vec(),
-        2 => {
-            let mut k = key(rng.below(KEY_SPACE));
-            k.push(0);
-            k
-        }
-        _ => key(rng.below(KEY_SPACE)),
-    }
+fn random_bound(rng: &mut SplitMix64) -> Bound<Vec<u8>> {
+    common::model::random_bound(rng, random_key)
 }
 
 /// A value naming its key and the op that wrote it (so a stale or misplaced
@@ -52,12 +38,7 @@ fn value(rng: &mut SplitMix64, k: &[u8], op: usize) -> Vec<u8> {
         7 | 8 => 64 + rng.below(300) as usize,
         _ => 400 + rng.below(1600) as usize,
     };
-    let mut v = format!("{}@{op}:", String::from_utf8_lossy(k)).into_bytes();
-    v.resize(len.max(v.len()), b'.');
-    if len == 0 {
-        v.clear();
-    }
-    v
+    op_value(k, op, len)
 }
 
 fn options(rng: &mut SplitMix64, background: bool) -> Options {
@@ -86,87 +67,17 @@ fn options(rng: &mut SplitMix64, background: bool) -> Options {
     }
 }
 
-fn in_bounds(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
-    let above = match lo {
-        Bound::Included(s) => k >= &s[..],
-        Bound::Excluded(s) => k > &s[..],
-        Bound::Unbounded => true,
-    };
-    let below = match hi {
-        Bound::Included(e) => k <= &e[..],
-        Bound::Excluded(e) => k < &e[..],
-        Bound::Unbounded => true,
-    };
-    above && below
-}
-
-fn random_bound(rng: &mut SplitMix64) -> Bound<Vec<u8>> {
-    match rng.below(3) {
-        0 => Bound::Unbounded,
-        1 => Bound::Included(random_key(rng)),
-        _ => Bound::Excluded(random_key(rng)),
-    }
-}
-
-fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-fn check_scan(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, ctx: &str) {
-    let got: Vec<(Vec<u8>, Vec<u8>)> = db
-        .scan((as_slice(lo), as_slice(hi)))
-        .map(|r| {
-            let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan error {e}"));
-            (k.to_vec(), v.to_vec())
-        })
-        .collect();
-    let want: Vec<(Vec<u8>, Vec<u8>)> = model
-        .iter()
-        .filter(|(k, _)| in_bounds(k, lo, hi))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if got != want {
-        let gk: Vec<String> = got
-            .iter()
-            .map(|(k, _)| String::from_utf8_lossy(k).into())
-            .collect();
-        let wk: Vec<String> = want
-            .iter()
-            .map(|(k, _)| String::from_utf8_lossy(k).into())
-            .collect();
-        let first_diff = got.iter().zip(&want).position(|(a, b)| a != b);
-        panic!(
-            "{ctx}: scan {lo:?}..{hi:?} differs: got {} entries, want {}; first difference at {first_diff:?}\n got keys {:?}\nwant keys {:?}",
-            got.len(),
-            want.len(),
-            &gk[..gk.len().min(40)],
-            &wk[..wk.len().min(40)],
-        );
-    }
-}
-
 fn check_all(db: &Db, model: &Model, ctx: &str) {
     check_scan(db, model, &Bound::Unbounded, &Bound::Unbounded, ctx);
     for (k, v) in model {
         let got = db.get(k).unwrap_or_else(|e| panic!("{ctx}: get error {e}"));
-        assert_eq!(
-            got.as_deref(),
-            Some(v.as_slice()),
-            "{ctx}: key {}",
-            String::from_utf8_lossy(k)
-        );
+        assert_eq!(got.as_deref(), Some(v.as_slice()), "{ctx}: key {}", show(k));
     }
 }
 
 fn levels_with_files(db: &Db) -> (usize, usize) {
-    let s = db.stats();
-    let n = s.levels.iter().filter(|l| l.files > 0).count();
-    let deepest = s.levels.iter().rposition(|l| l.files > 0).unwrap_or(0);
-    (n, deepest)
+    let full = full_levels(&db.stats());
+    (full.len(), full.last().copied().unwrap_or(0))
 }
 
 /// With dynamic level sizes: L0 compacts into the base level, the levels
@@ -286,13 +197,7 @@ fn run_with(
                 db.compact().unwrap_or_else(|e| panic!("{}: {e}", ctx()));
                 if dynamic && !background {
                     // Everything is in one level (none if all was deleted).
-                    let s = db.stats();
-                    let full: Vec<usize> = s
-                        .levels
-                        .iter()
-                        .filter(|l| l.files > 0)
-                        .map(|l| l.level)
-                        .collect();
+                    let full = full_levels(&db.stats());
                     assert!(full.len() <= 1, "{}: after compact {full:?}", ctx());
                 }
             }
@@ -334,13 +239,9 @@ fn run_with(
         db.maintain().unwrap();
         min_base = min_base.min(check_dynamic_shape(&db, &opts, true, &ctx));
     }
-    let end_levels: Vec<usize> = db
-        .stats()
-        .levels
-        .iter()
-        .skip(1)
-        .filter(|l| l.files > 0)
-        .map(|l| l.level)
+    let end_levels: Vec<usize> = full_levels(&db.stats())
+        .into_iter()
+        .filter(|&l| l > 0)
         .collect();
     db.close().unwrap();
     let db = Db::open(dir, opts).unwrap();
@@ -419,29 +320,27 @@ fn model_background_compaction_on() {
 #[test]
 fn scan_edge_bounds() {
     let dir = scratch_dir();
-    let db = Db::open(
-        dir.path(),
-        Options {
-            write_buffer_size: 4096,
-            target_file_size: 4096,
-            background_compaction: false,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let db = Db::open(dir.path(), common::options::tiny()).unwrap();
     let mut model = Model::new();
     for i in 0..300u64 {
-        let k = key(i);
+        let k = varlen_key(i);
         let v = format!("v{i}").into_bytes();
         db.put(&k, &v).unwrap();
         model.insert(k, v);
     }
     db.flush().unwrap();
     for i in (0..300u64).step_by(4) {
-        db.delete(key(i)).unwrap();
-        model.remove(&key(i));
+        db.delete(varlen_key(i)).unwrap();
+        model.remove(&varlen_key(i));
     }
-    let probes = [key(0), key(1), key(2), key(150), key(299), b"k".to_vec()];
+    let probes = [
+        varlen_key(0),
+        varlen_key(1),
+        varlen_key(2),
+        varlen_key(150),
+        varlen_key(299),
+        b"k".to_vec(),
+    ];
     for mem_or_disk in 0..2 {
         if mem_or_disk == 1 {
             db.compact().unwrap();

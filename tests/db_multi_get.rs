@@ -1,32 +1,28 @@
 //! `Db::multi_get` answers exactly what `get` answers key by key, and charges
 //! the same counters (property test over random stores and key sets).
 
-use std::collections::BTreeMap;
-
 use bloomlsm::{Db, FilterKind, FilterOptions, FilterPolicy, Options, Stats};
 use proptest::prelude::*;
 
 mod common;
+use common::model::Model;
 use common::scratch_dir;
 
 fn options(filters: FilterOptions) -> Options {
     Options {
-        write_buffer_size: 4096,
-        target_file_size: 4096,
         level1_max_bytes: 8 << 10,
         level_size_multiplier: 2,
         block_size: 512,
         block_cache_capacity: 0,
-        background_compaction: false,
         filters,
-        ..Options::default()
+        ..common::options::tiny()
     }
 }
 
 /// Key `i` in one of three shapes: distinct 8-byte prefixes, one prefix
 /// shared by every key (each comparison goes to the whole key), and
 /// unpadded numbers of 1 to 3 bytes (zero-padded prefixes that tie).
-fn key(i: u16, style: u8) -> Vec<u8> {
+fn styled_key(i: u16, style: u8) -> Vec<u8> {
     match style {
         0 => format!("k{i:04}"),
         1 => format!("shared-prefix/{i:04}"),
@@ -80,16 +76,16 @@ proptest! {
         };
         let dir = scratch_dir();
         let db = Db::open(dir.path(), options(filters)).unwrap();
-        let mut model = BTreeMap::new();
+        let mut model = Model::new();
         for op in &ops {
             match op {
                 Op::Put(k, v) => {
-                    db.put(key(*k, style), [*v; 40]).unwrap();
-                    model.insert(key(*k, style), vec![*v; 40]);
+                    db.put(styled_key(*k, style), [*v; 40]).unwrap();
+                    model.insert(styled_key(*k, style), vec![*v; 40]);
                 }
                 Op::Delete(k) => {
-                    db.delete(key(*k, style)).unwrap();
-                    model.remove(&key(*k, style));
+                    db.delete(styled_key(*k, style)).unwrap();
+                    model.remove(&styled_key(*k, style));
                 }
                 Op::Flush => db.flush().unwrap(),
                 Op::Maintain => db.maintain().unwrap(),
@@ -102,7 +98,7 @@ proptest! {
         for (k, v) in model.iter().step_by(7).take(8) {
             db.put(k, v).unwrap();
         }
-        let keys: Vec<Vec<u8>> = probe.iter().map(|&k| key(k, style)).collect();
+        let keys: Vec<Vec<u8>> = probe.iter().map(|&k| styled_key(k, style)).collect();
         db.reset_stats();
         let one: Vec<_> = keys.iter().map(|k| db.get(k).unwrap()).collect();
         let by_get = counters(&db.stats());

@@ -3,7 +3,6 @@
 //! opens beside a running writer, however often the writer flushes and
 //! compacts.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
@@ -14,6 +13,8 @@ use bloomlsm::fs::{FileLock, FileSystem, ReadableFile, RealFs, WritableFile};
 use bloomlsm::{Db, Error, Options};
 
 mod common;
+use common::files::tree;
+use common::keys::key;
 use common::scratch_dir;
 
 /// Reads through the real file system; every other operation fails, as on a
@@ -73,20 +74,6 @@ fn options() -> Options {
     }
 }
 
-fn files(dir: &Path) -> BTreeMap<OsString, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name(), std::fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
-
-fn key(i: u64) -> String {
-    format!("key{i:06}")
-}
-
 #[test]
 fn reads_everything_and_changes_nothing() {
     let dir = scratch_dir();
@@ -102,7 +89,7 @@ fn reads_everything_and_changes_nothing() {
         db.put("wal-only", "yes").unwrap();
         db.close().unwrap();
     }
-    let before = files(dir.path());
+    let before = tree(dir.path());
     let opts = Options {
         fs: Arc::new(NoWrites),
         ..options()
@@ -124,7 +111,7 @@ fn reads_everything_and_changes_nothing() {
         assert!(matches!(r, Err(Error::ReadOnly)), "{r:?}");
     }
     db.close().unwrap();
-    assert!(files(dir.path()) == before, "the directory changed");
+    assert!(tree(dir.path()) == before, "the directory changed");
 }
 
 #[test]
@@ -134,7 +121,7 @@ fn refuses_a_directory_without_a_store() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     let e = Db::open_read_only(dir.path().join("missing"), options()).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-    assert!(files(dir.path()).is_empty(), "nothing created");
+    assert!(tree(dir.path()).is_empty(), "nothing created");
 }
 
 /// A writer puts, flushes and compacts while readers open the store
@@ -221,28 +208,42 @@ fn opens_beside_a_writer_with_thousands_of_tables() {
         ..Options::default()
     };
     let value = |i: u64| format!("value{i}-{}", "v".repeat(64));
+    // Every table stays open, in the writer and in each reader: as many
+    // descriptors as the process may have.
+    #[cfg(target_os = "linux")]
+    raise_open_file_limit();
     let writer = Db::open(dir.path(), opts()).unwrap();
     // Thousands of tables before the first open.
-    for i in 0..150_000 {
+    for i in 0..100_000 {
         writer.put(key(i), value(i)).unwrap();
     }
     // However far the compaction thread got: the data in 4 KiB tables.
     writer.compact().unwrap();
     let tables: usize = writer.stats().levels.iter().map(|l| l.files).sum();
-    assert!(tables >= 2000, "{tables} tables");
-    let acked = AtomicU64::new(150_000);
+    assert!(tables >= 1500, "{tables} tables");
+    let acked = AtomicU64::new(100_000);
     let done = AtomicBool::new(false);
+    let opened = AtomicU64::new(0);
     let mut failures = Vec::new();
     std::thread::scope(|s| {
         s.spawn(|| {
-            let mut i = acked.load(Ordering::Acquire);
+            // Up to 1,500 writes (about ten flushes and the compactions they
+            // bring) per open begun: the store changes under every open,
+            // and grows no faster than the opens go.
+            let first = acked.load(Ordering::Acquire);
+            let mut i = first;
             while !done.load(Ordering::Acquire) {
+                if i - first >= 1500 * (opened.load(Ordering::Acquire) + 1) {
+                    std::thread::yield_now();
+                    continue;
+                }
                 writer.put(key(i), value(i)).unwrap();
                 i += 1;
                 acked.store(i, Ordering::Release);
             }
         });
         for n in 0..OPENS {
+            opened.store(n, Ordering::Release);
             let seen = acked.load(Ordering::Acquire);
             match Db::open_read_only(dir.path(), opts()) {
                 Ok(r) => {
@@ -268,4 +269,20 @@ fn opens_beside_a_writer_with_thousands_of_tables() {
         failures.len()
     );
     assert!(s.flushes >= OPENS && s.compactions >= OPENS, "{s}");
+}
+
+/// Raises this process's soft limit of open files to its hard limit.
+#[cfg(target_os = "linux")]
+fn raise_open_file_limit() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid rlimit for this process.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
 }

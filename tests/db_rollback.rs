@@ -10,41 +10,18 @@
 //!   holds exactly the state after some prefix of the log's batches, and a
 //!   longer cut never yields a shorter prefix.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use bloomlsm::{Db, Error, Options, WriteBatch};
+use bloomlsm::workload::SplitMix64 as Rng;
+use bloomlsm::{Db, Error, WriteBatch};
 
 mod common;
+use common::files::{Snapshot, restore, snapshot};
+use common::keys::{key5, tagged_value};
+use common::levels::full_levels;
+use common::model::{self, Model};
+use common::options::uncached;
 use common::scratch_dir;
-use common::workload::SplitMix64 as Rng;
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-/// File name -> contents.
-type Snapshot = BTreeMap<String, Vec<u8>>;
-
-fn options() -> Options {
-    Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 2,
-        block_size: 1024,
-        block_cache_capacity: 0,
-        background_compaction: false,
-        ..Options::default()
-    }
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
-}
-
-fn val(rng: &mut Rng, k: &[u8], tag: &str) -> Vec<u8> {
-    let mut v = format!("{}={tag}|", String::from_utf8_lossy(k)).into_bytes();
-    v.extend(std::iter::repeat_n(b'v', rng.below(100) as usize));
-    v
-}
 
 /// One write of the final open, kept in the WAL.
 enum Op {
@@ -89,33 +66,27 @@ fn build() -> Pristine {
     let mut rng = Rng::new(0x0051_0711);
     let mut model = Model::new();
     let churn = |db: &Db, rng: &mut Rng, model: &mut Model, n: usize, tag: &str| {
-        for _ in 0..n {
-            let k = key(rng.below(900));
-            if rng.below(5) == 0 {
-                db.delete(&k).unwrap();
-                model.remove(&k);
-            } else {
-                let v = val(rng, &k, tag);
-                db.put(&k, &v).unwrap();
-                model.insert(k, v);
-            }
-        }
+        model::churn(db, model, n, || {
+            let k = key5(rng.below(900));
+            let v = (rng.below(5) != 0).then(|| tagged_value(rng, &k, tag, 100));
+            (k, v)
+        });
     };
-    for session in 0..2 {
-        let db = Db::open(dir.path(), options()).unwrap();
+    for open in 0..2 {
+        let db = Db::open(dir.path(), uncached()).unwrap();
         for round in 0..3 {
             churn(
                 &db,
                 &mut rng,
                 &mut model,
                 500,
-                &format!("s{session}r{round}"),
+                &format!("s{open}r{round}"),
             );
             db.maintain().unwrap();
         }
         db.close().unwrap();
     }
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), uncached()).unwrap();
     churn(&db, &mut rng, &mut model, 400, "s2");
     db.flush().unwrap();
     let before_wal = model.clone();
@@ -124,7 +95,7 @@ fn build() -> Pristine {
         let mut batch = WriteBatch::new();
         let mut ops = Vec::new();
         for _ in 0..1 + rng.below(3) {
-            let k = key(rng.below(900));
+            let k = key5(rng.below(900));
             if rng.below(3) == 0 {
                 batch.delete(&k);
                 model.remove(&k);
@@ -140,42 +111,13 @@ fn build() -> Pristine {
         wal_batches.push(ops);
     }
     let s = db.stats();
-    assert!(
-        s.levels.iter().filter(|l| l.files > 0).count() >= 2,
-        "{s:?}"
-    );
+    assert!(full_levels(&s).len() >= 2, "{s:?}");
     db.close().unwrap();
     Pristine {
         dir,
         model,
         before_wal,
         wal_batches,
-    }
-}
-
-fn files_named(dir: &Path, pred: impl Fn(&str) -> bool) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| pred(n))
-        .collect();
-    v.sort();
-    v
-}
-
-fn snapshot(dir: &Path) -> Snapshot {
-    files_named(dir, |n| n != "LOCK")
-        .into_iter()
-        .map(|n| {
-            let bytes = std::fs::read(dir.join(&n)).unwrap();
-            (n, bytes)
-        })
-        .collect()
-}
-
-fn restore(to: &Path, s: &Snapshot) {
-    for (name, bytes) in s {
-        std::fs::write(to.join(name), bytes).unwrap();
     }
 }
 
@@ -213,7 +155,7 @@ enum Outcome {
 fn trial(p: &Pristine, damaged: &Snapshot, what: &str) -> Outcome {
     let work = scratch_dir();
     restore(work.path(), damaged);
-    match Db::open(work.path(), options()) {
+    match Db::open(work.path(), uncached()) {
         Err(e) => {
             assert!(e.is_corruption(), "{what}: not Corruption: {e}");
             assert!(
@@ -232,7 +174,10 @@ fn trial(p: &Pristine, damaged: &Snapshot, what: &str) -> Outcome {
 }
 
 fn the_one(dir: &Path, prefix: &str) -> String {
-    let v = files_named(dir, |n| n.starts_with(prefix) || n.ends_with(prefix));
+    let v: Vec<String> = snapshot(dir)
+        .into_keys()
+        .filter(|n| n.starts_with(prefix) || n.ends_with(prefix))
+        .collect();
     assert_eq!(v.len(), 1, "{prefix}: {v:?}");
     v.into_iter().next().unwrap()
 }
@@ -337,7 +282,7 @@ fn a_file_past_the_next_file_number_is_refused() {
         d.insert(to.to_string(), base[from].clone());
         let work = scratch_dir();
         restore(work.path(), &d);
-        let e = Db::open(work.path(), options()).unwrap_err();
+        let e = Db::open(work.path(), uncached()).unwrap_err();
         assert!(e.is_corruption(), "{e}");
         assert!(e.to_string().contains(to), "names the file: {e}");
         assert!(snapshot(work.path()) == d, "nothing deleted");

@@ -12,8 +12,10 @@ use std::ops::Bound;
 use std::path::Path;
 
 mod common;
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, DbIter, Error, FilterOptions, Options, Snapshot, WriteBatch};
-use common::workload::SplitMix64;
+use common::keys::{op_value, random_varlen_key, show, varlen_key};
+use common::model::{Entries, Model as View, as_slice, range_of};
 use common::{long_mode, scratch_dir};
 
 const KEY_SPACE: u64 = 600;
@@ -25,10 +27,6 @@ struct History {
     /// The sequence number of the last write.
     seq: u64,
 }
-
-type View = BTreeMap<Vec<u8>, Vec<u8>>;
-/// Entries in key order.
-type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 impl History {
     fn write(&mut self, k: &[u8], v: Option<Vec<u8>>) {
@@ -59,30 +57,9 @@ impl History {
     }
 }
 
-fn key(i: u64) -> Vec<u8> {
-    let mut k = format!("k{:03}", i / 3).into_bytes();
-    for _ in 0..(i % 3) {
-        k.push(b'a' + (i % 7) as u8);
-    }
-    k
-}
-
+/// Keys of the space, and 4 in 25 outside it: before, after, between.
 fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
-    match rng.below(25) {
-        0 => b"a".to_vec(),
-        1 => b"zzz".to_vec(),
-        2 => {
-            let mut k = key(rng.below(KEY_SPACE));
-            k.push(0);
-            k
-        }
-        3 => {
-            let mut k = key(rng.below(KEY_SPACE));
-            k.push(0xff);
-            k
-        }
-        _ => key(rng.below(KEY_SPACE)),
-    }
+    random_varlen_key(rng, 25, KEY_SPACE, &[0, 0xff])
 }
 
 /// A prefix: of a key in the space (often), empty, or matching nothing.
@@ -92,7 +69,7 @@ fn random_prefix(rng: &mut SplitMix64) -> Vec<u8> {
         1 => b"x".to_vec(),
         2 => vec![b'k', 0xff],
         _ => {
-            let k = key(rng.below(KEY_SPACE));
+            let k = varlen_key(rng.below(KEY_SPACE));
             let n = 1 + rng.below(k.len() as u64) as usize;
             k[..n].to_vec()
         }
@@ -105,24 +82,11 @@ fn value(rng: &mut SplitMix64, k: &[u8], op: usize) -> Vec<u8> {
         1..=7 => rng.below(40) as usize,
         _ => 200 + rng.below(600) as usize,
     };
-    let mut v = format!("{}@{op}:", String::from_utf8_lossy(k)).into_bytes();
-    v.resize(len.max(v.len()), b'.');
-    if len == 0 {
-        v.clear();
-    }
-    v
+    op_value(k, op, len)
 }
 
 fn random_bound(rng: &mut SplitMix64) -> Bound<Vec<u8>> {
-    match rng.below(3) {
-        0 => Bound::Unbounded,
-        1 => Bound::Included(random_key(rng)),
-        _ => Bound::Excluded(random_key(rng)),
-    }
-}
-
-fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    b.as_ref().map(Vec::as_slice)
+    common::model::random_bound(rng, random_key)
 }
 
 fn options(rng: &mut SplitMix64, background: bool) -> Options {
@@ -143,10 +107,6 @@ fn options(rng: &mut SplitMix64, background: bool) -> Options {
         },
         ..Options::default()
     }
-}
-
-fn show(k: &[u8]) -> String {
-    String::from_utf8_lossy(k).into_owned()
 }
 
 type Item = Option<(Vec<u8>, Vec<u8>)>;
@@ -240,24 +200,6 @@ fn check_iter(
     // Both ends are exhausted now.
     check(item(it.next(), ctx), None, &trace);
     check(item(it.next_back(), ctx), None, &trace);
-}
-
-fn range_of(view: &View, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Entries {
-    let above = |k: &[u8]| match lo {
-        Bound::Included(b) => k >= b.as_slice(),
-        Bound::Excluded(b) => k > b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below = |k: &[u8]| match hi {
-        Bound::Included(b) => k <= b.as_slice(),
-        Bound::Excluded(b) => k < b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    // (BTreeMap::range panics on crossed bounds; a scan yields nothing.)
-    view.iter()
-        .filter(|(k, _)| above(k) && below(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
 }
 
 fn prefix_of(view: &View, p: &[u8]) -> Entries {

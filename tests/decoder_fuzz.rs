@@ -26,11 +26,11 @@ use bloomlsm::sst::format::FOOTER_LEN;
 use bloomlsm::sst::{
     Compression, Footer, KeyFormat, Table, TableBuilder, TableBuilderOptions, TableOpenOptions,
 };
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Filter, FilterPolicy, key_hash};
 
 mod common;
 use common::scratch_dir;
-use common::workload::SplitMix64;
 
 /// The shared test generator, with indices.
 struct Rng(SplitMix64);
@@ -89,7 +89,7 @@ fn mutant(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn keys(n: usize) -> Vec<Vec<u8>> {
-    (0..n).map(|i| format!("key{i:06}").into_bytes()).collect()
+    (0..n as u64).map(common::keys::key).collect()
 }
 
 #[test]

@@ -1,9 +1,6 @@
 //! The examples' logic, run through the same code the examples' `main` calls
 //! (each example file is included as a module), on smaller inputs.
 
-// Both examples include the bench's key generator (`workload.rs`) by path.
-#![allow(clippy::duplicate_mod)]
-
 #[allow(dead_code)]
 #[path = "../examples/cache_penetration.rs"]
 mod cache_penetration;
@@ -14,8 +11,8 @@ mod url_dedup;
 
 use std::collections::HashSet;
 
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{FilterOptions, FilterPolicy};
-use url_dedup::workload::SplitMix64;
 
 #[test]
 fn cache_penetration_guard_stops_missing_ids_before_the_disk() {

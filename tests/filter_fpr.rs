@@ -7,12 +7,7 @@
 
 use bloomlsm::filter::partitioned::{build_partitions, partition_count};
 use bloomlsm::filter::{Filter, FilterKind, FilterPolicy, PartitionedFilter, key_hash};
-
-// The `bench` command's key generator (not part of the library's API).
-#[allow(dead_code)]
-#[path = "../src/bin/bloomlsm/workload.rs"]
-mod workload;
-use workload::{absent_key, present_key};
+use bloomlsm::workload::{absent_key, present_key};
 
 const KEYS: u64 = 1_000_000;
 const SEED: u64 = 0x5eed_f11e;

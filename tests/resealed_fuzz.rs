@@ -1424,14 +1424,13 @@ fn db_options() -> Options {
         level_size_multiplier: 2,
         block_size: 512,
         block_cache_capacity: 64 << 10,
-        background_compaction: false,
         filter_partition_bytes: 64,
         filters: FilterOptions::hybrid(
             FilterPolicy::blocked512(10.0),
             FilterPolicy::ribbon(7.0),
             2,
         ),
-        ..Options::default()
+        ..common::options::manual()
     }
 }
 

@@ -10,12 +10,14 @@
 //! Both sync modes are exercised: each promises survival of `kill -9` (sync
 //! mode also of power loss, which a test cannot produce).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use bloomlsm::db::wal::{Wal, replay_all, wal_path};
 use bloomlsm::db::{BatchOp, WriteBatch};
+
+mod common;
+use common::child::Child;
 
 const ENV_DIR: &str = "BLOOMLSM_CRASH_DIR";
 const ENV_SYNC: &str = "BLOOMLSM_CRASH_SYNC";
@@ -87,27 +89,16 @@ fn parse_ack(line: &str) -> Option<u64> {
 /// Returns (acked, replayed, tail dropped?).
 fn one_run(run: u64, kill_after: u64, delay_us: u64, sync: bool) -> (usize, usize, bool) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "crash_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ENV_DIR, dir.path())
-        .env(ENV_SYNC, if sync { "1" } else { "0" })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let env = [
+        (ENV_DIR, dir.path().display().to_string()),
+        (ENV_SYNC, if sync { "1" } else { "0" }.to_string()),
+    ];
+    let mut child = Child::spawn("crash_child", &env);
     let mut acked = Vec::new();
     while (acked.len() as u64) < kill_after {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("run {run}: child ended before {kill_after} acks"))
-            .unwrap();
+        let line = child
+            .next_line()
+            .unwrap_or_else(|| panic!("run {run}: child ended before {kill_after} acks"));
         if let Some(seq) = parse_ack(&line) {
             acked.push(seq);
         }
@@ -116,11 +107,9 @@ fn one_run(run: u64, kill_after: u64, delay_us: u64, sync: bool) -> (usize, usiz
     // fdatasync (Linux stops a large write between pages on SIGKILL, so a
     // record can really be torn).
     std::thread::sleep(std::time::Duration::from_micros(delay_us));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
     // Acks printed before the kill that we had not read yet count too.
-    for line in lines {
-        if let Some(seq) = parse_ack(&line.unwrap()) {
+    for line in child.kill().rest {
+        if let Some(seq) = parse_ack(&line) {
             acked.push(seq);
         }
     }

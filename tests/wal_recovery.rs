@@ -5,54 +5,17 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use bloomlsm::db::filename::{FileKind, list_store_files};
 use bloomlsm::{Db, Error, Options, WalRecovery};
+use common::files::{store_with_log, tree};
 use common::scratch_dir;
 
 fn options(mode: WalRecovery) -> Options {
     Options {
-        sync_writes: true,
-        background_compaction: false,
         wal_recovery: mode,
-        ..Options::default()
+        ..common::options::synced()
     }
-}
-
-/// A closed store whose only log holds `n` synced puts, and that log.
-fn build(dir: &Path, n: u64) -> PathBuf {
-    let db = Db::open(dir, options(WalRecovery::TolerateTornTail)).unwrap();
-    for i in 0..n {
-        db.put(format!("key{i:04}"), format!("value{i}")).unwrap();
-    }
-    db.close().unwrap();
-    let logs: Vec<PathBuf> = list_store_files(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|(k, _, _)| *k == FileKind::Log)
-        .map(|(_, _, p)| p)
-        .collect();
-    assert_eq!(logs.len(), 1, "{logs:?}");
-    logs.into_iter().next().unwrap()
-}
-
-/// Every entry of the directory, recursively, with its bytes (`None` for a
-/// directory).
-fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.push((p.clone(), None));
-            out.extend(tree(&p));
-        } else {
-            let bytes = std::fs::read(&p).unwrap();
-            out.push((p, Some(bytes)));
-        }
-    }
-    out.sort();
-    out
 }
 
 /// Refused by both opens with `Corruption` naming `log` and `offset`, and
@@ -90,7 +53,7 @@ fn assert_refused(dir: &Path, log: &Path, offset: u64) {
 #[test]
 fn a_damaged_only_record_is_refused_or_dropped_and_counted() {
     let dir = scratch_dir();
-    let log = build(dir.path(), 1);
+    let log = store_with_log(dir.path(), 1);
     let mut bytes = std::fs::read(&log).unwrap();
     bytes[7 + 3] ^= 0x40; // inside the payload, past the 7-byte header
     std::fs::write(&log, &bytes).unwrap();
@@ -116,11 +79,13 @@ fn a_damaged_only_record_is_refused_or_dropped_and_counted() {
 #[test]
 fn a_cut_last_record_and_a_zero_tail_are_refused_at_their_offset() {
     let dir = scratch_dir();
-    let log = build(dir.path(), 20);
+    let log = store_with_log(dir.path(), 20);
     let full = std::fs::read(&log).unwrap();
     // Where the last record starts: the length of the log of 19 puts.
     let dir19 = scratch_dir();
-    let end19 = std::fs::metadata(build(dir19.path(), 19)).unwrap().len();
+    let end19 = std::fs::metadata(store_with_log(dir19.path(), 19))
+        .unwrap()
+        .len();
     std::fs::write(&log, &full[..full.len() - 4]).unwrap();
     assert_refused(dir.path(), &log, end19);
 
@@ -134,7 +99,7 @@ fn a_cut_last_record_and_a_zero_tail_are_refused_at_their_offset() {
 #[test]
 fn a_clean_store_opens_under_absolute_consistency() {
     let dir = scratch_dir();
-    build(dir.path(), 50);
+    store_with_log(dir.path(), 50);
     for _ in 0..2 {
         let db = Db::open(dir.path(), options(WalRecovery::AbsoluteConsistency)).unwrap();
         for i in 0..50 {

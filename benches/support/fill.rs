@@ -1,11 +1,11 @@
 //! The benches' shared load: `n` keys of `seed`'s present family with 100-byte
 //! random values, in batches of 1,000, running due flushes and compactions
 //! (`Db::maintain`) every `maintain_every` keys and at the end. Included by
-//! `#[path]`; the including bench declares `mod workload` beside it.
+//! `#[path]` in the benches that load a store this way.
 
 use bloomlsm::{Db, WriteBatch};
 
-use super::workload::{SplitMix64, present_key};
+use bloomlsm::workload::{SplitMix64, present_key};
 
 /// Loads the keys into `db` (see the module docs); returns the value
 /// generator, for a bench that goes on drawing from it.

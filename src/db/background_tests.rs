@@ -271,3 +271,48 @@ fn a_panicking_io_thread_fails_the_read_and_stops_stalled_writers() {
     drop(held);
     expect_poisoned(dir.path(), db, rx, 2, Failure::Panic);
 }
+
+/// Once writes pause, the compaction thread rebuilds the filters whose
+/// level's Monkey allocation moved while the tree grew, until the store
+/// spends its budget.
+#[test]
+fn the_compaction_thread_rebuilds_filters_when_writes_pause() {
+    use crate::{FilterKind, FilterOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            write_buffer_size: 256 << 10,
+            target_file_size: 128 << 10,
+            level1_max_bytes: 512 << 10,
+            compression: crate::CompressionOptions::none(),
+            filters: FilterOptions::monkey(FilterKind::Blocked512, 10.0),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let mut rng = crate::test_rng::xorshift(0xF17E);
+    for _ in 0..150_000 {
+        db.put(format!("{:016x}", rng()), [7u8; 64]).unwrap();
+    }
+    let spent = |db: &Db| {
+        let s = db.stats();
+        let keys: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
+        (
+            s.filter_bytes as f64 * 8.0 / keys.max(1) as f64,
+            s.filter_rebuilds,
+        )
+    };
+    // At most two minutes: a bound against hanging, not a timing.
+    for _ in 0..1200 {
+        let (bits, rebuilds) = spent(&db);
+        // Files of ~1,700 keys round their filters up to whole 512-bit
+        // lines: up to 0.3 bits per key above the allocation.
+        if rebuilds > 0 && (9.8..=10.4).contains(&bits) && db.inner.refilter_due().is_none() {
+            db.close().unwrap();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no rebuild to the budget: {:?}, {}", spent(&db), db.stats());
+}

@@ -258,6 +258,8 @@ impl Inner {
         let mem_now = self.super_version().mem.clone();
         self.install(&st, mem_now);
         self.last_seq.store(last, Ordering::Release);
+        let now = self.opened_at.elapsed().as_millis() as u64;
+        self.last_write_ms.fetch_max(now, Ordering::Relaxed);
         drop(st);
         self.cv.notify_all();
         report.tables = files.len();

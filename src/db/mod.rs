@@ -131,6 +131,10 @@ struct Inner {
     compact_work: Mutex<()>,
     /// What the store counts, for [`Stats`].
     counters: Counters,
+    /// When the store was opened, and the last write acknowledged since
+    /// (milliseconds after it): filters are rebuilt when writes pause.
+    opened_at: std::time::Instant,
+    last_write_ms: AtomicU64,
     /// Set by `close`; iterators and snapshots hold it too.
     closed: Arc<AtomicBool>,
     /// Live snapshots: the versions flushes and compactions keep.
@@ -259,6 +263,8 @@ impl Db {
             .counters
             .user_bytes_written
             .fetch_add(user_bytes, Ordering::Relaxed);
+        let now = self.inner.opened_at.elapsed().as_millis() as u64;
+        self.inner.last_write_ms.fetch_max(now, Ordering::Relaxed);
         Ok(())
     }
 
@@ -442,8 +448,35 @@ impl Db {
     /// ```
     pub fn maintain(&self) -> Result<()> {
         self.inner.flush()?;
-        while self.inner.compact_once()? {}
+        while self.inner.compact_once(false)? {}
         Ok(())
+    }
+
+    /// Rebuilds, on the calling thread, the filters of the files whose
+    /// level's filter allocation moved since they were written, until the
+    /// store spends what its [`crate::FilterOptions`] say, to within 0.5%
+    /// (before filters are rounded up to whole cache lines).
+    /// Returns how many files it rewrote. Only filter configurations that
+    /// depend on the tree's shape ever need it (the Monkey allocation,
+    /// `skip_last_level`); the compaction thread does the same by itself
+    /// once the store has gone a second without a write. After a bulk load,
+    /// call it to have the store at its budget now (`bench` does).
+    ///
+    /// ```
+    /// use bloomlsm::{Db, FilterKind, FilterOptions, Options};
+    ///
+    /// let opts = Options {
+    ///     filters: FilterOptions::monkey(FilterKind::Blocked512, 10.0),
+    ///     ..Options::default()
+    /// };
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), opts)?;
+    /// db.put("apple", "red")?;
+    /// db.rebuild_filters()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rebuild_filters(&self) -> Result<u64> {
+        self.inner.rebuild_filters()
     }
 
     /// Counters and the shape of the store. `Display` prints a summary.

@@ -120,6 +120,8 @@ impl Db {
             flush_work: Mutex::new(()),
             compact_work: Mutex::new(()),
             counters: Counters::new(levels, o.wal_tail_dropped, o.wal_salvaged),
+            opened_at: std::time::Instant::now(),
+            last_write_ms: AtomicU64::new(0),
             closed: Arc::new(AtomicBool::new(false)),
             snapshots: SnapshotList::default(),
             table_files,

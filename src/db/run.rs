@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// How long the store must go without a write before the compaction thread
+/// rebuilds filters ([`Inner::idle`]).
+pub(super) const REFILTER_IDLE: Duration = Duration::from_secs(1);
+
 /// The work of a background thread.
 #[derive(Clone, Copy)]
 pub(super) enum Job {
@@ -125,7 +129,7 @@ impl Inner {
             // `guarded`; this thread then only waits for shutdown.
             let _ = match job {
                 Job::Flush => self.flush_one(),
-                Job::Compaction => self.compact_once(),
+                Job::Compaction => self.compact_once(self.idle()),
             };
             // Writers may wait for room; the other thread may have work now.
             self.cv.notify_all();
@@ -144,7 +148,48 @@ impl Inner {
             && (compaction::scores(st.vs.current(), &self.opts)
                 .iter()
                 .any(|&s| s >= 1.0)
-                || compaction::refilter::pick(st.vs.current(), &self.opts).is_some())
+                || (self.idle()
+                    && compaction::refilter::pick(st.vs.current(), &self.opts).is_some()))
+    }
+
+    /// Whether no write has been acknowledged for [`REFILTER_IDLE`]: the
+    /// compaction thread rebuilds filters only then, so that a tree still
+    /// growing is not rewritten for every allocation it passes through.
+    pub(super) fn idle(&self) -> bool {
+        let last = self.last_write_ms.load(Ordering::Relaxed);
+        self.opened_at.elapsed().as_millis() as u64
+            >= last.saturating_add(REFILTER_IDLE.as_millis() as u64)
+    }
+
+    /// The next filter rebuild due on the current version, if any.
+    #[cfg(test)]
+    pub(super) fn refilter_due(&self) -> Option<compaction::refilter::Refilter> {
+        compaction::refilter::pick(self.state().vs.current(), &self.opts)
+    }
+
+    /// Rebuilds filters until none is due ([`Db::rebuild_filters`]).
+    pub(super) fn rebuild_filters(&self) -> Result<u64> {
+        let mut n = 0;
+        loop {
+            let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
+            let done = self.guarded("filter rebuild", || {
+                let (r, v) = {
+                    let st = self.state();
+                    let v = st.vs.current().clone();
+                    match compaction::refilter::pick(&v, &self.opts) {
+                        Some(r) => (r, v),
+                        None => return Ok(true),
+                    }
+                };
+                let obsolete = self.run_refilter(r, &v)?;
+                self.table_files.retire(obsolete, v);
+                Ok(false)
+            })?;
+            if done {
+                return Ok(n);
+            }
+            n += 1;
+        }
     }
 
     /// Flushes the oldest frozen memtable, if any. Returns whether it did.
@@ -210,20 +255,23 @@ impl Inner {
     }
 
     /// Runs one picked compaction, if any is due. Returns whether it did.
-    pub(super) fn compact_once(&self) -> Result<bool> {
+    pub(super) fn compact_once(&self, refilter: bool) -> Result<bool> {
         let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
-        self.guarded("compaction", || self.compact_once_locked())
+        self.guarded("compaction", || self.compact_once_locked(refilter))
     }
 
-    /// Runs the most urgent compaction, or when none is due, one filter
-    /// rebuild ([`refilter`]).
-    pub(super) fn compact_once_locked(&self) -> Result<bool> {
+    /// Runs the most urgent compaction, or when none is due and `refilter`
+    /// says so, one filter rebuild ([`compaction::refilter`]).
+    pub(super) fn compact_once_locked(&self, refilter: bool) -> Result<bool> {
         let (c, v) = {
             let st = self.state();
             let v = st.vs.current();
             match compaction::pick(v, &self.opts, &st.vs.pointers) {
                 Some(c) => (Ok(c), v.clone()),
-                None => match compaction::refilter::pick(v, &self.opts) {
+                None => match refilter
+                    .then(|| compaction::refilter::pick(v, &self.opts))
+                    .flatten()
+                {
                     Some(r) => (Err(r), v.clone()),
                     None => return Ok(false),
                 },

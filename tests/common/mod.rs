@@ -1,12 +1,22 @@
-//! Helpers shared by the store's integration tests.
+//! The integration tests' kit: scratch directories and the long mode here;
+//! readable keys and values ([`keys`]), the `BTreeMap` model of a store
+//! ([`model`]), small-store option presets ([`options`]), the levels holding
+//! files ([`levels`]), a store's files and directory snapshots ([`files`]),
+//! and the crash tests' child processes ([`child`]). The study's keys are
+//! the library's own, [`bloomlsm::workload`].
+//!
+//! Cargo compiles this module into every test binary, and each binary uses
+//! only a part of it.
+#![allow(dead_code)]
+
+pub mod child;
+pub mod files;
+pub mod keys;
+pub mod levels;
+pub mod model;
+pub mod options;
 
 use std::path::Path;
-
-/// The `bench` command's deterministic keys (`SplitMix64`, the present and
-/// absent key families); not part of the library's API.
-#[allow(dead_code)]
-#[path = "../../src/bin/bloomlsm/workload.rs"]
-pub mod workload;
 
 /// A scratch directory, in memory when the machine has `/dev/shm`: the store
 /// fsyncs on every flush, compaction and reopen, which a disk makes slow, and
@@ -23,7 +33,6 @@ pub fn scratch_dir() -> tempfile::TempDir {
 
 /// `BLOOMLSM_LONG=1` (not in CI): the long runs of the crash, fault and
 /// decoder tests (docs/design.md, "Testing").
-#[allow(dead_code)]
 pub fn long_mode() -> bool {
     std::env::var_os("BLOOMLSM_LONG").is_some_and(|v| v != "0")
 }

@@ -11,13 +11,13 @@
 
 use std::path::Path;
 
+use bloomlsm::workload::absent_key;
 use bloomlsm::{Db, FileStats};
 use serde_json::{Value, json};
 
 use crate::bench::{BenchArgs, BenchConfig, store_options};
 use crate::phase::{PERCENTILES, Phase, Recorder};
 use crate::report::{self, TextTable, bytes};
-use crate::workload::absent_key;
 use crate::{CliError, CliResult, progress};
 
 /// The budgets of `--filter-budget` without values: fractions of the

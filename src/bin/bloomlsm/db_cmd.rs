@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, FileStats, LevelStats, Options, Stats, WalRecovery};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -30,7 +31,6 @@ use serde_json::{Value, json};
 use crate::design::{DesignArgs, describe, describe_compression};
 use crate::escape::Codec;
 use crate::report::{TextTable, bytes, count, percent, sig3};
-use crate::workload::SplitMix64;
 use crate::{CliError, CliResult, help, parse_bytes, progress, write_json};
 
 /// The `db` subcommands.

@@ -9,9 +9,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bloomlsm::filter::{Filter, FilterKind, FilterPolicy};
+use bloomlsm::workload::mix64;
 use bloomlsm::{FileStats, Stats};
-
-use crate::workload::mix64;
 
 /// Keys of the timed filters.
 pub const KEYS: usize = 1 << 16;

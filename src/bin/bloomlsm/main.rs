@@ -29,7 +29,6 @@ mod plot;
 mod report;
 mod sst_cmd;
 mod sweep;
-mod workload;
 
 use std::fmt;
 use std::io::{IsTerminal, Write};
@@ -37,6 +36,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bench::BenchArgs;
+// The study's keys are the library's: `bench` names them `crate::workload`.
+use bloomlsm::workload;
 use clap::{CommandFactory, Parser, Subcommand};
 use db_cmd::DbCommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

@@ -19,12 +19,12 @@ use bloomlsm::filter::{Filter, key_hash};
 use bloomlsm::sst::compression::block_type_name;
 use bloomlsm::sst::format::BLOCK_TRAILER_LEN;
 use bloomlsm::sst::{InternalKey, KeyFormat, Table, TableOpenOptions};
+use bloomlsm::workload::SplitMix64;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use crate::escape::{Codec, internal_key, kind_name};
 use crate::report::{bytes, count, percent, utc_date};
-use crate::workload::SplitMix64;
 use crate::{CliError, CliResult, help, write_json};
 
 /// The `sst` subcommands.

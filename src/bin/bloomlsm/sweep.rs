@@ -3,10 +3,10 @@
 //! to the model's prediction.
 
 use bloomlsm::filter::{Filter, FilterKind, FilterPolicy, key_hash, math};
+use bloomlsm::workload::{absent_key, present_key};
 use rayon::prelude::*;
 
 use crate::report::{TextTable, count, percent};
-use crate::workload::{absent_key, present_key};
 
 /// One point of the filter-only sweep.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -18,6 +18,8 @@
 //! instead ([`shape`]): L0 compacts into the *base level*, and the levels
 //! between L1 and the base stay empty.
 
+#[cfg(test)]
+mod datadriven_tests;
 mod output;
 mod pick;
 pub(crate) mod refilter;

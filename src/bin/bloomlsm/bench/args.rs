@@ -1,0 +1,152 @@
+//! The `bench` command's arguments ([`BenchArgs`]), `--io` ([`IoMode`]) and
+//! the limits and parsers clap checks them with.
+
+use std::path::PathBuf;
+
+use bloomlsm::ReadMode;
+use clap::{Args, ValueEnum};
+
+use crate::budget;
+use crate::design::CompressionArgs;
+
+use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
+
+/// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
+/// their hashes or Zipf table are held in memory, 8 bytes each.
+pub const MAX_KEYS: u64 = 1 << 28;
+
+/// Arguments of `bench`.
+#[derive(Clone, Debug, Args)]
+pub struct BenchArgs {
+    /// Keys to insert into each store (16-byte random keys; at most 2^28).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
+    pub keys: u64,
+    /// Bytes of each value (at most 1 MiB).
+    #[arg(long, default_value_t = 100, value_name = "BYTES",
+          value_parser = clap::value_parser!(u32).range(0..=1 << 20))]
+    pub value_size: u32,
+    /// Make values compress to about this fraction of their size (db_bench's
+    /// --compression_ratio): 1 = random bytes, 0.5 about 2x.
+    #[arg(long, default_value_t = 0.5, value_name = "R", value_parser = parse_ratio)]
+    pub value_ratio: f64,
+    #[command(flatten)]
+    pub compression: CompressionArgs,
+    /// Gets per phase (missing keys, then existing keys).
+    #[arg(long, default_value_t = 200_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub lookups: u64,
+    /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
+    /// `ribbonB` (the space-optimal Ribbon filter), `hybridB` (blocked512 at B
+    /// bits/key on L0 and L1, Ribbon at B bits/key below: the same memory,
+    /// fast builds for short-lived files),
+    /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
+    /// average), `monkey-bloomB`, `monkey-ribbonB`, `monkey-hybridB` (the
+    /// hybrid's two families under one Monkey budget); B may be fractional, e.g.
+    /// `blocked12.5`. The default includes ribbon10 (blocked10's memory) and
+    /// ribbon7 (blocked10's FPR).
+    #[arg(long, default_value = DEFAULT_CONFIGS, value_delimiter = ',', value_parser = parse_config)]
+    pub configs: Vec<BenchConfig>,
+    /// Choose existing keys from a Zipf distribution with this exponent
+    /// (e.g. 0.99) instead of uniformly.
+    #[arg(long, value_name = "S")]
+    pub zipf: Option<f64>,
+    /// Keep the stores under this directory (one sub-directory per
+    /// configuration) instead of a temporary directory that is removed. A
+    /// directory that already holds stores is refused unless --reuse-dir.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Let --dir hold stores of an earlier run: each configuration's old store
+    /// is deleted and rebuilt.
+    #[arg(long, requires = "dir")]
+    pub reuse_dir: bool,
+    /// How the stores read their tables: `buffered` (through the page cache)
+    /// or `direct` (O_DIRECT: every data-block read reaches the device; the
+    /// stores' directory must be on a file system that takes it, see --dir).
+    #[arg(long, value_enum, default_value_t = IoMode::Buffered, value_name = "MODE")]
+    pub io: IoMode,
+    /// Seed of keys, values and lookups.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print one JSON object per configuration per line instead of the table
+    /// (with --plot, the sweep as a last line; fields below).
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (a header line, then one line per configuration).
+    #[arg(long)]
+    pub csv: bool,
+    /// Also run the filter-only FPR sweep and write an SVG chart of it and of
+    /// the data-block reads per missing get of each configuration (the name
+    /// must end in .svg).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Keys per filter in the `--plot` sweep.
+    #[arg(long, default_value_t = 200_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
+    pub sweep_keys: u64,
+    /// Absent-key probes per filter in the `--plot` sweep.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
+    pub sweep_probes: u64,
+    /// After each filtered configuration's study, reopen its store under
+    /// filter memory budgets — fractions of its filter bytes, e.g.
+    /// `0,0.1,0.5,1`; without a value `0,0.02,0.05,0.1,0.2,0.4,0.7,1` — and
+    /// look the missing keys up again: the filters that do not fit are read
+    /// on demand, one partition per probe. Prints I/O per missing get
+    /// against filter memory (and `--plot` draws it).
+    #[arg(long, value_name = "F,F,...", num_args = 0..=1, require_equals = false,
+          default_missing_value = budget::DEFAULT_FRACTIONS,
+          value_delimiter = ',', value_parser = budget::parse_fraction)]
+    pub filter_budget: Option<Vec<f64>>,
+    /// Filter partition size of the stores built (0: whole filter blocks).
+    /// Default 4096 with --filter-budget, otherwise 0.
+    #[arg(long, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(0..=1 << 24))]
+    pub filter_partition_bytes: Option<u64>,
+    /// No progress bars, and nothing on stderr but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl BenchArgs {
+    /// The filter partition size of the studied stores.
+    pub fn partition_bytes(&self) -> usize {
+        match self.filter_partition_bytes {
+            Some(b) => b as usize,
+            None if self.filter_budget.is_some() => budget::DEFAULT_PARTITION_BYTES,
+            None => 0,
+        }
+    }
+
+    /// `buffered` or `direct`.
+    pub fn io_name(&self) -> &'static str {
+        self.io.read_mode().name()
+    }
+}
+
+/// `--io`: how the stores read their tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IoMode {
+    /// Through the operating system's page cache.
+    Buffered,
+    /// Direct I/O (O_DIRECT): around the page cache, to the device.
+    Direct,
+}
+
+impl IoMode {
+    /// The store's read mode.
+    pub fn read_mode(self) -> ReadMode {
+        match self {
+            IoMode::Buffered => ReadMode::Buffered,
+            IoMode::Direct => ReadMode::Direct,
+        }
+    }
+}
+
+/// Parses `--value-ratio`: a number in (0, 1].
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|r| *r > 0.0 && *r <= 1.0)
+        .ok_or_else(|| format!("{s:?}: the value ratio must be a number in (0, 1]"))
+}

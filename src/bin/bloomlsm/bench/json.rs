@@ -1,0 +1,87 @@
+//! `bench --json`: one object per configuration ([`json_row`]) and, with
+//! `--plot`, the sweep ([`sweep_json`]). The fields are documented in
+//! [`help`](crate::help).
+
+use serde_json::{Value, json};
+
+use crate::budget;
+use crate::db_cmd::{level_total, shape_json};
+use crate::phase::PERCENTILES;
+use crate::sweep::SweepPoint;
+
+use super::measure::PHASES;
+use super::row::{BenchRow, device_saved, io_saved};
+
+/// The JSON object of one configuration (fields in [`help`](crate::help)).
+pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
+    let m = &r.missing;
+    json!({
+        "config": r.config.name,
+        "policy": r.config.policy(),
+        "keys": r.keys,
+        "nominal_bits_per_key": r.config.nominal_bits_per_key(),
+        "bits_per_key": r.bits_per_key,
+        "spends_nominal": r.config.spends_nominal(r.bits_per_key),
+        "filter_bytes": r.filter_bytes,
+        "predicted_fpr": r.predicted_fpr(),
+        "measured_fpr": r.measured_fpr(),
+        "block_reads_per_missing_get": r.reads_per_missing_get(),
+        "predicted_block_reads_per_missing_get": r.predicted_reads_per_missing_get(),
+        "unfiltered_block_reads_per_missing_get": r.unfiltered_reads_per_missing_get(),
+        "io_saved": io_saved(r, none),
+        "missing_gets": m.gets_missing(),
+        "filter_checks": m.total.filter_checks,
+        "filter_negatives": m.total.filter_negatives,
+        "false_positives": m.total.false_positives,
+        "missing_get_ns": r.missing_get_ns,
+        "multi_get_missing_ns": r.multi_get_missing_ns,
+        "filter_build_ns_per_key": r.filter_cost.map(|c| c.0),
+        "filter_probe_ns": r.filter_cost.and_then(|c| c.1),
+        "existing_gets": r.existing.gets,
+        "block_reads_per_existing_get": r.reads_per_existing_get(),
+        "existing_get_ns": r.existing_get_ns,
+        "load_seconds": r.load_secs,
+        "write_amplification": r.write_amplification(),
+        "user_bytes_written": m.user_bytes_written,
+        "bytes_flushed": m.bytes_flushed,
+        "bytes_compacted": m.bytes_compacted,
+        "disk_bytes": r.disk_bytes(),
+        "data_bytes": level_total(m).data_bytes,
+        "data_raw_bytes": level_total(m).data_raw_bytes,
+        "compression_ratio": r.compression_ratio(),
+        "shape": shape_json(m),
+        "io": r.io.read_mode().name(),
+        "phases": r.phases.iter().zip(PHASES).enumerate().map(|(i, (p, (_, name)))| {
+            let mut o = json!({
+                "phase": name,
+                "keys": p.ops,
+                "mean_ns": p.mean_ns,
+            });
+            for ((_, _, key), v) in PERCENTILES.iter().zip(p.percentiles_ns) {
+                o[format!("{key}_ns")] = json!(v);
+            }
+            o["max_ns"] = json!(p.max_ns);
+            o["store_bytes"] = json!(p.store_bytes);
+            o["device_bytes"] = json!(p.device_bytes);
+            o["store_bytes_per_key"] = json!(p.store_bytes_per_op());
+            o["device_bytes_per_key"] = json!(p.device_bytes_per_op());
+            o["device_bytes_saved_per_key"] = json!(device_saved(r, none, i));
+            o
+        }).collect::<Vec<_>>(),
+        "filter_budget": budget::json(&r.budget),
+    })
+}
+
+/// One point of the `--plot` sweep as JSON.
+pub fn sweep_json(p: &SweepPoint) -> Value {
+    json!({
+        "filter": p.kind.name(),
+        "requested_bits_per_key": p.requested_bits_per_key,
+        "bits_per_key": p.bits_per_key,
+        "probes_per_key": p.probes_per_key,
+        "predicted_fpr": p.predicted_fpr,
+        "measured_fpr": p.measured_fpr(),
+        "probes": p.probes,
+        "false_positives": p.false_positives,
+    })
+}

@@ -1,0 +1,260 @@
+//! Measuring one configuration: its store built and loaded ([`run_config`]),
+//! then the three read phases ([`PHASES`]) timed from zeroed counters
+//! ([`measure`]), existing keys drawn uniformly or from a [`Zipf`]
+//! distribution.
+
+use std::path::Path;
+
+use bloomlsm::{Db, Stats};
+
+use crate::db_cmd::shape_line;
+use crate::phase::{Phase, Recorder};
+use crate::workload::{SplitMix64, absent_key, present_key};
+use crate::{CliError, CliResult, budget, filter_cost, progress};
+
+use super::args::BenchArgs;
+use super::configs::BenchConfig;
+use super::row::BenchRow;
+use super::stores::{load_store, store_dir};
+
+/// A Zipf(s) sampler over `0..n` by inverse CDF (rank 0 is the hottest).
+#[derive(Clone, Debug)]
+pub struct Zipf {
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    /// The distribution `P(i) ∝ 1 / (i + 1)^s` over `0..n` (`n ≥ 1`, `s ≥ 0`).
+    pub fn new(n: u64, s: f64) -> Self {
+        let mut cdf = Vec::with_capacity(n as usize);
+        let mut acc = 0.0;
+        for i in 0..n {
+            acc += ((i + 1) as f64).powf(-s);
+            cdf.push(acc);
+        }
+        for c in &mut cdf {
+            *c /= acc;
+        }
+        Zipf { cdf }
+    }
+
+    /// One draw.
+    pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
+        let u = rng.unit();
+        (self.cdf.partition_point(|&c| c <= u) as u64).min(self.cdf.len() as u64 - 1)
+    }
+}
+
+/// The study's read phases: (label, JSON / CSV name).
+pub const PHASES: [(&str, &str); 3] = [
+    ("missing get", "missing_get"),
+    ("multi_get missing", "multi_get_missing"),
+    ("existing get", "existing_get"),
+];
+
+/// Runs the missing-key, multi_get and existing-key phases on a loaded
+/// store, each from zeroed counters.
+pub fn measure(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    db: &Db,
+    zipf: Option<&Zipf>,
+) -> CliResult<Measured> {
+    let (missing, missing_phase) = missing_gets(args, config, db)?;
+    let multi_phase = multi_get_missing(args, config, db)?;
+    let (existing, existing_phase) = existing_gets(args, config, db, zipf)?;
+    Ok(Measured {
+        missing,
+        existing,
+        phases: [missing_phase, multi_phase, existing_phase],
+    })
+}
+
+/// Gets timed between two updates of a phase's progress bar.
+const STEP: u64 = 4096;
+
+/// The error of a phase that found a key of the absent family.
+fn absent_found() -> CliError {
+    CliError::new("an absent-family key was found in the store")
+}
+
+/// The missing-key phase: `args.lookups` gets of absent keys, one at a time.
+fn missing_gets(args: &BenchArgs, config: &BenchConfig, db: &Db) -> CliResult<(Stats, Phase)> {
+    let n = args.lookups;
+    db.reset_stats();
+    let pb = progress(
+        Some(n),
+        args.quiet,
+        format!("{}: missing gets", config.name),
+    );
+    let mut rec = Recorder::start();
+    let mut i = 0;
+    while i < n {
+        let end = (i + STEP).min(n);
+        for j in i..end {
+            let key = absent_key(args.seed, j);
+            if rec.time(1, || db.get(key))?.is_some() {
+                return Err(absent_found());
+            }
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    let missing = db.stats();
+    let phase = rec.finish(n, missing.total.bytes_read);
+    pb.finish_and_clear();
+    Ok((missing, phase))
+}
+
+/// The multi_get phase: the same missing keys again, [`MULTI_GET_BATCH`] at
+/// a time.
+fn multi_get_missing(args: &BenchArgs, config: &BenchConfig, db: &Db) -> CliResult<Phase> {
+    let n = args.lookups;
+    db.reset_stats();
+    let pb = progress(
+        Some(n),
+        args.quiet,
+        format!("{}: missing keys by multi_get", config.name),
+    );
+    let mut batch: Vec<[u8; 16]> = Vec::with_capacity(MULTI_GET_BATCH as usize);
+    let mut rec = Recorder::start();
+    let mut i = 0;
+    while i < n {
+        let end = (i + MULTI_GET_BATCH).min(n);
+        batch.clear();
+        batch.extend((i..end).map(|j| absent_key(args.seed, j)));
+        if rec
+            .time(end - i, || db.multi_get(&batch))?
+            .iter()
+            .any(Option::is_some)
+        {
+            return Err(absent_found());
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    let phase = rec.finish(n, db.stats().total.bytes_read);
+    pb.finish_and_clear();
+    Ok(phase)
+}
+
+/// The existing-key phase: `args.lookups` gets of inserted keys, drawn
+/// uniformly or from `zipf`.
+fn existing_gets(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    db: &Db,
+    zipf: Option<&Zipf>,
+) -> CliResult<(Stats, Phase)> {
+    let n = args.lookups;
+    db.reset_stats();
+    let pb = progress(
+        Some(n),
+        args.quiet,
+        format!("{}: existing gets", config.name),
+    );
+    let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
+    let keys = args.keys.max(1);
+    let mut rec = Recorder::start();
+    let mut i = 0;
+    while i < n {
+        let end = (i + STEP).min(n);
+        for _ in i..end {
+            let idx = match zipf {
+                Some(z) => z.sample(&mut rng),
+                None => rng.below(keys),
+            };
+            let key = present_key(args.seed, idx);
+            if rec.time(1, || db.get(key))?.is_none() {
+                return Err(CliError::new(format!("inserted key #{idx} was not found")));
+            }
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    let existing = db.stats();
+    let phase = rec.finish(n, existing.total.bytes_read);
+    pb.finish_and_clear();
+    Ok((existing, phase))
+}
+
+/// Keys per `multi_get` call in the study's multi_get phase.
+pub const MULTI_GET_BATCH: u64 = 1024;
+
+/// What [`measure`] measured.
+pub struct Measured {
+    /// Counters of the missing-key phase.
+    pub missing: Stats,
+    /// Counters of the existing-key phase.
+    pub existing: Stats,
+    /// Latencies and bytes of each phase, in [`PHASES`] order.
+    pub phases: [Phase; 3],
+}
+
+/// Builds, loads and measures one configuration's store under `parent`,
+/// removing it afterwards unless `keep`.
+pub fn run_config(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    parent: &Path,
+    keep: bool,
+    zipf: Option<&Zipf>,
+) -> CliResult<BenchRow> {
+    let dir = store_dir(parent, &config.name)?;
+    let (db, load_secs) = load_store(args, config, &dir)?;
+    let Measured {
+        missing,
+        existing,
+        phases,
+    } = measure(args, config, &db, zipf)?;
+    let s = &missing;
+    let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
+    let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
+    let row = BenchRow {
+        config: config.clone(),
+        keys: args.keys,
+        load_secs,
+        shape: shape_line(s),
+        shape_key: s.levels.iter().map(|l| (l.files, l.entries)).collect(),
+        filter_bytes: s.filter_bytes,
+        bits_per_key: if filtered == 0 {
+            0.0
+        } else {
+            s.filter_bytes as f64 * 8.0 / filtered as f64
+        },
+        missing,
+        existing,
+        missing_get_ns: phases[0].mean_ns,
+        multi_get_missing_ns: phases[1].mean_ns,
+        existing_get_ns: phases[2].mean_ns,
+        filter_cost,
+        phases,
+        io: args.io,
+        budget: Vec::new(),
+    };
+    db.close()?;
+    let mut row = row;
+    if row.filter_bytes > 0 {
+        row.budget = budget::sweep(args, config, &dir, row.filter_bytes)?;
+    }
+    if !keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zipf_prefers_low_ranks() {
+        let z = Zipf::new(1000, 1.0);
+        let mut rng = SplitMix64::new(3);
+        let draws: Vec<u64> = (0..10_000).map(|_| z.sample(&mut rng)).collect();
+        assert!(draws.iter().all(|&d| d < 1000));
+        let zeros = draws.iter().filter(|&&d| d == 0).count();
+        // P(0) = 1 / H(1000) ≈ 0.134.
+        assert!((1100..1600).contains(&zeros), "{zeros}");
+    }
+}
