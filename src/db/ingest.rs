@@ -172,36 +172,39 @@ impl Inner {
             }
             if !mem.is_empty() && (done || mem.approximate_memory_bytes() >= CHUNK_BYTES) {
                 let chunk = std::mem::replace(&mut mem, MemTable::for_write_buffer(CHUNK_BYTES));
-                let (policy, compression) = self.l0_design();
-                let run = compaction::write_outputs(
-                    &self.dir,
-                    &self.opts,
-                    OutputSize::Target(self.opts.target_file_size),
-                    chunk.iter().map(Ok),
-                    policy,
-                    compression,
-                    &Fresh(self),
-                    &Retention::default(),
-                    &|_| false,
-                    &[],
-                    self.cache.clone(),
-                );
-                out.extend(run?.files);
+                out.extend(self.write_run(chunk.iter().map(Ok))?);
                 runs += 1;
             }
         }
         Ok((report, runs))
     }
 
-    /// The filter and compression of a new L0 file.
-    fn l0_design(&self) -> (Option<crate::FilterPolicy>, crate::sst::Compression) {
+    /// Writes `entries` (internal-key order) as a run of disjoint tables
+    /// cut at the target file size, with the filter and compression of a
+    /// new L0 file.
+    fn write_run<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        entries: impl Iterator<Item = Result<(K, V)>>,
+    ) -> Result<Vec<Arc<FileHandle>>> {
         let v = self.super_version().version.clone();
-        let runs = v.runs();
         let policy = self
             .opts
             .filters
-            .policy_for(0, &runs, v.last_nonempty_level().max(1));
-        (policy, self.opts.compression.for_level(0))
+            .policy_for(0, &v.runs(), v.last_nonempty_level().max(1));
+        let out = compaction::write_outputs(
+            &self.dir,
+            &self.opts,
+            OutputSize::Target(self.opts.target_file_size),
+            entries,
+            policy,
+            self.opts.compression.for_level(0),
+            &Fresh(self),
+            &Retention::default(),
+            &|_| false,
+            &[],
+            self.cache.clone(),
+        )?;
+        Ok(out.files)
     }
 
     /// Merges the runs `runs` (tables newest run last) into one run of
@@ -213,21 +216,7 @@ impl Inner {
             .iter()
             .map(|f| Source::table(f.table.clone(), None))
             .collect();
-        let (policy, compression) = self.l0_design();
-        let out = compaction::write_outputs(
-            &self.dir,
-            &self.opts,
-            OutputSize::Target(self.opts.target_file_size),
-            MergeIter::new(sources),
-            policy,
-            compression,
-            &Fresh(self),
-            &Retention::default(),
-            &|_| false,
-            &[],
-            self.cache.clone(),
-        )?;
-        Ok(out.files)
+        self.write_run(MergeIter::new(sources))
     }
 
     /// Installs `files` in L0 by one MANIFEST edit that also records the

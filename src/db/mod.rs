@@ -53,6 +53,7 @@ pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 pub use manifest::{FileMeta, FilterMeta, Manifest, RecoverReport, RecoveredState, VersionEdit};
 pub use snapshot::Snapshot;
 pub use wal::{ReplayReport, Wal};
+pub use write::WriteOptions;
 
 use memtable::{LookupResult, MemTable};
 
@@ -156,7 +157,9 @@ struct Writer {
 struct WriteQueue {
     next_ticket: u64,
     /// `None` once a leader has taken the batch into its group.
-    waiting: VecDeque<(u64, Option<WriteBatch>)>,
+    /// `None` once a leader has taken the batch into its group; the flag
+    /// asks for the group to be synced.
+    waiting: VecDeque<(u64, Option<WriteBatch>, bool)>,
     done: HashMap<u64, Result<()>>,
 }
 
@@ -247,6 +250,26 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_with(batch, WriteOptions::default())
+    }
+
+    /// [`Db::write`] with options for this write alone: with
+    /// [`WriteOptions::sync`] the batch is on disk (fdatasync'd) before this
+    /// returns, whatever the store's [`Options::sync_writes`] (LevelDB's and
+    /// RocksDB's per-write `sync`). Writers committed in one group share one
+    /// fdatasync, made when any of them asks for it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// use bloomlsm::{WriteBatch, WriteOptions};
+    ///
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("order-17", "paid");
+    /// db.write_with(batch, WriteOptions::default().sync(true))?; // durable now
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_with(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
         let mut user_bytes = 0;
         for op in batch.iter() {
             user_bytes += (op.key().len() + op.value().len()) as u64;
@@ -257,7 +280,7 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        self.inner.write_queued(batch)?;
+        self.inner.write_queued(batch, options.sync)?;
         // Counted once acknowledged: the denominator of write amplification.
         self.inner
             .counters

@@ -4,6 +4,25 @@
 
 use super::*;
 
+/// Options of one write ([`Db::write_with`]). New fields may come: build it
+/// from [`WriteOptions::default`] and its setters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// Fsync (`fdatasync`) the write-ahead log before the write is
+    /// acknowledged, as [`Options::sync_writes`] does for every write.
+    /// Default false: the store's own setting applies.
+    pub sync: bool,
+}
+
+impl WriteOptions {
+    /// These options with [`WriteOptions::sync`] set to `sync`.
+    pub fn sync(mut self, sync: bool) -> Self {
+        self.sync = sync;
+        self
+    }
+}
+
 /// Frozen memtables allowed to wait for a flush before writes stall.
 pub(super) const MAX_IMMUTABLE: usize = 2;
 
@@ -127,11 +146,13 @@ impl Inner {
     /// behind it into one WAL record — one write, one fsync in sync mode —
     /// and one memtable insert; every writer of the group returns only after
     /// that, with the group's result. A lone writer is a group of one.
-    pub(super) fn write_queued(&self, batch: WriteBatch) -> Result<()> {
+    /// A group is synced when any of its writers asked for it (`sync`, or
+    /// the store's `sync_writes`).
+    pub(super) fn write_queued(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         let mut q = self.queue()?;
         let ticket = q.next_ticket;
         q.next_ticket += 1;
-        q.waiting.push_back((ticket, Some(batch)));
+        q.waiting.push_back((ticket, Some(batch), sync));
         loop {
             if let Some(r) = q.done.remove(&ticket) {
                 return r;
@@ -147,6 +168,7 @@ impl Inner {
         // Lead: this batch and those queued behind it, up to the group limit
         // (a small first batch is not held back by much more than itself).
         let mut group = q.waiting[0].1.take().expect("the leader's batch is queued");
+        let mut group_sync = q.waiting[0].2;
         let first = group.approximate_size();
         let limit = if first <= GROUP_SMALL_BATCH {
             first + GROUP_SMALL_BATCH
@@ -154,23 +176,24 @@ impl Inner {
             GROUP_MAX_BYTES
         };
         let mut members = 1;
-        for (_, b) in q.waiting.iter_mut().skip(1) {
+        for (_, b, sync) in q.waiting.iter_mut().skip(1) {
             let Some(b) = b.as_ref() else { break };
             if group.approximate_size() + b.approximate_size() > limit {
                 break;
             }
             group.append(b);
+            group_sync |= *sync;
             members += 1;
         }
-        for (_, b) in q.waiting.iter_mut().skip(1).take(members - 1) {
+        for (_, b, _) in q.waiting.iter_mut().skip(1).take(members - 1) {
             *b = None;
         }
         drop(q);
-        let result = self.write_group(group);
+        let result = self.write_group(group, group_sync);
         // Hand the result to the group, whatever happens to the lock.
         let mut q = self.write_queue.lock().unwrap_or_else(|e| e.into_inner());
         for _ in 0..members {
-            if let Some((t, _)) = q.waiting.pop_front()
+            if let Some((t, _, _)) = q.waiting.pop_front()
                 && t != ticket
             {
                 let r = match &result {
@@ -192,8 +215,9 @@ impl Inner {
     }
 
     /// Logs and applies one batch (a group's): the writer lock, room in the
-    /// memtable, the WAL record, the memtable insert, the new last sequence.
-    pub(super) fn write_group(&self, mut batch: WriteBatch) -> Result<()> {
+    /// memtable, the WAL record (fsynced when `sync` or the store's
+    /// `sync_writes` asks), the memtable insert, the new last sequence.
+    pub(super) fn write_group(&self, mut batch: WriteBatch, sync: bool) -> Result<()> {
         let mut w = self
             .writer
             .lock()
@@ -225,7 +249,7 @@ impl Inner {
         let Some(wal) = w.wal.as_mut() else {
             return Err(Error::ReadOnly);
         };
-        if let Err(e) = wal.append_batch(&batch, self.opts.sync_writes) {
+        if let Err(e) = wal.append_batch(&batch, sync || self.opts.sync_writes) {
             // The log may now hold a partial record; refuse further writes
             // rather than acknowledge anything after it.
             self.poison("a WAL write", &e);
@@ -235,5 +259,40 @@ impl Inner {
         let last = first + batch.len() as u64 - 1;
         self.last_seq.store(last, Ordering::Release);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::fs::fault::{FaultFs, Op};
+    use crate::{Db, Options, WriteBatch, WriteOptions};
+
+    /// A write that asks for sync is fdatasync'd in a store that does not
+    /// sync by default, and one that does not ask is not.
+    #[test]
+    fn a_write_with_sync_is_synced_whatever_the_store_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        let db = Db::open(
+            dir.path(),
+            Options {
+                fs: Arc::new(fs.clone()),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        db.put("warm", "up").unwrap();
+        fs.reset_counts();
+        db.put("a", "1").unwrap();
+        assert_eq!(fs.count(Some(Op::Sync)), 0);
+        let mut b = WriteBatch::new();
+        b.put("b", "2");
+        db.write_with(b, WriteOptions::default().sync(true))
+            .unwrap();
+        assert_eq!(fs.count(Some(Op::Sync)), 1);
+        assert_eq!(db.get("b").unwrap().as_deref(), Some(&b"2"[..]));
+        db.close().unwrap();
     }
 }
