@@ -75,13 +75,7 @@ fn build() -> Pristine {
     for open in 0..2 {
         let db = Db::open(dir.path(), uncached()).unwrap();
         for round in 0..3 {
-            churn(
-                &db,
-                &mut rng,
-                &mut model,
-                500,
-                &format!("s{open}r{round}"),
-            );
+            churn(&db, &mut rng, &mut model, 500, &format!("s{open}r{round}"));
             db.maintain().unwrap();
         }
         db.close().unwrap();
