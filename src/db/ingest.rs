@@ -97,13 +97,7 @@ impl Inner {
         &self,
         records: &mut dyn Iterator<Item = Result<(K, V)>>,
     ) -> Result<IngestReport> {
-        let mut w = self
-            .writer
-            .lock()
-            .map_err(|_| Error::lock_poisoned("writer lock"))?;
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
+        let mut w = self.open_writer()?;
         self.freeze_for_flush(&mut w)?;
         self.wait_for_flushes()?;
         let first = self.last_seq.load(Ordering::Acquire) + 1;

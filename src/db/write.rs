@@ -208,6 +208,18 @@ impl Inner {
         result
     }
 
+    /// The writer lock, for a write to a store that is not closed.
+    pub(super) fn open_writer(&self) -> Result<MutexGuard<'_, Writer>> {
+        let w = self
+            .writer
+            .lock()
+            .map_err(|_| Error::lock_poisoned("writer lock"))?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(w)
+    }
+
     pub(super) fn queue(&self) -> Result<MutexGuard<'_, WriteQueue>> {
         self.write_queue
             .lock()
@@ -218,13 +230,7 @@ impl Inner {
     /// memtable, the WAL record (fsynced when `sync` or the store's
     /// `sync_writes` asks), the memtable insert, the new last sequence.
     pub(super) fn write_group(&self, mut batch: WriteBatch, sync: bool) -> Result<()> {
-        let mut w = self
-            .writer
-            .lock()
-            .map_err(|_| Error::lock_poisoned("writer lock"))?;
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
+        let mut w = self.open_writer()?;
         if w.wal.is_none() {
             return Err(Error::ReadOnly);
         }
