@@ -51,6 +51,16 @@ pub enum Error {
     /// calls): the panic's message. The store is poisoned with it
     /// ([`Error::Poisoned`]); the thread does not die silently.
     Panicked(String),
+    /// A registered filter family failed to build a table's filter: its
+    /// build returned an error or panicked, or what it built does not open
+    /// or rejects a key it was built from. Nothing built with it is
+    /// installed.
+    Filter {
+        /// The family's name.
+        family: String,
+        /// What went wrong, in words.
+        what: String,
+    },
     /// The store was closed.
     Closed,
     /// The store was opened with [`crate::Db::open_read_only`]: writes,
@@ -151,6 +161,7 @@ impl fmt::Display for Error {
                 "store refuses writes after a fatal error ({during}): {cause}; reopen it to recover"
             ),
             Error::Panicked(msg) => write!(f, "a thread of the store panicked: {msg}"),
+            Error::Filter { family, what } => write!(f, "filter family {family}: {what}"),
             Error::Closed => write!(f, "store is closed"),
             Error::ReadOnly => write!(f, "store is open read-only"),
         }
@@ -179,6 +190,10 @@ impl Error {
                 cause: cause.clone(),
             },
             Error::Panicked(msg) => Error::Panicked(msg.clone()),
+            Error::Filter { family, what } => Error::Filter {
+                family: family.clone(),
+                what: what.clone(),
+            },
             Error::Closed => Error::Closed,
             Error::ReadOnly => Error::ReadOnly,
         }

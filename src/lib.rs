@@ -109,7 +109,10 @@ pub use bytes::Bytes;
 pub use db::iter::ScanRange;
 pub use db::{Db, DbIter, IngestReport, Snapshot, WriteBatch, WriteOptions};
 pub use error::{Error, Result};
-pub use filter::{Filter, FilterKind, FilterPolicy, key_hash};
+pub use filter::{
+    Filter, FilterFamily, FilterKind, FilterPolicy, KeyFilter, filter_families, key_hash,
+    register_filter,
+};
 pub use options::{Compression, CompressionOptions, FilterOptions, Options, ReadMode, WalRecovery};
 pub use stats::{FileStats, IoCounters, LevelStats, LevelWrites, Stats};
 

@@ -417,6 +417,16 @@ fn bad_arguments_fail_with_one_line() {
         &["frobnicate"][..],
         &["bench", "--keys", "lots"],
         &["bench", "--configs", "blocked10,wat"],
+        &["bench", "--configs", "xor8:10"],
+        &[
+            "db",
+            "put",
+            "/tmp/never-made-store",
+            "k",
+            "v",
+            "--filter",
+            "xor8:10",
+        ],
         &["bench", "--json", "--csv"],
         &["bench", "--io", "foo"],
         &["sst", "dump"],
@@ -433,6 +443,19 @@ fn bad_arguments_fail_with_one_line() {
         assert!(
             o.stdout.is_empty() || args[1] == "verify",
             "{args:?}: {o:?}"
+        );
+    }
+    // Unknown filter families: the error lists the known ones.
+    for args in [
+        &["bench", "--configs", "xor8:10"][..],
+        &["db", "put", "/tmp/x", "k", "v", "--filter", "xor8:10"],
+    ] {
+        let o = bloomlsm(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert!(
+            stderr(&o).contains("(known: blocked512, bloom, ribbon"),
+            "{}",
+            stderr(&o)
         );
     }
     // Not a table at all.

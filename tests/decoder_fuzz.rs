@@ -188,9 +188,9 @@ fn filter_blocks() {
         FilterPolicy::ribbon(7.0),
         FilterPolicy::ribbon(0.7),
     ] {
-        seeds.push(policy.build(&hashes));
-        seeds.push(policy.build(&hashes[..1]));
-        seeds.push(policy.build(&[]));
+        seeds.push(policy.build(&hashes).unwrap());
+        seeds.push(policy.build(&hashes[..1]).unwrap());
+        seeds.push(policy.build(&[]).unwrap());
     }
     let mut rng = Rng(SplitMix64::new(3));
     for _ in 0..cases(50_000, 1_000_000) {
@@ -257,6 +257,7 @@ fn options_files() {
             ..bloomlsm::Options::default()
         };
         let f = OptionsFile {
+            unknown_families: Vec::new(),
             design: Design::of(&opts),
             history: (0..i).map(|h| format!("{h} changed")).collect(),
         };

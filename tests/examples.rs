@@ -52,3 +52,23 @@ fn url_dedup_queues_each_url_once() {
     assert!(r.filter_negatives > 0, "{r:?}");
     assert!(r.wasted_reads < r.filter_negatives / 20, "{r:?}");
 }
+
+#[allow(dead_code)]
+#[path = "../examples/xor_filter.rs"]
+mod xor_filter;
+
+#[test]
+fn a_filter_family_from_outside_the_crate_serves_a_store() {
+    let kind = xor_filter::xor8();
+    assert_eq!(bloomlsm::FilterKind::from_name("xor8"), Some(kind));
+    assert!(bloomlsm::filter_families().contains(&kind));
+    let dir = tempfile::tempdir().unwrap();
+    let r = xor_filter::run(dir.path(), FilterPolicy::new(kind, 10.0), 20_000, 20_000).unwrap();
+    // 1.23 one-byte slots per key and 32 more, spread over about ten files.
+    assert!((9.8..10.6).contains(&r.bits_per_key), "{r:?}");
+    // Nearly every missing key meets a filter (a few fall between files);
+    // the FPR is 2^-8 = 0.39%.
+    assert!(r.checks >= 19_000, "{r:?}");
+    let fpr = r.false_positives as f64 / r.checks as f64;
+    assert!((0.001..0.008).contains(&fpr), "{r:?}");
+}

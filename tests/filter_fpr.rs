@@ -14,7 +14,7 @@ const SEED: u64 = 0x5eed_f11e;
 
 fn measure(policy: FilterPolicy, probes: u64) -> (f64, Filter) {
     let hashes: Vec<u64> = (0..KEYS).map(|i| key_hash(&present_key(SEED, i))).collect();
-    let filter = Filter::open(&policy.build(&hashes)).expect("opens");
+    let filter = Filter::open(&policy.build(&hashes).unwrap()).expect("opens");
     assert!(
         hashes.iter().all(|&h| filter.may_contain(h)),
         "false negative"
@@ -103,6 +103,7 @@ fn check_partitioned(kind: FilterKind, bits: f64, partition_bytes: usize) {
     let n = partition_count(&policy, hashes.len(), partition_bytes);
     assert!(n >= 100, "{kind}: {n} partitions");
     let parts = build_partitions(&policy, &hashes, n)
+        .expect("built-in families build")
         .iter()
         .map(|b| Filter::open(b).expect("opens"))
         .collect();

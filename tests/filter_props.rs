@@ -21,7 +21,7 @@ proptest! {
     #[test]
     fn no_false_negatives(policy in policies(), keys in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..3000)) {
         let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
-        let bytes = policy.build(&hashes);
+        let bytes = policy.build(&hashes).unwrap();
         let f = Filter::open(&bytes).unwrap();
         prop_assert!(f.is_usable());
         prop_assert_eq!(f.key_count(), hashes.len() as u64);
@@ -58,7 +58,7 @@ proptest! {
 #[test]
 fn unknown_kind_version_or_hash_is_unusable_and_says_maybe() {
     let hashes: Vec<u64> = (0..100u32).map(|i| key_hash(&i.to_le_bytes())).collect();
-    let good = FilterPolicy::blocked512(10.0).build(&hashes);
+    let good = FilterPolicy::blocked512(10.0).build(&hashes).unwrap();
     let n = good.len();
     for (at, value) in [(n - 1, 9u8), (n - 2, 2), (n - 3, 7)] {
         let mut bad = good.clone();
@@ -88,7 +88,7 @@ fn unknown_kind_version_or_hash_is_unusable_and_says_maybe() {
 /// filter was cut short; in a table the block checksum does.)
 #[test]
 fn truncated_filter_is_an_error_or_unusable() {
-    let good = FilterPolicy::bloom(10.0).build(&[1, 2, 3, 4]);
+    let good = FilterPolicy::bloom(10.0).build(&[1, 2, 3, 4]).unwrap();
     assert_eq!(good.len(), 28);
     assert_eq!(good[24..], [7, 1, 1, 2]);
     for len in 0..good.len() {
@@ -129,9 +129,9 @@ fn ribbon_byte_flips_and_cuts_are_safe() {
         .map(|i| key_hash(&(i + 1_000_000).to_le_bytes()))
         .collect();
     for good in [
-        FilterPolicy::ribbon(7.5).build(&hashes),
-        FilterPolicy::ribbon(0.5).build(&hashes[..1]),
-        FilterPolicy::ribbon(20.0).build(&[]),
+        FilterPolicy::ribbon(7.5).build(&hashes).unwrap(),
+        FilterPolicy::ribbon(0.5).build(&hashes[..1]).unwrap(),
+        FilterPolicy::ribbon(20.0).build(&[]).unwrap(),
     ] {
         let n = good.len();
         let header = n - 36;

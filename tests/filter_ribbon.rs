@@ -21,7 +21,7 @@ fn fpr_within_five_percent_of_the_model() {
         let policy = FilterPolicy::for_fpr(FilterKind::Ribbon, fpr).unwrap();
         let model = policy.predicted_fpr();
         assert!(model <= fpr && model > fpr * 0.99, "{fpr}: {model}");
-        let f = Filter::open(&policy.build(&present)).unwrap();
+        let f = Filter::open(&policy.build(&present).unwrap()).unwrap();
         assert!(present.iter().all(|&h| f.may_contain(h)));
         // The filter's own exact model (its column mix) agrees with the policy's.
         assert!((f.predicted_fpr() - model).abs() / model < 0.01);
@@ -51,7 +51,7 @@ fn any_fractional_bits_per_key() {
     let mut last = (0.0, 1.0);
     for tenth in 5..=160 {
         let bits = tenth as f64 / 10.0;
-        let f = Filter::open(&FilterPolicy::ribbon(bits).build(&present)).unwrap();
+        let f = Filter::open(&FilterPolicy::ribbon(bits).build(&present).unwrap()).unwrap();
         let (bpk, fpr) = (f.bits_per_key(), f.predicted_fpr());
         // Spends what it is given (block rounding and the extra slots of a
         // small filter aside) and buys a lower FPR with every tenth of a bit.
@@ -72,7 +72,7 @@ fn any_fractional_bits_per_key() {
 
 #[test]
 fn recorded_in_the_trailer_and_policy_round_trips() {
-    let bytes = FilterPolicy::ribbon(8.0).build(&keys(4, 1000));
+    let bytes = FilterPolicy::ribbon(8.0).build(&keys(4, 1000)).unwrap();
     let t = FilterTrailer::decode(&bytes).unwrap();
     assert_eq!((t.kind, t.version, t.hash, t.num_probes), (3, 1, 1, 1));
     assert_eq!(t.key_count, 1000);

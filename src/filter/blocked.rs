@@ -491,7 +491,7 @@ impl Blocked512Filter {
             num_probes: u8::try_from(self.num_probes).expect("k <= MAX_PROBES"),
             hash: HASH_XXH3_64,
             version: FILTER_VERSION,
-            kind: FilterKind::Blocked512 as u8,
+            kind: FilterKind::Blocked512.byte(),
         }
         .encode_to(out);
     }
@@ -1026,7 +1026,7 @@ mod tests {
 
     #[test]
     fn empty_filter_contains_nothing() {
-        let bytes = FilterPolicy::blocked512(10.0).build(&[]);
+        let bytes = FilterPolicy::blocked512(10.0).build(&[]).unwrap();
         let f = Filter::open(&bytes).unwrap();
         assert!(f.is_usable());
         assert!(!f.may_contain(key_hash(b"x")));
@@ -1053,7 +1053,7 @@ mod tests {
     #[test]
     fn one_key() {
         let h = key_hash(b"only");
-        let f = Filter::open(&FilterPolicy::blocked512(10.0).build(&[h])).unwrap();
+        let f = Filter::open(&FilterPolicy::blocked512(10.0).build(&[h]).unwrap()).unwrap();
         assert!(f.may_contain(h));
         assert_eq!(f.memory_bytes(), 64);
     }
@@ -1119,7 +1119,7 @@ mod tests {
 
     #[test]
     fn wrong_payload_length_is_an_error() {
-        let mut bytes = FilterPolicy::blocked512(10.0).build(&[1, 2, 3]);
+        let mut bytes = FilterPolicy::blocked512(10.0).build(&[1, 2, 3]).unwrap();
         bytes.remove(0);
         assert!(Filter::open(&bytes).is_err());
     }

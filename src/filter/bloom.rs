@@ -93,7 +93,7 @@ impl BloomFilter {
             num_probes: u8::try_from(self.num_probes).expect("k <= MAX_PROBES"),
             hash: HASH_XXH3_64,
             version: FILTER_VERSION,
-            kind: FilterKind::Bloom as u8,
+            kind: FilterKind::Bloom.byte(),
         }
         .encode_to(out);
     }
@@ -302,7 +302,7 @@ mod tests {
     #[test]
     fn roundtrip_and_members() {
         let keys: Vec<u64> = (0..1000u32).map(|i| key_hash(&i.to_be_bytes())).collect();
-        let bytes = FilterPolicy::bloom(10.0).build(&keys);
+        let bytes = FilterPolicy::bloom(10.0).build(&keys).unwrap();
         let f = Filter::open(&bytes).unwrap();
         assert_eq!(f.kind(), Some(FilterKind::Bloom));
         assert_eq!(f.num_probes(), 7);
@@ -312,16 +312,16 @@ mod tests {
 
     #[test]
     fn empty_and_one() {
-        let f = Filter::open(&FilterPolicy::bloom(10.0).build(&[])).unwrap();
+        let f = Filter::open(&FilterPolicy::bloom(10.0).build(&[]).unwrap()).unwrap();
         assert!(!f.may_contain(42));
-        let f = Filter::open(&FilterPolicy::bloom(10.0).build(&[42])).unwrap();
+        let f = Filter::open(&FilterPolicy::bloom(10.0).build(&[42]).unwrap()).unwrap();
         assert!(f.may_contain(42));
         assert_eq!(f.memory_bytes(), 8);
     }
 
     #[test]
     fn bad_length_is_error() {
-        let mut bytes = FilterPolicy::bloom(10.0).build(&[1, 2, 3]);
+        let mut bytes = FilterPolicy::bloom(10.0).build(&[1, 2, 3]).unwrap();
         bytes.insert(0, 0);
         assert!(Filter::open(&bytes).is_err());
     }

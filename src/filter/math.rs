@@ -337,19 +337,21 @@ pub const MONKEY_MAX_BITS: f64 = 40.0;
 
 /// `best_fpr(kind, s · MONKEY_STEP)` for every grid step, computed once per kind.
 fn monkey_table(kind: FilterKind) -> &'static [f64] {
-    use std::sync::OnceLock;
-    static TABLES: [OnceLock<Vec<f64>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let slot = match kind {
-        FilterKind::Blocked512 => &TABLES[0],
-        FilterKind::Bloom => &TABLES[1],
-        FilterKind::Ribbon => &TABLES[2],
-    };
-    slot.get_or_init(|| {
-        let steps = (MONKEY_MAX_BITS / MONKEY_STEP) as usize;
-        (0..=steps)
-            .map(|s| best_fpr(kind, s as f64 * MONKEY_STEP))
-            .collect()
-    })
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    // One table per family, made on first use and kept for the process (a
+    // registered family lives as long).
+    static TABLES: OnceLock<Mutex<HashMap<FilterKind, &'static [f64]>>> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(t) = tables.lock().unwrap_or_else(|e| e.into_inner()).get(&kind) {
+        return t;
+    }
+    let steps = (MONKEY_MAX_BITS / MONKEY_STEP) as usize;
+    let table: Vec<f64> = (0..=steps)
+        .map(|s| best_fpr(kind, s as f64 * MONKEY_STEP))
+        .collect();
+    let mut tables = tables.lock().unwrap_or_else(|e| e.into_inner());
+    tables.entry(kind).or_insert_with(|| table.leak())
 }
 
 /// Monkey's allocation (Dayan, Athanassoulis, Idreos, SIGMOD 2017): split a

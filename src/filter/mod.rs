@@ -12,6 +12,7 @@
 
 pub mod blocked;
 pub mod bloom;
+pub mod family;
 pub mod math;
 pub mod partitioned;
 pub mod ribbon;
@@ -21,9 +22,10 @@ use std::fmt;
 
 pub use blocked::Blocked512Filter;
 pub use bloom::BloomFilter;
+pub use family::{FilterFamily, KeyFilter, RegisteredFilter, filter_families, register_filter};
 pub use partitioned::PartitionedFilter;
 pub use ribbon::RibbonFilter;
-pub use spec::{filter_spec, parse_filter_spec};
+pub use spec::{filter_spec, parse_filter_spec, unregistered_family};
 
 /// The hash every filter is built from and probed with: XXH3-64 (seed 0) of the
 /// user key. The store computes it once per lookup and reuses it for every file.
@@ -60,49 +62,60 @@ pub const FILTER_VERSION: u8 = 1;
 /// Hash-function id stored in the trailer: 1 = XXH3-64 with seed 0.
 pub const HASH_XXH3_64: u8 = 1;
 
-/// The filter families this build can construct and read. The discriminant is
-/// the `kind` byte of the on-disk trailer.
+/// A filter family: one of the built-ins, or one registered at run time
+/// ([`register_filter`]). Every family builds, opens and models its filters
+/// through the [`FilterFamily`] interface ([`Self::family`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FilterKind {
-    /// 512-bit cache-line blocked Bloom filter (RocksDB's FastLocalBloom scheme).
-    Blocked512 = 1,
-    /// Classic whole-array Bloom filter with 64-bit double hashing (baseline).
-    Bloom = 2,
+    /// 512-bit cache-line blocked Bloom filter (RocksDB's FastLocalBloom
+    /// scheme). Kind byte 1.
+    Blocked512,
+    /// Classic whole-array Bloom filter with 64-bit double hashing
+    /// (baseline). Kind byte 2.
+    Bloom,
     /// Standard Ribbon filter with 128-bit coefficient rows: a static
     /// filter about 30% smaller than a Bloom filter at the same FPR
-    /// ([`ribbon`]). Its probe count is always 1.
-    Ribbon = 3,
+    /// ([`ribbon`]). Its probe count is always 1. Kind byte 3.
+    Ribbon,
+    /// A family registered in this process ([`register_filter`]). Kind byte
+    /// [`family::KIND_REGISTERED`], the family named in the filter's bytes.
+    Registered(family::Registered),
 }
 
 impl FilterKind {
-    /// Every family this build knows.
+    /// The built-in families.
     pub const ALL: [FilterKind; 3] = [
         FilterKind::Blocked512,
         FilterKind::Bloom,
         FilterKind::Ribbon,
     ];
 
+    /// The family's implementation of the filter interface.
+    pub fn family(self) -> &'static dyn FilterFamily {
+        match self {
+            FilterKind::Blocked512 => &family::Blocked512Family,
+            FilterKind::Bloom => &family::BloomFamily,
+            FilterKind::Ribbon => &family::RibbonFamily,
+            FilterKind::Registered(r) => r.family(),
+        }
+    }
+
     /// The stable name written to disk (metaindex key `filter.<name>` and the
     /// properties block).
     pub fn name(self) -> &'static str {
-        match self {
-            FilterKind::Blocked512 => "blocked512",
-            FilterKind::Bloom => "bloom",
-            FilterKind::Ribbon => "ribbon",
-        }
+        self.family().name()
     }
 
-    /// Parses a stable name back into a kind.
+    /// The kind named `name`: a built-in, or a family registered in this
+    /// process.
     pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "blocked512" => Some(FilterKind::Blocked512),
-            "bloom" => Some(FilterKind::Bloom),
-            "ribbon" => Some(FilterKind::Ribbon),
-            _ => None,
-        }
+        FilterKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .or_else(|| family::registered(name))
     }
 
-    /// The kind for an on-disk kind byte.
+    /// The built-in kind for an on-disk kind byte.
     pub fn from_byte(b: u8) -> Option<Self> {
         match b {
             1 => Some(FilterKind::Blocked512),
@@ -112,14 +125,20 @@ impl FilterKind {
         }
     }
 
+    /// The on-disk kind byte of the trailer.
+    pub fn byte(self) -> u8 {
+        match self {
+            FilterKind::Blocked512 => 1,
+            FilterKind::Bloom => 2,
+            FilterKind::Ribbon => 3,
+            FilterKind::Registered(_) => family::KIND_REGISTERED,
+        }
+    }
+
     /// The exact false-positive model of this kind (see [`math`]). Ribbon
     /// ignores `num_probes` ([`math::ribbon_fpr`]).
     pub fn model_fpr(self, bits_per_key: f64, num_probes: u32) -> f64 {
-        match self {
-            FilterKind::Blocked512 => math::blocked512_fpr(bits_per_key, num_probes),
-            FilterKind::Bloom => math::classic_fpr(bits_per_key, num_probes),
-            FilterKind::Ribbon => math::ribbon_fpr(bits_per_key),
-        }
+        self.family().model_fpr(bits_per_key, num_probes)
     }
 
     /// The least FPR the model of this kind gives a filter: its FPR at
@@ -130,13 +149,10 @@ impl FilterKind {
     }
 
     /// The number of probes that minimises this kind's modelled FPR at
-    /// `bits_per_key` (always 1 for Ribbon: one 128-slot window per key).
+    /// `bits_per_key` (always 1 for Ribbon: one 128-slot window per key),
+    /// within 1..=[`MAX_PROBES`].
     pub fn best_probes(self, bits_per_key: f64) -> u32 {
-        match self {
-            FilterKind::Blocked512 => math::blocked512_best_k(bits_per_key),
-            FilterKind::Bloom => math::classic_best_k(bits_per_key),
-            FilterKind::Ribbon => 1,
-        }
+        self.family().best_probes(bits_per_key).clamp(1, MAX_PROBES)
     }
 }
 
@@ -304,15 +320,25 @@ impl FilterPolicy {
 
     /// Builds a serialized filter (payload + trailer) over `hashes`, the
     /// [`key_hash`] of each key. Duplicate hashes are harmless.
-    pub fn build(&self, hashes: &[u64]) -> Vec<u8> {
-        // Every constructor of a policy clamps both parameters into the
-        // ranges that `check_params` accepts.
-        let built = match self.kind {
-            FilterKind::Blocked512 => blocked::build(hashes, self.bits_per_key, self.num_probes),
-            FilterKind::Bloom => bloom::build(hashes, self.bits_per_key, self.num_probes),
-            FilterKind::Ribbon => Ok(ribbon::build(hashes, self.bits_per_key)),
-        };
-        built.expect("a FilterPolicy's parameters are in range")
+    ///
+    /// # Errors
+    ///
+    /// Never for a built-in family. For a registered one,
+    /// [`Error::Filter`](crate::Error::Filter) naming it if its build fails
+    /// or panics, or if what it built does not open or rejects a key it was
+    /// built from.
+    pub fn build(&self, hashes: &[u64]) -> crate::Result<Vec<u8>> {
+        match self.kind {
+            FilterKind::Registered(r) => {
+                family::build_registered(r.family(), hashes, self.bits_per_key, self.num_probes)
+            }
+            // Every constructor of a policy clamps both parameters into the
+            // ranges the built-in builds accept.
+            kind => Ok(kind
+                .family()
+                .build(hashes, self.bits_per_key, self.num_probes)
+                .expect("a FilterPolicy's parameters are in range")),
+        }
     }
 }
 
@@ -406,6 +432,8 @@ pub enum Filter {
     /// Partitions of one filter, each a filter of one of the kinds above,
     /// picked by key hash ([`partitioned::partition_of`]).
     Partitioned(PartitionedFilter),
+    /// A filter of a registered family, probed through its [`KeyFilter`].
+    Registered(RegisteredFilter),
     /// A filter this build cannot read: answers "may contain" for every key.
     Unusable {
         /// Why, e.g. `"unknown filter kind 7"`.
@@ -442,6 +470,11 @@ impl fmt::Debug for Filter {
                 .field("partitions", &p.partitions().len())
                 .field("keys", &p.key_count())
                 .finish(),
+            Filter::Registered(r) => f
+                .debug_struct("Registered")
+                .field("family", &r.family().map(|f| f.name()))
+                .field("keys", &r.filter().key_count())
+                .finish(),
             Filter::Unusable { reason } => {
                 f.debug_struct("Unusable").field("reason", reason).finish()
             }
@@ -462,6 +495,14 @@ impl Filter {
                 bytes.len()
             ))
         })?;
+        if t.kind == family::KIND_REGISTERED {
+            if t.hash != HASH_XXH3_64 {
+                return Ok(Filter::Unusable {
+                    reason: format!("registered filter uses unknown hash function {}", t.hash),
+                });
+            }
+            return family::open_registered(bytes, &t);
+        }
         let Some(kind) = FilterKind::from_byte(t.kind) else {
             return Ok(Filter::Unusable {
                 reason: format!("unknown filter kind {}", t.kind),
@@ -483,14 +524,16 @@ impl Filter {
                 t.num_probes
             )));
         }
-        let payload = &bytes[..bytes.len() - FILTER_TRAILER_LEN];
-        match kind {
-            FilterKind::Blocked512 => {
-                Blocked512Filter::from_parts(payload, &t).map(Filter::Blocked512)
-            }
-            FilterKind::Bloom => BloomFilter::from_parts(payload, &t).map(Filter::Bloom),
-            FilterKind::Ribbon => RibbonFilter::from_parts(payload, &t).map(Filter::Ribbon),
-        }
+        kind.family().open(bytes)
+    }
+
+    /// Wraps a registered family's opened filter: what its
+    /// [`FilterFamily::open`] returns.
+    pub fn registered(filter: impl KeyFilter) -> Filter {
+        Filter::Registered(RegisteredFilter {
+            kind: None,
+            filter: std::sync::Arc::new(filter),
+        })
     }
 
     /// False only if the key whose [`key_hash`] is `hash` was certainly not in
@@ -502,6 +545,7 @@ impl Filter {
             Filter::Bloom(f) => f.may_contain(hash),
             Filter::Ribbon(f) => f.may_contain(hash),
             Filter::Partitioned(f) => f.may_contain(hash),
+            Filter::Registered(f) => f.filter.may_contain(hash),
             Filter::Unusable { .. } => true,
         }
     }
@@ -517,6 +561,7 @@ impl Filter {
             Filter::Bloom(f) => f.prefetch(hash),
             Filter::Ribbon(f) => f.prefetch(hash),
             Filter::Partitioned(f) => f.prefetch(hash),
+            Filter::Registered(f) => f.filter.prefetch(hash),
             Filter::Unusable { .. } => {}
         }
     }
@@ -528,12 +573,12 @@ impl Filter {
             Filter::Blocked512(f) => f.may_contain_batch(hashes, out),
             Filter::Bloom(f) => f.may_contain_batch(hashes, out),
             Filter::Ribbon(f) => f.may_contain_batch(hashes, out),
-            Filter::Partitioned(f) => {
+            Filter::Partitioned(_) | Filter::Registered(_) => {
                 assert_eq!(hashes.len(), out.len(), "one output per hash");
                 for (hs, os) in hashes.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP)) {
-                    hs.iter().for_each(|&h| f.prefetch(h));
+                    hs.iter().for_each(|&h| self.prefetch(h));
                     for (o, &h) in os.iter_mut().zip(hs) {
-                        *o = f.may_contain(h);
+                        *o = self.may_contain(h);
                     }
                 }
             }
@@ -550,7 +595,10 @@ impl Filter {
         assert_eq!(keys.len(), out.len(), "one output per key");
         match self {
             Filter::Blocked512(f) => f.may_contain_keys(keys, out),
-            Filter::Bloom(_) | Filter::Ribbon(_) | Filter::Partitioned(_) => {
+            Filter::Bloom(_)
+            | Filter::Ribbon(_)
+            | Filter::Partitioned(_)
+            | Filter::Registered(_) => {
                 let mut group = [0u64; BATCH_GROUP];
                 for (ks, os) in keys.chunks(BATCH_GROUP).zip(out.chunks_mut(BATCH_GROUP)) {
                     let hs = &mut group[..ks.len()];
@@ -576,6 +624,7 @@ impl Filter {
             Filter::Bloom(_) => Some(FilterKind::Bloom),
             Filter::Ribbon(_) => Some(FilterKind::Ribbon),
             Filter::Partitioned(f) => f.kind(),
+            Filter::Registered(f) => f.kind.map(FilterKind::Registered),
             Filter::Unusable { .. } => None,
         }
     }
@@ -587,6 +636,7 @@ impl Filter {
             Filter::Bloom(f) => f.key_count(),
             Filter::Ribbon(f) => f.key_count(),
             Filter::Partitioned(f) => f.key_count(),
+            Filter::Registered(f) => f.filter.key_count(),
             Filter::Unusable { .. } => 0,
         }
     }
@@ -598,6 +648,7 @@ impl Filter {
             Filter::Bloom(f) => f.num_probes(),
             Filter::Ribbon(_) => 1,
             Filter::Partitioned(f) => f.num_probes(),
+            Filter::Registered(f) => f.filter.num_probes(),
             Filter::Unusable { .. } => 0,
         }
     }
@@ -609,6 +660,7 @@ impl Filter {
             Filter::Bloom(f) => f.memory_bytes(),
             Filter::Ribbon(f) => f.memory_bytes(),
             Filter::Partitioned(f) => f.memory_bytes(),
+            Filter::Registered(f) => f.filter.memory_bytes(),
             Filter::Unusable { .. } => 0,
         }
     }
@@ -631,6 +683,7 @@ impl Filter {
         match self {
             Filter::Ribbon(f) => return f.predicted_fpr(),
             Filter::Partitioned(f) => return f.predicted_fpr(),
+            Filter::Registered(f) => return f.filter.predicted_fpr(),
             _ => {}
         }
         match self.kind() {
@@ -638,6 +691,27 @@ impl Filter {
             Some(_) if self.key_count() == 0 => 0.0,
             Some(kind) => kind.model_fpr(self.bits_per_key(), self.num_probes()),
         }
+    }
+}
+
+impl KeyFilter for Filter {
+    fn may_contain(&self, hash: u64) -> bool {
+        Filter::may_contain(self, hash)
+    }
+    fn prefetch(&self, hash: u64) {
+        Filter::prefetch(self, hash)
+    }
+    fn key_count(&self) -> u64 {
+        Filter::key_count(self)
+    }
+    fn memory_bytes(&self) -> usize {
+        Filter::memory_bytes(self)
+    }
+    fn num_probes(&self) -> u32 {
+        Filter::num_probes(self)
+    }
+    fn predicted_fpr(&self) -> f64 {
+        Filter::predicted_fpr(self)
     }
 }
 

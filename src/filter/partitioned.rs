@@ -49,7 +49,15 @@ pub fn partition_count(policy: &FilterPolicy, keys: usize, partition_bytes: usiz
 /// Builds the partitions of a filter of `policy` over `hashes`, each the
 /// bytes [`FilterPolicy::build`] makes of the hashes that select it
 /// ([`partition_of`]); `n` ≥ 1 partitions.
-pub fn build_partitions(policy: &FilterPolicy, hashes: &[u64], n: usize) -> Vec<Vec<u8>> {
+///
+/// # Errors
+///
+/// As [`FilterPolicy::build`] (only a registered family fails).
+pub fn build_partitions(
+    policy: &FilterPolicy,
+    hashes: &[u64],
+    n: usize,
+) -> crate::Result<Vec<Vec<u8>>> {
     assert!(n >= 1, "a partitioned filter has at least one partition");
     let mut buckets: Vec<Vec<u64>> = (0..n)
         .map(|_| Vec::with_capacity(hashes.len() / n + 16))
@@ -195,6 +203,7 @@ mod tests {
             let n = partition_count(&policy, keys.len(), 4096);
             assert!(n >= 8, "{n}");
             let parts = build_partitions(&policy, &keys, n)
+                .unwrap()
                 .iter()
                 .map(|b| Filter::open(b).unwrap())
                 .collect();
@@ -220,8 +229,8 @@ mod tests {
     #[test]
     fn mixed_or_unusable_partitions_are_rejected() {
         let hs = fixed_hashes(3, 100);
-        let a = Filter::open(&FilterPolicy::blocked512(10.0).build(&hs)).unwrap();
-        let b = Filter::open(&FilterPolicy::bloom(10.0).build(&hs)).unwrap();
+        let a = Filter::open(&FilterPolicy::blocked512(10.0).build(&hs).unwrap()).unwrap();
+        let b = Filter::open(&FilterPolicy::bloom(10.0).build(&hs).unwrap()).unwrap();
         let u = Filter::Unusable {
             reason: "test".into(),
         };

@@ -659,7 +659,7 @@ impl RibbonFilter {
             num_probes: 1,
             hash: HASH_XXH3_64,
             version: FILTER_VERSION,
-            kind: FilterKind::Ribbon as u8,
+            kind: FilterKind::Ribbon.byte(),
         }
         .encode_to(out);
     }
@@ -895,7 +895,7 @@ mod tests {
         let keys = fixed_hashes(1, 20_000);
         let absent = fixed_hashes(2, 50_000);
         for bits in [0.5, 1.0, 3.3, 7.056, 10.0, 10.475, 20.0, 66.2, 100.0] {
-            let bytes = FilterPolicy::ribbon(bits).build(&keys);
+            let bytes = FilterPolicy::ribbon(bits).build(&keys).unwrap();
             let f = open(&bytes);
             assert_eq!(f.key_count(), 20_000);
             assert!(keys.iter().all(|&h| f.may_contain(h)), "{bits}");
@@ -922,7 +922,7 @@ mod tests {
 
     #[test]
     fn empty_one_and_duplicates() {
-        let empty = Filter::open(&FilterPolicy::ribbon(7.0).build(&[])).unwrap();
+        let empty = Filter::open(&FilterPolicy::ribbon(7.0).build(&[]).unwrap()).unwrap();
         assert!(empty.is_usable());
         assert_eq!(empty.memory_bytes(), 0);
         assert_eq!(empty.predicted_fpr(), 0.0);
@@ -931,9 +931,9 @@ mod tests {
         empty.may_contain_batch(&[1, 2, 3], &mut out);
         assert_eq!(out, [false; 3]);
         // 16 bytes of header, 20 of trailer.
-        assert_eq!(FilterPolicy::ribbon(7.0).build(&[]).len(), 36);
+        assert_eq!(FilterPolicy::ribbon(7.0).build(&[]).unwrap().len(), 36);
 
-        let one = open(&FilterPolicy::ribbon(7.0).build(&[42]));
+        let one = open(&FilterPolicy::ribbon(7.0).build(&[42]).unwrap());
         assert!(one.may_contain(42));
         assert_eq!(one.num_blocks(), 1);
         let fp = fixed_hashes(4, 100_000)
@@ -947,7 +947,7 @@ mod tests {
             .cycle()
             .take(5_000)
             .collect();
-        let f = open(&FilterPolicy::ribbon(7.0).build(&dup));
+        let f = open(&FilterPolicy::ribbon(7.0).build(&dup).unwrap());
         assert_eq!(f.key_count(), 5_000);
         assert!(dup.iter().all(|&h| f.may_contain(h)));
     }
@@ -977,7 +977,7 @@ mod tests {
     #[test]
     fn every_byte_flip_and_cut_is_safe() {
         let keys = fixed_hashes(7, 300);
-        let good = FilterPolicy::ribbon(7.5).build(&keys);
+        let good = FilterPolicy::ribbon(7.5).build(&keys).unwrap();
         let probes = fixed_hashes(8, 64);
         let body = good.len() - RIBBON_HEADER_LEN - crate::filter::FILTER_TRAILER_LEN;
         for at in 0..good.len() {
@@ -1017,7 +1017,7 @@ mod tests {
     #[test]
     fn header_fields_are_validated() {
         let keys = fixed_hashes(9, 1000);
-        let good = FilterPolicy::ribbon(7.5).build(&keys);
+        let good = FilterPolicy::ribbon(7.5).build(&keys).unwrap();
         let n = good.len();
         let t = n - crate::filter::FILTER_TRAILER_LEN;
         let h = t - RIBBON_HEADER_LEN;
@@ -1034,7 +1034,7 @@ mod tests {
         assert!(set(t + 7, 1).is_err(), "huge block count");
         assert!(set(t, good[t] ^ 1).is_err(), "block count");
         // An empty filter must say so everywhere.
-        let empty = FilterPolicy::ribbon(7.5).build(&[]);
+        let empty = FilterPolicy::ribbon(7.5).build(&[]).unwrap();
         let mut e = empty.clone();
         e[8] = 1; // seed
         assert!(Filter::open(&e).is_err());
@@ -1102,7 +1102,7 @@ mod tests {
     #[test]
     fn encoding_is_pinned() {
         let digest = |keys: &[u64], bits: f64| {
-            let bytes = FilterPolicy::ribbon(bits).build(keys);
+            let bytes = FilterPolicy::ribbon(bits).build(keys).unwrap();
             (bytes.len(), crate::filter::key_hash(&bytes))
         };
         let got = [

@@ -15,6 +15,26 @@
 
 use super::{FilterKind, FilterPolicy, MAX_BITS_PER_KEY, MAX_PROBES, MIN_BITS_PER_KEY};
 
+/// The family a well-formed spec names when this process does not know it
+/// (not built in, not registered): `Some("xor8")` for `xor8:10` or
+/// `xor8:10:1` in a process that has not registered `xor8`. `None` for
+/// `none`, `fpr:F`, known families and text not of that form.
+pub fn unregistered_family(spec: &str) -> Option<&str> {
+    let parts: Vec<&str> = spec.trim().split(':').collect();
+    // `NAME:BITS` or `NAME:BITS:K`, as specs are written.
+    if !(2..=3).contains(&parts.len()) || parts[1..].iter().any(|p| p.parse::<f64>().is_err()) {
+        return None;
+    }
+    let name = parts[0];
+    let well_formed = !name.is_empty()
+        && name.len() <= super::family::MAX_FAMILY_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    (well_formed && name != "none" && name != "fpr" && FilterKind::from_name(name).is_none())
+        .then_some(name)
+}
+
 /// Parses a spec (module docs); `Ok(None)` is `none`. Out-of-range numbers are
 /// errors, not clamped: a spec is user input.
 pub fn parse_filter_spec(spec: &str) -> Result<Option<FilterPolicy>, String> {
@@ -27,7 +47,11 @@ pub fn parse_filter_spec(spec: &str) -> Result<Option<FilterPolicy>, String> {
         FilterKind::from_name(name).ok_or_else(|| {
             format!(
                 "unknown filter kind {name:?} in {spec:?} (known: {})",
-                FilterKind::ALL.map(FilterKind::name).join(", ")
+                super::filter_families()
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })
     };

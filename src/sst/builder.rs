@@ -338,13 +338,13 @@ impl TableBuilder {
                 self.opts.filter_partition_bytes,
             );
             if n == 1 {
-                let bytes = policy.build(&self.hashes);
+                let bytes = policy.build(&self.hashes)?;
                 let h = self.write_block(false, &bytes, BLOCK_TYPE_UNCOMPRESSED)?;
                 filter_size = h.size + BLOCK_TRAILER_LEN as u64;
                 meta.push((format!("{META_FILTER_PREFIX}{}", policy.name()), h));
             } else {
                 let mut handles = Vec::with_capacity(n);
-                for part in partitioned::build_partitions(&policy, &self.hashes, n) {
+                for part in partitioned::build_partitions(&policy, &self.hashes, n)? {
                     let h = self.write_block(false, &part, BLOCK_TYPE_UNCOMPRESSED)?;
                     filter_size += h.size + BLOCK_TRAILER_LEN as u64;
                     handles.push(h);

@@ -37,6 +37,7 @@ fn kind_color(kind: FilterKind) -> RGBColor {
         FilterKind::Blocked512 => BLUE_,
         FilterKind::Bloom => ORANGE_,
         FilterKind::Ribbon => GREEN_,
+        _ => GREY_,
     }
 }
 

@@ -54,7 +54,8 @@ pub fn fpr_sweep(
     jobs.par_iter()
         .map(|&(kind, b)| {
             let policy = FilterPolicy::new(kind, b);
-            let f = Filter::open(&policy.build(&present)).expect("a freshly built filter opens");
+            let bytes = policy.build(&present).expect("a built-in family builds");
+            let f = Filter::open(&bytes).expect("a freshly built filter opens");
             let fp = absent.iter().filter(|&&h| f.may_contain(h)).count() as u64;
             SweepPoint {
                 kind,

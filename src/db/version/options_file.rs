@@ -33,7 +33,7 @@ use std::path::Path;
 
 use crate::db::filename::{options_file, options_tmp_file, sync_dir_in};
 use crate::error::{Error, Result};
-use crate::filter::{filter_spec, parse_filter_spec};
+use crate::filter::{filter_spec, parse_filter_spec, unregistered_family};
 use crate::fs::FileSystem;
 use crate::options::{ChecksumType, Compression, CompressionOptions, FilterOptions, Options};
 
@@ -171,6 +171,11 @@ pub struct OptionsFile {
     pub design: Design,
     /// Changes to the design, oldest first: `<unix seconds> <what>`.
     pub history: Vec<String>,
+    /// Filter families the design names that this process has not
+    /// registered (their places in `design` read as no filter). Not
+    /// written: a store whose design names one opens only with
+    /// `use_stored_design` off, or once the family is registered.
+    pub unknown_families: Vec<String>,
 }
 
 impl OptionsFile {
@@ -219,6 +224,7 @@ impl OptionsFile {
         opts.compression = CompressionOptions::none();
         let mut seen: Vec<String> = Vec::new();
         let mut history = Vec::new();
+        let mut unknown_families = Vec::new();
         let mut version = None;
         let mut at = 0;
         for line in text.split_inclusive('\n') {
@@ -251,7 +257,13 @@ impl OptionsFile {
             let f = &mut opts.filters;
             match k {
                 "version" => version = Some(num(v)?),
-                "filter" => f.policy = parse_filter_spec(v).map_err(&err)?,
+                "filter" => match unregistered_family(v) {
+                    Some(name) => {
+                        unknown_families.push(name.to_string());
+                        f.policy = None;
+                    }
+                    None => f.policy = parse_filter_spec(v).map_err(&err)?,
+                },
                 "filter.skip_last_level" => f.skip_last_level = flag(v)?,
                 "filter.monkey_avg_bits_per_key" => {
                     f.monkey_avg_bits_per_key = match v {
@@ -284,7 +296,13 @@ impl OptionsFile {
                         _ => None,
                     };
                     if let Some(l) = level("filter.level.") {
-                        f.per_level.push((l, parse_filter_spec(v).map_err(&err)?));
+                        match unregistered_family(v) {
+                            Some(name) => {
+                                unknown_families.push(name.to_string());
+                                f.per_level.push((l, None));
+                            }
+                            None => f.per_level.push((l, parse_filter_spec(v).map_err(&err)?)),
+                        }
                     } else if let Some(l) = level("compression.level.") {
                         let c = Compression::parse(v).map_err(&err)?;
                         opts.compression.per_level.push((l, c));
@@ -322,6 +340,7 @@ impl OptionsFile {
         Ok(OptionsFile {
             design: Design::of(&opts),
             history,
+            unknown_families,
         })
     }
 }
@@ -360,6 +379,13 @@ pub fn write(fs: &dyn FileSystem, dir: &Path, file: &OptionsFile) -> Result<()> 
 pub(crate) fn settle(fs: &dyn FileSystem, dir: &Path, opts: &mut Options) -> Result<Pending> {
     let stored = read(fs, dir)?;
     if let (Some(f), true) = (&stored, opts.use_stored_design) {
+        if let Some(name) = f.unknown_families.first() {
+            return Err(Error::invalid(format!(
+                "the store's design (its OPTIONS file) names the filter family {name:?}, which \
+                 this process has not registered: register it with register_filter before \
+                 opening, or open with use_stored_design off to give the store another design"
+            )));
+        }
         f.design.apply(opts);
     }
     Ok(Pending { stored })
@@ -395,6 +421,7 @@ impl Pending {
                 f
             }
             None => OptionsFile {
+                unknown_families: Vec::new(),
                 design,
                 history: vec![format!(
                     "{now} {}",
@@ -435,6 +462,7 @@ mod tests {
             opts.compression.per_level.pop();
         }
         OptionsFile {
+            unknown_families: Vec::new(),
             design: Design::of(&opts),
             history: vec!["1 created".into(), "2 changed: x".into()],
         }
@@ -515,7 +543,7 @@ mod tests {
             good_body.replace("version = 1\n", ""),
             good_body.replace("checksum = xxh3", "checksum = md5"),
             good_body.replace("max_levels = 7", "max_levels = 7\nmax_levels = 7"),
-            good_body.replace("filter = bloom", "filter = bogus"),
+            good_body.replace("filter = bloom", "filter = Bogus"),
             good_body.replace("compression = lz4", "compression = lz5"),
             good_body.replace("compression = lz4", "compression = zstd:99"),
             good_body.replace("compression.level.0 = none", "compression.level.x = none"),
@@ -529,5 +557,11 @@ mod tests {
             assert!(e.is_corruption(), "{e}");
         }
         OptionsFile::decode(&body(good_body), Path::new("OPTIONS")).unwrap();
+        // A family this process has not registered is not damage.
+        let other = good_body.replace("filter = bloom:9.5:7", "filter = not_here:9.5:1");
+        assert_ne!(other, good_body);
+        let f = OptionsFile::decode(&body(&other), Path::new("OPTIONS")).unwrap();
+        assert_eq!(f.unknown_families, ["not_here"]);
+        assert_eq!(f.design.filters.policy, None);
     }
 }

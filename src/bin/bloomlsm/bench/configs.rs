@@ -75,7 +75,9 @@ impl BenchConfig {
 
 /// Parses a configuration name: `none`, `bloomB`, `blockedB`, `monkeyB`
 /// (blocked512 with the Monkey allocation) or `monkey-bloomB`, where `B` is
-/// bits per key (fractional allowed, e.g. `blocked12.5`).
+/// bits per key (fractional allowed, e.g. `blocked12.5`); or a filter spec
+/// `FAMILY:BITS` of any family the process knows (`ribbon:7.5`), every level
+/// alike.
 pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
     let name = name.trim();
     let bits = |s: &str| -> Result<f64, String> {
@@ -92,7 +94,10 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
         Ok(b)
     };
     let mut monkey = None;
-    let filters = if name == "none" {
+    let filters = if name.contains(':') {
+        let policy = filter::parse_filter_spec(name)?;
+        FilterOptions::uniform(policy)
+    } else if name == "none" {
         FilterOptions::none()
     } else if let Some(b) = name.strip_prefix("monkey-bloom") {
         monkey = Some((FilterKind::Bloom, bits(b)?));
@@ -118,7 +123,12 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
         FilterOptions::uniform(Some(FilterPolicy::bloom(bits(b)?)))
     } else {
         return Err(format!(
-            "unknown configuration {name:?} (expected none, bloomB, blockedB, ribbonB, hybridB, monkeyB, monkey-bloomB, monkey-ribbonB or monkey-hybridB, e.g. blocked10)"
+            "unknown configuration {name:?} (expected none, bloomB, blockedB, ribbonB, hybridB, monkeyB, monkey-bloomB, monkey-ribbonB, monkey-hybridB, e.g. blocked10, or FAMILY:BITS with FAMILY one of {})",
+            filter::filter_families()
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     };
     Ok(BenchConfig {
@@ -154,6 +164,13 @@ mod tests {
     #[test]
     fn parses_configs() {
         assert_eq!(parse_config("none").unwrap().filters, FilterOptions::none());
+        assert_eq!(
+            parse_config("ribbon:7.5").unwrap().filters.policy,
+            Some(FilterPolicy::ribbon(7.5))
+        );
+        let e = parse_config("xor8:10").unwrap_err();
+        assert!(e.contains("unknown filter kind \"xor8\""), "{e}");
+        assert!(e.contains("(known: blocked512, bloom, ribbon"), "{e}");
         let b = parse_config("blocked12.5").unwrap();
         assert_eq!(b.filters.policy, Some(FilterPolicy::blocked512(12.5)));
         assert_eq!(
