@@ -12,6 +12,7 @@
 
 pub mod blocked;
 pub mod bloom;
+pub mod fuse;
 pub mod math;
 pub mod partitioned;
 pub mod ribbon;
@@ -21,6 +22,7 @@ use std::fmt;
 
 pub use blocked::Blocked512Filter;
 pub use bloom::BloomFilter;
+pub use fuse::{FuseFilter, FuseWidth};
 pub use partitioned::PartitionedFilter;
 pub use ribbon::RibbonFilter;
 pub use spec::{filter_spec, parse_filter_spec};
