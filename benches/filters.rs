@@ -6,13 +6,16 @@
 //! filters -- zzz` skips the criterion groups) ends with blocked512 against
 //! Parquet's split block Bloom filter (`benches/peer/sbbf.rs`, a peer for this
 //! comparison only); `BLOOMLSM_SBBF_ONLY=1` runs only that part, and
-//! `BLOOMLSM_RIBBON_ONLY=1` only the Ribbon targets.
+//! `BLOOMLSM_RIBBON_ONLY=1` only the Ribbon targets, `BLOOMLSM_FUSE_ONLY=1`
+//! only the binary fuse report ([`fuse_report`]: build and probe costs, and
+//! the measured bits/key and FPR at 10^4..10^6 keys).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlsm::filter::{
-    Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, RibbonFilter, key_hash,
+    Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, FuseFilter, FuseWidth,
+    RibbonFilter, key_hash,
 };
 use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use criterion::{BenchmarkId, Criterion, Throughput};
@@ -157,6 +160,215 @@ fn ribbon(c: &mut Criterion) {
             });
         }
         g.finish();
+    }
+}
+
+/// Binary fuse filters (8- and 16-bit fingerprints) beside ribbon and
+/// blocked512 sized for the same FPR (2^-8, 2^-16), 10^6 keys: build from
+/// hashes, and absent probes (pre-hashed) one at a time and batched.
+fn fuse(c: &mut Criterion) {
+    let n = 1_000_000u64;
+    let hs = hashes(n);
+    let pre: Vec<u64> = probe_keys(n, false).iter().map(|k| key_hash(k)).collect();
+    let mut out = vec![false; PROBES];
+    for width in [FuseWidth::W8, FuseWidth::W16] {
+        let mut g = c.benchmark_group(format!("filter_fuse{}_1e6", width.bits()));
+        g.sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2));
+        let name = format!("fuse{}", width.bits());
+        g.throughput(Throughput::Elements(n));
+        g.bench_function(format!("{name}_build"), |b| {
+            b.iter(|| FuseFilter::from_hashes(black_box(&hs), width))
+        });
+        let f = FuseFilter::from_hashes(&hs, width);
+        g.throughput(Throughput::Elements(PROBES as u64));
+        g.bench_function(format!("{name}_absent_prehashed"), |b| {
+            b.iter(|| count_hashes(&pre, |h| f.may_contain(h)))
+        });
+        g.bench_function(format!("{name}_batch_absent_prehashed"), |b| {
+            b.iter(|| {
+                f.may_contain_batch(&pre, &mut out);
+                out.iter().filter(|&&x| x).count()
+            })
+        });
+        for kind in [FilterKind::Ribbon, FilterKind::Blocked512] {
+            let policy =
+                FilterPolicy::for_fpr(kind, width.fpr()).expect("an FPR every kind reaches");
+            g.throughput(Throughput::Elements(n));
+            g.bench_function(format!("{}_build", kind.name()), |b| {
+                b.iter(|| policy.build(black_box(&hs)))
+            });
+            let f = Filter::open(&policy.build(&hs)).unwrap();
+            g.throughput(Throughput::Elements(PROBES as u64));
+            g.bench_function(format!("{}_absent_prehashed", kind.name()), |b| {
+                b.iter(|| count_hashes(&pre, |h| f.may_contain(h)))
+            });
+            g.bench_function(format!("{}_batch_absent_prehashed", kind.name()), |b| {
+                b.iter(|| {
+                    f.may_contain_batch(&pre, &mut out);
+                    out.iter().filter(|&&x| x).count()
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+/// Published bits/key of 3-wise binary fuse filters (Pebble's simulation of
+/// the reference sizing): 8-bit fingerprints at 10^4, 10^5, 10^6 keys, and
+/// 16-bit at 10^6 (0.391% and 0.002% FPR).
+const FUSE_PUBLISHED: [(FuseWidth, u64, f64); 4] = [
+    (FuseWidth::W8, 10_000, 10.2),
+    (FuseWidth::W8, 100_000, 9.5),
+    (FuseWidth::W8, 1_000_000, 9.0),
+    (FuseWidth::W16, 1_000_000, 18.1),
+];
+
+/// The binary fuse report: bits/key and FPR measured at 10^4, 10^5 and
+/// 10^6 keys (10^6 absent probes for 8-bit fingerprints, 10^7 for 16-bit:
+/// about 3,900 and 150 expected false positives) against the published
+/// figures; a 10^7-key build checked for false negatives; then build and
+/// absent-probe costs at 10^6 keys beside ribbon and blocked512 at the same
+/// FPR (medians of shared rounds, [`rounds_ns`]).
+fn fuse_report() {
+    println!("\nbinary fuse filters: space and FPR (absent keys, pre-hashed)");
+    println!(
+        "{:<7} {:>9} {:>9} {:>10} {:>9} {:>11} {:>10} {:>10}",
+        "filter", "keys", "bits/key", "published", "diff", "FPR", "2^-w", "probes"
+    );
+    let mut out = vec![false; 1 << 16];
+    let mut chunk = Vec::with_capacity(1 << 16);
+    for n in [10_000u64, 100_000, 1_000_000] {
+        let hs = hashes(n);
+        for width in [FuseWidth::W8, FuseWidth::W16] {
+            let f = FuseFilter::from_hashes(&hs, width);
+            assert!(hs.iter().all(|&h| f.may_contain(h)), "false negative");
+            let probes: u64 = if width == FuseWidth::W8 {
+                1_000_000
+            } else {
+                10_000_000
+            };
+            let mut fp = 0usize;
+            for start in (0..probes).step_by(1 << 16) {
+                chunk.clear();
+                chunk.extend(
+                    (start..(start + (1 << 16)).min(probes))
+                        .map(|i| key_hash(&absent_key(SEED ^ 3, i))),
+                );
+                f.may_contain_batch(&chunk, &mut out[..chunk.len()]);
+                fp += out[..chunk.len()].iter().filter(|&&x| x).count();
+            }
+            let published = FUSE_PUBLISHED
+                .iter()
+                .find(|&&(w, k, _)| w == width && k == n)
+                .map(|&(_, _, b)| b);
+            println!(
+                "fuse{:<3} {n:>9} {:>9.3} {:>10} {:>9} {:>10.4}% {:>9.4}% {probes:>10}",
+                width.bits(),
+                f.bits_per_key(),
+                published.map_or("-".to_string(), |b| format!("{b:.1}")),
+                published.map_or("-".to_string(), |b| format!(
+                    "{:+.2}%",
+                    (f.bits_per_key() / b - 1.0) * 100.0
+                )),
+                fp as f64 * 100.0 / probes as f64,
+                f.predicted_fpr() * 100.0,
+            );
+        }
+    }
+    let h7 = hashes(10_000_000);
+    for width in [FuseWidth::W8, FuseWidth::W16] {
+        let ns = median_ns(3, h7.len(), || {
+            FuseFilter::from_hashes(&h7, width).memory_bytes()
+        });
+        let f = FuseFilter::from_hashes(&h7, width);
+        assert!(h7.iter().all(|&h| f.may_contain(h)), "false negative");
+        println!(
+            "fuse{} at 1e7 keys: {:.3} bits/key, build {ns:.1} ns/key, no false negative",
+            width.bits(),
+            f.bits_per_key()
+        );
+    }
+
+    let n = 1_000_000u64;
+    let hs = hashes(n);
+    let pre: Vec<u64> = probe_keys(n, false).iter().map(|k| key_hash(k)).collect();
+    println!("\n1e6 keys, medians of shared rounds (ns per key):");
+    println!(
+        "{:<11} {:>8} {:>9} {:>8} {:>13} {:>15}",
+        "filter", "FPR", "bits/key", "build", "absent probe", "absent batched"
+    );
+    for width in [FuseWidth::W8, FuseWidth::W16] {
+        let fuse = FuseFilter::from_hashes(&hs, width);
+        let others: Vec<(FilterPolicy, Filter)> = [FilterKind::Ribbon, FilterKind::Blocked512]
+            .into_iter()
+            .map(|kind| {
+                let p =
+                    FilterPolicy::for_fpr(kind, width.fpr()).expect("an FPR every kind reaches");
+                (p, Filter::open(&p.build(&hs)).unwrap())
+            })
+            .collect();
+        let [(rp, rf), (bp, bf)] = &others[..] else {
+            unreachable!("two kinds")
+        };
+        let builds = rounds_ns(
+            5,
+            hs.len(),
+            &mut [
+                &mut || FuseFilter::from_hashes(&hs, width).memory_bytes(),
+                &mut || rp.build(&hs).len(),
+                &mut || bp.build(&hs).len(),
+            ],
+        );
+        let (mut o1, mut o2, mut o3) = (
+            vec![false; PROBES],
+            vec![false; PROBES],
+            vec![false; PROBES],
+        );
+        let probes = rounds_ns(
+            31,
+            PROBES,
+            &mut [
+                &mut || count_hashes(&pre, |h| fuse.may_contain(h)),
+                &mut || count_hashes(&pre, |h| rf.may_contain(h)),
+                &mut || count_hashes(&pre, |h| bf.may_contain(h)),
+                &mut || {
+                    fuse.may_contain_batch(&pre, &mut o1);
+                    o1.iter().filter(|&&x| x).count()
+                },
+                &mut || {
+                    rf.may_contain_batch(&pre, &mut o2);
+                    o2.iter().filter(|&&x| x).count()
+                },
+                &mut || {
+                    bf.may_contain_batch(&pre, &mut o3);
+                    o3.iter().filter(|&&x| x).count()
+                },
+            ],
+        );
+        let rows = [
+            (
+                format!("fuse{}", width.bits()),
+                fuse.predicted_fpr(),
+                fuse.bits_per_key(),
+            ),
+            ("ribbon".to_string(), rf.predicted_fpr(), rf.bits_per_key()),
+            (
+                "blocked512".to_string(),
+                bf.predicted_fpr(),
+                bf.bits_per_key(),
+            ),
+        ];
+        for (i, (name, fpr, bpk)) in rows.iter().enumerate() {
+            println!(
+                "{name:<11} {:>7.4}% {bpk:>9.2} {:>8.1} {:>13.2} {:>15.2}",
+                fpr * 100.0,
+                builds[i],
+                probes[i],
+                probes[i + 3]
+            );
+        }
     }
 }
 
@@ -725,10 +937,15 @@ fn main() {
         ribbon_targets(&h6, &pre6, print_row);
         return;
     }
+    if std::env::var_os("BLOOMLSM_FUSE_ONLY").is_some() {
+        fuse_report();
+        return;
+    }
     let mut c = Criterion::default().configure_from_args();
     build(&mut c);
     probe(&mut c);
     ribbon(&mut c);
+    fuse(&mut c);
     open_cost(&mut c);
     huge(&mut c);
     c.final_summary();

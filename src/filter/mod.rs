@@ -13,6 +13,7 @@
 pub mod blocked;
 pub mod bloom;
 pub mod family;
+pub mod fuse;
 pub mod math;
 pub mod partitioned;
 pub mod ribbon;
@@ -23,6 +24,7 @@ use std::fmt;
 pub use blocked::Blocked512Filter;
 pub use bloom::BloomFilter;
 pub use family::{FilterFamily, KeyFilter, RegisteredFilter, filter_families, register_filter};
+pub use fuse::{FuseFilter, FuseWidth};
 pub use partitioned::PartitionedFilter;
 pub use ribbon::RibbonFilter;
 pub use spec::{filter_spec, parse_filter_spec, unregistered_family};
