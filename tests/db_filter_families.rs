@@ -207,3 +207,29 @@ fn a_family_that_panics_while_building_stops_the_store_naming_it() {
     let db = Db::open(dir.path(), opts).unwrap();
     check(&db, written);
 }
+
+#[test]
+fn binary_fuse_filters_serve_a_store() {
+    for kind in [FilterKind::Fuse8, FilterKind::Fuse16] {
+        let dir = common::scratch_dir();
+        let db = Db::open(dir.path(), options(kind)).unwrap();
+        load(&db, 3000);
+        db.flush().unwrap();
+        db.compact().unwrap();
+        db.reset_stats();
+        check(&db, 3000);
+        let s = db.stats();
+        assert!(s.total.filter_negatives > 2900, "{kind}: {:?}", s.total);
+        assert_eq!(s.total.unusable_filter_reads, 0);
+        // 2^-8 of about 3000 filtered misses: a handful at most.
+        assert!(s.total.false_positives < 60, "{kind}: {:?}", s.total);
+        let files = db.file_stats();
+        assert!(
+            files.iter().all(|f| f.filter.starts_with(kind.name())),
+            "{files:?}"
+        );
+        db.close().unwrap();
+        let db = Db::open(dir.path(), options(kind)).unwrap();
+        check(&db, 3000);
+    }
+}

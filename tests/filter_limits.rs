@@ -44,7 +44,7 @@ fn raw_build(kind: FilterKind, hs: &[u64], bits: f64, k: u32) -> Result<Vec<u8>,
             bloom::build(hs, bits, k),
         ),
         FilterKind::Ribbon => unreachable!("ribbon takes no k (always 1)"),
-        FilterKind::Registered(_) => unreachable!("raw constructors are the built-ins'"),
+        _ => unreachable!("raw constructors with a k: blocked512 and bloom"),
     };
     match (a, b) {
         (Ok(a), Ok(b)) => {

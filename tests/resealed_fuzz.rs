@@ -76,7 +76,7 @@ use bloomlsm::sst::{
     BlockHandle, ChecksumType, Compression, Footer, KeyFormat, Table, TableBuilder,
     TableBuilderOptions, TableOpenOptions,
 };
-use bloomlsm::{Bytes, Db, Error, FilterOptions, FilterPolicy, Options, key_hash};
+use bloomlsm::{Bytes, Db, Error, FilterKind, FilterOptions, FilterPolicy, Options, key_hash};
 
 mod common;
 
@@ -725,7 +725,7 @@ const PROPERTY_NAMES: [&str; 23] = [
     "user_key.smallest",
 ];
 
-const KNOWN_STRINGS: [&str; 14] = [
+const KNOWN_STRINGS: [&str; 16] = [
     "plain",
     "internal",
     "none",
@@ -736,6 +736,8 @@ const KNOWN_STRINGS: [&str; 14] = [
     "blocked512",
     "bloom",
     "ribbon",
+    "fuse8",
+    "fuse16",
     "",
     "~",
     "properties",
@@ -876,6 +878,7 @@ fn mutate_entries(rng: &mut Rng, es: &mut Entries, tail: Tail, l: &Layout) -> St
                             "filter.blocked512",
                             "filter.ribbon",
                             "filter.bloom",
+                            "filter.fuse16",
                             "filter_partitions.blocked512",
                             "filter_partitions.ribbon",
                             "zzz.later",
@@ -1333,6 +1336,14 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
                 compression: Compression::Lz4,
                 restart_interval: 4,
                 keys: 200,
+                ..base.clone()
+            },
+        ),
+        (
+            "fuse16",
+            TableConfig {
+                filter: Some(FilterPolicy::new(FilterKind::Fuse16, 0.0)),
+                keys: 150,
                 ..base.clone()
             },
         ),

@@ -26,7 +26,7 @@ use std::sync::{Arc, RwLock};
 
 use super::{
     FILTER_TRAILER_LEN, FILTER_VERSION, Filter, FilterDecodeError, FilterKind, FilterTrailer,
-    HASH_XXH3_64, MAX_PROBES, blocked, bloom, math, ribbon,
+    HASH_XXH3_64, MAX_PROBES, blocked, bloom, fuse, math, ribbon,
 };
 
 /// The trailer's kind byte of a filter built by a registered family: the
@@ -338,6 +338,7 @@ pub(crate) fn open_registered(
 pub(crate) struct Blocked512Family;
 pub(crate) struct BloomFamily;
 pub(crate) struct RibbonFamily;
+pub(crate) struct FuseFamily(pub(crate) fuse::FuseWidth);
 
 /// Splits serialized built-in filter bytes into payload and trailer.
 fn builtin_parts(bytes: &[u8]) -> Result<(&[u8], FilterTrailer), FilterDecodeError> {
@@ -415,6 +416,44 @@ impl FilterFamily for RibbonFamily {
     fn open(&self, bytes: &[u8]) -> Result<Filter, FilterDecodeError> {
         let (payload, t) = builtin_parts(bytes)?;
         ribbon::RibbonFilter::from_parts(payload, &t).map(Filter::Ribbon)
+    }
+}
+
+/// The binary fuse families, one per fingerprint width.
+impl FilterFamily for FuseFamily {
+    fn name(&self) -> &str {
+        match self.0 {
+            fuse::FuseWidth::W8 => "fuse8",
+            fuse::FuseWidth::W16 => "fuse16",
+        }
+    }
+    fn version(&self) -> u8 {
+        FILTER_VERSION
+    }
+    fn model_fpr(&self, _bits_per_key: f64, _num_probes: u32) -> f64 {
+        self.0.fpr()
+    }
+    fn best_probes(&self, _bits_per_key: f64) -> u32 {
+        u32::from(fuse::FUSE_PROBES)
+    }
+    fn build(&self, hashes: &[u64], _bits: f64, _k: u32) -> Result<Vec<u8>, String> {
+        let kind = match self.0 {
+            fuse::FuseWidth::W8 => FilterKind::Fuse8,
+            fuse::FuseWidth::W16 => FilterKind::Fuse16,
+        };
+        Ok(fuse::build(hashes, self.0, kind.byte()))
+    }
+    fn open(&self, bytes: &[u8]) -> Result<Filter, FilterDecodeError> {
+        let (payload, t) = builtin_parts(bytes)?;
+        let f = fuse::FuseFilter::from_parts(payload, &t)?;
+        if f.width() != self.0 {
+            return Err(FilterDecodeError(format!(
+                "{} filter holds {}-bit fingerprints",
+                self.name(),
+                f.width().bits()
+            )));
+        }
+        Ok(Filter::Fuse(f))
     }
 }
 
@@ -692,5 +731,54 @@ mod tests {
         for len in 0..bytes.len() {
             let _ = Filter::open(&bytes[..len]);
         }
+    }
+}
+
+#[cfg(test)]
+mod fuse_tests {
+    use crate::filter::test_vectors::fixed_hashes;
+    use crate::filter::{Filter, FilterKind, FilterPolicy, filter_spec, parse_filter_spec};
+
+    #[test]
+    fn fuse_policies_build_open_and_read_back_from_their_spec() {
+        for (kind, bits, fpr) in [
+            (FilterKind::Fuse8, 9.0, 1.0 / 256.0),
+            (FilterKind::Fuse16, 18.0, 1.0 / 65536.0),
+        ] {
+            let p = FilterPolicy::new(kind, 3.0);
+            assert_eq!(p.bits_per_key(), bits, "{kind}: its size is its own");
+            assert_eq!(p.num_probes(), 3);
+            assert_eq!(p.with_probes(7).num_probes(), 3);
+            assert_eq!(p.predicted_fpr(), fpr);
+            assert_eq!(parse_filter_spec(kind.name()).unwrap(), Some(p));
+            assert_eq!(parse_filter_spec(&filter_spec(Some(&p))).unwrap(), Some(p));
+            assert_eq!(FilterPolicy::for_fpr(kind, 0.01).unwrap(), p);
+            assert!(FilterPolicy::for_fpr(kind, fpr / 2.0).is_err());
+            let keys = fixed_hashes(9, 10_000);
+            let f = Filter::open(&p.build(&keys).unwrap()).unwrap();
+            assert!(matches!(f, Filter::Fuse(_)), "{f:?}");
+            assert_eq!(f.kind(), Some(kind));
+            assert_eq!(f.key_count(), 10_000);
+            assert!(keys.iter().all(|&h| f.may_contain(h)));
+            assert_eq!(f.predicted_fpr(), fpr);
+            // A file of 10^4 keys spends more than the asymptote.
+            assert!(
+                f.bits_per_key() > bits * 1.1,
+                "{kind}: {}",
+                f.bits_per_key()
+            );
+        }
+    }
+
+    #[test]
+    fn a_fuse_filter_under_the_other_width_name_is_corruption() {
+        let keys = fixed_hashes(10, 100);
+        let mut bytes = FilterPolicy::new(FilterKind::Fuse8, 0.0)
+            .build(&keys)
+            .unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] = FilterKind::Fuse16.byte();
+        let e = Filter::open(&bytes).unwrap_err();
+        assert!(e.0.contains("fuse16 filter holds 8-bit"), "{e}");
     }
 }

@@ -81,6 +81,9 @@ use super::{BATCH_GROUP, FILTER_VERSION, FilterDecodeError, FilterTrailer, HASH_
 
 /// Length of the header between the cells and the trailer.
 pub const FUSE_HEADER_LEN: usize = 20;
+/// Cells per key the sizing rule tends to as files grow (1.125): what a
+/// fuse policy records as its bits per key, per fingerprint bit.
+pub const ASYMPTOTIC_SIZE_FACTOR: f64 = 1.125;
 /// Cells a key owns, stored as the trailer's `num_probes`.
 pub const FUSE_PROBES: u8 = 3;
 /// Largest segment length (the offsets of `h1` and `h2` take 18 bits of

@@ -8,6 +8,8 @@
 //! fpr:F               blocked512 sized for a modelled FPR of F (below 1, and at
 //!                     least FilterKind::min_fpr, see FilterPolicy::for_fpr)
 //! KIND:fpr:F          KIND sized for F
+//! fuse8, fuse16       a binary fuse filter (its size is its own: any BITS
+//!                     given reads as what a file of many keys spends)
 //! ```
 //!
 //! `KIND` is a family's stable name ([`FilterKind::name`]): `blocked512`,
@@ -63,6 +65,10 @@ pub fn parse_filter_spec(spec: &str) -> Result<Option<FilterPolicy>, String> {
         FilterPolicy::for_fpr(kind, fpr).map_err(|e| e.to_string())
     };
     let policy = match parts.as_slice() {
+        // A fuse filter's size is its own: its name is a whole spec.
+        [kind] if FilterKind::from_name(kind).is_some_and(|k| k.fuse_width().is_some()) => {
+            FilterPolicy::new(kind_of(kind)?, 0.0)
+        }
         ["fpr", f] => for_fpr(FilterKind::Blocked512, f)?,
         [kind, "fpr", f] => for_fpr(kind_of(kind)?, f)?,
         [kind, bits] | [kind, bits, _] => {

@@ -174,7 +174,7 @@ fn fpr_panel(
     sweep: &[SweepPoint],
     keys: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let kinds = FilterKind::ALL;
+    let kinds = FilterKind::SIZED_BY_BITS;
     let (bmin, bmax) = (1.5f64, 20.5f64);
     let mut lowest = kinds
         .iter()

@@ -57,7 +57,7 @@ pub fn write(
     let pb = progress(None, args.quiet, "filter-only FPR sweep");
     let bits: Vec<f64> = (2..=20).map(f64::from).collect();
     let sweep = fpr_sweep(
-        &FilterKind::ALL,
+        &FilterKind::SIZED_BY_BITS,
         &bits,
         args.sweep_keys.max(1),
         args.sweep_probes.max(1),

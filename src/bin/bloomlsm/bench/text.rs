@@ -108,7 +108,7 @@ fn write_results(out: &mut dyn Write, rows: &[BenchRow], none: Option<&BenchRow>
             "(!) {} spends {:.2} bits/key, more than 2% away from its nominal {:.2}: it is not at the memory its name says",
             r.config.name,
             r.bits_per_key,
-            r.config.nominal_bits_per_key()
+            r.config.nominal_bits_per_key().unwrap_or_default()
         )?;
     }
     writeln!(out)?;
@@ -352,7 +352,9 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
                     " (!)"
                 }
             ),
-            format!("{:.2}", r.config.nominal_bits_per_key()),
+            r.config
+                .nominal_bits_per_key()
+                .map_or("-".to_string(), |b| format!("{b:.2}")),
             percent(r.predicted_fpr()),
             percent(r.measured_fpr()),
             sig3(r.reads_per_missing_get()),
