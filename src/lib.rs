@@ -107,7 +107,7 @@ pub mod workload;
 
 pub use bytes::Bytes;
 pub use db::iter::ScanRange;
-pub use db::{Db, DbIter, IngestReport, Snapshot, WriteBatch, WriteOptions};
+pub use db::{CheckpointReport, Db, DbIter, IngestReport, Snapshot, WriteBatch, WriteOptions};
 pub use error::{Error, Result};
 pub use filter::{
     Filter, FilterFamily, FilterKind, FilterPolicy, KeyFilter, filter_families, key_hash,

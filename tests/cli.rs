@@ -486,6 +486,7 @@ fn help_on_every_command() {
         &["db", "stats", "--help"],
         &["db", "verify", "--help"],
         &["db", "compact", "--help"],
+        &["db", "checkpoint", "--help"],
     ] {
         let o = bloomlsm(args);
         assert!(o.status.success(), "{args:?}: {o:?}");
@@ -1920,4 +1921,61 @@ fn a_killed_load_leaves_all_or_nothing() {
         db.close().unwrap();
     }
     eprintln!("kills that left nothing / everything: {outcomes:?}");
+}
+
+/// `db checkpoint`: a copy that the reading commands open, with the
+/// store's later writes not in it; an existing target (even empty), a
+/// missing parent or a missing store is a usage error of one line, with
+/// nothing made.
+#[test]
+fn db_checkpoint_makes_a_store_and_refuses_bad_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (store, backup) = (d.join("s"), d.join("backup"));
+    let (s, b) = (store.to_str().unwrap(), backup.to_str().unwrap());
+    assert!(bloomlsm(&["db", "put", s, "apple", "red"]).status.success());
+    let o = bloomlsm(&["db", "checkpoint", s, b, "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    let v = json(stdout(&o).trim());
+    assert_eq!(v["tables"], 1);
+    assert_eq!(v["linked"], 1);
+    assert_eq!(v["copied"], 0);
+    assert_eq!(v["sequence"], 1);
+    assert!(
+        bloomlsm(&["db", "put", s, "apple", "green"])
+            .status
+            .success()
+    );
+    let o = bloomlsm(&["db", "get", b, "apple"]);
+    assert_eq!(stdout(&o), "red\n");
+    assert!(bloomlsm(&["db", "verify", b]).status.success());
+    let text = bloomlsm(&["db", "checkpoint", s, d.join("b2").to_str().unwrap()]);
+    assert!(text.status.success());
+    // The store's second put is in a second table.
+    assert!(
+        stdout(&text).contains(": 2 tables, ")
+            && stdout(&text).ends_with(": 2 linked; up to sequence 2\n"),
+        "{}",
+        stdout(&text)
+    );
+
+    std::fs::create_dir(d.join("empty")).unwrap();
+    for (target, words) in [
+        (b.to_string(), "exists"),
+        (d.join("empty").to_str().unwrap().to_string(), "exists"),
+        (
+            d.join("nowhere/b").to_str().unwrap().to_string(),
+            "does not exist",
+        ),
+    ] {
+        let o = bloomlsm(&["db", "checkpoint", s, &target]);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{target}");
+        assert!(stderr(&o).contains(words), "{target}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_dir(d.join("empty")).unwrap().count(), 0);
+    let o = bloomlsm(&["db", "checkpoint", d.join("none").to_str().unwrap(), "x"]);
+    assert_one_line_error(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!d.join("nowhere").exists());
 }

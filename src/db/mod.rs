@@ -7,7 +7,8 @@
 //! the threads, close), `write.rs` (the writer queue, group commit, making
 //! room), `get.rs` (get, multi_get, the probe of one file), `run.rs` (flushes
 //! and compactions, run and installed), `ingest.rs` (atomic bulk loads) and
-//! `counters.rs` (what is counted, and [`Stats`]). The parts they use are
+//! `counters.rs` (what is counted, and [`Stats`]), `checkpoint.rs` (a
+//! copy of the store as of one moment). The parts they use are
 //! folders: `memtable/` (memtable, skip list, arena), `version/` (versions,
 //! the version set and its MANIFEST, recovery, file names, the OPTIONS file)
 //! and `compaction/` (picking, writing outputs, table files, filter
@@ -17,6 +18,7 @@
 #[cfg(test)]
 mod background_tests;
 pub mod batch;
+pub mod checkpoint;
 pub(crate) mod compaction;
 mod counters;
 #[cfg(test)]
@@ -46,6 +48,7 @@ use write::check_key;
 pub(crate) use write::outside_write_limits;
 
 pub use batch::{BatchOp, WriteBatch};
+pub use checkpoint::CheckpointReport;
 pub use filename::FileKind;
 pub use ingest::IngestReport;
 pub use iter::DbIter;
@@ -170,9 +173,24 @@ struct WriteQueue {
 const GROUP_SMALL_BATCH: usize = 128 << 10;
 const GROUP_MAX_BYTES: usize = 1 << 20;
 
+/// A frozen memtable awaiting its flush.
+struct Frozen {
+    mem: Arc<MemTable>,
+    /// The number of its WAL.
+    wal: u64,
+    /// The store's last sequence when it was frozen: the largest it holds,
+    /// and every write at or below it is in it or in an older one.
+    last_seq: u64,
+}
+
 struct State {
-    /// Frozen memtables awaiting flush, oldest first, with their WAL numbers.
-    imm: Vec<(Arc<MemTable>, u64)>,
+    /// Frozen memtables awaiting flush, oldest first.
+    imm: Vec<Frozen>,
+    /// Every write at or below this sequence is in the current version's
+    /// tables, and no write above it is (memtables are flushed oldest first,
+    /// a load installs its tables with the memtables empty): the sequence a
+    /// checkpoint of the current version holds.
+    flushed_seq: u64,
     /// The file set, the MANIFEST and the file numbers.
     vs: VersionSet,
     /// WAL of the active memtable.
@@ -685,7 +703,7 @@ impl Inner {
     fn install(&self, st: &State, mem: Arc<MemTable>) {
         let sv = SuperVersion {
             mem,
-            imm: st.imm.iter().rev().map(|(m, _)| m.clone()).collect(),
+            imm: st.imm.iter().rev().map(|f| f.mem.clone()).collect(),
             version: st.vs.current().clone(),
         };
         *self.sv.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(sv);

@@ -105,6 +105,9 @@ impl Db {
             }),
             state: Mutex::new(State {
                 imm: Vec::new(),
+                // Recovery flushed what the logs held (a read-only store
+                // keeps it in memory, and makes no checkpoint).
+                flushed_seq: o.last_sequence,
                 vs: o.vs,
                 wal_number,
                 bg_error: None,

@@ -202,7 +202,7 @@ impl Inner {
         let (mem, version) = {
             let st = self.state();
             match st.imm.first() {
-                Some((m, _)) => (m.clone(), st.vs.current().clone()),
+                Some(f) => (f.mem.clone(), st.vs.current().clone()),
                 None => return Ok(false),
             }
         };
@@ -219,9 +219,9 @@ impl Inner {
         )?;
         filename::sync_dir_in(self.fs(), &self.dir)?;
         let mut st = self.state();
-        let flushed_wal = st.imm[0].1;
+        let flushed_wal = st.imm[0].wal;
         // The next frozen memtable's log, or the active one's.
-        let log_number = st.imm.get(1).map_or(st.wal_number, |(_, n)| *n);
+        let log_number = st.imm.get(1).map_or(st.wal_number, |f| f.wal);
         let mut edit = VersionEdit::new();
         edit.log_number = Some(log_number);
         let opened: Vec<Arc<FileHandle>> = fh.into_iter().collect();
@@ -230,7 +230,7 @@ impl Inner {
         }
         st.vs
             .log_and_apply(edit, &opened, self.last_seq.load(Ordering::Acquire))?;
-        st.imm.remove(0);
+        st.flushed_seq = st.imm.remove(0).last_seq;
         for fh in &opened {
             self.counters
                 .bytes_flushed

@@ -135,7 +135,11 @@ impl Inner {
             &mut w.mem,
             Arc::new(MemTable::for_write_buffer(self.opts.write_buffer_size)),
         );
-        st.imm.push((frozen, st.wal_number));
+        st.imm.push(Frozen {
+            mem: frozen,
+            wal: st.wal_number,
+            last_seq: seq,
+        });
         st.wal_number = number;
         self.install(st, w.mem.clone());
         Ok(())

@@ -43,6 +43,8 @@ pub enum Op {
     Read,
     /// Taking the lock.
     Lock,
+    /// Making a hard link.
+    Link,
 }
 
 /// The error a fault returns.
@@ -92,6 +94,7 @@ struct State {
     files: HashMap<PathBuf, Durability>,
     renames: Vec<PendingRename>,
     refuse_direct: bool,
+    refuse_links: bool,
 }
 
 impl State {
@@ -155,6 +158,12 @@ impl FaultFs {
     /// direct I/O (the error [`super::direct::refused`] recognises).
     pub fn refuse_direct(&self, refuse: bool) {
         self.state().refuse_direct = refuse;
+    }
+
+    /// `true`: every hard link is refused with `EXDEV`, as between two file
+    /// systems (the error [`super::link_refused`] recognises).
+    pub fn refuse_links(&self, refuse: bool) {
+        self.state().refuse_links = refuse;
     }
 
     /// Whether the armed fault has fired.
@@ -385,6 +394,34 @@ impl FileSystem for FaultFs {
     fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn FileLock>>> {
         self.state().check(Op::Lock)?;
         RealFs.lock(path)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.state();
+        s.check(Op::Link)?;
+        if s.refuse_links {
+            return Err(io::Error::new(
+                io::ErrorKind::CrossesDevices,
+                "hard link refused by FaultFs",
+            ));
+        }
+        RealFs.hard_link(from, to)?;
+        // A new name of bytes already there: durable with its directory.
+        let len = RealFs.file_len(to)?;
+        s.files.insert(
+            to.to_path_buf(),
+            Durability {
+                len,
+                synced: len,
+                entry_durable: false,
+            },
+        );
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.state().check(Op::Remove)?;
+        RealFs.remove_dir(dir)
     }
 }
 

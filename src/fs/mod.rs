@@ -123,6 +123,40 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Takes the exclusive lock file `path` (created if missing); `None` if
     /// another holder has it.
     fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn FileLock>>>;
+    /// Makes `to`, which must not exist, a second name of the file `from`
+    /// (a hard link; durable once `to`'s directory is synced). A file system
+    /// without hard links returns an error [`link_refused`] recognises;
+    /// so does this default ([`crate::Db::checkpoint`] then copies).
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system makes no hard links",
+        ))
+    }
+    /// Removes the empty directory `dir`. This default refuses: a file
+    /// system without it leaves a failed checkpoint's temporary directory
+    /// (empty) behind.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let _ = dir;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system removes no directories",
+        ))
+    }
+}
+
+/// Whether a failed [`FileSystem::hard_link`] means that no link can be
+/// made there, so the file is to be copied instead: the two names on
+/// different file systems (`EXDEV`), a file system without hard links
+/// (`EPERM` from Linux `link(2)`, or `Unsupported`), or a file with as many
+/// links as it may have (`EMLINK`). Any other error is a failure.
+pub fn link_refused(e: &io::Error) -> bool {
+    use io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        CrossesDevices | Unsupported | PermissionDenied | TooManyLinks
+    )
 }
 
 /// The operating system's file system: each call is the `std::fs` call it
@@ -292,6 +326,12 @@ impl FileSystem for RealFs {
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir(dir)
     }
 }
 

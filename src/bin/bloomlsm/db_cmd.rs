@@ -82,6 +82,18 @@ pub enum DbCommand {
         #[command(flatten)]
         design: DesignArgs,
     },
+    /// Copy the store as of now into a new directory (hard links where
+    /// possible): a store of its own, for backups.
+    #[command(after_help = help::DB_CHECKPOINT)]
+    Checkpoint {
+        /// The store's directory.
+        dir: PathBuf,
+        /// The new directory (must not exist; its parent must).
+        target: PathBuf,
+        /// Print one JSON object (fields below).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Arguments of `db put`.
@@ -252,8 +264,76 @@ impl DbCommand {
                 writeln!(out, "compacted in {:.2} s", t.elapsed().as_secs_f64())?;
                 Ok(db.close()?)
             }
+            DbCommand::Checkpoint { dir, target, json } => checkpoint(dir, target, *json, out),
         }
     }
+}
+
+/// `db checkpoint`: refuses a target that exists or whose parent does not
+/// (usage errors, before the store is opened), then opens the store for
+/// writing and takes the checkpoint.
+fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> CliResult {
+    check_store(dir)?;
+    if target.exists() {
+        return Err(CliError::usage(format!(
+            "{} exists; a checkpoint makes a new directory",
+            target.display()
+        )));
+    }
+    let parent = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(CliError::usage(format!(
+            "{}: the directory {} does not exist",
+            target.display(),
+            parent.display()
+        )));
+    }
+    let opts = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts)?;
+    warn_wal_damage(dir, &db.stats(), true);
+    let r = db.checkpoint(target)?;
+    db.close()?;
+    if json {
+        return write_json(
+            out,
+            &json!({
+                "store": dir.display().to_string(),
+                "checkpoint": target.display().to_string(),
+                "tables": r.tables,
+                "linked": r.linked,
+                "copied": r.copied,
+                "bytes": r.bytes,
+                "bytes_copied": r.bytes_copied,
+                "sequence": r.sequence,
+            }),
+        );
+    }
+    let copied = if r.copied > 0 {
+        format!(
+            ", {} copied ({}; hard links refused)",
+            count(r.copied as u64),
+            bytes(r.bytes_copied)
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "checkpoint of {} in {}: {} tables, {}: {} linked{copied}; up to sequence {}",
+        dir.display(),
+        target.display(),
+        count(r.tables as u64),
+        bytes(r.bytes),
+        count(r.linked as u64),
+        r.sequence
+    )?;
+    Ok(())
 }
 
 /// The words of a store directory argument that is a file.

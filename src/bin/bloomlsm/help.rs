@@ -337,6 +337,29 @@ JSON (--json): one object: {\"store\": DIR, \"ok\": true, \"files\": N, \"entrie
     exit_status!()
 );
 
+/// `bloomlsm db checkpoint`.
+pub const DB_CHECKPOINT: &str = concat!(
+    "Examples:
+  bloomlsm db checkpoint /tmp/s /backup/s-monday
+  bloomlsm db checkpoint /tmp/s /backup/s-monday --json
+
+Makes TARGET a copy of the store as of now, which opens as a store of its own: the
+memtable is flushed, then each table gets a hard link in TARGET (a copy where links are
+refused, e.g. TARGET on another file system), with a new MANIFEST, CURRENT and OPTIONS.
+The store is opened for writing, so it must not be open in another process (locked:
+exit status 4); the library's Db::checkpoint takes checkpoints of a store in use.
+The copy is made in TARGET.checkpoint-tmp and renamed to TARGET when whole: after a
+crash TARGET is whole or absent, and the next checkpoint into TARGET removes the
+leftover TARGET.checkpoint-tmp (which no command opens as a store).
+
+JSON (--json): one object: {\"store\": DIR, \"checkpoint\": TARGET, \"tables\": N,
+  \"linked\": N, \"copied\": N, \"bytes\": N, \"bytes_copied\": N, \"sequence\": N}: the
+  tables linked and copied, and the sequence number of the newest write it holds.
+",
+    wal_warning!(),
+    exit_status!()
+);
+
 /// `bloomlsm db compact`.
 pub const DB_COMPACT: &str = concat!(
     "Examples:

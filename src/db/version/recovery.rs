@@ -156,6 +156,7 @@ pub(crate) fn recover_read_only(
                     if source.kind() == std::io::ErrorKind::NotFound
                         && fs.file_len(&filename::current_file(dir)).is_err() =>
                 {
+                    refuse_unfinished_checkpoint(fs, dir)?;
                     return Err(Error::invalid(format!(
                         "{} holds no store (no CURRENT)",
                         dir.display()
@@ -223,7 +224,10 @@ fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<(RecoveredState, u
             ))
         }
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            // No CURRENT. A first open that crashed leaves at most a manifest
+            // No CURRENT. A checkpoint that has not finished marks its
+            // directory: it is no store, and must not become an empty one.
+            refuse_unfinished_checkpoint(fs, dir)?;
+            // A first open that crashed leaves at most a manifest
             // and empty logs; tables or logs with writes mean CURRENT was
             // lost.
             let leftovers = filename::list_store_files_in(fs, dir)?;
@@ -250,6 +254,27 @@ fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<(RecoveredState, u
         }
         Err(e) => Err(e),
     }
+}
+
+/// Refuses `dir` if it is the temporary directory of an unfinished
+/// checkpoint: named so ([`crate::db::checkpoint::TEMP_SUFFIX`]; it is
+/// empty for a moment after it is made) or holding its marker
+/// ([`crate::db::checkpoint::INCOMPLETE`]). The caller found no `CURRENT`:
+/// such a directory is no store and must not become an empty one.
+fn refuse_unfinished_checkpoint(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    use crate::db::checkpoint::{INCOMPLETE, TEMP_SUFFIX};
+    let named = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(TEMP_SUFFIX));
+    if named || fs.file_len(&dir.join(INCOMPLETE)).is_ok() {
+        return Err(Error::invalid(format!(
+            "{} is an unfinished checkpoint (no CURRENT): no store; remove the directory, \
+             or take the checkpoint again",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a directory whose files contradict the MANIFEST (module docs).
