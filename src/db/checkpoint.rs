@@ -220,6 +220,7 @@ impl Inner {
             None => options_file::OptionsFile {
                 design: options_file::Design::of(&self.opts),
                 history: Vec::new(),
+                unknown_families: Vec::new(),
             },
         };
         options_file::write(fs, tmp, &options)?;
