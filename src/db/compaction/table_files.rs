@@ -227,13 +227,20 @@ mod tests {
         assert_eq!(*ran.lock().unwrap(), [0]);
         assert!(files.take().is_none());
 
+        // The take above asked for files; a helper starting now must not
+        // see that request, or it prepares files before the one below.
+        files.pending().wanted = false;
         let counter = Arc::new(AtomicU64::new(10));
         let helper = {
             let (files, counter) = (files.clone(), counter.clone());
             std::thread::spawn(move || files.run(&|| Ok(counter.fetch_add(1, Ordering::SeqCst))))
         };
+        while !files.pending().running {
+            std::thread::yield_now();
+        }
         // Nothing is prepared before a file is asked for; then the helper
         // prepares READY files, numbered in order.
+        assert!(files.pending().ready.is_empty());
         assert!(files.take().is_none());
         while files.pending().ready.len() < READY {
             std::thread::yield_now();
