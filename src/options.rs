@@ -262,6 +262,16 @@ impl FilterOptions {
     }
 }
 
+/// The default [`Options::max_open_files`]: LevelDB's, under the common
+/// 1024-descriptor limit of a process with room for the embedder's own.
+pub const DEFAULT_MAX_OPEN_FILES: usize = 1000;
+
+/// The fewest table files [`Options::max_open_files`] must leave open at
+/// once: more than the L0 files a compaction merges at the default
+/// `l0_stop_trigger` (12) plus a run of the level below, so a compaction's
+/// inputs are not reopened chunk by chunk.
+pub const MIN_TABLE_FILES: usize = 16;
+
 /// Options of [`crate::Db::open`]. The defaults suit a laptop.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -361,6 +371,18 @@ pub struct Options {
     /// [`ReadMode::DirectOrBuffered`] asks to fall back). Not part of the
     /// store's design: each open chooses.
     pub read_mode: ReadMode,
+    /// The file descriptors the store may hold open at once (RocksDB's and
+    /// LevelDB's name; LevelDB's default). [`Options::reserved_files`] of
+    /// them are set aside for the store's other files (WAL, MANIFEST, lock,
+    /// directory, flush and compaction outputs, tables created ahead); the
+    /// rest bound the table files held open ([`crate::sst::TableCache`]).
+    /// Past that bound the file of a table not read lately is closed and
+    /// reopened by the next read that needs it, counted in
+    /// [`crate::Stats::table_reopens`]; its index and pinned filter stay in
+    /// memory. At least [`Options::min_max_open_files`]; `usize::MAX`
+    /// never closes a table's file. Not part of the store's design: each
+    /// open chooses. Default 1000.
+    pub max_open_files: usize,
     /// When the store records a design (its `OPTIONS` file: the filters,
     /// compression, block size, checksum, file and level sizes above), open it with that
     /// design instead of these fields'. `false`: these fields replace the
@@ -395,6 +417,7 @@ impl Default for Options {
             dynamic_level_bytes: false,
             fs: RealFs::shared(),
             read_mode: ReadMode::Buffered,
+            max_open_files: DEFAULT_MAX_OPEN_FILES,
             use_stored_design: true,
         }
     }
@@ -434,6 +457,32 @@ impl Options {
         (base, targets)
     }
 
+    /// Descriptors of [`Options::max_open_files`] set aside for the store's
+    /// files other than the tables it reads: the LOCK, two WALs and two
+    /// MANIFESTs (each while the next replaces it), a directory or small
+    /// file (`CURRENT`, `OPTIONS`) being written, the flush's output, the
+    /// four tables the files thread creates ahead, and per compaction shard
+    /// (`max_subcompactions`, counted up to 16) the table being written and
+    /// one being synced.
+    pub fn reserved_files(&self) -> usize {
+        12 + 2 * self.max_subcompactions.clamp(1, 16)
+    }
+
+    /// The smallest accepted [`Options::max_open_files`]: the
+    /// [reserved](Options::reserved_files) descriptors and
+    /// [`MIN_TABLE_FILES`] tables (from 30 to 60 with these options'
+    /// `max_subcompactions`).
+    pub fn min_max_open_files(&self) -> usize {
+        self.reserved_files() + MIN_TABLE_FILES
+    }
+
+    /// The table files the store holds open at most:
+    /// [`Options::max_open_files`] less the
+    /// [reserved](Options::reserved_files) descriptors.
+    pub fn table_cache_capacity(&self) -> usize {
+        self.max_open_files.saturating_sub(self.reserved_files())
+    }
+
     /// Checks that the options make sense.
     pub fn validate(&self) -> crate::Result<()> {
         let bad = |what: &str| Err(crate::Error::invalid(what));
@@ -462,6 +511,16 @@ impl Options {
             && !(64..=1 << 24).contains(&self.filter_partition_bytes)
         {
             return bad("filter_partition_bytes must be 0 or in 64..=16 MiB");
+        }
+        if self.max_open_files < self.min_max_open_files() {
+            return Err(crate::Error::invalid(format!(
+                "max_open_files must be at least {} ({} for the store's other files \
+                 with max_subcompactions {}, {MIN_TABLE_FILES} for tables); got {}",
+                self.min_max_open_files(),
+                self.reserved_files(),
+                self.max_subcompactions,
+                self.max_open_files
+            )));
         }
         if let Some(c) = self.compression.all().find(|c| !c.is_available()) {
             return Err(crate::Error::invalid(format!(

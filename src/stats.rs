@@ -382,6 +382,13 @@ pub struct Stats {
     /// Corrupt WAL records skipped at the last open
     /// ([`crate::WalRecovery::SkipDamagedRecords`] only).
     pub wal_records_salvaged: u64,
+    /// Table files held open now under [`crate::Options::max_open_files`]
+    /// (tables kept open while deleted aside).
+    pub table_files_open: u64,
+    /// Table files reopened since open, by reads (lookups, scans,
+    /// compactions) of tables whose file the table cache had closed: I/O
+    /// of their own, an open and a footer read each. Not reset.
+    pub table_reopens: u64,
 }
 
 impl Stats {
@@ -612,6 +619,13 @@ impl fmt::Display for Stats {
                 f,
                 "writes: {} from the user; write amplification {w:.2}",
                 Size(self.user_bytes_written)
+            )?;
+        }
+        if self.table_reopens > 0 {
+            writeln!(
+                f,
+                "table files: {} open, {} reopened",
+                self.table_files_open, self.table_reopens
             )?;
         }
         if self.wal_tail_bytes_dropped > 0 || self.wal_records_salvaged > 0 {

@@ -73,7 +73,13 @@ impl Inner {
             write_stalls: self.counters.stalls.load(Ordering::Relaxed),
             wal_tail_bytes_dropped: self.counters.wal_tail_dropped,
             wal_records_salvaged: self.counters.wal_salvaged,
-            block_cache_bytes: self.cache.as_ref().map_or(0, |c| c.stats().usage as u64),
+            table_files_open: self.caches.tables.open_files() as u64,
+            table_reopens: self.caches.tables.reopens(),
+            block_cache_bytes: self
+                .caches
+                .blocks
+                .as_ref()
+                .map_or(0, |c| c.stats().usage as u64),
             memtable_bytes: std::iter::once(&sv.mem)
                 .chain(&sv.imm)
                 .map(|m| m.approximate_memory_bytes() as u64)

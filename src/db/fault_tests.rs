@@ -383,3 +383,106 @@ fn close_makes_trivial_moves_durable() {
         assert!(db.get(format!("k{i:04}")).unwrap().is_some());
     }
 }
+
+/// A store of more tables than it may hold open, on [`FaultFs`]: a table
+/// whose file must be reopened for a read, and whose reopen fails, makes
+/// that read fail with the I/O error — no panic, no wrong or missing value,
+/// no poisoned store — and the next read reopens it.
+#[test]
+fn a_failed_reopen_fails_the_read_and_the_next_read_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let opts = Options {
+        max_subcompactions: 1,
+        ..options(&fs, false)
+    };
+    let opts = Options {
+        max_open_files: opts.min_max_open_files(),
+        ..opts
+    };
+    let capacity = opts.table_cache_capacity();
+    let db = Db::open(dir.path(), opts).unwrap();
+    let mut model = Model::new();
+    let key = |i: u64| format!("key{i:05}").into_bytes();
+    for i in 0..3000u64 {
+        let v = format!("value {i} {}", "x".repeat(80)).into_bytes();
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+        if i % 200 == 199 {
+            db.maintain().unwrap();
+        }
+    }
+    db.maintain().unwrap();
+    let tables = db.file_stats().len();
+    assert!(tables > 3 * capacity, "{tables} tables, {capacity} open");
+    let fault = |sticky| Fault {
+        op: Some(Op::OpenRead),
+        nth: 0,
+        error: FaultError::Io,
+        sticky,
+    };
+    let reopen_error = |e: &Error| match e {
+        Error::Io { context, .. } => context.starts_with("reopen "),
+        _ => false,
+    };
+
+    // Gets: every answer until the failed reopen is right; the failed one
+    // is an error; the same get then answers.
+    fs.arm(fault(false));
+    let mut failed = None;
+    for i in (0..3000u64).step_by(7) {
+        match db.get(key(i)) {
+            Ok(v) => assert_eq!(v.as_deref(), model.get(&key(i)).map(|v| &v[..])),
+            Err(e) => {
+                assert!(reopen_error(&e), "{e}");
+                failed = Some(i);
+                break;
+            }
+        }
+    }
+    let i = failed.expect("some get reopened a table");
+    assert!(fs.tripped());
+    assert_eq!(
+        db.get(key(i)).unwrap().as_deref(),
+        model.get(&key(i)).map(|v| &v[..])
+    );
+
+    // A multi_get and a scan while every reopen fails: errors, never a
+    // wrong answer; a scan yields a prefix of the store, then the error.
+    fs.arm(fault(true));
+    let keys: Vec<Vec<u8>> = (0..3000u64).map(key).collect();
+    match db.multi_get(&keys) {
+        Err(e) => assert!(reopen_error(&e), "{e}"),
+        Ok(_) => panic!("a multi_get of every key reopened nothing"),
+    }
+    let mut seen = 0;
+    let mut scan_failed = false;
+    for (r, (k, v)) in db.scan(..).zip(&model) {
+        match r {
+            Ok((gk, gv)) => {
+                assert_eq!((&gk[..], &gv[..]), (&k[..], &v[..]));
+                seen += 1;
+            }
+            Err(e) => {
+                assert!(reopen_error(&e), "{e}");
+                scan_failed = true;
+                break;
+            }
+        }
+    }
+    assert!(scan_failed && seen < model.len(), "{seen} entries");
+
+    // Without the fault, everything reads again, and writes were never
+    // refused: a failed read poisons nothing.
+    fs.disarm();
+    let got = db.multi_get(&keys).unwrap();
+    for (k, v) in keys.iter().zip(got) {
+        assert_eq!(v.as_deref(), model.get(k).map(|v| &v[..]));
+    }
+    assert_eq!(contents(&db).unwrap(), model);
+    db.put(b"after", b"faults").unwrap();
+    let s = db.stats();
+    assert!(s.table_reopens > 0);
+    assert!(s.table_files_open as usize <= capacity);
+    db.close().unwrap();
+}

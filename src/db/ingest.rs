@@ -196,7 +196,7 @@ impl Inner {
             &Retention::default(),
             &|_| false,
             &[],
-            self.cache.clone(),
+            self.caches.clone(),
         )?;
         Ok(out.files)
     }

@@ -18,6 +18,7 @@
 #[cfg(test)]
 mod background_tests;
 pub mod batch;
+pub(crate) mod caches;
 pub mod checkpoint;
 pub(crate) mod compaction;
 mod counters;
@@ -75,8 +76,8 @@ use crate::filter::key_hash;
 use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
 use crate::options::{Options, ReadMode};
-use crate::sst::BlockCache;
 use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, LevelWrites, Stats};
+use caches::Caches;
 use compaction::table_files::{NewTable, TableFiles, create_table};
 use compaction::{Compaction, FileNumbers, OutputSize, Retention};
 use iter::View;
@@ -112,7 +113,8 @@ struct SuperVersion {
 struct Inner {
     dir: PathBuf,
     opts: Options,
-    cache: Option<Arc<BlockCache>>,
+    /// The block cache and the table cache the store's tables share.
+    caches: Caches,
     /// Writers waiting for their group to be written (group commit).
     write_queue: Mutex<WriteQueue>,
     /// Signalled when a group is written: its writers' results are ready

@@ -42,12 +42,11 @@ impl Db {
         check_options(&opts)?;
         opts.read_mode = settle_read_mode(&dir, &opts)?;
         let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
-        let cache = (opts.block_cache_capacity > 0)
-            .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
+        let caches = Caches::new(&opts);
 
-        let rec = recovery::recover(&dir, &opts, cache.clone())?;
+        let rec = recovery::recover(&dir, &opts, caches.clone())?;
         design.record(fs.as_ref(), &dir, &opts, new_store)?;
-        Db::start(dir, opts, cache, Some(lock), rec)
+        Db::start(dir, opts, caches, Some(lock), rec)
     }
 
     /// Opens the store in `path` for reading only: without the lock (a
@@ -72,10 +71,9 @@ impl Db {
         options_file::settle(opts.fs.clone().as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
         opts.read_mode = settle_read_mode(&dir, &opts)?;
-        let cache = (opts.block_cache_capacity > 0)
-            .then(|| Arc::new(BlockCache::new(opts.block_cache_capacity)));
-        let rec = recovery::recover_read_only(&dir, &opts, cache.clone())?;
-        Db::start(dir, opts, cache, None, rec)
+        let caches = Caches::new(&opts);
+        let rec = recovery::recover_read_only(&dir, &opts, caches.clone())?;
+        Db::start(dir, opts, caches, None, rec)
     }
 
     /// Builds the handle around a recovered store; a writable one (with a
@@ -84,7 +82,7 @@ impl Db {
     pub(super) fn start(
         dir: PathBuf,
         opts: Options,
-        cache: Option<Arc<BlockCache>>,
+        caches: Caches,
         lock: Option<Box<dyn FileLock>>,
         o: recovery::Recovered,
     ) -> Result<Db> {
@@ -96,7 +94,7 @@ impl Db {
         let table_files = Arc::new(TableFiles::new(&dir, opts.fs.clone()));
         let inner = Arc::new(Inner {
             dir,
-            cache,
+            caches,
             write_queue: Mutex::new(WriteQueue::default()),
             write_done: Condvar::new(),
             writer: Mutex::new(Writer {

@@ -26,7 +26,7 @@ pub(crate) fn flush_memtable(
     number: u64,
     v: &Version,
     retention: &Retention,
-    cache: Option<Arc<BlockCache>>,
+    caches: Caches,
 ) -> Result<Option<Arc<FileHandle>>> {
     /// A flush writes exactly one file ([`OutputSize::Whole`]).
     struct Fixed(u64);
@@ -51,7 +51,7 @@ pub(crate) fn flush_memtable(
         retention,
         &|_| false,
         &[],
-        cache,
+        caches,
     )?;
     Ok(out.files.into_iter().next())
 }
@@ -215,7 +215,7 @@ impl Inner {
             number,
             &version,
             &self.retention(),
-            self.cache.clone(),
+            self.caches.clone(),
         )?;
         filename::sync_dir_in(self.fs(), &self.dir)?;
         let mut st = self.state();
@@ -310,7 +310,7 @@ impl Inner {
             r.policy,
             self,
             &self.retention(),
-            self.cache.clone(),
+            self.caches.clone(),
         )?;
         filename::sync_dir_in(self.fs(), &self.dir)?;
         self.counters
@@ -447,7 +447,7 @@ impl Inner {
                     policy,
                     self,
                     &retention,
-                    self.cache.clone(),
+                    self.caches.clone(),
                 )
             };
             let mut bytes_written = 0;

@@ -10,6 +10,8 @@
 //! - [`compression`]: the block codecs (none, LZ4, zstd) and their specs.
 //! - [`filter_block`]: a table's filter on disk: whole, or hash-partitioned.
 //! - [`cache`]: the shared [`BlockCache`] of data blocks.
+//! - [`table_cache`]: the [`TableCache`], a bound on the table files held
+//!   open at once.
 //!
 //! Tables the store writes hold [`InternalKey`]s ([`KeyFormat::Internal`]):
 //! decode a key from [`Table::iter`] with [`InternalKey::parse`].
@@ -24,6 +26,7 @@ pub mod filter_block;
 pub mod format;
 pub mod properties;
 pub mod table;
+pub mod table_cache;
 
 pub use crate::key::{InternalKey, ValueKind};
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary, UnsyncedTable};
@@ -36,3 +39,4 @@ pub use format::{
 };
 pub use properties::TableProperties;
 pub use table::{ReadStats, Table, TableGet, TableIter, TableOpenOptions};
+pub use table_cache::TableCache;

@@ -51,6 +51,21 @@ impl Child {
         self.lines.next().map(Result::unwrap)
     }
 
+    /// Waits for the child to end by itself and collects what it left.
+    pub fn wait(mut self) -> Killed {
+        let rest = self.lines.by_ref().map_while(Result::ok).collect();
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut stderr);
+        }
+        Killed {
+            rest,
+            status,
+            stderr,
+        }
+    }
+
     /// Kills the child (SIGKILL) and collects what it left.
     pub fn kill(mut self) -> Killed {
         let _ = self.child.kill();

@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 
 use crate::design::{DesignArgs, describe, describe_compression};
 use crate::escape::Codec;
+use crate::open_files::OpenFilesArg;
 use crate::report::{TextTable, bytes, count, percent, sig3};
 use crate::{CliError, CliResult, help, parse_bytes, progress, write_json};
 
@@ -235,10 +236,11 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 impl DbCommand {
     /// Runs the command, writing its report to `out`.
-    pub fn run(&self, out: &mut dyn Write) -> CliResult {
+    /// `files`: the `--max-open-files` flag of every subcommand.
+    pub fn run(&self, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
         match self {
-            DbCommand::Put(a) => put(a),
-            DbCommand::Get(a) => get(a, out),
+            DbCommand::Put(a) => put(a, files),
+            DbCommand::Get(a) => get(a, files, out),
             DbCommand::Delete {
                 dir,
                 key,
@@ -247,16 +249,16 @@ impl DbCommand {
             } => {
                 let k = parse_bytes(Codec::new(*hex), "key", key)?;
                 check_key(&k)?;
-                let db = open(dir, NewStore::Refuse, design)?;
+                let db = open(dir, NewStore::Refuse, design, files)?;
                 db.delete(k)?;
                 Ok(db.close()?)
             }
-            DbCommand::Scan(a) => scan(a, out),
-            DbCommand::Load(a) => load(a, out),
-            DbCommand::Stats(a) => stats(a, out),
-            DbCommand::Verify { dir, json } => verify(dir, *json, out),
+            DbCommand::Scan(a) => scan(a, files, out),
+            DbCommand::Load(a) => load(a, files, out),
+            DbCommand::Stats(a) => stats(a, files, out),
+            DbCommand::Verify { dir, json } => verify(dir, *json, files, out),
             DbCommand::Compact { dir, design } => {
-                let db = open(dir, NewStore::Refuse, design)?;
+                let db = open(dir, NewStore::Refuse, design, files)?;
                 writeln!(out, "before: {}", shape_line(&db.stats()))?;
                 let t = Instant::now();
                 db.compact()?;
@@ -415,12 +417,13 @@ pub fn check_store_dir(dir: &Path, new: NewStore) -> CliResult {
 /// Opens the store at `dir` for writing: with the design it records, as
 /// `design`'s flags change it (the defaults for a new store). `new` says
 /// where a new store may be made ([`check_store_dir`]).
-pub fn open(dir: &Path, new: NewStore, design: &DesignArgs) -> CliResult<Db> {
+pub fn open(dir: &Path, new: NewStore, design: &DesignArgs, files: &OpenFilesArg) -> CliResult<Db> {
     check_store_dir(dir, new)?;
     let mut opts = Options {
         create_if_missing: new != NewStore::Refuse,
         ..Options::default()
     };
+    files.apply(&mut opts);
     design.apply(dir, &mut opts)?;
     let db = Db::open(dir, opts)?;
     warn_wal_damage(dir, &db.stats(), true);
@@ -491,19 +494,20 @@ fn warn_wal_damage(dir: &Path, s: &Stats, writable: bool) {
 /// A log's torn or damaged end is dropped, not refused
 /// ([`WalRecovery::TolerateTornTail`]): the commands say what was dropped
 /// ([`wal_damage`]), which a refused open could not.
-fn read_only_db(dir: &Path) -> bloomlsm::Result<Db> {
-    let opts = Options {
+fn read_only_db(dir: &Path, files: &OpenFilesArg) -> bloomlsm::Result<Db> {
+    let mut opts = Options {
         wal_recovery: WalRecovery::TolerateTornTail,
         ..Options::default()
     };
+    files.apply(&mut opts);
     Db::open_read_only(dir, opts)
 }
 
 /// Opens an existing store for the reading commands, warning on stderr if
 /// the open dropped or skipped write-ahead log records.
-pub fn open_for_reading(dir: &Path) -> CliResult<Db> {
+pub fn open_for_reading(dir: &Path, files: &OpenFilesArg) -> CliResult<Db> {
     check_store(dir)?;
-    let db = read_only_db(dir)?;
+    let db = read_only_db(dir, files)?;
     warn_wal_damage(dir, &db.stats(), false);
     Ok(db)
 }
@@ -557,7 +561,7 @@ fn read_value(r: impl Read, name: &str) -> CliResult<Vec<u8>> {
     Ok(v)
 }
 
-fn put(a: &PutArgs) -> CliResult {
+fn put(a: &PutArgs, files: &OpenFilesArg) -> CliResult {
     let codec = Codec::new(a.hex);
     let key = parse_bytes(codec, "key", &a.key)?;
     let value = match (&a.value_file, a.value.as_deref()) {
@@ -571,16 +575,16 @@ fn put(a: &PutArgs) -> CliResult {
         (None, None) => return Err(CliError::usage("a value, - or --value-file is needed")),
     };
     check_record(&key, &value).map_err(|what| CliError::from(bloomlsm::Error::invalid(what)))?;
-    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design)?;
+    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design, files)?;
     db.put(key, value)?;
     Ok(db.close()?)
 }
 
-fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
+fn get(a: &GetArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     let codec = Codec::new(a.hex);
     let k = parse_bytes(codec, "key", &a.key)?;
     check_key(&k)?;
-    let db = open_for_reading(&a.dir)?;
+    let db = open_for_reading(&a.dir, files)?;
     let v = db.get(&k)?;
     if a.json {
         write_json(
@@ -795,7 +799,7 @@ fn level_json(l: &LevelStats, total: bool) -> Value {
     })
 }
 
-fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
+fn scan(a: &ScanArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     use std::ops::Bound;
     let codec = Codec::new(a.hex);
     let bound = |flag: &str, k: &Option<String>| {
@@ -815,7 +819,7 @@ fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
         }
     }
     let prefix = bound("--prefix", &a.prefix)?;
-    let db = open_for_reading(&a.dir)?;
+    let db = open_for_reading(&a.dir, files)?;
     let lo = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
     let hi = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let it = match &prefix {
@@ -906,7 +910,7 @@ fn load_pass(
     Ok(pass)
 }
 
-fn load(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
+fn load(a: &LoadArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     let codec = Codec::new(a.hex);
     let stdin = a.file.as_os_str() == "-";
     let name = if stdin {
@@ -944,7 +948,7 @@ fn load(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         )));
     }
 
-    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design)?;
+    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design, files)?;
     let pb = progress(Some(check.records), a.quiet, format!("loading {name}"));
     let start = Instant::now();
     // The second pass feeds `Db::ingest`, which installs the whole load with
@@ -1007,15 +1011,14 @@ fn load(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     Ok(())
 }
 
-fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
+fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     check_store(&a.dir)?;
-    let db = Db::open_read_only(
-        &a.dir,
-        Options {
-            filter_memory_budget: a.filter_budget,
-            ..Options::default()
-        },
-    )?;
+    let mut opts = Options {
+        filter_memory_budget: a.filter_budget,
+        ..Options::default()
+    };
+    files.apply(&mut opts);
+    let db = Db::open_read_only(&a.dir, opts)?;
     warn_wal_damage(&a.dir, &db.stats(), false);
     db.reset_stats();
     if let Some(n) = a.probe {
@@ -1226,7 +1229,7 @@ fn stats(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
     Ok(())
 }
 
-fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> CliResult {
+fn verify(dir: &Path, json: bool, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     check_store(dir)?;
     // A corrupt store is a failed check (exit status 1), whether the damage
     // stops the open or turns up in a block; other errors stay failures.
@@ -1241,7 +1244,7 @@ fn verify(dir: &Path, json: bool, out: &mut dyn Write) -> CliResult {
     };
     // Opened as the other commands open it (a log's torn or damaged end
     // dropped), so that the check can say what the open lost.
-    let checked = read_only_db(dir).and_then(|db| {
+    let checked = read_only_db(dir, files).and_then(|db| {
         db.verify()?;
         let files = db.file_stats();
         let stats = db.stats();

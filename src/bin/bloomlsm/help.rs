@@ -115,6 +115,8 @@ JSON (--json): one object per configuration per line, in --configs order:
   write_amplification                  the load's (bytes_flushed + bytes_compacted) /
                                        user_bytes_written (keys + values; WAL not counted)
   user_bytes_written, bytes_flushed, bytes_compacted   the load's bytes (Stats of the library)
+  table_reopens                        table files reopened by the load and the gets: the
+                                       store held more tables than --max-open-files allows
   filter_build_ns_per_key, filter_probe_ns   CPU of the store's filters: each level's policy
                                        timed on a 65,536-key filter, build weighted by keys,
                                        probe (absent key) by filter checks; null without filters

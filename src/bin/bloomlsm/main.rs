@@ -24,6 +24,7 @@ mod escape;
 mod filter_cost;
 mod help;
 mod interrupt;
+mod open_files;
 mod phase;
 mod plot;
 mod report;
@@ -69,6 +70,8 @@ enum Command {
     Db {
         #[command(subcommand)]
         command: DbCommand,
+        #[command(flatten)]
+        files: open_files::OpenFilesArg,
     },
     /// Print a shell completion script for bash, zsh, fish, elvish or powershell.
     #[command(after_help = help::COMPLETIONS)]
@@ -88,7 +91,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Bench(a) => bench::run(a, &mut out).map(drop),
         Command::Sst { command } => command.run(&mut out),
-        Command::Db { command } => command.run(&mut out),
+        Command::Db { command, files } => command.run(files, &mut out),
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics on a write error.
             let mut script = Vec::new();

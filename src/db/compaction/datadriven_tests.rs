@@ -170,7 +170,7 @@ fn sized_table(dir: &Path, number: u64, lo: &str, hi: &str, bytes: u64) -> Arc<F
         &Retention::new(Vec::new()),
         &|_| false,
         &[],
-        None,
+        crate::db::caches::Caches::new(&Options::default()),
     )
     .unwrap();
     out.files[0].clone()

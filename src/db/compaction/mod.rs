@@ -35,6 +35,7 @@ pub(crate) use pick::{extend_trivial_move, pick, scores, shape, whole_or_next};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::db::caches::Caches;
 use crate::db::compaction::table_files::{NewTable, create_table};
 use crate::db::filename;
 use crate::db::iter::seek_key;

@@ -40,7 +40,7 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     retention: &Retention,
     drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
     cuts: &[&[u8]],
-    cache: Option<Arc<crate::sst::BlockCache>>,
+    caches: Caches,
 ) -> Result<Outputs> {
     // Every table but the last is synced (and opened) by a helper thread
     // while this one writes the next: the fsync of a table is about a
@@ -63,7 +63,7 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         let written = write_tables(&spec, merge, |t| {
             let s = match &mut syncer {
                 Some(s) => s,
-                None => syncer.insert(Syncer::start(scope, &cache, opts)?),
+                None => syncer.insert(Syncer::start(scope, &caches, opts)?),
             };
             // A closed channel means the syncer failed: its error is
             // reported when it is joined below.
@@ -74,7 +74,7 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         let last = written.and_then(|(bytes, last)| {
             last.map(|t| {
                 t.sync()
-                    .and_then(|summary| open_output(summary, &cache, opts))
+                    .and_then(|summary| open_output(summary, &caches, opts))
             })
             .transpose()
             .map(|last| (bytes, last))
@@ -100,23 +100,27 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 
 /// The thread that syncs and opens finished tables in the order it gets them.
 pub(super) struct Syncer<'scope> {
-    queue: std::sync::mpsc::Sender<crate::sst::UnsyncedTable>,
+    queue: std::sync::mpsc::SyncSender<crate::sst::UnsyncedTable>,
     thread: std::thread::ScopedJoinHandle<'scope, Result<Vec<Arc<FileHandle>>>>,
 }
 
 impl<'scope> Syncer<'scope> {
     fn start<'env>(
         scope: &'scope std::thread::Scope<'scope, 'env>,
-        cache: &'env Option<Arc<crate::sst::BlockCache>>,
+        caches: &'env Caches,
         opts: &'env Options,
     ) -> Result<Self> {
-        let (queue, tables) = std::sync::mpsc::channel::<crate::sst::UnsyncedTable>();
+        // A hand-over, not a queue: the writer waits while the previous
+        // table is still syncing, so a compaction holds at most two output
+        // files open per shard (`Options::reserved_files`) however fast it
+        // writes.
+        let (queue, tables) = std::sync::mpsc::sync_channel::<crate::sst::UnsyncedTable>(0);
         let thread = std::thread::Builder::new()
             .name("bloomlsm-sync".into())
             .spawn_scoped(scope, move || {
                 let mut files = Vec::new();
                 for t in tables {
-                    files.push(open_output(t.sync()?, cache, opts)?);
+                    files.push(open_output(t.sync()?, caches, opts)?);
                 }
                 Ok(files)
             })
@@ -256,7 +260,7 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 /// Opens a freshly written table and describes it for the manifest.
 pub(super) fn open_output(
     summary: TableSummary,
-    cache: &Option<Arc<crate::sst::BlockCache>>,
+    caches: &Caches,
     opts: &Options,
 ) -> Result<Arc<FileHandle>> {
     let number = filename::parse_file_name(
@@ -268,16 +272,7 @@ pub(super) fn open_output(
     )
     .map(|(_, n)| n)
     .ok_or_else(|| Error::invalid(format!("not a table file name: {}", summary.path.display())))?;
-    let table = Table::open(
-        &summary.path,
-        crate::sst::TableOpenOptions {
-            file_id: number,
-            cache: cache.clone(),
-            fs: Some(opts.fs.clone()),
-            read_mode: opts.read_mode,
-            filter_on_demand: opts.filter_memory_budget.is_some(),
-        },
-    )?;
+    let table = Table::open(&summary.path, caches.table_options(number, opts))?;
     let meta = file_meta(number, &table);
     Ok(Arc::new(FileHandle::new(meta, Arc::new(table))))
 }
@@ -319,7 +314,7 @@ pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<Fil
         &Retention::new(Vec::new()),
         &|_| false,
         &[],
-        None,
+        Caches::new(&opts),
     )
     .unwrap();
     out.files[0].clone()
@@ -355,7 +350,7 @@ pub(crate) fn run(
     policy: Option<FilterPolicy>,
     numbers: &(dyn FileNumbers + Sync),
     retention: &Retention,
-    cache: Option<Arc<crate::sst::BlockCache>>,
+    caches: Caches,
 ) -> Result<Outputs> {
     let out_level = c.output_level();
     let (lo, hi) = c.range();
@@ -410,7 +405,7 @@ pub(crate) fn run(
             retention,
             &drop_tombstone,
             &cuts,
-            cache.clone(),
+            caches.clone(),
         )
     };
     if bounds.is_empty() {

@@ -125,20 +125,18 @@ impl TableFiles {
 
     /// Retires `obsolete`, the tables a compaction removed from the store,
     /// and `version`, the version it was picked from, behind the caller:
-    /// drops both and deletes the files (a reader still holding one keeps
-    /// reading it until its last descriptor closes).
+    /// drops both, and with them the tables, which delete their files as
+    /// they go. A table still held elsewhere (by an older version that an
+    /// iterator, snapshot or read still uses) deletes its file when that
+    /// last holder drops it: until then the table may have to reopen the
+    /// file, whose descriptor the table cache may have closed.
     pub(crate) fn retire(&self, obsolete: Vec<Arc<FileHandle>>, version: Arc<Version>) {
-        let paths: Vec<PathBuf> = obsolete
-            .iter()
-            .map(|f| filename::table_file(&self.dir, f.number()))
-            .collect();
-        let fs = self.fs.clone();
+        for f in &obsolete {
+            f.table.remove_file_on_drop();
+        }
         self.later(move || {
             drop(version);
             drop(obsolete);
-            for path in paths {
-                let _ = fs.remove_file(&path);
-            }
         });
     }
 
@@ -272,9 +270,10 @@ mod tests {
     }
 
     /// Retiring deletes the files after dropping the version; a file a
-    /// reader still holds stays readable through the reader's descriptor.
+    /// reader still holds stays until the reader lets go of it, so the
+    /// table can reopen it meanwhile.
     #[test]
-    fn retired_files_are_deleted_and_stay_readable_to_their_holders() {
+    fn retired_files_are_deleted_when_their_last_holder_goes() {
         use crate::db::compaction::test_table;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -293,8 +292,10 @@ mod tests {
         files.stop();
         helper.join().unwrap();
         assert!(!d.join("000001.sst").exists());
-        assert!(!d.join("000002.sst").exists());
+        assert!(d.join("000002.sst").exists());
         assert_eq!(reader.table.iter().count(), 2);
+        drop(reader);
+        assert!(!d.join("000002.sst").exists());
     }
 
     #[test]

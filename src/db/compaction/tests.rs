@@ -30,7 +30,7 @@ fn write_3000(dir: &Path, fs: Arc<dyn crate::fs::FileSystem>, cuts: &[&[u8]]) ->
         &Retention::new(Vec::new()),
         &|_| false,
         cuts,
-        None,
+        Caches::new(&opts),
     )
 }
 

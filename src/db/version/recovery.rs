@@ -26,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::db::caches::Caches;
 use crate::db::filename::{self, FileKind};
 use crate::db::manifest::{FileMeta, Manifest, RecoveredState, VersionEdit};
 use crate::db::memtable::MemTable;
@@ -36,7 +37,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key;
 use crate::options::{Options, WalRecovery};
-use crate::sst::{BlockCache, KeyFormat, Table, TableOpenOptions};
+use crate::sst::{KeyFormat, Table};
 
 /// A recovered store.
 pub(crate) struct Recovered {
@@ -55,11 +56,7 @@ pub(crate) struct Recovered {
 
 /// Recovers the store in `dir` (see the module docs). The caller holds the
 /// directory lock.
-pub(crate) fn recover(
-    dir: &Path,
-    opts: &Options,
-    cache: Option<Arc<BlockCache>>,
-) -> Result<Recovered> {
+pub(crate) fn recover(dir: &Path, opts: &Options, caches: Caches) -> Result<Recovered> {
     let fs = opts.fs.as_ref();
     let state = match read_manifest(dir, opts)? {
         Some((state, manifest_number)) => {
@@ -68,7 +65,7 @@ pub(crate) fn recover(
         }
         None => RecoveredState::empty(),
     };
-    let version = open_tables(dir, opts, &state, cache.clone(), None)?;
+    let version = open_tables(dir, opts, &state, &caches, None)?;
     let replay = replay_logs(dir, opts, &state)?;
     let last_sequence = replay.last_sequence.max(state.last_sequence);
     keep_cut_logs(fs, dir, &replay.cut_logs)?;
@@ -96,7 +93,7 @@ pub(crate) fn recover(
                 number,
                 vs.current(),
                 &crate::db::compaction::Retention::default(),
-                cache,
+                caches,
             )?
         {
             edit.new_files.push((0, fh.meta.clone()));
@@ -136,11 +133,7 @@ pub(crate) fn recover(
 /// store did not change during the read that met it; if it changed during
 /// each of 1,000 reads, the open fails with an I/O error of kind
 /// `Interrupted`, never a false corruption.
-pub(crate) fn recover_read_only(
-    dir: &Path,
-    opts: &Options,
-    cache: Option<Arc<BlockCache>>,
-) -> Result<Recovered> {
+pub(crate) fn recover_read_only(dir: &Path, opts: &Options, caches: Caches) -> Result<Recovered> {
     let fs = opts.fs.as_ref();
     let mark = || -> Option<(u64, u64)> {
         let n = crate::db::manifest::read_current(fs, dir).ok()?;
@@ -165,7 +158,7 @@ pub(crate) fn recover_read_only(
                 r => r?,
             };
             check_files(fs, dir, &state, report.manifest_number, false)?;
-            let version = open_tables(dir, opts, &state, cache.clone(), Some(&mut opened))?;
+            let version = open_tables(dir, opts, &state, &caches, Some(&mut opened))?;
             let replay = replay_logs(dir, opts, &state)?;
             Ok(Recovered {
                 last_sequence: replay.last_sequence.max(state.last_sequence),
@@ -407,7 +400,7 @@ fn open_tables(
     dir: &Path,
     opts: &Options,
     state: &RecoveredState,
-    cache: Option<Arc<BlockCache>>,
+    caches: &Caches,
     mut opened: Option<&mut HashMap<u64, Arc<Table>>>,
 ) -> Result<Version> {
     let mut version = Version::empty(opts.max_levels);
@@ -423,16 +416,7 @@ fn open_tables(
             let table = match known {
                 Some(t) => t,
                 None => {
-                    let t = Arc::new(Table::open(
-                        &path,
-                        TableOpenOptions {
-                            file_id: meta.number,
-                            cache: cache.clone(),
-                            fs: Some(opts.fs.clone()),
-                            read_mode: opts.read_mode,
-                            filter_on_demand: opts.filter_memory_budget.is_some(),
-                        },
-                    )?);
+                    let t = Arc::new(Table::open(&path, caches.table_options(meta.number, opts))?);
                     if let Some(o) = opened.as_mut() {
                         o.insert(meta.number, t.clone());
                     }

@@ -76,11 +76,11 @@ impl Table {
                 b
             }
             None => {
+                let file = self.file.get()?;
                 r.filter_blocks_read += 1;
-                r.filter_bytes_read += self
-                    .file
-                    .transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
-                let b = self.read_raw(h, &what)?;
+                r.filter_bytes_read +=
+                    file.transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
+                let b = self.read_raw_from(file.as_ref(), h, &what)?;
                 if let Some(c) = cache {
                     c.insert(self.file_id, h.offset, b.clone());
                 }

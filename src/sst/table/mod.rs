@@ -11,6 +11,8 @@
 //!
 //! - `open.rs`: [`Table::open`] and the checks it makes on the footer,
 //!   metaindex, properties, filter and index.
+//! - `file.rs`: the table's file descriptor, which the store's
+//!   [`TableCache`] may close and a later read reopens.
 //! - `read.rs`: reading one block: bounds, checksum, decompression, the block
 //!   cache and the sequential pass's readahead; [`ReadStats`].
 //! - `filter.rs`: reading the table's filter, whole or one partition on demand.
@@ -25,7 +27,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::fs::{FileSystem, ReadMode, ReadableFile};
+use crate::fs::{FileSystem, ReadMode};
 use crate::key;
 
 use super::block::{BlockError, BlockIter};
@@ -34,7 +36,9 @@ use super::compression::Compression;
 use super::filter_block::FilterInfo;
 use super::format::{BlockHandle, ChecksumType, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat};
 use super::properties::TableProperties;
+use super::table_cache::TableCache;
 
+mod file;
 mod filter;
 mod get;
 mod iter;
@@ -72,6 +76,12 @@ pub struct TableOpenOptions {
     /// store's filter memory budget opens its tables this way and pins the
     /// filters it chooses itself ([`Table::load_filter`]).
     pub filter_on_demand: bool,
+    /// The bound on the table files held open at once: past it, the file
+    /// of a table not read lately is closed, and reopened (checked to be
+    /// the same file) by the next read that needs it. The index, the
+    /// properties and a pinned filter stay in memory either way. `None`:
+    /// the file stays open for the table's life.
+    pub table_cache: Option<Arc<TableCache>>,
 }
 
 /// One in-memory index entry: the last key of a data block and its handle.
@@ -85,7 +95,7 @@ struct IndexEntry {
 /// An open SSTable.
 pub struct Table {
     path: PathBuf,
-    file: Arc<dyn ReadableFile>,
+    file: file::TableFile,
     file_id: u64,
     file_size: u64,
     cache: Option<Arc<BlockCache>>,
@@ -300,6 +310,19 @@ impl Table {
     /// The id given at open (block cache key).
     pub fn file_id(&self) -> u64 {
         self.file_id
+    }
+
+    /// Whether the table's file descriptor is open now (a
+    /// [`TableCache`] may have closed it; the next read reopens it).
+    pub fn file_is_open(&self) -> bool {
+        self.file.is_open()
+    }
+
+    /// Deletes the table's file when the table is dropped: the store no
+    /// longer names it, but readers holding the table may still reopen the
+    /// file until then.
+    pub(crate) fn remove_file_on_drop(&self) {
+        self.file.remove_on_drop();
     }
 }
 

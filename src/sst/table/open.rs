@@ -7,6 +7,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::fs::{RealFs, open_read_in};
+
+use super::file::TableFile;
 use crate::key;
 
 use crate::sst::compression::Compression;
@@ -36,11 +38,9 @@ impl Table {
     /// verified when read; [`verify_all`](Self::verify_all) checks them all.
     pub fn open(path: impl AsRef<Path>, opts: TableOpenOptions) -> Result<Table> {
         let path = path.as_ref().to_path_buf();
-        let file = match &opts.fs {
-            Some(fs) => open_read_in(fs.as_ref(), &path, opts.read_mode),
-            None => open_read_in(&RealFs, &path, opts.read_mode),
-        }
-        .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        let fs = opts.fs.clone().unwrap_or_else(RealFs::shared);
+        let file = open_read_in(fs.as_ref(), &path, opts.read_mode)
+            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         let file_size = file
             .len()
             .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
@@ -55,6 +55,8 @@ impl Table {
         read_at(file.as_ref(), &path, &mut raw, footer_offset)?;
         let footer = Footer::decode(&raw, footer_offset)
             .map_err(|(off, what)| Error::corruption(&path, footer_offset + off, what))?;
+        let mut file = TableFile::new(file, path.clone(), fs, opts.read_mode, opts.table_cache);
+        file.expect(file_size, raw);
 
         // Fields filled in step by step; `table` lets the block helpers run.
         let mut table = Table {
@@ -82,6 +84,8 @@ impl Table {
             table.read_filter(filter, opts.filter_on_demand)?;
         }
         table.read_index()?;
+        // Counted once whole: a table that fails to open closes its file.
+        table.file.admit();
         Ok(table)
     }
 

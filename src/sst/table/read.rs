@@ -43,12 +43,29 @@ impl Table {
     /// Reads and verifies the block at `h`; returns its contents: the
     /// payload, decompressed if it is a compressed data block.
     pub(super) fn read_raw(&self, h: BlockHandle, what: &str) -> Result<Bytes> {
-        self.read_raw_into(h, what, BytesMut::new())
+        self.read_raw_from(self.file.get()?.as_ref(), h, what)
     }
 
-    /// [`read_raw`](Self::read_raw) into `buf`'s memory (its length and
-    /// contents do not matter: every byte is overwritten by the read).
-    fn read_raw_into(&self, h: BlockHandle, what: &str, mut buf: BytesMut) -> Result<Bytes> {
+    /// [`read_raw`](Self::read_raw) from `file`, the table's descriptor.
+    pub(super) fn read_raw_from(
+        &self,
+        file: &dyn ReadableFile,
+        h: BlockHandle,
+        what: &str,
+    ) -> Result<Bytes> {
+        self.read_raw_into(file, h, what, BytesMut::new())
+    }
+
+    /// [`read_raw`](Self::read_raw) from `file`, the table's descriptor,
+    /// into `buf`'s memory (its length and contents do not matter: every
+    /// byte is overwritten by the read).
+    fn read_raw_into(
+        &self,
+        file: &dyn ReadableFile,
+        h: BlockHandle,
+        what: &str,
+        mut buf: BytesMut,
+    ) -> Result<Bytes> {
         let data_end = self.file_size - FOOTER_LEN as u64;
         let end = h.end_with_trailer();
         if end.is_none_or(|e| e > data_end) {
@@ -72,7 +89,7 @@ impl Table {
             buf = BytesMut::with_capacity(largest.clamp(need, need * 2));
         }
         buf.resize(need, 0);
-        read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
+        read_at(file, &self.path, &mut buf, h.offset)?;
         let (n, block_type) = self.check_block(h, what, &buf)?;
         buf.truncate(n);
         if block_type == BLOCK_TYPE_NONE {
@@ -121,12 +138,11 @@ impl Table {
             return Block::new(data).map_err(|e| self.block_error(h, DATA, e));
         }
         // The I/O is the stored bytes; the cache holds the decompressed block.
+        let file = self.file.get()?;
         io.blocks_read += 1;
-        io.bytes_read += self
-            .file
-            .transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
+        io.bytes_read += file.transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
         let buf = cache.map_or_else(BytesMut::new, |c| c.recycled(self.file_id, h.offset));
-        let data = self.read_raw_into(h, DATA, buf)?;
+        let data = self.read_raw_into(file.as_ref(), h, DATA, buf)?;
         let block = Block::new(data).map_err(|e| self.block_error(h, DATA, e))?;
         if let Some(c) = cache {
             c.insert(self.file_id, h.offset, block.data().clone());
@@ -170,7 +186,7 @@ impl Table {
                 .unwrap_or_else(|_| BytesMut::new());
             buf.clear();
             buf.resize(len, 0);
-            read_at(self.file.as_ref(), &self.path, &mut buf, h.offset)?;
+            read_at(self.file.get()?.as_ref(), &self.path, &mut buf, h.offset)?;
             *ra = Readahead {
                 offset: h.offset,
                 buf: buf.freeze(),
@@ -200,9 +216,10 @@ impl Table {
             .get(i)
             .ok_or_else(|| Error::invalid(format!("no data block {i}")))?
             .handle;
+        let file = self.file.get()?;
         let mut t = [0u8; 1];
         read_at(
-            self.file.as_ref(),
+            file.as_ref(),
             &self.path,
             &mut t,
             h.offset.saturating_add(h.size),
@@ -212,7 +229,7 @@ impl Table {
         }
         let mut prefix = [0u8; 5];
         let n = (h.size as usize).min(prefix.len());
-        read_at(self.file.as_ref(), &self.path, &mut prefix[..n], h.offset)?;
+        read_at(file.as_ref(), &self.path, &mut prefix[..n], h.offset)?;
         let (raw, _) = get_varint32(&prefix[..n]).ok_or_else(|| {
             self.corruption(h.offset, "data block: bad uncompressed-length varint")
         })?;

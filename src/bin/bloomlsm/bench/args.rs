@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::budget;
 use crate::design::CompressionArgs;
+use crate::open_files::OpenFilesArg;
 
 use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
 
@@ -65,6 +66,8 @@ pub struct BenchArgs {
     /// stores' directory must be on a file system that takes it, see --dir).
     #[arg(long, value_enum, default_value_t = IoMode::Buffered, value_name = "MODE")]
     pub io: IoMode,
+    #[command(flatten)]
+    pub files: OpenFilesArg,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,

@@ -45,6 +45,7 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
         "user_bytes_written": m.user_bytes_written,
         "bytes_flushed": m.bytes_flushed,
         "bytes_compacted": m.bytes_compacted,
+        "table_reopens": r.table_reopens(),
         "disk_bytes": r.disk_bytes(),
         "data_bytes": level_total(m).data_bytes,
         "data_raw_bytes": level_total(m).data_raw_bytes,

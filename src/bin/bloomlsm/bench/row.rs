@@ -72,6 +72,13 @@ impl BenchRow {
         self.missing.total.observed_fpr()
     }
 
+    /// Table files the store reopened, from its open to the end of the
+    /// last phase: 0 unless it held more tables than `--max-open-files`
+    /// lets it keep open.
+    pub fn table_reopens(&self) -> u64 {
+        self.existing.table_reopens.max(self.missing.table_reopens)
+    }
+
     /// Data-block reads per missing get, measured.
     pub fn reads_per_missing_get(&self) -> f64 {
         self.missing.block_reads_per_missing_get()

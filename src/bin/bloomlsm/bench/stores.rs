@@ -147,6 +147,7 @@ pub fn store_options(args: &BenchArgs, config: &BenchConfig) -> CliResult<Option
     args.compression
         .apply(&mut opts.compression, opts.max_levels)?;
     opts.filter_partition_bytes = args.partition_bytes();
+    args.files.apply(&mut opts);
     Ok(opts)
 }
 

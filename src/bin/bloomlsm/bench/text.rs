@@ -167,6 +167,18 @@ fn write_phases(
     for line in device_check(rows, args.io) {
         writeln!(out, "{line}")?;
     }
+    for r in rows.iter().filter(|r| r.table_reopens() > 0) {
+        let mut opts = Options::default();
+        args.files.apply(&mut opts);
+        writeln!(
+            out,
+            "table files: {} reopened {} table files (load and gets), holding at most {} open (--max-open-files {})",
+            r.config.name,
+            count(r.table_reopens()),
+            count(opts.table_cache_capacity() as u64),
+            opts.max_open_files
+        )?;
+    }
     Ok(())
 }
 
