@@ -163,7 +163,9 @@ impl WriteBatch {
     }
 
     /// Sets the sequence number of the first operation (the store does this
-    /// just before logging the batch).
+    /// just before logging the batch). For tools and tests that write logs
+    /// by hand; not part of the documented API.
+    #[doc(hidden)]
     pub fn set_sequence(&mut self, seq: u64) {
         self.rep[0..8].copy_from_slice(&seq.to_le_bytes());
     }

@@ -29,6 +29,7 @@ mod ingest;
 mod inject;
 mod io_pool;
 pub(crate) mod iter;
+#[doc(hidden)]
 pub mod log;
 pub(crate) mod memtable;
 pub(crate) mod merge;
@@ -36,10 +37,13 @@ mod open;
 mod run;
 mod snapshot;
 pub(crate) mod version;
+#[doc(hidden)]
 pub mod wal;
 mod write;
 
-// The files of the version set keep their paths of the public API.
+// The files of the version set keep their paths; like `log` and `wal` they
+// are public for the project's tools and tests, outside the documented API.
+#[doc(hidden)]
 pub use version::{filename, manifest, options_file};
 use version::{recovery, version_set};
 
@@ -53,9 +57,12 @@ pub use checkpoint::CheckpointReport;
 pub use filename::FileKind;
 pub use ingest::IngestReport;
 pub use iter::DbIter;
+#[doc(hidden)]
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
+#[doc(hidden)]
 pub use manifest::{FileMeta, FilterMeta, Manifest, RecoverReport, RecoveredState, VersionEdit};
 pub use snapshot::Snapshot;
+#[doc(hidden)]
 pub use wal::{ReplayReport, Wal};
 pub use write::WriteOptions;
 

@@ -38,7 +38,7 @@
 //!   never be peeled. The build notices a cell holding exactly two equal
 //!   hashes as it counts (or any failed peeling), then sorts and dedups the
 //!   hashes once and sizes the filter for the distinct ones.
-//! * **Size** ([`layout_for`]): the reference code's parameters for arity
+//! * **Size** (`layout_for`): the reference code's parameters for arity
 //!   3: `L = 2^floor(ln(n) / ln(3.33) + 2.25)` (at most 2^18), capacity
 //!   `round(n · max(1.125, 0.875 + 0.25 · ln(10^6) / ln(n)))` rounded to
 //!   whole segments. About 9.0 bits per key at 8 bits and 10^6 keys

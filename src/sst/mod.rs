@@ -23,6 +23,7 @@ pub mod builder;
 pub mod cache;
 pub mod compression;
 pub mod filter_block;
+#[doc(hidden)]
 pub mod format;
 pub mod properties;
 pub mod table;
