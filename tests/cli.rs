@@ -214,6 +214,114 @@ fn json(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
 }
 
+/// `--benchmarks`: db_bench's line format for each workload, its
+/// percentiles line, and the filter counters of the gets; readmissing's
+/// filters miss at about blocked10's rate.
+#[test]
+fn bench_db_bench_workloads() {
+    let names = [
+        "fillseq",
+        "fillrandom",
+        "overwrite",
+        "readrandom",
+        "readmissing",
+        "seekrandom",
+        "readwhilewriting",
+    ];
+    let list = names.join(",");
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "20000",
+        "--lookups",
+        "2000",
+        "--benchmarks",
+        &list,
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(o.stderr.is_empty(), "--quiet: {}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    for name in names {
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{name:<12} : ")))
+            .unwrap_or_else(|| panic!("no {name} line in {out}"));
+        let line = lines[at];
+        // "fillrandom   :       2.345 micros/op 426439 ops/sec;   47.2 MB/s"
+        let rest = line.split_once(" : ").unwrap().1;
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        assert!(words[0].parse::<f64>().unwrap() > 0.0, "{line}");
+        assert_eq!(&words[1..2], ["micros/op"], "{line}");
+        assert!(words[2].parse::<u64>().unwrap() > 0, "{line}");
+        assert_eq!(words[3], "ops/sec;", "{line}");
+        let writes = name.starts_with("fill") || name == "overwrite";
+        if name != "readmissing" {
+            assert!(words[4].parse::<f64>().unwrap() > 0.0, "{line}");
+            assert_eq!(words[5], "MB/s", "{line}");
+        }
+        if !writes {
+            let total = if name == "readmissing" { 0 } else { 2000 };
+            assert!(
+                line.ends_with(&format!("({total} of 2000 found)")),
+                "{line}"
+            );
+        }
+        let p = lines[at + 1];
+        assert!(p.starts_with("Percentiles: "), "{p}");
+        let labels: Vec<&str> = p.split_whitespace().skip(1).step_by(2).collect();
+        assert_eq!(labels, ["P50:", "P75:", "P99:", "P99.9:", "P99.99:"], "{p}");
+        let values: Vec<f64> = p
+            .split_whitespace()
+            .skip(2)
+            .step_by(2)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(values.len(), 5, "{p}");
+        assert!(values.windows(2).all(|w| w[0] <= w[1]), "{p}");
+        if !writes {
+            assert!(lines[at + 2].starts_with("Filters: "), "{out}");
+        }
+    }
+    let missing = lines
+        .iter()
+        .position(|l| l.starts_with("readmissing "))
+        .unwrap();
+    // "Filters: 4000 checks, 40 false positives, FPR 1.000% (predicted 0.961%); ..."
+    let f = lines[missing + 2];
+    let words: Vec<&str> = f.split_whitespace().collect();
+    let checks: u64 = words[1].parse().unwrap();
+    assert!(checks >= 2000, "every missing get probes a filter: {f}");
+    let pct = |w: &str| -> f64 { w.trim_matches(|c| "()%;".contains(c)).parse().unwrap() };
+    let (measured, predicted) = (pct(words[7]), pct(words[9]));
+    assert!((0.5..1.5).contains(&predicted), "blocked10: {f}");
+    assert!((0.2..2.5).contains(&measured), "{f}");
+    assert!(lines.last().unwrap().starts_with("shape: "), "{out}");
+
+    // --json: one object per workload.
+    let o = bloomlsm(&[
+        "bench",
+        "--num",
+        "20000",
+        "--lookups",
+        "2000",
+        "--benchmarks",
+        "fillrandom,readmissing",
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["benchmark"], "fillrandom");
+    assert_eq!(rows[0]["ops"], 20000);
+    assert!(rows[0]["mb_per_sec"].as_f64().unwrap() > 0.0);
+    assert_eq!(rows[1]["found"], 0);
+    assert!(rows[1]["filter_checks"].as_u64().unwrap() >= 2000);
+    assert!(rows[1]["measured_fpr"].as_f64().unwrap() < 0.025);
+}
+
 #[test]
 fn bench_json_lines() {
     let o = bloomlsm(&[
@@ -429,6 +537,8 @@ fn bad_arguments_fail_with_one_line() {
         ],
         &["bench", "--json", "--csv"],
         &["bench", "--io", "foo"],
+        &["bench", "--benchmarks", "fillrandom,readseq"],
+        &["bench", "--benchmarks", "readrandom", "--csv"],
         &["sst", "dump"],
         &["sst", "dump", "/nonexistent/x.sst"],
         &["sst", "verify", "/nonexistent/x.sst"],
@@ -1795,7 +1905,17 @@ fn bench_plot_needs_an_svg_name() {
 #[test]
 fn bench_removes_its_stores_when_interrupted() {
     use std::time::Duration;
-    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+    // The study, and db_bench's workloads with a writer thread running.
+    let runs = [
+        (libc::SIGINT, 130, &[][..]),
+        (libc::SIGTERM, 143, &[][..]),
+        (
+            libc::SIGINT,
+            130,
+            &["--benchmarks", "fillrandom,readwhilewriting"][..],
+        ),
+    ];
+    for (sig, code, extra) in runs {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
             .args([
@@ -1808,6 +1928,7 @@ fn bench_removes_its_stores_when_interrupted() {
                 "blocked8",
                 "--quiet",
             ])
+            .args(extra)
             .env("TMPDIR", tmp.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

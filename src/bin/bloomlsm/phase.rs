@@ -56,6 +56,11 @@ impl Recorder {
         r
     }
 
+    /// The latency at percentile `p` (0..=100) of the operations so far, ns.
+    pub fn value_at_percentile(&self, p: f64) -> u64 {
+        self.hist.value_at_percentile(p)
+    }
+
     /// Ends the phase: `ops` keys answered, `store_bytes` the store's count
     /// of data-block bytes read in it.
     pub fn finish(self, ops: u64, store_bytes: u64) -> Phase {

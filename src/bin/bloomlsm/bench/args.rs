@@ -11,6 +11,7 @@ use crate::design::CompressionArgs;
 use crate::open_files::OpenFilesArg;
 
 use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
+use super::db_bench::{Benchmark, parse_benchmark};
 
 /// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
 /// their hashes or Zipf table are held in memory, 8 bytes each.
@@ -20,7 +21,8 @@ pub const MAX_KEYS: u64 = 1 << 28;
 #[derive(Clone, Debug, Args)]
 pub struct BenchArgs {
     /// Keys to insert into each store (16-byte random keys; at most 2^28).
-    #[arg(long, default_value_t = 1_000_000, value_name = "N",
+    /// `--num` is db_bench's name for it.
+    #[arg(long, visible_alias = "num", default_value_t = 1_000_000, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
     pub keys: u64,
     /// Bytes of each value (at most 1 MiB).
@@ -37,6 +39,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200_000, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub lookups: u64,
+    /// Run db_bench's workloads, in the order given, on one store (the first
+    /// --configs configuration, default blocked10) and print db_bench's
+    /// lines instead of the study: fillseq, fillrandom, overwrite (--keys
+    /// puts each), readrandom, readmissing, seekrandom, readwhilewriting
+    /// (--lookups reads each).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_benchmark,
+          conflicts_with_all = ["plot", "filter_budget", "csv", "zipf"])]
+    pub benchmarks: Option<Vec<Benchmark>>,
     /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
     /// `ribbonB` (the space-optimal Ribbon filter), `hybridB` (blocked512 at B
     /// bits/key on L0 and L1, Ribbon at B bits/key below: the same memory,

@@ -32,6 +32,7 @@
 //!   derived from it.
 //! - `text.rs`, `json.rs`, `csv.rs`: the three output formats.
 //! - `chart.rs`: `--plot`, the sweep and the SVG chart.
+//! - `db_bench.rs`: `--benchmarks`, db_bench's workloads on one store.
 //!
 //! This file holds [`run`], the command's entry, and the steps that tie the
 //! parts together.
@@ -46,6 +47,7 @@ mod args;
 mod chart;
 mod configs;
 mod csv;
+mod db_bench;
 mod json;
 mod measure;
 mod row;
@@ -71,6 +73,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     // Bad compression flags are usage errors, found before anything is written.
     let mut o = bench_options(FilterOptions::none(), args.io);
     args.compression.apply(&mut o.compression, o.max_levels)?;
+    if let Some(benchmarks) = &args.benchmarks {
+        return db_bench::run(args, benchmarks, out).map(|()| Vec::new());
+    }
     // Output paths are checked before the (long) run starts.
     if let Some(path) = &args.plot {
         chart::check_plot_path(path)?;

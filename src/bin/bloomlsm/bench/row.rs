@@ -58,13 +58,7 @@ impl BenchRow {
     /// modelled FPRs weighted by how many absent-key probes each level got.
     /// `None` if no filter was probed.
     pub fn predicted_fpr(&self) -> Option<f64> {
-        let (mut w, mut n) = (0.0, 0u64);
-        for l in &self.missing.levels {
-            let probes = l.io.filter_negatives + l.io.false_positives;
-            w += l.predicted_fpr * probes as f64;
-            n += probes;
-        }
-        (n > 0).then(|| w / n as f64)
+        predicted_fpr(&self.missing)
     }
 
     /// False positives over absent-key filter probes in the missing phase.
@@ -138,6 +132,19 @@ impl BenchRow {
         let candidates = t.filter_checks + t.unfiltered_reads + t.unusable_filter_reads;
         candidates as f64 / self.missing.gets_missing().max(1) as f64
     }
+}
+
+/// The model's FPR of a filter probe of an absent key over the counters
+/// `s`: the levels' modelled FPRs weighted by how many such probes each
+/// level got. `None` if no filter was probed for an absent key.
+pub fn predicted_fpr(s: &Stats) -> Option<f64> {
+    let (mut w, mut n) = (0.0, 0u64);
+    for l in &s.levels {
+        let probes = l.io.filter_negatives + l.io.false_positives;
+        w += l.predicted_fpr * probes as f64;
+        n += probes;
+    }
+    (n > 0).then(|| w / n as f64)
 }
 
 /// Fraction of the unfiltered data-block reads of missing gets that `row`

@@ -1,0 +1,462 @@
+//! `bench --benchmarks LIST`: RocksDB db_bench's basic workloads under its
+//! names, run in order on one store, each reported in db_bench's line format
+//! (`micros/op`, `ops/sec`, `MB/s`, and its `--histogram` percentiles) so
+//! that results sit beside db_bench's, plus what db_bench does not show: the
+//! filters' observed false-positive rate next to the model's, and data
+//! blocks and bytes read per lookup.
+//!
+//! The store runs as an application's would: compactions on their
+//! background thread (the study's stores run them on the caller thread so
+//! that their shape depends on the writes alone).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use bloomlsm::{Db, Stats};
+use serde_json::json;
+
+use crate::db_cmd::shape_line;
+use crate::phase::{Phase, Recorder};
+use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
+use crate::{CliError, CliResult, interrupt, progress, write_json};
+
+use super::args::BenchArgs;
+use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
+use super::row::predicted_fpr;
+use super::stores::{StoresHome, store_dir, store_options};
+
+/// One db_bench workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Benchmark {
+    /// `--keys` puts in key order.
+    FillSeq,
+    /// `--keys` puts in random key order (the study's load order).
+    FillRandom,
+    /// `--keys` puts of existing keys drawn at random, new values.
+    Overwrite,
+    /// `--lookups` gets of existing keys drawn at random.
+    ReadRandom,
+    /// `--lookups` gets of keys the store never held.
+    ReadMissing,
+    /// `--lookups` seeks to a random existing key, each reading one entry.
+    SeekRandom,
+    /// `--lookups` gets of existing keys while one thread overwrites
+    /// random keys as fast as it can.
+    ReadWhileWriting,
+}
+
+/// The workloads, by db_bench's names.
+pub const BENCHMARKS: [(&str, Benchmark); 7] = [
+    ("fillseq", Benchmark::FillSeq),
+    ("fillrandom", Benchmark::FillRandom),
+    ("overwrite", Benchmark::Overwrite),
+    ("readrandom", Benchmark::ReadRandom),
+    ("readmissing", Benchmark::ReadMissing),
+    ("seekrandom", Benchmark::SeekRandom),
+    ("readwhilewriting", Benchmark::ReadWhileWriting),
+];
+
+impl Benchmark {
+    /// db_bench's name.
+    pub fn name(self) -> &'static str {
+        BENCHMARKS
+            .iter()
+            .find(|(_, b)| *b == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    fn writes(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
+        )
+    }
+}
+
+/// Parses one name of `--benchmarks`; an unknown one lists the known.
+pub fn parse_benchmark(s: &str) -> Result<Benchmark, String> {
+    let s = s.trim();
+    BENCHMARKS
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map(|(_, b)| *b)
+        .ok_or_else(|| {
+            let known: Vec<&str> = BENCHMARKS.iter().map(|(n, _)| *n).collect();
+            format!("unknown benchmark {s:?} (known: {})", known.join(", "))
+        })
+}
+
+/// The configuration the workloads run with: the first of `--configs`,
+/// or blocked10 when `--configs` was left at the study's default list.
+fn chosen_config(args: &BenchArgs) -> CliResult<BenchConfig> {
+    let names: Vec<&str> = args.configs.iter().map(|c| c.name.as_str()).collect();
+    if names.join(",") == DEFAULT_CONFIGS {
+        return parse_config("blocked10").map_err(CliError::new);
+    }
+    args.configs
+        .first()
+        .cloned()
+        .ok_or_else(|| CliError::usage("--configs is empty"))
+}
+
+/// What one workload measured.
+struct Outcome {
+    bench: Benchmark,
+    phase: Phase,
+    /// Latency at P50, P75, P99, P99.9 and P99.99, ns.
+    percentiles_ns: [u64; 5],
+    /// Key and value bytes written, or read by the lookups that found one.
+    bytes: u64,
+    /// Reads: lookups that found an entry.
+    found: Option<u64>,
+    /// Gets: the store's counters over the workload.
+    stats: Option<Stats>,
+    /// readwhilewriting: the writer's puts meanwhile.
+    writer_puts: Option<u64>,
+}
+
+/// db_bench's `--histogram` percentiles.
+const DB_BENCH_PERCENTILES: [f64; 5] = [50.0, 75.0, 99.0, 99.9, 99.99];
+
+/// Operations between two updates of a progress bar.
+const STEP: u64 = 4096;
+
+/// Runs `benchmarks` in order on one store and writes db_bench's lines (or,
+/// with `--json`, one object per workload) to `out`.
+pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> CliResult {
+    let config = chosen_config(args)?;
+    let args = BenchArgs {
+        configs: vec![config.clone()],
+        ..args.clone()
+    };
+    let args = &args;
+    let mut opts = store_options(args, &config)?;
+    opts.background_compaction = true;
+    // Removes a temporary home when dropped, at the end of the run.
+    let home = StoresHome::prepare(args)?;
+    let dir = store_dir(&home.path, &config.name)?;
+    let db = interrupt::guard(|| Db::open(&dir, opts))?;
+    if !args.json {
+        writeln!(
+            out,
+            "bloomlsm db_bench-style workloads: {} ({}), io {}",
+            config.name,
+            config.policy(),
+            args.io_name()
+        )?;
+        writeln!(out, "Keys:       16 bytes each")?;
+        writeln!(out, "Values:     {} bytes each", args.value_size)?;
+        writeln!(
+            out,
+            "Entries:    {} (puts per write benchmark); {} lookups per read benchmark",
+            args.keys, args.lookups
+        )?;
+        writeln!(out, "------------------------------------------------")?;
+        out.flush()?;
+    }
+    let values = ValueSource::new(
+        args.seed ^ 0x7661_6c75,
+        args.value_ratio,
+        args.value_size as usize,
+    );
+    for (i, &b) in benchmarks.iter().enumerate() {
+        // Each workload draws its own keys: the same whatever ran before.
+        let seed = args.seed ^ (0x6462_6265_6e63_6800 + i as u64);
+        let o = if b.writes() {
+            write_keys(args, &db, &values, b, seed)?
+        } else {
+            read_keys(args, &db, &values, b, seed)?
+        };
+        if args.json {
+            write_json(out, &json_outcome(&config, &o))?;
+        } else {
+            write_text(out, &o)?;
+        }
+        out.flush()?;
+    }
+    if !args.json {
+        writeln!(out, "shape: {}", shape_line(&db.stats()))?;
+    }
+    db.close()?;
+    if !home.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(())
+}
+
+/// fillseq, fillrandom, overwrite: `--keys` puts, each timed.
+fn write_keys(
+    args: &BenchArgs,
+    db: &Db,
+    values: &ValueSource,
+    b: Benchmark,
+    seed: u64,
+) -> CliResult<Outcome> {
+    let n = args.keys;
+    let order: Vec<u64> = match b {
+        Benchmark::FillSeq => {
+            let mut idx: Vec<u64> = (0..n).collect();
+            idx.sort_unstable_by_key(|&i| present_key(args.seed, i));
+            idx
+        }
+        // The study's keys are pseudo-random: index order is random key order.
+        Benchmark::FillRandom => (0..n).collect(),
+        _ => {
+            let mut rng = SplitMix64::new(seed);
+            (0..n).map(|_| rng.below(n)).collect()
+        }
+    };
+    let pb = progress(Some(n), args.quiet, b.name());
+    let mut value = Vec::with_capacity(args.value_size as usize);
+    let mut rec = Recorder::start();
+    for (j, &idx) in order.iter().enumerate() {
+        // Overwrites write values the fill did not.
+        let vi = if b == Benchmark::Overwrite {
+            idx + n
+        } else {
+            idx
+        };
+        values.value(vi, &mut value);
+        rec.time(1, || db.put(present_key(args.seed, idx), &value))?;
+        if j as u64 % STEP == STEP - 1 {
+            pb.inc(STEP);
+        }
+    }
+    pb.finish_and_clear();
+    let percentiles_ns = DB_BENCH_PERCENTILES.map(|p| rec.value_at_percentile(p));
+    let phase = rec.finish(n, 0);
+    Ok(Outcome {
+        bench: b,
+        phase,
+        percentiles_ns,
+        bytes: n * (16 + args.value_size as u64),
+        found: None,
+        stats: None,
+        writer_puts: None,
+    })
+}
+
+/// readrandom, readmissing, seekrandom, readwhilewriting: `--lookups`
+/// reads, each timed, from zeroed store counters.
+fn read_keys(
+    args: &BenchArgs,
+    db: &Db,
+    values: &ValueSource,
+    b: Benchmark,
+    seed: u64,
+) -> CliResult<Outcome> {
+    let n = args.lookups;
+    let stop = AtomicBool::new(false);
+    let puts = AtomicU64::new(0);
+    let (outcome, writer) = std::thread::scope(|s| {
+        let writer = (b == Benchmark::ReadWhileWriting).then(|| {
+            s.spawn(|| -> CliResult {
+                let mut rng = SplitMix64::new(seed ^ 0x7772_6974_6572);
+                let mut value = Vec::with_capacity(args.value_size as usize);
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let idx = rng.below(args.keys);
+                    values.value(idx + 2 * args.keys + i, &mut value);
+                    db.put(present_key(args.seed, idx), &value)?;
+                    i += 1;
+                    puts.store(i, Ordering::Relaxed);
+                }
+                Ok(())
+            })
+        });
+        let outcome = read_phase(args, db, b, seed, n);
+        stop.store(true, Ordering::Relaxed);
+        let writer = writer.map(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err(CliError::new("the writer thread panicked")))
+        });
+        (outcome, writer)
+    });
+    if let Some(w) = writer {
+        w?;
+    }
+    let mut o = outcome?;
+    if b == Benchmark::ReadWhileWriting {
+        o.writer_puts = Some(puts.load(Ordering::Relaxed));
+    }
+    Ok(o)
+}
+
+/// The reads of [`read_keys`] on the calling thread.
+fn read_phase(args: &BenchArgs, db: &Db, b: Benchmark, seed: u64, n: u64) -> CliResult<Outcome> {
+    let pb = progress(Some(n), args.quiet, b.name());
+    let mut rng = SplitMix64::new(seed);
+    let (mut found, mut bytes) = (0u64, 0u64);
+    db.reset_stats();
+    let mut rec = Recorder::start();
+    for j in 0..n {
+        let hit = match b {
+            Benchmark::ReadMissing => rec.time(1, || db.get(absent_key(args.seed, j)))?,
+            Benchmark::SeekRandom => {
+                let key = present_key(args.seed, rng.below(args.keys));
+                rec.time(1, || {
+                    let mut it = db.scan(..);
+                    it.seek(key);
+                    it.next().transpose()
+                })?
+                .map(|(k, v)| {
+                    bytes += k.len() as u64;
+                    v
+                })
+            }
+            _ => rec.time(1, || db.get(present_key(args.seed, rng.below(args.keys))))?,
+        };
+        if let Some(v) = hit {
+            found += 1;
+            if b != Benchmark::SeekRandom {
+                bytes += 16;
+            }
+            bytes += v.len() as u64;
+        }
+        if j % STEP == STEP - 1 {
+            pb.inc(STEP);
+        }
+    }
+    let stats = db.stats();
+    let percentiles_ns = DB_BENCH_PERCENTILES.map(|p| rec.value_at_percentile(p));
+    let phase = rec.finish(n, stats.total.bytes_read);
+    pb.finish_and_clear();
+    Ok(Outcome {
+        bench: b,
+        phase,
+        percentiles_ns,
+        bytes,
+        found: Some(found),
+        // Seeks consult no filter, and the store's counters count gets only.
+        stats: (b != Benchmark::SeekRandom).then_some(stats),
+        writer_puts: None,
+    })
+}
+
+impl Outcome {
+    fn secs(&self) -> f64 {
+        self.phase.mean_ns * self.phase.ops as f64 / 1e9
+    }
+
+    fn ops_per_sec(&self) -> f64 {
+        self.phase.ops as f64 / self.secs().max(1e-9)
+    }
+
+    /// MB/s (10^6 bytes, as db_bench's) of the key and value bytes; `None`
+    /// when the workload moved none (no key found).
+    fn mb_per_sec(&self) -> Option<f64> {
+        (self.bytes > 0).then(|| self.bytes as f64 / 1e6 / self.secs().max(1e-9))
+    }
+
+    /// Data blocks read per lookup.
+    fn blocks_per_op(&self) -> Option<f64> {
+        let s = self.stats.as_ref()?;
+        Some(s.total.block_reads as f64 / self.phase.ops.max(1) as f64)
+    }
+
+    /// Device bytes per lookup: not for readwhilewriting, whose writer's
+    /// compactions read in the same process.
+    fn device_bytes_per_op(&self) -> Option<f64> {
+        if self.bench == Benchmark::ReadWhileWriting || self.bench.writes() {
+            return None;
+        }
+        self.phase.device_bytes_per_op()
+    }
+}
+
+/// db_bench's lines for one workload, then the filter line of a read.
+fn write_text(out: &mut dyn Write, o: &Outcome) -> CliResult {
+    // db_bench: "%-12s : %11.3f micros/op %ld ops/sec;%s%s", the rate
+    // " %6.1f MB/s" and the message "(found of total found)".
+    let mut extra = String::new();
+    if let Some(mb) = o.mb_per_sec() {
+        extra.push_str(&format!(" {mb:6.1} MB/s"));
+    }
+    if let Some(found) = o.found {
+        extra.push_str(&format!(" ({found} of {} found)", o.phase.ops));
+    }
+    writeln!(
+        out,
+        "{:<12} : {:11.3} micros/op {} ops/sec;{extra}",
+        o.bench.name(),
+        o.phase.mean_ns / 1e3,
+        o.ops_per_sec().round() as u64
+    )?;
+    let p = o.percentiles_ns.map(|ns| ns as f64 / 1e3);
+    writeln!(
+        out,
+        "Percentiles: P50: {:.2} P75: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
+        p[0], p[1], p[2], p[3], p[4]
+    )?;
+    if o.bench == Benchmark::SeekRandom {
+        let d = o.device_bytes_per_op();
+        let d = d.map_or(String::new(), |d| format!("; {d:.1} device bytes/lookup"));
+        writeln!(out, "Filters: not consulted by seeks{d}")?;
+    } else if let Some(s) = &o.stats {
+        let t = &s.total;
+        let pct = |f: Option<f64>| f.map_or("n/a".to_string(), |f| format!("{:.3}%", f * 100.0));
+        let mut line = format!(
+            "Filters: {} checks, {} false positives, FPR {} (predicted {}); {:.3} data blocks/lookup, {:.1} store bytes/lookup",
+            t.filter_checks,
+            t.false_positives,
+            pct(t.observed_fpr()),
+            pct(predicted_fpr(s)),
+            o.blocks_per_op().unwrap_or(0.0),
+            o.phase.store_bytes_per_op()
+        );
+        if let Some(d) = o.device_bytes_per_op() {
+            line.push_str(&format!(", {d:.1} device bytes/lookup"));
+        }
+        if let Some(w) = o.writer_puts {
+            line.push_str(&format!("; writer: {w} puts"));
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// The JSON object of one workload.
+fn json_outcome(config: &BenchConfig, o: &Outcome) -> serde_json::Value {
+    let us = o.percentiles_ns.map(|ns| ns as f64 / 1e3);
+    let s = o.stats.as_ref();
+    json!({
+        "benchmark": o.bench.name(),
+        "config": config.name,
+        "ops": o.phase.ops,
+        "micros_per_op": o.phase.mean_ns / 1e3,
+        "ops_per_sec": o.ops_per_sec(),
+        "mb_per_sec": o.mb_per_sec(),
+        "bytes": o.bytes,
+        "found": o.found,
+        "p50_us": us[0],
+        "p75_us": us[1],
+        "p99_us": us[2],
+        "p999_us": us[3],
+        "p9999_us": us[4],
+        "filter_checks": s.map(|s| s.total.filter_checks),
+        "false_positives": s.map(|s| s.total.false_positives),
+        "measured_fpr": s.and_then(|s| s.total.observed_fpr()),
+        "predicted_fpr": s.and_then(predicted_fpr),
+        "block_reads_per_op": o.blocks_per_op(),
+        "store_bytes_per_op": s.map(|_| o.phase.store_bytes_per_op()),
+        "device_bytes_per_op": o.device_bytes_per_op(),
+        "writer_puts": o.writer_puts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_lists_known() {
+        for (name, b) in BENCHMARKS {
+            assert_eq!(parse_benchmark(name), Ok(b));
+            assert_eq!(b.name(), name);
+        }
+        let e = parse_benchmark("readseq").unwrap_err();
+        assert!(e.contains("\"readseq\""), "{e}");
+        assert!(e.contains("known: fillseq, fillrandom"), "{e}");
+        assert!(Benchmark::Overwrite.writes() && !Benchmark::SeekRandom.writes());
+    }
+}
