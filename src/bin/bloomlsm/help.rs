@@ -94,6 +94,8 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --dir /tmp/stores --reuse-dir       keep the stores, replace an earlier run's
   bloomlsm bench --io direct --dir /var/tmp/b        reads that reach the device (O_DIRECT)
   bloomlsm bench --configs blocked10 --compression zstd:3 --value-ratio 0.3
+  bloomlsm bench --benchmarks fillrandom,readrandom,readmissing --num 1000000
+                                                     db_bench's workloads and line format
 
 The stores are built in a temporary directory under $TMPDIR (else /tmp), removed at
 the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which ends
@@ -138,6 +140,16 @@ CSV (--csv): the same scalar fields, then io, then per phase <phase>_p50_ns, _p9
 With --plot, one last line: {\"sweep\": [{filter, requested_bits_per_key, bits_per_key,
   probes_per_key, predicted_fpr, measured_fpr, probes, false_positives}], \"sweep_keys\": N,
   \"plot\": PATH}.
+
+--benchmarks LIST runs db_bench's workloads in order on one store (the first --configs
+configuration, else blocked10; compactions on their background thread) and prints, per
+workload, db_bench's line (micros/op, ops/sec, MB/s of keys + values, found of total),
+its --histogram percentiles line (P50 P75 P99 P99.9 P99.99, micros) and, for gets, the
+filters' checks, false positives, FPR and the model's, data blocks and bytes per lookup.
+With --json, one object per workload: benchmark, config, ops, micros_per_op, ops_per_sec,
+  mb_per_sec, bytes, found, p50_us, p75_us, p99_us, p999_us, p9999_us, filter_checks,
+  false_positives, measured_fpr, predicted_fpr, block_reads_per_op, store_bytes_per_op,
+  device_bytes_per_op, writer_puts (readwhilewriting); null where a workload has none.
 ",
     exit_status!()
 );
