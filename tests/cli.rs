@@ -1483,6 +1483,57 @@ fn bad_compression_specs_are_usage_errors_and_write_nothing() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
 
+/// The study's single load (each configuration's store made from it by
+/// rebuilding its filters) and `--reload` (one load per configuration) give
+/// every configuration the same tree, filters and filter counts: uniform,
+/// per-level (hybrid) and no filters, on a tree with files in L0 (written
+/// again after the load's last copy) and below (rebuilt).
+#[test]
+fn bench_single_load_agrees_with_reload() {
+    let run = |reload: bool| {
+        let mut args = vec![
+            "bench",
+            "--keys",
+            "100000",
+            "--lookups",
+            "5000",
+            "--configs",
+            "none,blocked6,hybrid10",
+            "--json",
+            "--quiet",
+        ];
+        if reload {
+            args.push("--reload");
+        }
+        let o = bloomlsm(&args);
+        assert!(o.status.success(), "{o:?}");
+        stdout(&o).lines().map(json).collect::<Vec<Value>>()
+    };
+    let (once, reload) = (run(false), run(true));
+    assert_eq!(once.len(), 3);
+    assert_eq!(reload.len(), 3);
+    for (a, b) in once.iter().zip(&reload) {
+        for k in [
+            "config",
+            "bits_per_key",
+            "filter_bytes",
+            "filter_checks",
+            "filter_negatives",
+            "false_positives",
+            "block_reads_per_missing_get",
+            "disk_bytes",
+            "shape",
+        ] {
+            assert_eq!(a[k], b[k], "{k}: {a} vs {b}");
+        }
+    }
+    let shape = once[1]["shape"].as_array().unwrap();
+    assert!(shape.iter().any(|s| s["level"] == 0), "{shape:?}");
+    assert!(shape.iter().any(|s| s["level"] != 0), "{shape:?}");
+    // The load's write counters, the same for every configuration.
+    assert_eq!(once[0]["bytes_compacted"], once[2]["bytes_compacted"]);
+}
+
 #[test]
 fn bench_reports_disk_bytes_ratio_and_write_amplification() {
     let run = |c: &str| {

@@ -101,6 +101,10 @@ The stores are built in a temporary directory under $TMPDIR (else /tmp), removed
 the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which ends
 it with exit status 130 or 143 (as a shell reports a process the signal killed).
 Stores under --dir are kept. --plot takes a file name ending in .svg.
+The keys are loaded once, without filters, and each configuration's store is made
+from that load with its own filters rebuilt: load_seconds, write_amplification and
+the load's bytes are that single load's, refilter_seconds the making of each store.
+--reload loads each configuration's store itself (refilter_seconds null).
 
 JSON (--json): one object per configuration per line, in --configs order:
   config, policy                       the name given and its policy, e.g. \"blocked512(10 b/k, k=6)\"
@@ -110,7 +114,8 @@ JSON (--json): one object per configuration per line, in --configs order:
   unfiltered_block_reads_per_missing_get, io_saved (fraction)
   missing_gets, filter_checks, filter_negatives, false_positives, missing_get_ns,
   multi_get_missing_ns                 the same missing keys by Db::multi_get, 1,024 a call
-  existing_gets, block_reads_per_existing_get, existing_get_ns, load_seconds
+  existing_gets, block_reads_per_existing_get, existing_get_ns, load_seconds,
+  refilter_seconds
   disk_bytes                           bytes of the store's files after loading
   data_bytes, data_raw_bytes           data blocks as stored and before compression
   compression_ratio                    data_raw_bytes / data_bytes (null without data)

@@ -116,6 +116,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "BYTES",
           value_parser = clap::value_parser!(u64).range(0..=1 << 24))]
     pub filter_partition_bytes: Option<u64>,
+    /// Load the keys once per configuration, each store with its own filters
+    /// from the start, instead of once for the whole study (each
+    /// configuration's store then made from that load by rebuilding its
+    /// filters): per-configuration load times and write amplification.
+    #[arg(long)]
+    pub reload: bool,
     /// No progress bars, and nothing on stderr but errors.
     #[arg(long, short)]
     pub quiet: bool,

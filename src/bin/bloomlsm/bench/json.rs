@@ -15,7 +15,7 @@ use super::row::{BenchRow, device_saved, io_saved};
 /// The JSON object of one configuration (fields in [`help`](crate::help)).
 pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
     let m = &r.missing;
-    json!({
+    let mut v = json!({
         "config": r.config.name,
         "policy": r.config.policy(),
         "keys": r.keys,
@@ -70,7 +70,9 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
             o
         }).collect::<Vec<_>>(),
         "filter_budget": budget::json(&r.budget),
-    })
+    });
+    v["refilter_seconds"] = json!(r.refilter_secs);
+    v
 }
 
 /// One point of the `--plot` sweep as JSON.

@@ -15,7 +15,7 @@ use crate::{CliError, CliResult, budget, filter_cost, progress};
 use super::args::BenchArgs;
 use super::configs::BenchConfig;
 use super::row::BenchRow;
-use super::stores::{load_store, store_dir};
+use super::stores::{Base, load_store, refilter_store, store_dir};
 
 /// A Zipf(s) sampler over `0..n` by inverse CDF (rank 0 is the hottest).
 #[derive(Clone, Debug)]
@@ -191,29 +191,44 @@ pub struct Measured {
     pub phases: [Phase; 3],
 }
 
-/// Builds, loads and measures one configuration's store under `parent`,
-/// removing it afterwards unless `keep`.
+/// Builds and measures one configuration's store under `parent`, from
+/// `base` (the single load) or, without one, by loading it, removing it
+/// afterwards unless `keep`.
 pub fn run_config(
     args: &BenchArgs,
     config: &BenchConfig,
     parent: &Path,
     keep: bool,
     zipf: Option<&Zipf>,
+    base: Option<&Base>,
 ) -> CliResult<BenchRow> {
     let dir = store_dir(parent, &config.name)?;
-    let (db, load_secs) = load_store(args, config, &dir)?;
+    let (db, load, refilter_secs) = match base {
+        Some(b) => {
+            let (db, secs) = refilter_store(args, config, b, &dir)?;
+            (db, b.load, Some(secs))
+        }
+        None => {
+            let (db, load) = load_store(args, config, &dir)?;
+            (db, load, None)
+        }
+    };
     let Measured {
-        missing,
+        mut missing,
         existing,
         phases,
     } = measure(args, config, &db, zipf)?;
+    // The write counters (and write amplification) are the load's: with a
+    // single load, not those of the filter rebuild.
+    load.set_writes(&mut missing);
     let s = &missing;
     let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
     let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
     let row = BenchRow {
         config: config.clone(),
         keys: args.keys,
-        load_secs,
+        load_secs: load.secs,
+        refilter_secs,
         shape: shape_line(s),
         shape_key: s.levels.iter().map(|l| (l.files, l.entries)).collect(),
         filter_bytes: s.filter_bytes,

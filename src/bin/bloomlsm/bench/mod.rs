@@ -3,7 +3,10 @@
 //! For each filter configuration the study builds a store with the same keys,
 //! the same seed and the same level shape (compaction runs on the caller
 //! thread via [`Db::maintain`](bloomlsm::Db::maintain), so the tree is a
-//! function of the writes alone), with the block cache off so that every
+//! function of the writes alone). The keys are loaded once, without filters,
+//! and each configuration's store is made from that load with its own
+//! filters ([`stores::load_base`], [`stores::refilter_store`]); `--reload`
+//! loads each configuration's store itself. The block cache is off so that every
 //! data-block read is a real `pread`. It then runs missing-key gets (the
 //! "absent" key family, which never collides with inserted keys) and
 //! existing-key gets (uniform, or Zipf-skewed with `--zipf`), and reports what
@@ -26,7 +29,8 @@
 //! - `configs.rs`: the filter configurations ([`BenchConfig`]) and the store
 //!   options they share.
 //! - `stores.rs`: where the stores live, the checks on `--dir` and
-//!   `--io direct` made before anything runs, and loading a store.
+//!   `--io direct` made before anything runs, loading a store, and making
+//!   each configuration's store from the single load.
 //! - `measure.rs`: one configuration built, loaded and timed phase by phase.
 //! - `row.rs`: [`BenchRow`], what a configuration measured, and the figures
 //!   derived from it.
@@ -136,18 +140,34 @@ fn run_configs(
     text: bool,
 ) -> CliResult<Vec<BenchRow>> {
     let mut rows: Vec<BenchRow> = Vec::new();
+    // One load for every configuration, unless `--reload` (or a single one).
+    let base = if args.reload || args.configs.len() < 2 {
+        None
+    } else {
+        let b = stores::load_base(args, &home.path)?;
+        if !args.quiet && !text {
+            eprintln!("loaded once in {:.1} s", b.load.secs);
+        }
+        Some(b)
+    };
     for c in &args.configs {
-        let row = run_config(args, c, &home.path, home.keep, zipf)?;
+        let row = run_config(args, c, &home.path, home.keep, zipf, base.as_ref())?;
         if rows.is_empty() && text {
             writeln!(out, "shape: {}", row.shape)?;
             writeln!(out)?;
             out.flush()?;
         }
         if !args.quiet && !text {
-            eprintln!(
-                "{}: loaded in {:.1} s; shape {}",
-                c.name, row.load_secs, row.shape
-            );
+            match row.refilter_secs {
+                Some(r) => eprintln!(
+                    "{}: filters rebuilt in {r:.1} s; shape {}",
+                    c.name, row.shape
+                ),
+                None => eprintln!(
+                    "{}: loaded in {:.1} s; shape {}",
+                    c.name, row.load_secs, row.shape
+                ),
+            }
         }
         if args.json {
             let none = rows.iter().find(|r| r.config.filters.policy.is_none());

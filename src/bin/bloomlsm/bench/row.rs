@@ -18,8 +18,14 @@ pub struct BenchRow {
     pub config: BenchConfig,
     /// Keys in the store.
     pub keys: u64,
-    /// Seconds to write the keys and run every flush and compaction.
+    /// Seconds to write the keys and run every flush and compaction: the
+    /// single load without filters that every configuration's store is made
+    /// from, unless `--reload`.
     pub load_secs: f64,
+    /// Seconds to make this configuration's store from the single load
+    /// (checkpoint, filter rebuild, the keys after the checkpoint written
+    /// again); `None` with `--reload`.
+    pub refilter_secs: Option<f64>,
     /// `L0 .. | L1 ..` shape after loading.
     pub shape: String,
     /// Per-level `(files, entries)` (for checking that shapes agree).

@@ -1,7 +1,9 @@
 //! Where the study's stores live and how each is built: the checks on
 //! `--dir` and `--io direct` made before anything runs, the temporary home
-//! removed at the end or on interruption, and the load of one store
-//! ([`load_store`]) whose shape depends on the writes alone.
+//! removed at the end or on interruption, the load of one store
+//! ([`load_store`]) whose shape depends on the writes alone, and the single
+//! load without filters ([`load_base`]) that each configuration's store is
+//! made from ([`refilter_store`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -151,60 +153,247 @@ pub fn store_options(args: &BenchArgs, config: &BenchConfig) -> CliResult<Option
     Ok(opts)
 }
 
+/// What a load leaves besides the store: its time and write amplification.
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    /// Seconds to write the keys and run every flush and compaction.
+    pub secs: f64,
+    /// The store's write counters when the load ended: bytes written by the
+    /// user, flushed and compacted.
+    pub writes: [u64; 3],
+}
+
+impl Load {
+    fn new(secs: f64, s: &bloomlsm::Stats) -> Load {
+        Load {
+            secs,
+            writes: [s.user_bytes_written, s.bytes_flushed, s.bytes_compacted],
+        }
+    }
+
+    /// Sets the write counters of `s` to the load's.
+    pub fn set_writes(&self, s: &mut bloomlsm::Stats) {
+        [s.user_bytes_written, s.bytes_flushed, s.bytes_compacted] = self.writes;
+    }
+}
+
 /// Loads `args.keys` keys into a store at `dir` with `config`'s filters,
 /// running every due flush and compaction on this thread so that the shape
-/// depends on the writes alone. Returns the open store and the load time.
-pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, f64)> {
+/// depends on the writes alone. Returns the open store and the load.
+pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, Load)> {
     let opts = store_options(args, config)?;
-    let wbs = opts.write_buffer_size as u64;
     // Creates the store's directory: not after an interruption removed it.
     let db = interrupt::guard(|| Db::open(dir, opts))?;
-    let pb = progress(
-        Some(args.keys),
-        args.quiet,
-        format!("{}: load", config.name),
-    );
-    let values = ValueSource::new(
-        args.seed ^ 0x7661_6c75,
-        args.value_ratio,
-        args.value_size as usize,
-    );
-    let mut value = Vec::with_capacity(args.value_size as usize);
-    // Per-entry memtable cost, estimated from the first batch; used to flush
-    // before the memtable would fill up on its own (a freeze would hand the
-    // flush to the flush thread, and we want every step on this one).
-    let batch_keys = 1000u64;
-    let mut per_batch: Option<u64> = None;
     let start = Instant::now();
-    let mut i = 0u64;
-    while i < args.keys {
-        let end = (i + batch_keys).min(args.keys);
-        let mut batch = WriteBatch::new();
-        for j in i..end {
-            values.value(j, &mut value);
-            batch.put(present_key(args.seed, j), &value);
-        }
-        let before = db.stats().memtable_bytes;
-        if let Some(b) = per_batch
-            && before + b >= wbs
-        {
-            db.maintain()?;
-        }
-        let base = db.stats().memtable_bytes;
-        db.write(batch)?;
-        if per_batch.is_none() {
-            per_batch = Some((db.stats().memtable_bytes - base).max(1));
-        }
-        pb.inc(end - i);
-        i = end;
-    }
-    db.maintain()?;
+    let mut writer = KeyWriter::new(args, &db);
+    writer.write(args, &db, 0..args.keys, &config.name, |_, _| Ok(()))?;
     // The tree the load leaves, with the filters its allocation gives it
     // (configurations whose filters depend on the tree's shape).
     db.rebuild_filters()?;
     let secs = start.elapsed().as_secs_f64();
-    pb.finish_and_clear();
-    Ok((db, secs))
+    let load = Load::new(secs, &db.stats());
+    Ok((db, load))
+}
+
+/// The keys loaded once, without filters, for every configuration
+/// ([`load_base`]): a copy of the store at the last moment of the load when
+/// L0 and the memtable were empty, and the keys written after it.
+pub struct Base {
+    /// The copy (hard links), removed on drop.
+    pub dir: PathBuf,
+    /// The copy, open (without filters) to take each configuration's
+    /// checkpoint from; `None` once dropped.
+    db: Option<Db>,
+    /// The first key written after the copy was taken.
+    pub tail_from: u64,
+    /// The memtable cost of one batch, carried to the tail's writes.
+    per_batch: Option<u64>,
+    /// The whole load's time and write amplification.
+    pub load: Load,
+}
+
+impl Drop for Base {
+    fn drop(&mut self) {
+        if let Some(db) = self.db.take() {
+            let _ = db.close();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Loads `args.keys` keys once, without filters, into a scratch store under
+/// `parent`, keeping a copy ([`Db::checkpoint`]) of every point where a
+/// compaction has just emptied L0 (and the memtable). The last such copy
+/// is the [`Base`] each configuration starts from ([`refilter_store`]):
+/// every file of its levels ≥ 1 is then rebuilt with the configuration's
+/// filter, and the keys after it are written again with that filter, so the
+/// L0 files the load ends with (which filter rebuilds leave as written) get
+/// it too.
+pub fn load_base(args: &BenchArgs, parent: &Path) -> CliResult<Base> {
+    let scratch = store_dir(parent, ".load")?;
+    let copy = store_dir(parent, ".base")?;
+    let none = BenchConfig {
+        name: "none".to_string(),
+        filters: bloomlsm::FilterOptions::none(),
+        monkey: None,
+    };
+    let opts = store_options(args, &none)?;
+    let db = interrupt::guard(|| Db::open(&scratch, opts.clone()))?;
+    let mut base = Base {
+        dir: copy,
+        db: None,
+        tail_from: 0,
+        per_batch: None,
+        load: Load {
+            secs: 0.0,
+            writes: [0; 3],
+        },
+    };
+    let result = (|| -> CliResult {
+        take_copy(&db, &base.dir)?;
+        let start = Instant::now();
+        let mut writer = KeyWriter::new(args, &db);
+        writer.write(args, &db, 0..args.keys, "single load", |db, next| {
+            let s = db.stats();
+            if s.memtable_bytes == 0 && s.levels.first().is_none_or(|l| l.files == 0) {
+                take_copy(db, &base.dir)?;
+                base.tail_from = next;
+            }
+            Ok(())
+        })?;
+        base.load = Load::new(start.elapsed().as_secs_f64(), &db.stats());
+        base.per_batch = writer.per_batch;
+        Ok(())
+    })();
+    let closed = db.close();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result?;
+    closed?;
+    base.db = Some(Db::open(&base.dir, opts)?);
+    Ok(base)
+}
+
+/// Replaces the copy at `dir` with a checkpoint of `db`.
+fn take_copy(db: &Db, dir: &Path) -> CliResult {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)
+            .map_err(|e| CliError::new(format!("remove {}: {e}", dir.display())))?;
+    }
+    interrupt::guard(|| db.checkpoint(dir).map(|_| ()).map_err(CliError::from))
+}
+
+/// `config`'s store at `dir`, made from `base`: a checkpoint of the base
+/// (hard links; a filter rebuild writes a new file and never changes one in
+/// place), reopened with the configuration's design, every file's filter
+/// rebuilt, then the keys after the base written with the configuration's
+/// filters as the load wrote them. Returns the open store and the seconds
+/// all this took.
+pub fn refilter_store(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    base: &Base,
+    dir: &Path,
+) -> CliResult<(Db, f64)> {
+    let start = Instant::now();
+    let mut opts = store_options(args, config)?;
+    opts.use_stored_design = false;
+    let db = interrupt::guard(|| -> CliResult<Db> {
+        let from = base
+            .db
+            .as_ref()
+            .ok_or_else(|| CliError::new("the loaded store is closed"))?;
+        from.checkpoint(dir)?;
+        Ok(Db::open(dir, opts)?)
+    })?;
+    db.rebuild_filters()?;
+    if base.tail_from < args.keys {
+        let mut writer = KeyWriter::new(args, &db);
+        writer.per_batch = base.per_batch;
+        writer.write(
+            args,
+            &db,
+            base.tail_from..args.keys,
+            &config.name,
+            |_, _| Ok(()),
+        )?;
+        db.rebuild_filters()?;
+    }
+    Ok((db, start.elapsed().as_secs_f64()))
+}
+
+/// Writes keys in batches, flushing before the memtable would fill up on
+/// its own and running every due compaction on this thread.
+struct KeyWriter {
+    values: ValueSource,
+    /// Per-batch memtable cost, estimated from the first batch; used to
+    /// flush before the memtable would fill up on its own (a freeze would
+    /// hand the flush to the flush thread, and we want every step on this
+    /// one).
+    per_batch: Option<u64>,
+    wbs: u64,
+}
+
+/// Keys per write batch of a load.
+const BATCH_KEYS: u64 = 1000;
+
+impl KeyWriter {
+    fn new(args: &BenchArgs, db: &Db) -> Self {
+        KeyWriter {
+            values: ValueSource::new(
+                args.seed ^ 0x7661_6c75,
+                args.value_ratio,
+                args.value_size as usize,
+            ),
+            per_batch: None,
+            wbs: db.options().write_buffer_size as u64,
+        }
+    }
+
+    /// Writes keys `range` and runs what is then due; `after_maintain` is
+    /// called with the next key after each flush and compaction run (the
+    /// last one with `range.end`).
+    fn write(
+        &mut self,
+        args: &BenchArgs,
+        db: &Db,
+        range: std::ops::Range<u64>,
+        label: &str,
+        mut after_maintain: impl FnMut(&Db, u64) -> CliResult,
+    ) -> CliResult {
+        let pb = progress(
+            Some(range.end - range.start),
+            args.quiet,
+            format!("{label}: load"),
+        );
+        let mut value = Vec::with_capacity(args.value_size as usize);
+        let mut i = range.start;
+        while i < range.end {
+            let end = (i + BATCH_KEYS).min(range.end);
+            let mut batch = WriteBatch::new();
+            for j in i..end {
+                self.values.value(j, &mut value);
+                batch.put(present_key(args.seed, j), &value);
+            }
+            let before = db.stats().memtable_bytes;
+            if let Some(b) = self.per_batch
+                && before + b >= self.wbs
+            {
+                db.maintain()?;
+                after_maintain(db, i)?;
+            }
+            let base = db.stats().memtable_bytes;
+            db.write(batch)?;
+            if self.per_batch.is_none() {
+                self.per_batch = Some((db.stats().memtable_bytes - base).max(1));
+            }
+            pb.inc(end - i);
+            i = end;
+        }
+        db.maintain()?;
+        after_maintain(db, range.end)?;
+        pb.finish_and_clear();
+        Ok(())
+    }
 }
 
 /// Checks, before anything runs, that `dir` (or, if it does not exist yet,

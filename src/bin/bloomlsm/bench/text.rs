@@ -124,6 +124,12 @@ fn write_results(out: &mut dyn Write, rows: &[BenchRow], none: Option<&BenchRow>
         out,
         "w-amp: the load's write amplification, bytes flushed and compacted over the keys and values written."
     )?;
+    if rows.iter().any(|r| r.refilter_secs.is_some()) {
+        writeln!(
+            out,
+            "load, w-amp: of the single load, without filters, that every configuration's store was made from; refilter: making this configuration's store from it (checkpoint, every file's filter rebuilt, the keys after the checkpoint written again). --reload loads each configuration's store itself."
+        )?;
+    }
     writeln!(
         out,
         "reads/missing get: data blocks read per missing-key get; predicted = sum of the modelled FPRs of the files each get probed. Saved: vs {}.",
@@ -346,6 +352,7 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         "build/key",
         "probe",
         "load",
+        "refilter",
         "w-amp",
         "disk",
         "ratio",
@@ -378,6 +385,7 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
             build.map_or("-".into(), small_ns),
             probe.flatten().map_or("-".into(), small_ns),
             format!("{:.1} s", r.load_secs),
+            r.refilter_secs.map_or("-".into(), |x| format!("{x:.1} s")),
             r.write_amplification()
                 .map_or("-".into(), |x| format!("{x:.2}")),
             report::bytes(r.disk_bytes()),
