@@ -246,24 +246,7 @@ impl Inner {
         let Some(last) = last else { return Ok(()) };
         // Memtables are flushed oldest first: once `last` is gone, so are
         // the ones frozen before it. Others frozen since need not wait.
-        self.cv.notify_all();
-        let mut st = self.state();
-        loop {
-            if let Some(e) = &st.bg_error {
-                return Err(e.duplicate());
-            }
-            if !st.imm.iter().any(|f| Arc::ptr_eq(&f.mem, &last)) {
-                return Ok(());
-            }
-            if st.shutting_down {
-                return Err(Error::Closed);
-            }
-            st = self
-                .cv
-                .wait_timeout(st, Duration::from_millis(50))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        self.wait_for_state(|st| !st.imm.iter().any(|f| Arc::ptr_eq(&f.mem, &last)))
     }
 
     /// Step 3 of the module docs: the state the checkpoint's MANIFEST

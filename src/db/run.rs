@@ -85,13 +85,20 @@ impl Inner {
 
     /// Waits until no frozen memtable awaits its flush.
     pub(super) fn wait_for_flushes(&self) -> Result<()> {
+        self.wait_for_state(|st| st.imm.is_empty())
+    }
+
+    /// Wakes the background threads and waits until `done` holds of the
+    /// state; the store's first fatal error, or its closing, ends the wait
+    /// with that error.
+    pub(super) fn wait_for_state(&self, done: impl Fn(&State) -> bool) -> Result<()> {
         self.cv.notify_all();
         let mut st = self.state();
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
-            if st.imm.is_empty() {
+            if done(&st) {
                 return Ok(());
             }
             if st.shutting_down {
