@@ -59,6 +59,18 @@ fn load(db: &Db, n: u64) {
     }
 }
 
+/// A store filtered by `kind` holding 3000 keys in compacted tables, its
+/// counters zeroed.
+fn compacted_store(kind: FilterKind) -> (tempfile::TempDir, Db) {
+    let dir = common::scratch_dir();
+    let db = Db::open(dir.path(), options(kind)).unwrap();
+    load(&db, 3000);
+    db.flush().unwrap();
+    db.compact().unwrap();
+    db.reset_stats();
+    (dir, db)
+}
+
 fn check(db: &Db, n: u64) {
     for i in 0..n {
         assert_eq!(db.get(key(2 * i)).unwrap().as_deref(), Some(&key(i)[..]));
@@ -145,12 +157,7 @@ fn registered(name: &'static str, panics: bool) -> FilterKind {
 #[test]
 fn a_registered_family_filters_like_a_built_in() {
     let kind = registered("renamed", false);
-    let dir = common::scratch_dir();
-    let db = Db::open(dir.path(), options(kind)).unwrap();
-    load(&db, 3000);
-    db.flush().unwrap();
-    db.compact().unwrap();
-    db.reset_stats();
+    let (dir, db) = compacted_store(kind);
     check(&db, 3000);
     let s = db.stats();
     assert!(s.total.filter_negatives > 2000, "{:?}", s.total);
@@ -211,12 +218,7 @@ fn a_family_that_panics_while_building_stops_the_store_naming_it() {
 #[test]
 fn binary_fuse_filters_serve_a_store() {
     for kind in [FilterKind::Fuse8, FilterKind::Fuse16] {
-        let dir = common::scratch_dir();
-        let db = Db::open(dir.path(), options(kind)).unwrap();
-        load(&db, 3000);
-        db.flush().unwrap();
-        db.compact().unwrap();
-        db.reset_stats();
+        let (dir, db) = compacted_store(kind);
         check(&db, 3000);
         let s = db.stats();
         assert!(s.total.filter_negatives > 2900, "{kind}: {:?}", s.total);

@@ -69,16 +69,6 @@ impl Child {
     /// Kills the child (SIGKILL) and collects what it left.
     pub fn kill(mut self) -> Killed {
         let _ = self.child.kill();
-        let rest = self.lines.map_while(Result::ok).collect();
-        let status = self.child.wait().unwrap();
-        let mut stderr = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut stderr);
-        }
-        Killed {
-            rest,
-            status,
-            stderr,
-        }
+        self.wait()
     }
 }
