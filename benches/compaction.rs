@@ -13,19 +13,17 @@ use bloomlsm::{Db, Options, WriteBatch};
 const KEYS: u64 = 400_000;
 
 fn build(dir: &std::path::Path, subcompactions: usize) -> Db {
-    let opts = Options {
-        write_buffer_size: 8 << 20,
-        target_file_size: 2 << 20,
-        l0_compaction_trigger: 100,
-        l0_slowdown_trigger: 100,
-        l0_stop_trigger: 100,
-        background_compaction: false,
-        max_subcompactions: subcompactions,
-        block_cache_capacity: 0,
+    let opts = Options::default()
+        .write_buffer_size(8 << 20)
+        .target_file_size(2 << 20)
+        .l0_compaction_trigger(100)
+        .l0_slowdown_trigger(100)
+        .l0_stop_trigger(100)
+        .background_compaction(false)
+        .max_subcompactions(subcompactions)
+        .block_cache_capacity(0)
         // Raw tables, as the README's recorded numbers were measured.
-        compression: bloomlsm::CompressionOptions::none(),
-        ..Options::default()
-    };
+        .compression(bloomlsm::CompressionOptions::none());
     let db = Db::open(dir, opts).unwrap();
     let mut rng = SplitMix64::new(3);
     let mut value = [0u8; 100];

@@ -41,19 +41,17 @@ fn keys() -> u64 {
 /// below L0 (about 4k, 32k, 256k and the rest). `dynamic`: level sizes from
 /// the bottom up instead.
 fn options(filters: FilterOptions, dynamic: bool) -> Options {
-    Options {
-        dynamic_level_bytes: dynamic,
-        write_buffer_size: 2 << 20,
-        target_file_size: 512 << 10,
-        level1_max_bytes: 512 << 10,
-        level_size_multiplier: 8,
-        block_cache_capacity: 0,
-        background_compaction: false,
-        filters,
+    Options::default()
+        .dynamic_level_bytes(dynamic)
+        .write_buffer_size(2 << 20)
+        .target_file_size(512 << 10)
+        .level1_max_bytes(512 << 10)
+        .level_size_multiplier(8)
+        .block_cache_capacity(0)
+        .background_compaction(false)
+        .filters(filters)
         // Raw tables, as the README's recorded numbers were measured.
-        compression: bloomlsm::CompressionOptions::none(),
-        ..Options::default()
-    }
+        .compression(bloomlsm::CompressionOptions::none())
 }
 
 fn fill(dir: &std::path::Path, filters: FilterOptions, dynamic: bool, n: u64) -> (Db, Duration) {

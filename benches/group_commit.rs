@@ -62,14 +62,7 @@ fn main() {
             _tmp.path().to_path_buf()
         }
     };
-    let db = Db::open(
-        &dir,
-        Options {
-            sync_writes: true,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let db = Db::open(&dir, Options::default().sync_writes(true)).unwrap();
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); THREADS.len()];
     for round in 0..ROUNDS {
         for (j, &t) in THREADS.iter().enumerate() {

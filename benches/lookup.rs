@@ -30,17 +30,15 @@ const LOOKUPS: u64 = 200_000;
 const MULTI_GET_BATCH: usize = 1024;
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 2 << 20,
-        target_file_size: 2 << 20,
-        level1_max_bytes: 4 << 20,
-        level_size_multiplier: 10,
-        block_cache_capacity: 0,
-        background_compaction: false,
-        sync_writes: false,
-        filters: FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))),
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(2 << 20)
+        .target_file_size(2 << 20)
+        .level1_max_bytes(4 << 20)
+        .level_size_multiplier(10)
+        .block_cache_capacity(0)
+        .background_compaction(false)
+        .sync_writes(false)
+        .filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))))
 }
 
 /// Writes keys `0..n` of `SEED`'s present family, flushing and compacting on

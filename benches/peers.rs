@@ -143,23 +143,23 @@ struct Bloomlsm {
 impl Bloomlsm {
     fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
         let every = maintain_every();
-        let opts = Options {
-            write_buffer_size: WRITE_BUFFER,
-            target_file_size: TARGET_FILE,
-            level1_max_bytes: LEVEL1_BYTES,
-            level_size_multiplier: FANOUT,
-            block_cache_capacity: CACHE_BYTES,
-            block_size: BLOCK_SIZE,
-            background_compaction: every == 0,
+        let opts = Options::default()
+            .write_buffer_size(WRITE_BUFFER)
+            .target_file_size(TARGET_FILE)
+            .level1_max_bytes(LEVEL1_BYTES)
+            .level_size_multiplier(FANOUT)
+            .block_cache_capacity(CACHE_BYTES)
+            .block_size(BLOCK_SIZE)
+            .background_compaction(every == 0)
             // RocksDB's defaults (its L0 trigger is 4, as ours).
-            l0_slowdown_trigger: L0_SLOWDOWN,
-            l0_stop_trigger: L0_STOP,
-            filters: FilterOptions::uniform(Some(FilterPolicy::blocked512(BITS_PER_KEY))),
+            .l0_slowdown_trigger(L0_SLOWDOWN)
+            .l0_stop_trigger(L0_STOP)
+            .filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(
+                BITS_PER_KEY,
+            ))))
             // The default is LZ4 below L0; every engine here stores blocks
             // uncompressed (fjall is built without lz4).
-            compression: bloomlsm::CompressionOptions::none(),
-            ..Options::default()
-        };
+            .compression(bloomlsm::CompressionOptions::none());
         let db = Db::open(dir, opts).unwrap();
         let t = Instant::now();
         if !load {

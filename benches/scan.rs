@@ -31,16 +31,14 @@ fn main() {
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        write_buffer_size: 1 << 20,
-        target_file_size: 256 << 10,
-        level1_max_bytes: 256 << 10,
-        level_size_multiplier: 8,
-        block_cache_capacity: 0,
-        background_compaction: false,
-        filters: FilterOptions::default(),
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .write_buffer_size(1 << 20)
+        .target_file_size(256 << 10)
+        .level1_max_bytes(256 << 10)
+        .level_size_multiplier(8)
+        .block_cache_capacity(0)
+        .background_compaction(false)
+        .filters(FilterOptions::default());
     let db = Db::open(dir.path(), opts).unwrap();
     let mut rng = fill::fill(&db, SEED, n, 50_000);
     let mut value = vec![0u8; 100];

@@ -58,11 +58,9 @@ fn build_with(
     filter: Option<FilterPolicy>,
     compression: Compression,
 ) {
-    let opts = TableBuilderOptions {
-        filter,
-        compression,
-        ..Default::default()
-    };
+    let opts = TableBuilderOptions::default()
+        .filter(filter)
+        .compression(compression);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in entries {
         b.add(k, v).unwrap();

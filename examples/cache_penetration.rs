@@ -45,14 +45,12 @@ fn user_key(id: u64) -> String {
 /// every other one asks for an id that does not exist (an attacker's, or a
 /// buggy client's), and reports what reached the disk.
 pub fn run(dir: &Path, filters: FilterOptions, users: u64, requests: u64) -> Result<GuardReport> {
-    let opts = Options {
-        write_buffer_size: 256 << 10,
-        target_file_size: 256 << 10,
-        level1_max_bytes: 1 << 20,
-        block_cache_capacity: 0, // every data-block read is a real read
-        filters,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .write_buffer_size(256 << 10)
+        .target_file_size(256 << 10)
+        .level1_max_bytes(1 << 20)
+        .block_cache_capacity(0) // every data-block read is a real read
+        .filters(filters);
     let db = Db::open(dir, opts)?;
     let mut batch = bloomlsm::WriteBatch::new();
     for i in 0..users {

@@ -40,13 +40,11 @@ pub fn link(rng: &mut SplitMix64, discovered_so_far: u64) -> String {
 
 /// Crawls `links` synthetic links through a store at `dir` and reports.
 pub fn run(dir: &Path, links: u64, seed: u64) -> Result<DedupReport> {
-    let opts = Options {
-        write_buffer_size: 512 << 10,
-        target_file_size: 512 << 10,
-        level1_max_bytes: 2 << 20,
-        block_cache_capacity: 0,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .write_buffer_size(512 << 10)
+        .target_file_size(512 << 10)
+        .level1_max_bytes(2 << 20)
+        .block_cache_capacity(0);
     let db = Db::open(dir, opts)?;
     let mut rng = SplitMix64::new(seed);
     let mut r = DedupReport {

@@ -152,12 +152,10 @@ pub struct Report {
 /// Loads `keys` keys filtered by `policy`, then asks for `misses` keys
 /// between them, which only a filter can turn away.
 pub fn run(dir: &std::path::Path, policy: FilterPolicy, keys: u64, misses: u64) -> Result<Report> {
-    let opts = Options {
-        write_buffer_size: 256 << 10,
-        target_file_size: 256 << 10,
-        filters: FilterOptions::uniform(Some(policy)),
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .write_buffer_size(256 << 10)
+        .target_file_size(256 << 10)
+        .filters(FilterOptions::uniform(Some(policy)));
     let db = Db::open(dir, opts)?;
     for i in 0..keys {
         db.put(format!("key{:012}", 2 * i), [7u8; 32])?;

@@ -13,12 +13,10 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?; // a store is a directory of files
-//! let opts = Options {
+//! let opts = Options::default()
 //!     // blocked512 at 10 bits/key everywhere is the default; here: Monkey at 10 b/k on average
-//!     filters: FilterOptions::monkey(FilterKind::Blocked512, 10.0),
-//!     sync_writes: true, // fdatasync every write before acknowledging it
-//!     ..Options::default()
-//! };
+//!     .filters(FilterOptions::monkey(FilterKind::Blocked512, 10.0))
+//!     .sync_writes(true); // fdatasync every write before acknowledging it
 //! let db = Db::open(dir.path(), opts)?;
 //! db.put(b"apple", b"red")?;
 //! let mut batch = WriteBatch::new();

@@ -8,6 +8,25 @@ use crate::fs::{FileSystem, RealFs};
 
 pub use crate::fs::ReadMode;
 
+/// Chained setters for an options struct: `value.field(x)` sets `field` and
+/// returns the struct, so callers name only the fields they change and new
+/// fields never break them (the structs are `#[non_exhaustive]`).
+macro_rules! setters {
+    ($ty:ident { $($field:ident : $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("Sets [`", stringify!($ty), "::", stringify!($field), "`].")]
+                #[must_use]
+                pub fn $field(mut self, value: $t) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+pub(crate) use setters;
+
 /// Checksum algorithm of new SSTable blocks (each file names its own).
 pub use crate::sst::ChecksumType;
 /// A codec for data blocks (each block's type byte names its own).
@@ -53,6 +72,7 @@ pub enum WalRecovery {
 /// Files keep the compression they were built with (each block records its
 /// own): changing these options affects only files written afterwards.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompressionOptions {
     /// The compression of every level unless overridden.
     pub default: Compression,
@@ -117,6 +137,7 @@ impl CompressionOptions {
 /// they were built with: changing these options affects only files written
 /// afterwards, and older files keep using (and reporting) their own filters.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct FilterOptions {
     /// The policy of every level unless overridden; `None`: no filters at all.
     pub policy: Option<FilterPolicy>,
@@ -273,7 +294,27 @@ pub const DEFAULT_MAX_OPEN_FILES: usize = 1000;
 pub const MIN_TABLE_FILES: usize = 16;
 
 /// Options of [`crate::Db::open`]. The defaults suit a laptop.
+///
+/// Start from the defaults and change what you need with the setters,
+/// which are named as the fields:
+///
+/// ```
+/// use bloomlsm::{FilterOptions, FilterPolicy, Options};
+/// let opts = Options::default()
+///     .write_buffer_size(8 << 20)
+///     .filters(FilterOptions::uniform(Some(FilterPolicy::ribbon(7.0))));
+/// assert_eq!(opts.write_buffer_size, 8 << 20);
+/// ```
+///
+/// The struct is `#[non_exhaustive]`: it gains fields without breaking
+/// callers, so it is built this way rather than as a struct literal.
+///
+/// ```compile_fail
+/// // A struct literal does not compile outside the crate, even with `..`.
+/// let opts = bloomlsm::Options { sync_writes: true, ..bloomlsm::Options::default() };
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     /// Create the directory (and an empty store) if missing. Default true.
     pub create_if_missing: bool,
@@ -535,6 +576,47 @@ impl Options {
         Ok(())
     }
 }
+
+// `default` has no setter: it would shadow `CompressionOptions::default()`;
+// `CompressionOptions::uniform(c)` sets it.
+setters!(CompressionOptions {
+    per_level: Vec<(usize, Compression)>,
+});
+
+setters!(FilterOptions {
+    policy: Option<FilterPolicy>,
+    per_level: Vec<(usize, Option<FilterPolicy>)>,
+    skip_last_level: bool,
+    monkey_avg_bits_per_key: Option<f64>,
+});
+
+setters!(Options {
+    create_if_missing: bool,
+    write_buffer_size: usize,
+    block_size: usize,
+    checksum: ChecksumType,
+    sync_writes: bool,
+    target_file_size: u64,
+    level1_max_bytes: u64,
+    level_size_multiplier: u64,
+    l0_compaction_trigger: usize,
+    l0_slowdown_trigger: usize,
+    l0_stop_trigger: usize,
+    max_levels: usize,
+    block_cache_capacity: usize,
+    filters: FilterOptions,
+    filter_partition_bytes: usize,
+    filter_memory_budget: Option<u64>,
+    compression: CompressionOptions,
+    wal_recovery: WalRecovery,
+    max_subcompactions: usize,
+    background_compaction: bool,
+    dynamic_level_bytes: bool,
+    fs: Arc<dyn FileSystem>,
+    read_mode: ReadMode,
+    max_open_files: usize,
+    use_stored_design: bool,
+});
 
 #[cfg(test)]
 mod tests {

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// Costs and filter outcomes of lookups, as plain numbers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct IoCounters {
     /// Files whose level or position made them candidates for a lookup.
     pub files_considered: u64,
@@ -216,6 +217,7 @@ impl GetCounters {
 /// One level's shape and read costs.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct LevelStats {
     /// Level number.
     pub level: usize,
@@ -258,6 +260,7 @@ pub struct LevelStats {
 /// where the write amplification of a workload comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct LevelWrites {
     /// Flushes (into L0) and compactions that wrote tables into this level.
     pub jobs: u64,
@@ -318,6 +321,7 @@ impl LevelStats {
 /// line per level that has files or counts.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Stats {
     /// Lookups since the last reset.
     pub gets: u64,
@@ -432,8 +436,9 @@ impl Stats {
 }
 
 /// One file's shape and read costs ([`crate::Db::file_stats`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct FileStats {
     /// Level the file lives on.
     pub level: usize,

@@ -12,13 +12,11 @@ use common::keys::key;
 use common::scratch_dir;
 
 fn options(filters: FilterOptions) -> Options {
-    Options {
-        level_size_multiplier: 3,
-        block_size: 512,
-        block_cache_capacity: 0,
-        filters,
-        ..common::options::small()
-    }
+    common::options::small()
+        .level_size_multiplier(3)
+        .block_size(512)
+        .block_cache_capacity(0)
+        .filters(filters)
 }
 
 /// A store with several levels and some L0 files, everything flushed. Keys
@@ -281,10 +279,7 @@ fn level_bytes(db: &Db, level: usize) -> u64 {
 fn write_counters_equal_user_bytes_and_the_files_written() {
     let dir = scratch_dir();
     // Well under the write buffer: nothing is flushed until asked.
-    let opts = Options {
-        write_buffer_size: 1 << 20,
-        ..options(FilterOptions::default())
-    };
+    let opts = options(FilterOptions::default()).write_buffer_size(1 << 20);
     let db = Db::open(dir.path(), opts).unwrap();
     let mut user = 0u64;
     for round in 0..2u64 {
@@ -382,11 +377,9 @@ fn per_level_writes_add_up_to_the_totals_and_to_each_levels_bytes() {
 #[test]
 fn l0_files_that_overlap_nothing_move_down_unwritten() {
     let dir = scratch_dir();
-    let opts = Options {
-        target_file_size: 64 << 10,
-        compression: bloomlsm::CompressionOptions::none(),
-        ..options(FilterOptions::default())
-    };
+    let opts = options(FilterOptions::default())
+        .target_file_size(64 << 10)
+        .compression(bloomlsm::CompressionOptions::none());
     let db = Db::open(dir.path(), opts).unwrap();
     // Ascending keys through 8 KiB memtables: several L0 files, each over
     // keys after the last one's, and together over L1's 16 KiB target. Their

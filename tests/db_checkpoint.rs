@@ -106,15 +106,13 @@ fn read_store(dir: &Path) -> Model {
 }
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 8 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 2,
-        l0_compaction_trigger: 2,
-        block_size: 1024,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(8 << 10)
+        .target_file_size(4096)
+        .level1_max_bytes(16 << 10)
+        .level_size_multiplier(2)
+        .l0_compaction_trigger(2)
+        .block_size(1024)
 }
 
 /// Four writers run while checkpoints are taken. Each checkpoint holds,

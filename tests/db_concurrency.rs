@@ -34,16 +34,14 @@ fn assert_send_sync<T: Send + Sync>() {}
 const _: fn() = assert_send_sync::<Db>;
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 32 << 10,
-        level_size_multiplier: 3,
-        block_size: 1024,
-        block_cache_capacity: 64 << 10,
-        background_compaction: true,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(16 << 10)
+        .target_file_size(4096)
+        .level1_max_bytes(32 << 10)
+        .level_size_multiplier(3)
+        .block_size(1024)
+        .block_cache_capacity(64 << 10)
+        .background_compaction(true)
 }
 
 fn wkey(w: usize, i: u64) -> Vec<u8> {

@@ -41,14 +41,11 @@ fn install_panic_hook() {
 }
 
 fn options(salvage: bool) -> Options {
-    Options {
-        wal_recovery: if salvage {
-            WalRecovery::SkipDamagedRecords
-        } else {
-            WalRecovery::TolerateTornTail
-        },
-        ..common::options::uncached()
-    }
+    common::options::uncached().wal_recovery(if salvage {
+        WalRecovery::SkipDamagedRecords
+    } else {
+        WalRecovery::TolerateTornTail
+    })
 }
 
 fn val(rng: &mut SplitMix64, k: &[u8], tag: &str) -> Vec<u8> {

@@ -23,10 +23,7 @@ use common::model::{Model, entries, scan_all};
 use common::scratch_dir;
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 16 << 10,
-        ..common::options::tiny()
-    }
+    common::options::tiny().write_buffer_size(16 << 10)
 }
 
 /// A closed store with tables on two levels and writes left in its WAL.

@@ -78,16 +78,14 @@ fn op_rng(seed: u64, round: u64, t: u64) -> SplitMix64 {
 }
 
 fn options(sync: bool) -> Options {
-    Options {
-        sync_writes: sync,
-        write_buffer_size: 4096,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 2,
-        l0_compaction_trigger: 2,
-        block_size: 512,
-        ..Options::default()
-    }
+    Options::default()
+        .sync_writes(sync)
+        .write_buffer_size(4096)
+        .target_file_size(4096)
+        .level1_max_bytes(16 << 10)
+        .level_size_multiplier(2)
+        .l0_compaction_trigger(2)
+        .block_size(512)
 }
 
 /// Opens the store, waiting out a transient `Locked`: the two crash tests run

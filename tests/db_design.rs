@@ -8,10 +8,7 @@ mod common;
 use common::scratch_dir;
 
 fn options(filters: FilterOptions) -> Options {
-    Options {
-        filters,
-        ..common::options::small()
-    }
+    common::options::small().filters(filters)
 }
 
 fn fill(db: &Db, from: u32, n: u32) {
@@ -78,11 +75,9 @@ fn a_replaced_design_is_used_and_logged() {
     let db = Db::open(dir.path(), options(FilterOptions::none())).unwrap();
     fill(&db, 0, 1000);
     db.close().unwrap();
-    let blocked = Options {
-        use_stored_design: false,
-        block_size: 2048,
-        ..options(FilterOptions::uniform(Some(FilterPolicy::blocked512(9.5))))
-    };
+    let blocked = options(FilterOptions::uniform(Some(FilterPolicy::blocked512(9.5))))
+        .use_stored_design(false)
+        .block_size(2048);
     let db = Db::open(dir.path(), blocked).unwrap();
     db.compact().unwrap();
     let fs = filters(&db);
@@ -166,10 +161,7 @@ fn a_reopened_store_keeps_its_compression() {
     mine.per_level.push((1, Compression::Lz4));
     let db = Db::open(
         dir.path(),
-        Options {
-            compression: mine.clone(),
-            ..options(FilterOptions::default())
-        },
+        options(FilterOptions::default()).compression(mine.clone()),
     )
     .unwrap();
     fill(&db, 0, 1500);
@@ -218,19 +210,15 @@ fn replaced_compression_applies_to_new_files_and_old_ones_still_read() {
     let dir = scratch_dir();
     let db = Db::open(
         dir.path(),
-        Options {
-            compression: CompressionOptions::uniform(Compression::Lz4),
-            ..options(FilterOptions::default())
-        },
+        options(FilterOptions::default())
+            .compression(CompressionOptions::uniform(Compression::Lz4)),
     )
     .unwrap();
     fill(&db, 0, 2000);
     db.close().unwrap();
-    let none = Options {
-        use_stored_design: false,
-        compression: CompressionOptions::none(),
-        ..options(FilterOptions::default())
-    };
+    let none = options(FilterOptions::default())
+        .use_stored_design(false)
+        .compression(CompressionOptions::none());
     let db = Db::open(dir.path(), none).unwrap();
     // Files keep the compression they were built with until rewritten (the
     // WAL's tail, flushed at open, is written with the new design).
@@ -250,9 +238,6 @@ fn replaced_compression_applies_to_new_files_and_old_ones_still_read() {
 
 #[test]
 fn zstd_without_the_feature_is_refused() {
-    let o = Options {
-        compression: CompressionOptions::uniform(Compression::Zstd(3)),
-        ..Options::default()
-    };
+    let o = Options::default().compression(CompressionOptions::uniform(Compression::Zstd(3)));
     assert_eq!(o.validate().is_ok(), cfg!(feature = "zstd"));
 }

@@ -24,15 +24,13 @@ fn disk_dir() -> tempfile::TempDir {
 }
 
 fn options(mode: ReadMode) -> Options {
-    Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 16 << 10,
-        level1_max_bytes: 64 << 10,
-        level_size_multiplier: 4,
-        block_cache_capacity: 0,
-        read_mode: mode,
-        ..common::options::manual()
-    }
+    common::options::manual()
+        .write_buffer_size(16 << 10)
+        .target_file_size(16 << 10)
+        .level1_max_bytes(64 << 10)
+        .level_size_multiplier(4)
+        .block_cache_capacity(0)
+        .read_mode(mode)
 }
 
 /// Keys drawn from this many.
@@ -181,10 +179,7 @@ impl FileSystem for NoDirect {
 #[test]
 fn refusal_is_one_line_and_fallback_only_when_asked() {
     let dir = disk_dir();
-    let no_direct = |mode| Options {
-        fs: Arc::new(NoDirect),
-        ..options(mode)
-    };
+    let no_direct = |mode| options(mode).fs(Arc::new(NoDirect));
     {
         let db = Db::open(dir.path(), no_direct(ReadMode::Buffered)).unwrap();
         for i in 0..2000u64 {

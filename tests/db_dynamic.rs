@@ -11,14 +11,12 @@ use common::scratch_dir;
 const SPACE: u64 = 1_000_003;
 
 fn options(dynamic: bool) -> Options {
-    Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 16 << 10,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 4,
-        dynamic_level_bytes: dynamic,
-        ..common::options::manual()
-    }
+    common::options::manual()
+        .write_buffer_size(16 << 10)
+        .target_file_size(16 << 10)
+        .level1_max_bytes(16 << 10)
+        .level_size_multiplier(4)
+        .dynamic_level_bytes(dynamic)
 }
 
 fn fill(db: &Db, range: std::ops::Range<u64>) {
@@ -90,10 +88,7 @@ fn fixed_store_reopened_with_dynamic_sizes_drains_down() {
         db.close().unwrap();
     }
     // The store recorded fixed sizes; these options replace that design.
-    let opts = Options {
-        use_stored_design: false,
-        ..options(true)
-    };
+    let opts = options(true).use_stored_design(false);
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     // Data above the base the last level calls for makes L0 compact into the
     // first level holding data, never past it.

@@ -83,61 +83,31 @@ fn option_validation() {
     let bad: Vec<(&str, Options)> = vec![
         (
             "write_buffer_size",
-            Options {
-                write_buffer_size: 4095,
-                ..Options::default()
-            },
+            Options::default().write_buffer_size(4095),
         ),
         (
             "target_file_size",
-            Options {
-                target_file_size: 4095,
-                ..Options::default()
-            },
+            Options::default().target_file_size(4095),
         ),
         (
             "level_size_multiplier",
-            Options {
-                level_size_multiplier: 1,
-                ..Options::default()
-            },
+            Options::default().level_size_multiplier(1),
         ),
-        (
-            "block_size",
-            Options {
-                block_size: 63,
-                ..Options::default()
-            },
-        ),
-        (
-            "max_levels",
-            Options {
-                max_levels: 1,
-                ..Options::default()
-            },
-        ),
+        ("block_size", Options::default().block_size(63)),
+        ("max_levels", Options::default().max_levels(1)),
         (
             "l0_compaction_trigger",
-            Options {
-                l0_compaction_trigger: 0,
-                ..Options::default()
-            },
+            Options::default().l0_compaction_trigger(0),
         ),
         (
             "l0 triggers",
-            Options {
-                l0_compaction_trigger: 8,
-                l0_slowdown_trigger: 4,
-                ..Options::default()
-            },
+            Options::default()
+                .l0_compaction_trigger(8)
+                .l0_slowdown_trigger(4),
         ),
         (
             "l0 triggers",
-            Options {
-                l0_slowdown_trigger: 8,
-                l0_stop_trigger: 7,
-                ..Options::default()
-            },
+            Options::default().l0_slowdown_trigger(8).l0_stop_trigger(7),
         ),
     ];
     let dir = scratch_dir();
@@ -149,12 +119,10 @@ fn option_validation() {
         assert!(!sub.exists(), "{what}");
     }
     // The smallest accepted sizes work.
-    let tiny = Options {
-        write_buffer_size: 4096,
-        target_file_size: 4096,
-        level_size_multiplier: 2,
-        ..Options::default()
-    };
+    let tiny = Options::default()
+        .write_buffer_size(4096)
+        .target_file_size(4096)
+        .level_size_multiplier(2);
     tiny.validate().unwrap();
     let db = Db::open(dir.path().join("tiny"), tiny).unwrap();
     for i in 0..2000u32 {
@@ -167,10 +135,7 @@ fn option_validation() {
 #[test]
 fn missing_directory_without_create_if_missing() {
     let dir = scratch_dir();
-    let o = Options {
-        create_if_missing: false,
-        ..Options::default()
-    };
+    let o = Options::default().create_if_missing(false);
     assert!(invalid(Db::open(dir.path().join("nope"), o)));
     assert!(!dir.path().join("nope").exists());
 }
@@ -200,10 +165,7 @@ fn lost_current_with_data_is_corruption_not_a_new_store() {
 #[test]
 fn create_if_missing_false_refuses_an_empty_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = bloomlsm::Options {
-        create_if_missing: false,
-        ..bloomlsm::Options::default()
-    };
+    let opts = bloomlsm::Options::default().create_if_missing(false);
     assert!(matches!(
         bloomlsm::Db::open(dir.path(), opts),
         Err(bloomlsm::Error::InvalidArgument(_))

@@ -37,19 +37,17 @@ fn value(rng: &mut SplitMix64, i: u64, op: usize) -> Vec<u8> {
 /// Small memtables, files and level targets, so a few thousand keys make
 /// several levels of files with filters of 2 or more 256-byte partitions.
 fn options(budget: Option<u64>, cache: usize) -> Options {
-    Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 8 << 10,
-        level1_max_bytes: 24 << 10,
-        level_size_multiplier: 3,
-        l0_compaction_trigger: 4,
-        block_size: 512,
-        block_cache_capacity: cache,
-        compression: CompressionOptions::none(),
-        filter_partition_bytes: 256,
-        filter_memory_budget: budget,
-        ..common::options::manual()
-    }
+    common::options::manual()
+        .write_buffer_size(16 << 10)
+        .target_file_size(8 << 10)
+        .level1_max_bytes(24 << 10)
+        .level_size_multiplier(3)
+        .l0_compaction_trigger(4)
+        .block_size(512)
+        .block_cache_capacity(cache)
+        .compression(CompressionOptions::none())
+        .filter_partition_bytes(256)
+        .filter_memory_budget(budget)
 }
 
 /// Levels (L0 first) of the files with a usable filter, pinned and not.
@@ -475,10 +473,7 @@ fn filters_read_on_demand_answer_as_in_memory_and_are_counted() {
 fn partition_size_is_kept_in_options() {
     for created_with in [256usize, 0] {
         let dir = scratch_dir();
-        let opts = Options {
-            filter_partition_bytes: created_with,
-            ..options(None, 0)
-        };
+        let opts = options(None, 0).filter_partition_bytes(created_with);
         let db = Db::open(dir.path(), opts).unwrap();
         db.put(b"a", b"b").unwrap();
         db.close().unwrap();
@@ -489,11 +484,9 @@ fn partition_size_is_kept_in_options() {
             "{text}"
         );
 
-        let reopened = Options {
-            filter_partition_bytes: 0,
-            use_stored_design: true,
-            ..options(None, 0)
-        };
+        let reopened = options(None, 0)
+            .filter_partition_bytes(0)
+            .use_stored_design(true);
         let db = Db::open(dir.path(), reopened).unwrap();
         for i in 0..3000 {
             db.put(key(i), b"value").unwrap();

@@ -47,10 +47,7 @@ impl FilterFamily for Renamed {
 }
 
 fn options(kind: FilterKind) -> Options {
-    Options {
-        filters: FilterOptions::uniform(Some(FilterPolicy::new(kind, 10.0))),
-        ..common::options::small()
-    }
+    common::options::small().filters(FilterOptions::uniform(Some(FilterPolicy::new(kind, 10.0))))
 }
 
 fn load(db: &Db, n: u64) {
@@ -122,10 +119,7 @@ fn files_of_a_family_this_process_lacks_read_unfiltered() {
     );
     // Given another design: every file names a family this process does not
     // know, and is read without its filter.
-    let opts = Options {
-        use_stored_design: false,
-        ..common::options::small()
-    };
+    let opts = common::options::small().use_stored_design(false);
     let db = Db::open(dir.path(), opts).unwrap();
     assert!(
         db.stats()
@@ -207,10 +201,7 @@ fn a_family_that_panics_while_building_stops_the_store_naming_it() {
     // with a built-in family.
     check(&db, written);
     drop(db);
-    let opts = Options {
-        use_stored_design: false,
-        ..common::options::small()
-    };
+    let opts = common::options::small().use_stored_design(false);
     let db = Db::open(dir.path(), opts).unwrap();
     check(&db, written);
 }

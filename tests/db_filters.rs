@@ -15,13 +15,11 @@ use common::model::{self, Model, entries, scan_all};
 use common::scratch_dir;
 
 fn options(filters: FilterOptions) -> Options {
-    Options {
-        block_cache_capacity: 0,
-        filters,
+    common::options::small()
+        .block_cache_capacity(0)
+        .filters(filters)
         // Raw tables: the level shapes these tests need come from raw sizes.
-        compression: bloomlsm::CompressionOptions::none(),
-        ..common::options::small()
-    }
+        .compression(bloomlsm::CompressionOptions::none())
 }
 
 fn write_some(db: &Db, model: &mut Model, rng: &mut SplitMix64, n: usize, tag: &str) {
@@ -80,10 +78,7 @@ fn filter_options_changed_across_reopen() {
     }
     {
         // The store recorded blocked512; these options replace that design.
-        let opts = Options {
-            use_stored_design: false,
-            ..options(bloom)
-        };
+        let opts = options(bloom).use_stored_design(false);
         let db = Db::open(dir.path(), opts).unwrap();
         check_model(&db, &model);
         write_some(&db, &mut model, &mut rng, 600, "b");
@@ -106,10 +101,7 @@ fn filter_options_changed_across_reopen() {
         db.close().unwrap();
     }
     {
-        let opts = Options {
-            use_stored_design: false,
-            ..options(FilterOptions::none())
-        };
+        let opts = options(FilterOptions::none()).use_stored_design(false);
         let db = Db::open(dir.path(), opts).unwrap();
         write_some(&db, &mut model, &mut rng, 600, "c");
         db.flush().unwrap();
@@ -251,12 +243,11 @@ fn per_level_overrides() {
     let dir = scratch_dir();
     let mut rng = SplitMix64::new(0xF13);
     let mut model = Model::new();
-    let filters = FilterOptions {
-        policy: Some(FilterPolicy::blocked512(8.0)),
-        per_level: vec![(0, Some(FilterPolicy::bloom(5.0))), (1, None)],
-        skip_last_level: false,
-        monkey_avg_bits_per_key: None,
-    };
+    let filters = FilterOptions::default()
+        .policy(Some(FilterPolicy::blocked512(8.0)))
+        .per_level(vec![(0, Some(FilterPolicy::bloom(5.0))), (1, None)])
+        .skip_last_level(false)
+        .monkey_avg_bits_per_key(None);
     let db = Db::open(dir.path(), options(filters)).unwrap();
     // (Five rounds: early ones move whole levels down at once.)
     for round in 0..5 {
@@ -288,10 +279,7 @@ fn skip_last_level() {
     let dir = scratch_dir();
     let mut rng = SplitMix64::new(0xF14);
     let mut model = Model::new();
-    let filters = FilterOptions {
-        skip_last_level: true,
-        ..FilterOptions::default()
-    };
+    let filters = FilterOptions::default().skip_last_level(true);
     let db = Db::open(dir.path(), options(filters)).unwrap();
     for round in 0..4 {
         write_some(&db, &mut model, &mut rng, 2000, &format!("r{round}"));
@@ -320,15 +308,13 @@ fn monkey_gives_smaller_levels_more_bits() {
     // does not blur the allocation.
     let db = Db::open(
         dir.path(),
-        Options {
-            write_buffer_size: 64 << 10,
-            target_file_size: 32 << 10,
-            level1_max_bytes: 32 << 10,
-            level_size_multiplier: 4,
-            block_cache_capacity: 0,
-            filters: FilterOptions::monkey(FilterKind::Blocked512, 10.0),
-            ..common::options::manual()
-        },
+        common::options::manual()
+            .write_buffer_size(64 << 10)
+            .target_file_size(32 << 10)
+            .level1_max_bytes(32 << 10)
+            .level_size_multiplier(4)
+            .block_cache_capacity(0)
+            .filters(FilterOptions::monkey(FilterKind::Blocked512, 10.0)),
     )
     .unwrap();
     let mut model = Model::new();
@@ -383,15 +369,13 @@ fn monkey_spends_its_average_in_the_tree_a_load_leaves() {
     let mut rng = SplitMix64::new(0x30_0000);
     let db = Db::open(
         dir.path(),
-        Options {
-            write_buffer_size: 512 << 10,
-            target_file_size: 256 << 10,
-            level1_max_bytes: 1 << 20,
-            block_cache_capacity: 0,
-            compression: bloomlsm::CompressionOptions::none(),
-            filters: FilterOptions::monkey(FilterKind::Blocked512, 10.0),
-            ..common::options::manual()
-        },
+        common::options::manual()
+            .write_buffer_size(512 << 10)
+            .target_file_size(256 << 10)
+            .level1_max_bytes(1 << 20)
+            .block_cache_capacity(0)
+            .compression(bloomlsm::CompressionOptions::none())
+            .filters(FilterOptions::monkey(FilterKind::Blocked512, 10.0)),
     )
     .unwrap();
     let spent = |db: &Db| {
@@ -446,11 +430,9 @@ fn monkey_spends_its_average_in_the_tree_a_load_leaves() {
 /// compactions.
 fn load_shape(filters: FilterOptions) -> Vec<(usize, usize, u64)> {
     let dir = scratch_dir();
-    let opts = Options {
-        compression: bloomlsm::CompressionOptions::default(),
-        max_subcompactions: 2,
-        ..options(filters)
-    };
+    let opts = options(filters)
+        .compression(bloomlsm::CompressionOptions::default())
+        .max_subcompactions(2);
     let db = Db::open(dir.path(), opts).unwrap();
     let mut rng = SplitMix64::new(0x5A9E);
     for i in 0..6000u64 {

@@ -15,13 +15,11 @@ use common::model::Model;
 use common::scratch_dir;
 
 fn options() -> Options {
-    Options {
-        level1_max_bytes: 8 << 10,
-        level_size_multiplier: 2,
-        block_size: 64,
-        block_cache_capacity: 0,
-        ..common::options::tiny()
-    }
+    common::options::tiny()
+        .level1_max_bytes(8 << 10)
+        .level_size_multiplier(2)
+        .block_size(64)
+        .block_cache_capacity(0)
 }
 
 /// Short keys over a small alphabet with `0xff`: prefixes share a lot, and

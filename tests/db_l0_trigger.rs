@@ -9,13 +9,11 @@ mod common;
 use common::scratch_dir;
 
 fn options(level1_max_bytes: u64) -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_file_size: 16 << 10,
-        level1_max_bytes,
-        l0_compaction_trigger: 4,
-        ..common::options::manual()
-    }
+    common::options::manual()
+        .write_buffer_size(64 << 10)
+        .target_file_size(16 << 10)
+        .level1_max_bytes(level1_max_bytes)
+        .l0_compaction_trigger(4)
 }
 
 /// Writes `n` keys starting at `first` (100-byte values), flushes them into

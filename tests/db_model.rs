@@ -47,24 +47,22 @@ fn options(rng: &mut SplitMix64, background: bool) -> Options {
         1 => FilterOptions::uniform(Some(FilterPolicy::bloom(6.0))),
         _ => FilterOptions::default(),
     };
-    Options {
-        write_buffer_size: [4096, 8192, 16384][rng.below(3) as usize],
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 2 + rng.below(3),
-        l0_compaction_trigger: 2 + rng.below(3) as usize,
-        block_size: [256, 1024, 4096][rng.below(3) as usize],
-        block_cache_capacity: [0, 16 << 10, 1 << 20][rng.below(3) as usize],
-        background_compaction: background,
-        filters,
-        compression: match rng.below(4) {
+    Options::default()
+        .write_buffer_size([4096, 8192, 16384][rng.below(3) as usize])
+        .target_file_size(4096)
+        .level1_max_bytes(16 << 10)
+        .level_size_multiplier(2 + rng.below(3))
+        .l0_compaction_trigger(2 + rng.below(3) as usize)
+        .block_size([256, 1024, 4096][rng.below(3) as usize])
+        .block_cache_capacity([0, 16 << 10, 1 << 20][rng.below(3) as usize])
+        .background_compaction(background)
+        .filters(filters)
+        .compression(match rng.below(4) {
             0 => CompressionOptions::default(),
             1 if cfg!(feature = "zstd") => CompressionOptions::uniform(Compression::Zstd(1)),
             1 => CompressionOptions::uniform(Compression::Lz4),
             _ => CompressionOptions::none(),
-        },
-        ..Options::default()
-    }
+        })
 }
 
 fn check_all(db: &Db, model: &Model, ctx: &str) {

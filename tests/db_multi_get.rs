@@ -9,14 +9,12 @@ use common::model::Model;
 use common::scratch_dir;
 
 fn options(filters: FilterOptions) -> Options {
-    Options {
-        level1_max_bytes: 8 << 10,
-        level_size_multiplier: 2,
-        block_size: 512,
-        block_cache_capacity: 0,
-        filters,
-        ..common::options::tiny()
-    }
+    common::options::tiny()
+        .level1_max_bytes(8 << 10)
+        .level_size_multiplier(2)
+        .block_size(512)
+        .block_cache_capacity(0)
+        .filters(filters)
 }
 
 /// Key `i` in one of three shapes: distinct 8-byte prefixes, one prefix

@@ -26,16 +26,14 @@ const KEYS: u64 = 20_000;
 const ENV: &str = "BLOOMLSM_OPEN_FILES_CHILD";
 
 fn options(max_open_files: usize) -> Options {
-    Options {
-        write_buffer_size: 8 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 4,
-        block_size: 1024,
-        max_subcompactions: 2,
-        max_open_files,
-        ..common::options::manual()
-    }
+    common::options::manual()
+        .write_buffer_size(8 << 10)
+        .target_file_size(4096)
+        .level1_max_bytes(16 << 10)
+        .level_size_multiplier(4)
+        .block_size(1024)
+        .max_subcompactions(2)
+        .max_open_files(max_open_files)
 }
 
 /// 90 bytes that do not compress, so tables hold as few keys as the
@@ -185,14 +183,7 @@ fn child_under_a_descriptor_limit() {
 
     // Reopened with the bound and background compaction: more writes,
     // flushes and compactions on the store's threads.
-    let db = Db::open(
-        &dir,
-        Options {
-            background_compaction: true,
-            ..options(MAX_OPEN_FILES)
-        },
-    )
-    .unwrap();
+    let db = Db::open(&dir, options(MAX_OPEN_FILES).background_compaction(true)).unwrap();
     check_reads(&db, &m, "reopened");
     fill(&db, &mut m, 2);
     db.compact().unwrap();

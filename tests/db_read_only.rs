@@ -64,14 +64,12 @@ impl FileSystem for NoWrites {
 }
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 8 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 2,
-        block_size: 1024,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(8 << 10)
+        .target_file_size(4096)
+        .level1_max_bytes(16 << 10)
+        .level_size_multiplier(2)
+        .block_size(1024)
 }
 
 #[test]
@@ -90,10 +88,7 @@ fn reads_everything_and_changes_nothing() {
         db.close().unwrap();
     }
     let before = tree(dir.path());
-    let opts = Options {
-        fs: Arc::new(NoWrites),
-        ..options()
-    };
+    let opts = options().fs(Arc::new(NoWrites));
     let db = Db::open_read_only(dir.path(), opts).unwrap();
     assert_eq!(db.get("wal-only").unwrap().as_deref(), Some(&b"yes"[..]));
     assert_eq!(db.get(key(7)).unwrap(), None);
@@ -199,13 +194,13 @@ fn opens_beside_a_busy_writer() {
 fn opens_beside_a_writer_with_thousands_of_tables() {
     const OPENS: u64 = 40;
     let dir = scratch_dir();
-    let opts = || Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 4096,
-        level1_max_bytes: 64 << 10,
-        block_size: 1024,
-        compression: bloomlsm::CompressionOptions::none(),
-        ..Options::default()
+    let opts = || {
+        Options::default()
+            .write_buffer_size(16 << 10)
+            .target_file_size(4096)
+            .level1_max_bytes(64 << 10)
+            .block_size(1024)
+            .compression(bloomlsm::CompressionOptions::none())
     };
     let value = |i: u64| format!("value{i}-{}", "v".repeat(64));
     // Every table stays open, in the writer and in each reader: as many

@@ -3,12 +3,10 @@
 use bloomlsm::{Db, Options};
 
 fn small_opts() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        target_file_size: 32 << 10,
-        level1_max_bytes: 128 << 10,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(64 << 10)
+        .target_file_size(32 << 10)
+        .level1_max_bytes(128 << 10)
 }
 
 #[test]
@@ -74,10 +72,7 @@ fn reopen_without_close_replays_the_wal() {
         // A buffer the writes fit in: the forgotten handle's background
         // thread never flushes, so it touches no file while the store is
         // reopened under it (two writers on one store are not supported).
-        let opts = Options {
-            write_buffer_size: 1 << 20,
-            ..small_opts()
-        };
+        let opts = small_opts().write_buffer_size(1 << 20);
         let db = Db::open(dir.path(), opts).unwrap();
         for i in 0..1000u32 {
             db.put(i.to_be_bytes(), i.to_le_bytes()).unwrap();
@@ -116,12 +111,10 @@ fn tables_on_disk(dir: &std::path::Path) -> Vec<u64> {
 #[test]
 fn background_compactions_leave_exactly_the_live_tables() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        write_buffer_size: 16 << 10,
-        target_file_size: 8 << 10,
-        level1_max_bytes: 32 << 10,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .write_buffer_size(16 << 10)
+        .target_file_size(8 << 10)
+        .level1_max_bytes(32 << 10);
     let live = |db: &Db| {
         let mut n: Vec<u64> = db.file_stats().iter().map(|f| f.number).collect();
         n.sort_unstable();

@@ -90,23 +90,21 @@ fn random_bound(rng: &mut SplitMix64) -> Bound<Vec<u8>> {
 }
 
 fn options(rng: &mut SplitMix64, background: bool) -> Options {
-    Options {
-        write_buffer_size: [4096, 8192][rng.below(2) as usize],
-        target_file_size: 4096,
-        level1_max_bytes: 16 << 10,
-        level_size_multiplier: 2 + rng.below(3),
-        l0_compaction_trigger: 2 + rng.below(3) as usize,
-        block_size: [128, 512, 4096][rng.below(3) as usize],
-        block_cache_capacity: [0, 1 << 20][rng.below(2) as usize],
-        dynamic_level_bytes: rng.below(2) == 0,
-        background_compaction: background,
-        filters: if rng.below(3) == 0 {
+    Options::default()
+        .write_buffer_size([4096, 8192][rng.below(2) as usize])
+        .target_file_size(4096)
+        .level1_max_bytes(16 << 10)
+        .level_size_multiplier(2 + rng.below(3))
+        .l0_compaction_trigger(2 + rng.below(3) as usize)
+        .block_size([128, 512, 4096][rng.below(3) as usize])
+        .block_cache_capacity([0, 1 << 20][rng.below(2) as usize])
+        .dynamic_level_bytes(rng.below(2) == 0)
+        .background_compaction(background)
+        .filters(if rng.below(3) == 0 {
             FilterOptions::none()
         } else {
             FilterOptions::default()
-        },
-        ..Options::default()
-    }
+        })
 }
 
 type Item = Option<(Vec<u8>, Vec<u8>)>;

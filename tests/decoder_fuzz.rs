@@ -254,10 +254,7 @@ fn options_files() {
     .into_iter()
     .enumerate()
     {
-        let opts = bloomlsm::Options {
-            filters,
-            ..bloomlsm::Options::default()
-        };
+        let opts = bloomlsm::Options::default().filters(filters);
         let f = OptionsFile {
             unknown_families: Vec::new(),
             design: Design::of(&opts),
@@ -343,10 +340,7 @@ fn whole_tables() {
         std::fs::write(&path, &bytes).unwrap();
         // Half the cases read the filter on demand, as under a filter
         // memory budget (each probe decodes the block it needs).
-        let opts = TableOpenOptions {
-            filter_on_demand: rng.below(2) == 0,
-            ..TableOpenOptions::default()
-        };
+        let opts = TableOpenOptions::default().filter_on_demand(rng.below(2) == 0);
         if let Ok(t) = Table::open(&path, opts) {
             let _ = t.verify_all();
             let _ = t.get(b"key000017", key_hash(b"key000017"));
@@ -412,14 +406,12 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
         let mut b = TableBuilder::new(
             file,
             &path,
-            TableBuilderOptions {
-                block_size: 256,
-                filter,
-                key_format: KeyFormat::Plain,
-                compression,
-                filter_partition_bytes: partition_bytes,
-                ..TableBuilderOptions::default()
-            },
+            TableBuilderOptions::default()
+                .block_size(256)
+                .filter(filter)
+                .key_format(KeyFormat::Plain)
+                .compression(compression)
+                .filter_partition_bytes(partition_bytes),
         );
         for (j, k) in keys(n).iter().enumerate() {
             b.add(k, format!("value{j}").as_bytes()).unwrap();
@@ -437,11 +429,9 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
 fn manifest_edits() -> Vec<Vec<u8>> {
     // The edits of a real store's manifest, read back through its log.
     let dir = scratch_dir();
-    let opts = bloomlsm::Options {
-        write_buffer_size: 4096,
-        target_file_size: 4096,
-        ..bloomlsm::Options::default()
-    };
+    let opts = bloomlsm::Options::default()
+        .write_buffer_size(4096)
+        .target_file_size(4096);
     let db = bloomlsm::Db::open(dir.path(), opts).unwrap();
     for (i, k) in keys(400).iter().enumerate() {
         db.put(k, format!("value{i:050}")).unwrap();

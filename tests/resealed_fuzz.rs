@@ -551,16 +551,15 @@ fn table_entries(n: usize) -> Entries {
 }
 
 fn build_table(path: &Path, cfg: &TableConfig, es: &Entries) {
-    let opts = TableBuilderOptions {
-        block_size: 256,
-        restart_interval: cfg.restart_interval,
-        checksum: cfg.checksum,
-        filter: cfg.filter,
-        key_format: KeyFormat::Plain,
-        creation_time: Some(1_700_000_000),
-        compression: cfg.compression,
-        filter_partition_bytes: cfg.partition_bytes,
-    };
+    let opts = TableBuilderOptions::default()
+        .block_size(256)
+        .restart_interval(cfg.restart_interval)
+        .checksum(cfg.checksum)
+        .filter(cfg.filter)
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(cfg.compression)
+        .filter_partition_bytes(cfg.partition_bytes);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();
@@ -1137,10 +1136,7 @@ fn check_table(
     rng: &mut Rng,
     notes: &mut Notes,
 ) -> Result<&'static str, String> {
-    let opts = TableOpenOptions {
-        filter_on_demand: on_demand,
-        ..TableOpenOptions::default()
-    };
+    let opts = TableOpenOptions::default().filter_on_demand(on_demand);
     let t = match Table::open(path, opts) {
         Ok(t) => t,
         Err(e) => {
@@ -1428,21 +1424,19 @@ fn sst_index_metaindex_footer_resealed() {
 // ---------------------------------------------------------------- stores
 
 fn db_options() -> Options {
-    Options {
-        write_buffer_size: 8 << 10,
-        target_file_size: 4 << 10,
-        level1_max_bytes: 8 << 10,
-        level_size_multiplier: 2,
-        block_size: 512,
-        block_cache_capacity: 64 << 10,
-        filter_partition_bytes: 64,
-        filters: FilterOptions::hybrid(
+    common::options::manual()
+        .write_buffer_size(8 << 10)
+        .target_file_size(4 << 10)
+        .level1_max_bytes(8 << 10)
+        .level_size_multiplier(2)
+        .block_size(512)
+        .block_cache_capacity(64 << 10)
+        .filter_partition_bytes(64)
+        .filters(FilterOptions::hybrid(
             FilterPolicy::blocked512(10.0),
             FilterPolicy::ribbon(7.0),
             2,
-        ),
-        ..common::options::manual()
-    }
+        ))
 }
 
 fn dkey(i: usize) -> Vec<u8> {
@@ -1510,10 +1504,7 @@ impl Store {
         }
         // A write buffer that holds everything below: no flush runs in
         // the background, so the files are the same on every run.
-        let opts = Options {
-            write_buffer_size: 256 << 10,
-            ..db_options()
-        };
+        let opts = db_options().write_buffer_size(256 << 10);
         let db = Db::open(dir.path(), opts).unwrap();
         for _ in 0..150 {
             let mut b = WriteBatch::new();

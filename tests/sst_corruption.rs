@@ -81,16 +81,15 @@ fn build_filtered(
     compression: Compression,
     filter: FilterPolicy,
 ) -> Vec<u8> {
-    let opts = TableBuilderOptions {
-        block_size: 256,
-        restart_interval,
-        checksum,
-        filter: Some(filter),
-        key_format: KeyFormat::Plain,
-        creation_time: Some(1_700_000_000),
-        compression,
-        filter_partition_bytes: 0,
-    };
+    let opts = TableBuilderOptions::default()
+        .block_size(256)
+        .restart_interval(restart_interval)
+        .checksum(checksum)
+        .filter(Some(filter))
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(compression)
+        .filter_partition_bytes(0);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();
@@ -825,10 +824,7 @@ fn partitioned_entries() -> Entries {
 /// Opens with the filter in memory (`false`) or read on demand per probe
 /// (`true`, as a store under a filter memory budget does).
 fn open_opts(on_demand: bool) -> TableOpenOptions {
-    TableOpenOptions {
-        filter_on_demand: on_demand,
-        ..TableOpenOptions::default()
-    }
+    TableOpenOptions::default().filter_on_demand(on_demand)
 }
 
 /// Where the blocks of a partitioned table are.
@@ -844,16 +840,15 @@ struct Layout {
 }
 
 fn build_partitioned(path: &Path, es: &Entries, policy: FilterPolicy) -> Layout {
-    let opts = TableBuilderOptions {
-        block_size: 256,
-        restart_interval: 16,
-        checksum: ChecksumType::Crc32,
-        filter: Some(policy),
-        key_format: KeyFormat::Plain,
-        creation_time: Some(1_700_000_000),
-        compression: Compression::None,
-        filter_partition_bytes: 64,
-    };
+    let opts = TableBuilderOptions::default()
+        .block_size(256)
+        .restart_interval(16)
+        .checksum(ChecksumType::Crc32)
+        .filter(Some(policy))
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(Compression::None)
+        .filter_partition_bytes(64);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();

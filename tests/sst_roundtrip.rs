@@ -109,10 +109,7 @@ fn build(path: &Path, entries: &Entries, opts: TableBuilderOptions, on_demand: b
     assert_eq!(s.entries, entries.len() as u64);
     let t = Table::open(
         path,
-        TableOpenOptions {
-            filter_on_demand: on_demand,
-            ..TableOpenOptions::default()
-        },
+        TableOpenOptions::default().filter_on_demand(on_demand),
     )
     .unwrap();
     assert_eq!(t.filter_info().is_some(), t.filter_handle().is_some());
@@ -178,11 +175,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.sst");
         let entries: Entries = map.clone().into_iter().collect();
-        let opts = TableBuilderOptions {
-            block_size, restart_interval, checksum, filter,
-            key_format: KeyFormat::Plain, creation_time: None, compression,
-            filter_partition_bytes,
-        };
+        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Plain).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes);
         let t = build(&path, &entries, opts, on_demand);
         check_properties(&t, &entries, KeyFormat::Plain);
         prop_assert_eq!(t.checksum_type(), checksum);
@@ -271,11 +264,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sst");
-        let opts = TableBuilderOptions {
-            block_size, restart_interval, checksum, filter,
-            key_format: KeyFormat::Internal, creation_time: None, compression,
-            filter_partition_bytes,
-        };
+        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Internal).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes);
         let t = build(&path, &entries, opts, on_demand);
         check_properties(&t, &entries, KeyFormat::Internal);
         let dels = entries.iter().filter(|e| e.0[e.0.len() - 8] == 0).count() as u64;
@@ -342,11 +331,9 @@ fn concurrent_readers_share_table_and_cache() {
     let t = Arc::new(
         Table::open(
             &path,
-            TableOpenOptions {
-                file_id: 1,
-                cache: Some(cache.clone()),
-                ..TableOpenOptions::default()
-            },
+            TableOpenOptions::default()
+                .file_id(1)
+                .cache(Some(cache.clone())),
         )
         .unwrap(),
     );

@@ -12,10 +12,7 @@ use common::files::{store_with_log, tree};
 use common::scratch_dir;
 
 fn options(mode: WalRecovery) -> Options {
-    Options {
-        wal_recovery: mode,
-        ..common::options::synced()
-    }
+    common::options::synced().wal_recovery(mode)
 }
 
 /// Refused by both opens with `Corruption` naming `log` and `offset`, and

@@ -37,6 +37,7 @@ use crate::fs::{ReadableFile, link_refused};
 
 /// What [`Db::checkpoint`] made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CheckpointReport {
     /// Tables in the checkpoint.
     pub tables: usize,

@@ -35,6 +35,7 @@ const BATCH_RECORDS: usize = 1024;
 
 /// What [`Db::ingest`] installed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IngestReport {
     /// Records read (a key given twice counts twice; the later value wins).
     pub records: u64,

@@ -485,10 +485,7 @@ impl Db {
     /// ```
     /// use bloomlsm::{Db, Options};
     ///
-    /// let opts = Options {
-    ///     background_compaction: false,
-    ///     ..Options::default()
-    /// };
+    /// let opts = Options::default().background_compaction(false);
     /// let dir = tempfile::tempdir()?;
     /// let db = Db::open(dir.path(), opts)?;
     /// db.put("apple", "red")?;
@@ -515,10 +512,7 @@ impl Db {
     /// ```
     /// use bloomlsm::{Db, FilterKind, FilterOptions, Options};
     ///
-    /// let opts = Options {
-    ///     filters: FilterOptions::monkey(FilterKind::Blocked512, 10.0),
-    ///     ..Options::default()
-    /// };
+    /// let opts = Options::default().filters(FilterOptions::monkey(FilterKind::Blocked512, 10.0));
     /// let dir = tempfile::tempdir()?;
     /// let db = Db::open(dir.path(), opts)?;
     /// db.put("apple", "red")?;
@@ -606,10 +600,7 @@ impl Db {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// use bloomlsm::{Db, FilterOptions, FilterPolicy, Options};
-    /// let bloom = Options {
-    ///     filters: FilterOptions::uniform(Some(FilterPolicy::bloom(12.0))),
-    ///     ..Options::default()
-    /// };
+    /// let bloom = Options::default().filters(FilterOptions::uniform(Some(FilterPolicy::bloom(12.0))));
     /// Db::open(dir.path(), bloom)?.close()?;
     /// // Reopened with the defaults, the store keeps the design it recorded.
     /// let db = Db::open(dir.path(), Options::default())?;

@@ -31,6 +31,7 @@ use super::properties::TableProperties;
 
 /// How a table is built.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TableBuilderOptions {
     /// Target size of a data block's contents before its trailer (default 4096).
     /// A block is cut as soon as it reaches this size, so blocks are slightly larger.
@@ -56,6 +57,17 @@ pub struct TableBuilderOptions {
     /// filter in memory reads one small partition per probe.
     pub filter_partition_bytes: usize,
 }
+
+crate::options::setters!(TableBuilderOptions {
+    block_size: usize,
+    restart_interval: usize,
+    checksum: ChecksumType,
+    filter: Option<FilterPolicy>,
+    key_format: KeyFormat,
+    creation_time: Option<u64>,
+    compression: Compression,
+    filter_partition_bytes: usize,
+});
 
 impl Default for TableBuilderOptions {
     fn default() -> Self {

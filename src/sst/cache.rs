@@ -184,6 +184,7 @@ impl Shard {
 
 /// A snapshot of the cache's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CacheStats {
     /// Configured capacity in bytes.
     pub capacity: usize,

@@ -241,25 +241,18 @@ mod tests {
     }
 
     fn file(level: usize, probe_chance: f64, pinned: bool) -> FileStats {
-        FileStats {
-            level,
-            number: 1,
-            file_bytes: 0,
-            data_bytes: 0,
-            data_raw_bytes: 0,
-            compression: "none".into(),
-            entries: 10,
-            smallest: Vec::new(),
-            largest: Vec::new(),
-            filter: "blocked512".into(),
-            bits_per_key: 10.0,
-            filter_usable: true,
-            filter_pinned: pinned,
-            filter_partitions: 2,
-            probe_chance,
-            predicted_fpr: 0.01,
-            io: Default::default(),
-        }
+        let mut f = FileStats::default();
+        f.level = level;
+        f.number = 1;
+        f.entries = 10;
+        f.filter = "blocked512".into();
+        f.bits_per_key = 10.0;
+        f.filter_usable = true;
+        f.filter_pinned = pinned;
+        f.filter_partitions = 2;
+        f.probe_chance = probe_chance;
+        f.predicted_fpr = 0.01;
+        f
     }
 
     #[test]

@@ -293,10 +293,7 @@ fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> Cli
             parent.display()
         )));
     }
-    let opts = Options {
-        create_if_missing: false,
-        ..Options::default()
-    };
+    let opts = Options::default().create_if_missing(false);
     let db = Db::open(dir, opts)?;
     warn_wal_damage(dir, &db.stats(), true);
     let r = db.checkpoint(target)?;
@@ -419,10 +416,7 @@ pub fn check_store_dir(dir: &Path, new: NewStore) -> CliResult {
 /// where a new store may be made ([`check_store_dir`]).
 pub fn open(dir: &Path, new: NewStore, design: &DesignArgs, files: &OpenFilesArg) -> CliResult<Db> {
     check_store_dir(dir, new)?;
-    let mut opts = Options {
-        create_if_missing: new != NewStore::Refuse,
-        ..Options::default()
-    };
+    let mut opts = Options::default().create_if_missing(new != NewStore::Refuse);
     files.apply(&mut opts);
     design.apply(dir, &mut opts)?;
     let db = Db::open(dir, opts)?;
@@ -495,10 +489,7 @@ fn warn_wal_damage(dir: &Path, s: &Stats, writable: bool) {
 /// ([`WalRecovery::TolerateTornTail`]): the commands say what was dropped
 /// ([`wal_damage`]), which a refused open could not.
 fn read_only_db(dir: &Path, files: &OpenFilesArg) -> bloomlsm::Result<Db> {
-    let mut opts = Options {
-        wal_recovery: WalRecovery::TolerateTornTail,
-        ..Options::default()
-    };
+    let mut opts = Options::default().wal_recovery(WalRecovery::TolerateTornTail);
     files.apply(&mut opts);
     Db::open_read_only(dir, opts)
 }
@@ -1013,10 +1004,7 @@ fn load(a: &LoadArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
 
 fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     check_store(&a.dir)?;
-    let mut opts = Options {
-        filter_memory_budget: a.filter_budget,
-        ..Options::default()
-    };
+    let mut opts = Options::default().filter_memory_budget(a.filter_budget);
     files.apply(&mut opts);
     let db = Db::open_read_only(&a.dir, opts)?;
     warn_wal_damage(&a.dir, &db.stats(), false);
@@ -1307,10 +1295,7 @@ fn verify(dir: &Path, json: bool, files: &OpenFilesArg, out: &mut dyn Write) -> 
 /// as an open that refuses to drop it ([`WalRecovery::AbsoluteConsistency`])
 /// names them; `None` if that open names no log (the store changed since).
 fn first_cut(dir: &Path) -> Option<(PathBuf, u64)> {
-    let strict = Options {
-        wal_recovery: WalRecovery::AbsoluteConsistency,
-        ..Options::default()
-    };
+    let strict = Options::default().wal_recovery(WalRecovery::AbsoluteConsistency);
     match Db::open_read_only(dir, strict) {
         Err(bloomlsm::Error::Corruption { file, offset, .. })
             if file.extension().is_some_and(|x| x == "log") =>

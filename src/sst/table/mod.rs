@@ -59,6 +59,7 @@ const DATA: &str = "data";
 
 /// How to open a table.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct TableOpenOptions {
     /// The store-wide number of this file: the block cache key's first half.
     /// Must be unique among files sharing a cache.
@@ -83,6 +84,15 @@ pub struct TableOpenOptions {
     /// the file stays open for the table's life.
     pub table_cache: Option<Arc<TableCache>>,
 }
+
+crate::options::setters!(TableOpenOptions {
+    file_id: u64,
+    cache: Option<Arc<BlockCache>>,
+    fs: Option<Arc<dyn FileSystem>>,
+    read_mode: ReadMode,
+    filter_on_demand: bool,
+    table_cache: Option<Arc<TableCache>>,
+});
 
 /// One in-memory index entry: the last key of a data block and its handle.
 #[derive(Clone, Copy, Debug)]

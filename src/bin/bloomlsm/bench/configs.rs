@@ -157,18 +157,16 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
 /// shape for every configuration), block cache off (every data-block read is
 /// a real `pread`), tables read in `io` mode.
 pub fn bench_options(filters: FilterOptions, io: IoMode) -> Options {
-    Options {
-        read_mode: io.read_mode(),
-        write_buffer_size: 2 << 20,
-        target_file_size: 2 << 20,
-        level1_max_bytes: 4 << 20,
-        level_size_multiplier: 10,
-        block_cache_capacity: 0,
-        background_compaction: false,
-        sync_writes: false,
-        filters,
-        ..Options::default()
-    }
+    Options::default()
+        .read_mode(io.read_mode())
+        .write_buffer_size(2 << 20)
+        .target_file_size(2 << 20)
+        .level1_max_bytes(4 << 20)
+        .level_size_multiplier(10)
+        .block_cache_capacity(0)
+        .background_compaction(false)
+        .sync_writes(false)
+        .filters(filters)
 }
 
 #[cfg(test)]
