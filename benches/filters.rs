@@ -8,14 +8,16 @@
 //! comparison only); `BLOOMLSM_SBBF_ONLY=1` runs only that part, and
 //! `BLOOMLSM_RIBBON_ONLY=1` only the Ribbon targets, `BLOOMLSM_FUSE_ONLY=1`
 //! only the binary fuse report ([`fuse_report`]: build and probe costs, and
-//! the measured bits/key and FPR at 10^4..10^6 keys).
+//! the measured bits/key and FPR at 10^4..10^6 keys), `BLOOMLSM_RANGE_ONLY=1`
+//! only the range filter report ([`range_report`]: Grafite's FPR against its
+//! bound over bits/key, range lengths and query correlation).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bloomlsm::filter::{
     Blocked512Filter, BloomFilter, Filter, FilterKind, FilterPolicy, FuseFilter, FuseWidth,
-    RibbonFilter, key_hash,
+    RangeFilter, RibbonFilter, key_hash, key_point,
 };
 use bloomlsm::workload::{SplitMix64, absent_key, present_key};
 use criterion::{BenchmarkId, Criterion, Throughput};
@@ -923,6 +925,76 @@ fn sbbf_targets() {
     );
 }
 
+/// The range filter report, after Grafite's harness: one filter over the
+/// points of 10^6 present keys (their first eight bytes) at 8..28 bits per
+/// key, probed with 200,000 ranges of 2^0..2^16 points per length, starting
+/// at random points (uncorrelated) or one point past a key's (correlated:
+/// the scan that resumes where data ends); only empty ranges count. Each
+/// measured FPR is printed beside the bound `L / 2^(B−2)`, then build and
+/// query costs.
+fn range_report() {
+    const QUERIES: u64 = 200_000;
+    let n = 1_000_000u64;
+    let mut points: Vec<u64> = (0..n).map(|i| key_point(&present_key(SEED, i))).collect();
+    points.sort_unstable();
+    println!("\nGrafite range filter: FPR of empty ranges, {n} keys, {QUERIES} ranges per cell");
+    println!(
+        "{:>8} {:>9} {:>7} {:>13} {:>13} {:>13}",
+        "bits/key", "spent", "length", "uncorrelated", "correlated", "bound"
+    );
+    let empty = |lo: u64, hi: u64| {
+        let i = points.partition_point(|&p| p < lo);
+        i == points.len() || points[i] > hi
+    };
+    for bits in [8.0, 12.0, 16.0, 20.0, 24.0, 28.0] {
+        let f = RangeFilter::build(&points, bits, SEED);
+        for log_len in (0..=16).step_by(2) {
+            let len = 1u64 << log_len;
+            let mut rng = SplitMix64::new(SEED ^ len);
+            let mut fpr = |correlated: bool| {
+                let (mut tried, mut passed) = (0u64, 0u64);
+                for _ in 0..QUERIES {
+                    let lo = if correlated {
+                        points[rng.below(n) as usize].saturating_add(1)
+                    } else {
+                        rng.next_u64()
+                    };
+                    let hi = lo.saturating_add(len - 1);
+                    if empty(lo, hi) {
+                        tried += 1;
+                        passed += u64::from(f.may_contain_range(lo, hi));
+                    }
+                }
+                passed as f64 / tried.max(1) as f64
+            };
+            let (u, c) = (fpr(false), fpr(true));
+            println!(
+                "{bits:>8} {:>9.3} {:>7} {:>12.5}% {:>12.5}% {:>12.5}%",
+                f.bits_per_key(),
+                format!("2^{log_len}"),
+                u * 100.0,
+                c * 100.0,
+                f.predicted_fpr(len) * 100.0
+            );
+        }
+    }
+    let build = median_ns(3, points.len(), || {
+        RangeFilter::build(&points, 16.0, SEED).memory_bytes()
+    });
+    let f = RangeFilter::build(&points, 16.0, SEED);
+    let mut rng = SplitMix64::new(SEED);
+    let starts: Vec<u64> = (0..PROBES).map(|_| rng.next_u64()).collect();
+    let query = median_ns(5, starts.len(), || {
+        starts
+            .iter()
+            .filter(|&&lo| f.may_contain_range(lo, lo.saturating_add(1023)))
+            .count()
+    });
+    println!(
+        "16 bits/key at 1e6 keys: build {build:.1} ns/key, range query (2^10 points) {query:.1} ns"
+    );
+}
+
 fn main() {
     if std::env::var_os("BLOOMLSM_SBBF_ONLY").is_some() {
         sbbf_targets();
@@ -939,6 +1011,10 @@ fn main() {
     }
     if std::env::var_os("BLOOMLSM_FUSE_ONLY").is_some() {
         fuse_report();
+        return;
+    }
+    if std::env::var_os("BLOOMLSM_RANGE_ONLY").is_some() {
+        range_report();
         return;
     }
     let mut c = Criterion::default().configure_from_args();

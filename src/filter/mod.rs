@@ -12,10 +12,12 @@
 
 pub mod blocked;
 pub mod bloom;
+pub mod elias_fano;
 pub mod family;
 pub mod fuse;
 pub mod math;
 pub mod partitioned;
+pub mod range;
 pub mod ribbon;
 mod spec;
 
@@ -26,6 +28,7 @@ pub use bloom::BloomFilter;
 pub use family::{FilterFamily, KeyFilter, RegisteredFilter, filter_families, register_filter};
 pub use fuse::{FuseFilter, FuseWidth};
 pub use partitioned::PartitionedFilter;
+pub use range::{RangeFilter, key_point};
 pub use ribbon::RibbonFilter;
 pub use spec::{filter_spec, parse_filter_spec, unregistered_family};
 
