@@ -97,6 +97,7 @@ pub mod filter;
 pub mod fs;
 pub(crate) mod key;
 pub mod options;
+pub(crate) mod range_tombstone;
 pub mod sst;
 pub mod stats;
 #[cfg(test)]

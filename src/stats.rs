@@ -197,6 +197,12 @@ pub(crate) struct GetCounters {
     /// Σ over missing lookups of Σ over the files they probed of the file's
     /// modelled FPR, in units of 1e-9 reads.
     pub missing_predicted_nano: AtomicU64,
+    /// Range-tombstone lists (of a memtable or a file) a lookup searched.
+    pub range_tombstone_checks: AtomicU64,
+    /// Of those, files'.
+    pub range_tombstone_files: AtomicU64,
+    /// Lookups a range tombstone answered (the key deleted).
+    pub range_deleted: AtomicU64,
 }
 
 impl GetCounters {
@@ -208,6 +214,9 @@ impl GetCounters {
             &self.missing_block_reads,
             &self.missing_disk_reads,
             &self.missing_predicted_nano,
+            &self.range_tombstone_checks,
+            &self.range_tombstone_files,
+            &self.range_deleted,
         ] {
             a.store(0, Relaxed);
         }
@@ -337,6 +346,14 @@ pub struct Stats {
     /// each missing lookup probed (key inside the file's range), of that file's
     /// modelled FPR (1 for a file without a usable filter).
     pub missing_get_predicted_reads: f64,
+    /// Range-tombstone lists lookups searched: one per memtable or file
+    /// holding range deletions whose key range the lookup's key is in,
+    /// whatever the file's filter says (one binary search each).
+    pub range_tombstone_checks: u64,
+    /// Of those, files' (the rest are memtables').
+    pub range_tombstone_files: u64,
+    /// Lookups that found their key deleted by a range tombstone.
+    pub gets_range_deleted: u64,
     /// Per level, L0 first.
     pub levels: Vec<LevelStats>,
     /// The level L0 compacts into: 1, or with

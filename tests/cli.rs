@@ -591,6 +591,7 @@ fn help_on_every_command() {
         &["db", "put", "--help"],
         &["db", "get", "--help"],
         &["db", "delete", "--help"],
+        &["db", "delete-range", "--help"],
         &["db", "scan", "--help"],
         &["db", "load", "--help"],
         &["db", "stats", "--help"],
@@ -607,7 +608,12 @@ fn help_on_every_command() {
             out.contains("Exit status:\n  0  success") && out.contains("  3  bad input data"),
             "{args:?}:\n{out}"
         );
-        if args.len() == 3 && !matches!(args[1], "put" | "delete" | "load" | "compact") {
+        if args.len() == 3
+            && !matches!(
+                args[1],
+                "put" | "delete" | "delete-range" | "load" | "compact"
+            )
+        {
             assert!(out.contains("--json"), "{args:?}: no --json");
             assert!(
                 out.contains("JSON (--json)"),
@@ -2150,4 +2156,34 @@ fn db_checkpoint_makes_a_store_and_refuses_bad_targets() {
     assert_one_line_error(&o);
     assert_eq!(o.status.code(), Some(2));
     assert!(!d.join("nowhere").exists());
+}
+
+/// `db delete-range` removes `[START, END)` with one range tombstone (END
+/// stays); an empty or inverted range is a usage error, an empty key bad
+/// input, each one line, and neither writes anything.
+#[test]
+fn db_delete_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().to_str().unwrap();
+    for k in ["a", "b", "c", "d"] {
+        assert!(bloomlsm(&["db", "put", s, k, "1"]).status.success());
+    }
+    let o = bloomlsm(&["db", "delete-range", s, "b", "d"]);
+    assert!(o.status.success(), "{o:?}");
+    let o = bloomlsm(&["db", "scan", s, "--keys-only"]);
+    assert_eq!(stdout(&o), "a\nd\n");
+    for (args, code) in [
+        (&["db", "delete-range", s, "d", "a"][..], 2),
+        (&["db", "delete-range", s, "d", "d"], 2),
+        (&["db", "delete-range", s, "", "d"], 3),
+        (&["db", "delete-range", s, "--hex", "zz", "d"], 2),
+    ] {
+        let o = bloomlsm(args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {o:?}");
+        assert_one_line_error(&o);
+    }
+    let o = bloomlsm(&["db", "delete-range", s, "--hex", "00", "ff"]);
+    assert!(o.status.success(), "{o:?}");
+    let o = bloomlsm(&["db", "scan", s, "--keys-only"]);
+    assert_eq!(stdout(&o), "");
 }

@@ -10,7 +10,8 @@
 //! child, each on its own keys, so that writes are committed in groups (one
 //! WAL record and one fsync for many writers): each thread's acknowledged
 //! writes must all be there, and its one in-flight operation entirely or not
-//! at all.
+//! at all. Batches hold puts, deletes and range deletes (over a writer's own
+//! keys), so a range delete's WAL record is replayed after the kill too.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,8 +30,17 @@ const KEY_SPACE: u64 = 300;
 /// killed long before).
 const CHILD_MAX_OPS: u64 = 20_000;
 
-/// One operation: the keys it sets (`Some(value)`) or deletes (`None`).
-type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+/// One write of an operation.
+#[derive(Clone, Debug)]
+enum Write {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    /// Every key in `[start, end)`, within the thread's keys.
+    DeleteRange(Vec<u8>, Vec<u8>),
+}
+
+/// One operation: its writes, applied in order as one batch.
+type Op = Vec<Write>;
 
 /// Key `i` of writer thread `t` (threads write disjoint keys).
 fn thread_key(t: u64, i: u64) -> Vec<u8> {
@@ -52,18 +62,25 @@ fn gen_op(rng: &mut SplitMix64, t: u64, round: u64, i: u64) -> Op {
         _ => 2 + rng.below(5),
     };
     if n == 0 {
-        return vec![(thread_key(t, rng.below(KEY_SPACE)), None)];
+        return vec![Write::Delete(thread_key(t, rng.below(KEY_SPACE)))];
     }
     (0..n)
         .map(|j| {
-            let k = thread_key(t, rng.below(KEY_SPACE));
-            if n > 1 && rng.below(5) == 0 {
-                return (k, None);
+            let a = rng.below(KEY_SPACE);
+            let k = thread_key(t, a);
+            if n > 1 {
+                match rng.below(10) {
+                    // A range delete of up to 20 of the thread's keys, in a
+                    // batch with puts and deletes around it.
+                    0 => return Write::DeleteRange(k, thread_key(t, a + 1 + rng.below(20))),
+                    1 | 2 => return Write::Delete(k),
+                    _ => {}
+                }
             }
             let pad = rng.below(300) as usize;
             let mut v = format!("{}|r{round}|op{i}|{j}|", String::from_utf8_lossy(&k)).into_bytes();
             v.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, pad));
-            (k, Some(v))
+            Write::Put(k, v)
         })
         .collect()
 }
@@ -105,8 +122,12 @@ fn open(dir: impl AsRef<Path>, opts: Options) -> bloomlsm::Result<Db> {
 }
 
 fn apply(m: &mut Model, op: &Op) {
-    for (k, v) in op {
-        model::apply(m, k, v.as_deref());
+    for w in op {
+        match w {
+            Write::Put(k, v) => model::apply(m, k, Some(v)),
+            Write::Delete(k) => model::apply(m, k, None),
+            Write::DeleteRange(s, e) => model::apply_range(m, s, e),
+        }
     }
 }
 
@@ -143,20 +164,20 @@ fn write_ops(db: &Db, seed: u64, round: u64, t: u64) {
     let mut rng = op_rng(seed, round, t);
     for i in 0..CHILD_MAX_OPS {
         let op = gen_op(&mut rng, t, round, i);
-        if op.len() == 1 {
-            match &op[0] {
-                (k, Some(v)) => db.put(k, v).unwrap(),
-                (k, None) => db.delete(k).unwrap(),
-            }
-        } else {
-            let mut b = WriteBatch::new();
-            for (k, v) in &op {
-                match v {
-                    Some(v) => b.put(k, v),
-                    None => b.delete(k),
+        match op.as_slice() {
+            [Write::Put(k, v)] => db.put(k, v).unwrap(),
+            [Write::Delete(k)] => db.delete(k).unwrap(),
+            _ => {
+                let mut b = WriteBatch::new();
+                for w in &op {
+                    match w {
+                        Write::Put(k, v) => b.put(k, v),
+                        Write::Delete(k) => b.delete(k),
+                        Write::DeleteRange(s, e) => b.delete_range(s, e),
+                    }
                 }
+                db.write(b).unwrap();
             }
-            db.write(b).unwrap();
         }
         // Acknowledged: the call returned.
         println!("ACK {t} {i}");

@@ -1,8 +1,9 @@
 //! A real crash test of the write-ahead log.
 //!
 //! The parent test re-executes this test binary as a child process running only
-//! the `#[ignore]`d `crash_child` test. The child appends batches to a WAL and
-//! prints `ACK <seq>` after each `append` returns. The parent SIGKILLs it after a
+//! the `#[ignore]`d `crash_child` test. The child appends batches (puts,
+//! deletes, range deletes) to a WAL and prints `ACK <seq>` after each `append`
+//! returns. The parent SIGKILLs it after a
 //! pseudo-random number of acknowledgements (fixed seed), replays the WAL and
 //! checks that every acknowledged batch is present and intact, in order, and
 //! that nothing garbled appears — only a torn tail may be dropped.
@@ -41,7 +42,10 @@ fn batch_for(seq: u64) -> WriteBatch {
     let n = 1 + xorshift(&mut x) % 4;
     for i in 0..n {
         let key = format!("key-{seq}-{i}");
-        if xorshift(&mut x).is_multiple_of(5) {
+        let dice = xorshift(&mut x);
+        if dice.is_multiple_of(7) {
+            b.delete_range(key.as_bytes(), format!("key-{seq}-{i}~").as_bytes());
+        } else if dice.is_multiple_of(5) {
             b.delete(key.as_bytes());
         } else {
             let len = match xorshift(&mut x) % 10 {

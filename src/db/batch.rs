@@ -3,9 +3,13 @@
 //!
 //! ```text
 //! batch := seq: u64 LE | count: u32 LE | count × op
-//! op    := kind: u8 (1 = Value, 0 = Deletion) | varint key_len | key
-//!          [ | varint value_len | value ]            -- only for kind 1
+//! op    := kind: u8 (1 = Value, 0 = Deletion, 2 = RangeDeletion)
+//!          | varint key_len | key
+//!          [ | varint value_len | value ]            -- kind 1: the value
+//!          [ | varint end_len | end ]                -- kind 2: the range's end
 //! ```
+//!
+//! A range deletion's key is the start of the half-open range `[key, end)`.
 //!
 //! The batch's operations get the consecutive sequence numbers
 //! `seq, seq + 1, …, seq + count - 1`, in order. The batch keeps its encoded
@@ -19,6 +23,9 @@ use crate::key::{MAX_SEQUENCE, ValueKind};
 
 /// Bytes of the `seq | count` header.
 pub const BATCH_HEADER_LEN: usize = 12;
+
+/// The op kind byte of a range deletion (after `Deletion` 0 and `Value` 1).
+const RANGE_DELETION: u8 = 2;
 
 /// One operation of a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,29 +42,41 @@ pub enum BatchOp<'a> {
         /// The user key.
         key: &'a [u8],
     },
+    /// Delete every key in `[start, end)`.
+    DeleteRange {
+        /// The first key deleted.
+        start: &'a [u8],
+        /// The first key after the range (not deleted).
+        end: &'a [u8],
+    },
 }
 
 impl<'a> BatchOp<'a> {
-    /// The user key.
+    /// The user key (a range deletion's start).
     pub fn key(&self) -> &'a [u8] {
         match *self {
-            BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+            BatchOp::Put { key, .. }
+            | BatchOp::Delete { key }
+            | BatchOp::DeleteRange { start: key, .. } => key,
         }
     }
 
-    /// The value kind this operation writes.
-    pub fn kind(&self) -> ValueKind {
+    /// The value kind a point operation writes; `None` for a range deletion,
+    /// which the store keeps apart from point entries.
+    pub fn kind(&self) -> Option<ValueKind> {
         match self {
-            BatchOp::Put { .. } => ValueKind::Value,
-            BatchOp::Delete { .. } => ValueKind::Deletion,
+            BatchOp::Put { .. } => Some(ValueKind::Value),
+            BatchOp::Delete { .. } => Some(ValueKind::Deletion),
+            BatchOp::DeleteRange { .. } => None,
         }
     }
 
-    /// The value (empty for a delete).
+    /// The value (empty for a delete; a range deletion's end).
     pub fn value(&self) -> &'a [u8] {
         match *self {
             BatchOp::Put { value, .. } => value,
             BatchOp::Delete { .. } => &[],
+            BatchOp::DeleteRange { end, .. } => end,
         }
     }
 }
@@ -133,6 +152,26 @@ impl WriteBatch {
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
         self.rep.push(ValueKind::Deletion as u8);
         put_length_prefixed(&mut self.rep, key.as_ref());
+        self.bump_count();
+    }
+
+    /// Adds "delete every key in `[start, end)`" (like
+    /// [`Db::delete_range`](crate::Db::delete_range)): every version of such a
+    /// key written before this operation is hidden from readers that see it.
+    /// A range with `start >= end` makes [`Db::write`](crate::Db::write) fail
+    /// with [`Error::InvalidArgument`] and write nothing.
+    ///
+    /// ```
+    /// let mut batch = bloomlsm::WriteBatch::new();
+    /// batch.put("k1", "v");
+    /// batch.delete_range("k0", "k9"); // deletes k1 too: it comes first
+    /// batch.put("k2", "v"); // survives: written after the range delete
+    /// assert_eq!(batch.len(), 3);
+    /// ```
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        self.rep.push(RANGE_DELETION);
+        put_length_prefixed(&mut self.rep, start.as_ref());
+        put_length_prefixed(&mut self.rep, end.as_ref());
         self.bump_count();
     }
 
@@ -220,6 +259,14 @@ impl WriteBatch {
         for _ in 0..count {
             let at = d.pos();
             let kind = d.u8().map_err(|w| bad(at, w))?;
+            if kind == RANGE_DELETION {
+                let start = d.length_prefixed().map_err(|w| bad(d.pos(), w))?;
+                let end = d.length_prefixed().map_err(|w| bad(d.pos(), w))?;
+                if start >= end {
+                    return Err(bad(at, "range deletion whose start is not below its end"));
+                }
+                continue;
+            }
             let kind =
                 ValueKind::from_byte(kind).ok_or_else(|| bad(at, "unknown operation kind"))?;
             d.length_prefixed().map_err(|w| bad(d.pos(), w))?;
@@ -257,6 +304,11 @@ impl<'a> Iterator for BatchIter<'a> {
                 BatchOp::Put {
                     key,
                     value: self.d.length_prefixed()?,
+                }
+            } else if kind == RANGE_DELETION {
+                BatchOp::DeleteRange {
+                    start: key,
+                    end: self.d.length_prefixed()?,
                 }
             } else {
                 BatchOp::Delete { key }
@@ -297,6 +349,7 @@ mod tests {
         b.put(b"", b"");
         b.put([0xff; 200], [7; 300]);
         b.delete(b"z");
+        b.delete_range(b"k1", b"k5");
         b.set_sequence(1234);
         b
     }
@@ -304,9 +357,9 @@ mod tests {
     #[test]
     fn build_iterate_and_decode() {
         let b = sample();
-        assert_eq!(b.len(), 5);
+        assert_eq!(b.len(), 6);
         assert_eq!(b.sequence(), 1234);
-        assert_eq!(b.last_sequence(), Some(1238));
+        assert_eq!(b.last_sequence(), Some(1239));
         let ops: Vec<_> = b.iter().collect();
         assert_eq!(
             ops[0],
@@ -317,7 +370,15 @@ mod tests {
         );
         assert_eq!(ops[1], BatchOp::Delete { key: b"beta" });
         assert_eq!(ops[3].value(), &[7; 300]);
-        assert_eq!(ops[4].kind(), ValueKind::Deletion);
+        assert_eq!(ops[4].kind(), Some(ValueKind::Deletion));
+        assert_eq!(
+            ops[5],
+            BatchOp::DeleteRange {
+                start: b"k1",
+                end: b"k5"
+            }
+        );
+        assert_eq!(ops[5].kind(), None);
         let d = WriteBatch::decode(b.encoded()).unwrap();
         assert_eq!(d, b);
         assert_eq!(d.iter().collect::<Vec<_>>(), ops);
@@ -328,7 +389,7 @@ mod tests {
         assert_eq!(c.last_sequence(), None);
         c.put(b"k", b"v");
         c.append(&b);
-        assert_eq!(c.len(), 6);
+        assert_eq!(c.len(), 7);
         assert_eq!(c.iter().nth(2), Some(BatchOp::Delete { key: b"beta" }));
         c.clear();
         assert!(c.is_empty());
@@ -357,6 +418,15 @@ mod tests {
                     assert_eq!(b.iter().count(), b.len());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn empty_or_inverted_range_is_corruption() {
+        for (start, end) in [(&b"b"[..], &b"b"[..]), (b"c", b"b")] {
+            let mut b = WriteBatch::new();
+            b.delete_range(start, end);
+            assert!(WriteBatch::decode(b.encoded()).unwrap_err().is_corruption());
         }
     }
 

@@ -63,6 +63,9 @@ impl Inner {
             missing_get_disk_reads: g.missing_disk_reads.load(Ordering::Relaxed),
             missing_get_predicted_reads: g.missing_predicted_nano.load(Ordering::Relaxed) as f64
                 / 1e9,
+            range_tombstone_checks: g.range_tombstone_checks.load(Ordering::Relaxed),
+            range_tombstone_files: g.range_tombstone_files.load(Ordering::Relaxed),
+            gets_range_deleted: g.range_deleted.load(Ordering::Relaxed),
             flushes: self.counters.flushes.load(Ordering::Relaxed),
             compactions: self.counters.compactions.load(Ordering::Relaxed),
             filter_rebuilds: self.counters.filter_rebuilds.load(Ordering::Relaxed),

@@ -3,6 +3,7 @@
 //! I/O each lookup is charged; and the start of a scan.
 
 use super::*;
+use crate::range_tombstone::Fragments;
 
 impl Inner {
     /// `at`: a snapshot's sequence number (`None`: the latest).
@@ -11,20 +12,34 @@ impl Inner {
         let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         self.counters.gets.gets.fetch_add(1, Ordering::Relaxed);
         let hash = key_hash(user_key);
+        // The newest range tombstone over the key that the read sees among
+        // the sources searched so far (0: none). A version older than it is
+        // deleted, and so is every version in the sources after the one
+        // holding it: those are older (docs/design.md, "Range deletions").
+        let mut cover = 0u64;
         for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
-            if let Some(r) = mem.get_hashed(user_key, hash, snapshot) {
+            if let Some(t) = mem.range_tombstones() {
                 self.counters
                     .gets
-                    .memtable_answers
+                    .range_tombstone_checks
                     .fetch_add(1, Ordering::Relaxed);
-                return Ok(match r {
-                    LookupResult::Value(v) => {
-                        self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
-                        Some(v)
-                    }
-                    LookupResult::Deleted => None,
-                });
+                cover = cover.max(t.max_cover(user_key, snapshot));
             }
+            let found = match mem.get_versioned(user_key, hash, snapshot) {
+                Some((seq, LookupResult::Value(v))) => (seq, Some(v)),
+                Some((seq, LookupResult::Deleted)) => (seq, None),
+                None if cover > 0 => (0, None),
+                None => continue,
+            };
+            self.counters
+                .gets
+                .memtable_answers
+                .fetch_add(1, Ordering::Relaxed);
+            let value = self.resolve(found, cover);
+            if value.is_some() {
+                self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(value);
         }
         let v = &sv.version;
         // First pick the file of every level and start loading the filter
@@ -51,10 +66,15 @@ impl Inner {
                 for (i, f) in files.iter().enumerate() {
                     if !v.l0_covers(i, user_key) {
                         f.io.add(&KEY_RANGE_SKIP);
-                    } else if let Some(found) =
-                        self.probe_at(v, level, i, &mut lookup, hash, &mut cost)?
-                    {
+                        continue;
+                    }
+                    cover = cover.max(self.file_cover(f, user_key, snapshot));
+                    if let Some(found) = self.probe_at(v, level, i, &mut lookup, hash, &mut cost)? {
                         answer = Some(found);
+                        break 'levels;
+                    }
+                    if cover > 0 {
+                        answer = Some((0, None));
                         break 'levels;
                     }
                 }
@@ -68,14 +88,19 @@ impl Inner {
                 Slot::None => {}
                 Slot::Below(i) => files[i].io.add(&KEY_RANGE_SKIP),
                 Slot::In(i) => {
+                    cover = cover.max(self.file_cover(&files[i], user_key, snapshot));
                     if let Some(found) = self.probe_at(v, level, i, &mut lookup, hash, &mut cost)? {
                         answer = Some(found);
+                        break 'levels;
+                    }
+                    if cover > 0 {
+                        answer = Some((0, None));
                         break 'levels;
                     }
                 }
             }
         }
-        match answer {
+        match answer.map(|found| self.resolve(found, cover)) {
             Some(Some(value)) => {
                 self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
                 Ok(Some(value))
@@ -86,6 +111,34 @@ impl Inner {
                 Ok(None)
             }
         }
+    }
+
+    /// What a lookup learns of a key from the version it found at `seq`
+    /// (`(0, None)`: none, but a range tombstone over the key) under the
+    /// newest range tombstone `cover` over it: a value, or `None` if
+    /// deleted (counted when a range tombstone deleted it).
+    pub(super) fn resolve(&self, found: Found, cover: u64) -> Option<Bytes> {
+        if found.0 < cover {
+            self.counters
+                .gets
+                .range_deleted
+                .fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        found.1
+    }
+
+    /// The newest range tombstone of file `f` over `user_key` that a read
+    /// at `snapshot` sees (0: none), counted. Consulted for every file whose
+    /// range holds the key, before and whatever its filter answers.
+    pub(super) fn file_cover(&self, f: &FileHandle, user_key: &[u8], snapshot: u64) -> u64 {
+        if !f.has_range_tombstones {
+            return 0;
+        }
+        let g = &self.counters.gets;
+        g.range_tombstone_checks.fetch_add(1, Ordering::Relaxed);
+        g.range_tombstone_files.fetch_add(1, Ordering::Relaxed);
+        f.table.range_tombstones().max_cover(user_key, snapshot)
     }
 
     /// Adds missing gets' costs to the counters, one add per counter for
@@ -124,18 +177,37 @@ impl Inner {
         let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
         // Hashed once: for the memtables' key filters and the tables'.
         let hashes: Vec<u64> = keys.iter().map(|k| key_hash(k)).collect();
+        // Per key, the newest range tombstone over it seen so far, as in `get`.
+        let mut cover = vec![0u64; keys.len()];
+        let mems: Vec<(&Arc<MemTable>, Option<Arc<Fragments>>)> = std::iter::once(&sv.mem)
+            .chain(&sv.imm)
+            .map(|m| (m, m.range_tombstones()))
+            .collect();
+        let mut mem_checks = 0u64;
         'keys: for (i, k) in keys.iter().enumerate() {
-            for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
-                if let Some(r) = mem.get_hashed(k, hashes[i], snapshot) {
-                    g.memtable_answers.fetch_add(1, Ordering::Relaxed);
-                    if let LookupResult::Value(v) = r {
-                        g.found.fetch_add(1, Ordering::Relaxed);
-                        out[i] = Some(v);
-                    }
-                    continue 'keys;
+            for (mem, tombstones) in &mems {
+                if let Some(t) = tombstones {
+                    mem_checks += 1;
+                    cover[i] = cover[i].max(t.max_cover(k, snapshot));
                 }
+                let found = match mem.get_versioned(k, hashes[i], snapshot) {
+                    Some((seq, LookupResult::Value(v))) => (seq, Some(v)),
+                    Some((seq, LookupResult::Deleted)) => (seq, None),
+                    None if cover[i] > 0 => (0, None),
+                    None => continue,
+                };
+                g.memtable_answers.fetch_add(1, Ordering::Relaxed);
+                if let Some(v) = self.resolve(found, cover[i]) {
+                    g.found.fetch_add(1, Ordering::Relaxed);
+                    out[i] = Some(v);
+                }
+                continue 'keys;
             }
             pending.push(i);
+        }
+        if mem_checks > 0 {
+            g.range_tombstone_checks
+                .fetch_add(mem_checks, Ordering::Relaxed);
         }
         let mut prefixes = vec![0u64; keys.len()];
         for &i in &pending {
@@ -170,6 +242,9 @@ impl Inner {
                     local.key_range_skips += 1;
                 }
             }
+            for &i in &group {
+                cover[i] = cover[i].max(self.file_cover(f, keys[i], snapshot));
+            }
             let filter = v.filter(0, fi);
             if let Some(filter) = filter {
                 batch_hashes.clear();
@@ -195,8 +270,14 @@ impl Inner {
             }
             let mut resolved = false;
             for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
-                settle(g, &mut out, &mut done, i, found);
+                settle(g, &mut out, &mut done, i, self.resolve(found, cover[i]));
                 resolved = true;
+            }
+            for &i in &group {
+                if !done[i] && cover[i] > 0 {
+                    settle(g, &mut out, &mut done, i, self.resolve((0, None), cover[i]));
+                    resolved = true;
+                }
             }
             if resolved {
                 pending.retain(|&i| !done[i]);
@@ -239,6 +320,11 @@ impl Inner {
                 if inside.is_empty() {
                     continue;
                 }
+                if f.has_range_tombstones {
+                    for &i in inside {
+                        cover[i] = cover[i].max(self.file_cover(f, keys[i], snapshot));
+                    }
+                }
                 let Some(filter) = v.filter(level, run.file) else {
                     reads.extend(inside.iter().map(|&i| (i, &**f, None)));
                     continue;
@@ -271,8 +357,14 @@ impl Inner {
             // reads they are made in parallel).
             let mut resolved = false;
             for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
-                settle(g, &mut out, &mut done, i, found);
+                settle(g, &mut out, &mut done, i, self.resolve(found, cover[i]));
                 resolved = true;
+            }
+            for &i in &pending {
+                if !done[i] && cover[i] > 0 {
+                    settle(g, &mut out, &mut done, i, self.resolve((0, None), cover[i]));
+                    resolved = true;
+                }
             }
             if resolved {
                 pending.retain(|&i| !done[i]);
@@ -298,7 +390,7 @@ impl Inner {
         snapshot: u64,
         hashes: &[u64],
         costs: &mut [GetCost],
-    ) -> Result<Vec<(usize, Option<Bytes>)>> {
+    ) -> Result<Vec<(usize, Found)>> {
         use rayon::prelude::*;
         let one = |&(i, f, says): &(usize, &FileHandle, Option<bool>)| {
             let mut cost = GetCost::default();
@@ -351,7 +443,7 @@ impl Inner {
         lookup: &mut Lookup,
         hash: u64,
         cost: &mut GetCost,
-    ) -> Result<Option<Option<Bytes>>> {
+    ) -> Result<Probed> {
         let f = &v.levels[level][i];
         let says = v.filter(level, i).map(|x| x.may_contain(hash));
         if says == Some(false) {
@@ -371,13 +463,14 @@ impl Inner {
         hash: u64,
         cost: &mut GetCost,
         filter_says: Option<bool>,
-    ) -> Result<Option<Option<Bytes>>> {
+    ) -> Result<Probed> {
         let lookup = key::make_internal_key(user_key, snapshot, ValueKind::Value);
         self.probe(f, &lookup, hash, cost, filter_says)
     }
 
-    /// Looks `lookup` up in one file, charging the costs. `Some(Some(v))`: a
-    /// value; `Some(None)`: a tombstone; `None`: not in this file.
+    /// Looks `lookup` up in one file, charging the costs. `Some((seq,
+    /// Some(v)))`: a value written at `seq`; `Some((seq, None))`: a
+    /// tombstone; `None`: not in this file.
     pub(super) fn probe(
         &self,
         f: &FileHandle,
@@ -385,7 +478,7 @@ impl Inner {
         hash: u64,
         cost: &mut GetCost,
         filter_says: Option<bool>,
-    ) -> Result<Option<Option<Bytes>>> {
+    ) -> Result<Probed> {
         let r = f.table.get_in_range(lookup, hash, filter_says)?;
         let has_filter = f.table.filter_info().is_some();
         let c = IoCounters {
@@ -413,9 +506,9 @@ impl Inner {
         let Some((ikey, value)) = r.entry else {
             return Ok(None);
         };
-        match key::parse(&ikey).map(|p| p.kind) {
-            Some(ValueKind::Value) => Ok(Some(Some(value))),
-            Some(ValueKind::Deletion) => Ok(Some(None)),
+        match key::parse(&ikey).map(|p| (p.seq, p.kind)) {
+            Some((seq, ValueKind::Value)) => Ok(Some((seq, Some(value)))),
+            Some((seq, ValueKind::Deletion)) => Ok(Some((seq, None))),
             None => Err(Error::corruption(
                 f.table.path(),
                 0,
@@ -530,9 +623,13 @@ impl<'a> Lookup<'a> {
     }
 }
 
-/// What a probe of one file found: `Some(Some(v))` a value, `Some(None)` a
-/// tombstone, `None` nothing.
-pub(super) type Probed = Option<Option<Bytes>>;
+/// What a probe of one file found: `Some((seq, Some(v)))` a value written
+/// at `seq`, `Some((seq, None))` a tombstone, `None` nothing.
+pub(super) type Probed = Option<Found>;
+
+/// A version a lookup found: its sequence number, and its value (`None`: a
+/// tombstone).
+pub(super) type Found = (u64, Option<Bytes>);
 
 #[derive(Default)]
 pub(super) struct GetCost {

@@ -196,6 +196,8 @@ impl Inner {
             &Fresh(self),
             &Retention::default(),
             &|_| false,
+            &crate::range_tombstone::Fragments::default(),
+            &|_, _| false,
             &[],
             self.caches.clone(),
         )?;

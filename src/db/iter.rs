@@ -15,6 +15,7 @@ use crate::db::merge::{Direction, MergeIter, Source};
 use crate::db::version::Version;
 use crate::error::{Error, Result};
 use crate::key::{self, MAX_SEQUENCE, ValueKind};
+use crate::range_tombstone::Fragments;
 
 /// A range of user keys for [`Db::scan`](crate::Db::scan): `..`, `a..b`,
 /// `a..=b`, `a..`, `..b`, `..=b`, or a `(Bound, Bound)` pair, with keys of
@@ -110,6 +111,31 @@ impl View {
         }
         MergeIter::with_direction(sources, dir)
     }
+
+    /// The range tombstones of every source that may hold user keys in
+    /// `[lo, hi]`, of every sequence number (a reader picks those at or
+    /// below its own with [`Fragments::max_cover`]).
+    fn range_tombstones(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Fragments {
+        let mems: Vec<Arc<Fragments>> = self
+            .mems
+            .iter()
+            .filter_map(|m| m.range_tombstones())
+            .collect();
+        let mut lists: Vec<&Fragments> = mems.iter().map(|f| &**f).collect();
+        let v = &self.version;
+        let files: Vec<Arc<crate::db::version::FileHandle>> = v.levels[0]
+            .iter()
+            .filter(|f| f.has_range_tombstones && f.overlaps(lo, hi))
+            .cloned()
+            .chain((1..v.levels.len()).flat_map(|level| {
+                v.overlapping(level, lo, hi)
+                    .into_iter()
+                    .filter(|f| f.has_range_tombstones)
+            }))
+            .collect();
+        lists.extend(files.iter().map(|f| f.table.range_tombstones()));
+        Fragments::merged(lists)
+    }
 }
 
 /// An iterator over the live entries of a key range, in key order, as of one
@@ -169,6 +195,8 @@ pub struct DbIter {
     /// The back end's key being read: its newest visible version so far (a
     /// reverse merge shows a key's versions oldest first).
     pending: Option<(Bytes, ValueKind, Bytes)>,
+    /// The range tombstones of the scan's range.
+    tombstones: Fragments,
     failed: bool,
 }
 
@@ -208,7 +236,9 @@ fn malformed(ikey: &[u8]) -> Error {
 impl DbIter {
     /// The live entries of `view` with user keys between `start` and `end`.
     pub(crate) fn new(view: View, start: Bound<Bytes>, end: Bound<Bytes>) -> Self {
+        let tombstones = view.range_tombstones(bound_key(&start), bound_key(&end));
         DbIter {
+            tombstones,
             view,
             front: start.clone(),
             start,
@@ -260,6 +290,18 @@ impl DbIter {
         self.back_merge = None;
         self.back_done = false;
         self.pending = None;
+    }
+
+    /// The kind a reader sees of a version of `user_key` at `seq`: a value
+    /// a range tombstone it sees covers is deleted.
+    fn live_kind(&self, user_key: &[u8], seq: u64, kind: ValueKind) -> ValueKind {
+        if kind == ValueKind::Value
+            && !self.tombstones.is_empty()
+            && seq < self.tombstones.max_cover(user_key, self.view.seq)
+        {
+            return ValueKind::Deletion;
+        }
+        kind
     }
 
     fn fail(&mut self, e: Error) -> Result<(Bytes, Bytes)> {
@@ -320,7 +362,7 @@ impl Iterator for DbIter {
             }
             let user_key = ikey.slice(..parsed.user_key.len());
             self.front = Bound::Excluded(user_key.clone());
-            if parsed.kind == ValueKind::Value {
+            if self.live_kind(parsed.user_key, parsed.seq, parsed.kind) == ValueKind::Value {
                 return Some(Ok((user_key, value)));
             }
         }
@@ -350,7 +392,7 @@ impl DoubleEndedIterator for DbIter {
                     if parsed.seq > self.view.seq || !below(&self.back, parsed.user_key) {
                         continue;
                     }
-                    let kind = parsed.kind;
+                    let kind = self.live_kind(parsed.user_key, parsed.seq, parsed.kind);
                     let user_key = ikey.slice(..parsed.user_key.len());
                     if self.pending.as_ref().is_some_and(|p| p.0 == user_key) {
                         self.pending = Some((user_key, kind, value)); // a newer version

@@ -260,6 +260,31 @@ impl Db {
         self.write(b)
     }
 
+    /// Removes every key in `[start, end)` (RocksDB's `DeleteRange`): one
+    /// range tombstone, whatever the number of keys. Readers at a sequence
+    /// number (or snapshot) from before it still see the keys; compaction
+    /// drops what it hides once no snapshot needs it. An empty or inverted
+    /// range (`start >= end`) is [`Error::InvalidArgument`], and nothing is
+    /// written; `start` and `end` obey the limits of keys.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// db.delete_range("b", "d")?; // b and c; d is the end, not deleted
+    /// let keys: Vec<_> = db.scan(..).map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, ["a", "d"]);
+    /// assert!(db.delete_range("d", "b").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start.as_ref(), end.as_ref());
+        self.write(b)
+    }
+
     /// Applies `batch` atomically: after a crash, all of it or none of it is
     /// there. With `sync_writes`, it is on disk before this returns.
     ///
@@ -300,7 +325,7 @@ impl Db {
         let mut user_bytes = 0;
         for op in batch.iter() {
             user_bytes += (op.key().len() + op.value().len()) as u64;
-            if let Some(what) = outside_write_limits(op.key(), op.value()) {
+            if let Some(what) = write::op_outside_limits(&op) {
                 return Err(Error::invalid(what));
             }
         }

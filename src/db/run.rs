@@ -40,6 +40,7 @@ pub(crate) fn flush_memtable(
     let policy = opts
         .filters
         .policy_for(0, &runs, v.last_nonempty_level().max(1));
+    let tombstones = mem.range_tombstones().unwrap_or_default();
     let out = compaction::write_outputs(
         dir,
         opts,
@@ -50,6 +51,8 @@ pub(crate) fn flush_memtable(
         &Fixed(number),
         retention,
         &|_| false,
+        &tombstones,
+        &|_, _| false,
         &[],
         caches,
     )?;

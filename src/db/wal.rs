@@ -187,8 +187,7 @@ pub fn replay_in(
 /// [`db::outside_write_limits`]: crate::db::outside_write_limits
 fn outside_write_limits(batch: &WriteBatch) -> Option<String> {
     batch.iter().enumerate().find_map(|(i, op)| {
-        crate::db::outside_write_limits(op.key(), op.value())
-            .map(|what| format!("operation {i}: {what}"))
+        crate::db::write::op_outside_limits(&op).map(|what| format!("operation {i}: {what}"))
     })
 }
 

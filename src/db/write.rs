@@ -61,6 +61,21 @@ pub(crate) fn outside_write_limits(key: &[u8], value: &[u8]) -> Option<String> {
     })
 }
 
+/// [`outside_write_limits`] for one operation of a batch: a range
+/// deletion's start and end are both keys, and the range must not be empty
+/// (`start < end`).
+pub(crate) fn op_outside_limits(op: &BatchOp<'_>) -> Option<String> {
+    match *op {
+        BatchOp::DeleteRange { start, end } => key_outside_limits(start)
+            .map(|w| format!("range start: {w}"))
+            .or_else(|| key_outside_limits(end).map(|w| format!("range end: {w}")))
+            .or_else(|| {
+                (start >= end).then(|| "range deletion whose start is not below its end".into())
+            }),
+        _ => outside_write_limits(op.key(), op.value()),
+    }
+}
+
 impl Inner {
     /// Makes sure the active memtable has room, freezing it if full; applies
     /// the L0 slowdown and stop rules.

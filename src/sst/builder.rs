@@ -25,7 +25,8 @@ use super::compression::{Compression, Compressor};
 use super::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION,
     FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
-    META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PROPERTIES, block_trailer, show_key,
+    META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PROPERTIES, META_RANGE_TOMBSTONES,
+    block_trailer, show_key,
 };
 use super::properties::TableProperties;
 
@@ -126,6 +127,8 @@ pub struct TableBuilder {
     data_raw_max: u64,
     deletions: u64,
     max_sequence: u64,
+    /// Range deletions `(start, end, seq)`, written as one meta block.
+    range_tombstones: Vec<(Vec<u8>, Vec<u8>, u64)>,
     /// `None` while a block is being written, or if `compression` is unavailable.
     compressor: Option<Compressor>,
     /// Why the builder cannot write (the compression is unavailable).
@@ -184,6 +187,7 @@ impl TableBuilder {
             data_raw_max: 0,
             deletions: 0,
             max_sequence: 0,
+            range_tombstones: Vec::new(),
             compressor,
             unusable,
             failed: false,
@@ -266,6 +270,30 @@ impl TableBuilder {
         if self.data.size_estimate() >= self.opts.block_size {
             self.flush_data_block()?;
         }
+        Ok(())
+    }
+
+    /// Adds the range deletion `[start, end)` at sequence `seq` (tables of
+    /// [`KeyFormat::Internal`] only; any order, overlaps allowed). The
+    /// table's key range in its properties stays that of its entries; a
+    /// store widens a file's range in its MANIFEST entry by the tombstones'.
+    pub(crate) fn add_range_tombstone(&mut self, start: &[u8], end: &[u8], seq: u64) -> Result<()> {
+        self.check_usable()?;
+        if self.opts.key_format != KeyFormat::Internal
+            || start >= end
+            || seq == 0
+            || seq > key::MAX_SEQUENCE
+        {
+            return Err(Error::invalid(format!(
+                "range tombstone [{:?}, {:?}) at sequence {seq} does not fit {}",
+                show_key(start),
+                show_key(end),
+                self.path.display()
+            )));
+        }
+        self.max_sequence = self.max_sequence.max(seq);
+        self.range_tombstones
+            .push((start.to_vec(), end.to_vec(), seq));
         Ok(())
     }
 
@@ -372,6 +400,17 @@ impl TableBuilder {
             }
         }
 
+        if !self.range_tombstones.is_empty() {
+            let block = crate::range_tombstone::Fragments::new(
+                self.range_tombstones
+                    .iter()
+                    .map(|(a, b, s)| (&a[..], &b[..], *s)),
+            )
+            .encode();
+            let h = self.write_block(false, &block, BLOCK_TYPE_UNCOMPRESSED)?;
+            meta.push((META_RANGE_TOMBSTONES.to_string(), h));
+        }
+
         let mut index = std::mem::replace(&mut self.index, BlockBuilder::new(1));
         let index_handle = self.write_block(false, index.finish(), BLOCK_TYPE_UNCOMPRESSED)?;
 
@@ -424,7 +463,8 @@ impl TableBuilder {
         let props_handle = self.write_block(false, &props.encode(), BLOCK_TYPE_UNCOMPRESSED)?;
         meta.push((META_PROPERTIES.to_string(), props_handle));
 
-        // Metaindex keys are sorted bytewise ("filter.*" < "properties").
+        // Metaindex keys are sorted bytewise ("filter.*" < "properties" <
+        // "range_tombstones").
         meta.sort_by(|a, b| a.0.cmp(&b.0));
         let mut mi = BlockBuilder::new(1);
         for (name, h) in &meta {

@@ -35,6 +35,9 @@ pub const MAX_HANDLE_LEN: usize = 20;
 
 /// Metaindex key of the properties block.
 pub const META_PROPERTIES: &str = "properties";
+/// Metaindex key of the range-tombstone block (store tables with range
+/// deletions only; `docs/format.md` §4.5).
+pub const META_RANGE_TOMBSTONES: &str = "range_tombstones";
 /// Prefix of the metaindex key of the filter block (`filter.<policy name>`).
 pub const META_FILTER_PREFIX: &str = "filter.";
 /// Prefix of the metaindex key of a partitioned filter's partition index

@@ -120,3 +120,35 @@ pub fn churn(
         apply(model, &k, v.as_deref());
     }
 }
+
+/// Applies a range deletion to the model: every key in `[start, end)` goes.
+pub fn apply_range(model: &mut Model, start: &[u8], end: &[u8]) {
+    let doomed: Vec<Vec<u8>> = model
+        .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
+/// A backward scan of `lo..hi` returns the model's entries of that range,
+/// last first.
+pub fn check_scan_rev(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, ctx: &str) {
+    let got: Entries = db
+        .scan((as_slice(lo), as_slice(hi)))
+        .rev()
+        .map(|r| {
+            let (k, v) = r.unwrap_or_else(|e| panic!("{ctx}: scan error {e}"));
+            (k.to_vec(), v.to_vec())
+        })
+        .collect();
+    let mut want = range_of(model, lo, hi);
+    want.reverse();
+    assert!(
+        got == want,
+        "{ctx}: backward scan {lo:?}..{hi:?}: got {} entries, want {}",
+        got.len(),
+        want.len()
+    );
+}

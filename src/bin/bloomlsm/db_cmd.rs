@@ -56,6 +56,22 @@ pub enum DbCommand {
         #[command(flatten)]
         design: DesignArgs,
     },
+    /// Remove every key in [START, END) with one range tombstone (the store
+    /// must exist).
+    #[command(after_help = help::DB_DELETE_RANGE)]
+    DeleteRange {
+        /// The store's directory.
+        dir: PathBuf,
+        /// The first key removed.
+        start: String,
+        /// The end of the range: the first key after it, not removed.
+        end: String,
+        /// START and END are hex.
+        #[arg(long)]
+        hex: bool,
+        #[command(flatten)]
+        design: DesignArgs,
+    },
     /// Print entries in key order as `key<TAB>value` lines.
     #[command(after_help = help::DB_SCAN)]
     Scan(ScanArgs),
@@ -251,6 +267,26 @@ impl DbCommand {
                 check_key(&k)?;
                 let db = open(dir, NewStore::Refuse, design, files)?;
                 db.delete(k)?;
+                Ok(db.close()?)
+            }
+            DbCommand::DeleteRange {
+                dir,
+                start,
+                end,
+                hex,
+                design,
+            } => {
+                let s = parse_bytes(Codec::new(*hex), "start", start)?;
+                let e = parse_bytes(Codec::new(*hex), "end", end)?;
+                check_key(&s)?;
+                check_key(&e)?;
+                if s >= e {
+                    return Err(CliError::usage(format!(
+                        "empty range: START {start:?} is not below END {end:?}"
+                    )));
+                }
+                let db = open(dir, NewStore::Refuse, design, files)?;
+                db.delete_range(s, e)?;
                 Ok(db.close()?)
             }
             DbCommand::Scan(a) => scan(a, files, out),

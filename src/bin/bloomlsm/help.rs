@@ -263,6 +263,21 @@ pub const DB_DELETE: &str = concat!(
     exit_status!()
 );
 
+/// `bloomlsm db delete-range`.
+pub const DB_DELETE_RANGE: &str = concat!(
+    "Examples:
+  bloomlsm db delete-range /tmp/s user:100 user:200   removes user:100 up to, not including, user:200
+  bloomlsm db delete-range /tmp/s --hex 00 0100
+",
+    key_forms!(),
+    "
+START must sort below END (bytewise); an empty or inverted range is a usage error
+  (exit status 2) and writes nothing.
+",
+    wal_warning!(),
+    exit_status!()
+);
+
 /// `bloomlsm db scan`.
 pub const DB_SCAN: &str = concat!(
     "Examples:

@@ -4,7 +4,7 @@
 //! - [`bench`](mod@bench): the filter / disk-I/O study (`bloomlsm bench`);
 //!   [`sweep`] is its filter-only FPR sweep, [`workload`] its keys.
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
-//! - [`db_cmd`]: `bloomlsm db put | get | delete | scan | load | stats | verify | compact`.
+//! - [`db_cmd`]: `bloomlsm db put | get | delete | delete-range | scan | load | stats | verify | compact`.
 //! - [`report`]: text tables, JSON, CSV, number and date formats.
 //! - [`plot`]: the SVG charts of `bench --plot`.
 //! - [`escape`]: the text and hex forms of keys and values.
@@ -65,7 +65,7 @@ enum Command {
         #[command(subcommand)]
         command: SstCommand,
     },
-    /// Operate on a store directory: put, get, delete, scan, load, stats, verify, compact.
+    /// Operate on a store directory: put, get, delete, delete-range, scan, load, stats, verify, compact.
     #[command(after_help = help::TOP)]
     Db {
         #[command(subcommand)]

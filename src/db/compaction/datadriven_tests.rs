@@ -169,6 +169,8 @@ fn sized_table(dir: &Path, number: u64, lo: &str, hi: &str, bytes: u64) -> Arc<F
         &TestNumbers(AtomicU64::new(number)),
         &Retention::new(Vec::new()),
         &|_| false,
+        &crate::range_tombstone::Fragments::default(),
+        &|_, _| false,
         &[],
         crate::db::caches::Caches::new(&Options::default()),
     )

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::*;
+use crate::range_tombstone::{Fragments, successor};
 
 /// What a flush or compaction produced.
 #[derive(Debug, Default)]
@@ -18,6 +19,18 @@ pub(crate) struct Outputs {
 /// about the `size` target's bytes (one table for [`OutputSize::Whole`]), keeping the versions `retention` keeps and
 /// dropping the tombstones it allows where `drop_tombstone` (no deeper level
 /// covers the key) says so.
+///
+/// `tombstones` are the inputs' range deletions. A version one of them
+/// hides from every reader that would see it (a newer tombstone over its
+/// key in its stripe) is dropped. Of each fragment's tombstones the newest
+/// per stripe is kept, except one in the lowest stripe where
+/// `drop_range(start, end)` (no deeper level meets the range) says so: what
+/// it hid is gone. The rest go into every output file whose range they
+/// meet, cut at the files' boundaries: a file that ends at user key `k`
+/// takes them up to `k ++ [0]` (so up to `k` itself) and the next one from
+/// there, so the files' key ranges, widened by their tombstones
+/// ([`file_meta`]), never share a user key. A range with tombstones and no
+/// entry left still gets a file.
 ///
 /// `cuts` are the smallest user keys of the files one level below the output
 /// (ascending): a file ends where the keys cross one of them once it holds
@@ -39,6 +52,8 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     numbers: &(dyn FileNumbers + Sync),
     retention: &Retention,
     drop_tombstone: &(dyn Fn(&[u8]) -> bool + Sync),
+    tombstones: &Fragments,
+    drop_range: &(dyn Fn(&[u8], &[u8]) -> bool + Sync),
     cuts: &[&[u8]],
     caches: Caches,
 ) -> Result<Outputs> {
@@ -56,6 +71,8 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         numbers,
         retention,
         drop_tombstone,
+        tombstones,
+        drop_range,
         cuts,
     };
     std::thread::scope(|scope| {
@@ -139,7 +156,73 @@ pub(super) struct TableSpec<'a> {
     numbers: &'a (dyn FileNumbers + Sync),
     retention: &'a Retention,
     drop_tombstone: &'a (dyn Fn(&[u8]) -> bool + Sync),
+    tombstones: &'a Fragments,
+    drop_range: &'a (dyn Fn(&[u8], &[u8]) -> bool + Sync),
     cuts: &'a [&'a [u8]],
+}
+
+impl TableSpec<'_> {
+    /// A new output table.
+    fn builder(&self) -> Result<TableBuilder> {
+        let opts = self.opts;
+        let NewTable { path, file } = self.numbers.new_table(self.dir, &*opts.fs)?;
+        Ok(TableBuilder::with_file(
+            file,
+            path,
+            TableBuilderOptions {
+                block_size: opts.block_size,
+                checksum: opts.checksum,
+                filter: self.policy,
+                compression: self.compression,
+                key_format: KeyFormat::Internal,
+                filter_partition_bytes: opts.filter_partition_bytes,
+                ..TableBuilderOptions::default()
+            },
+        ))
+    }
+
+    /// The range tombstones the outputs keep: of each fragment the newest
+    /// per stripe, less those `drop_range` lets go.
+    fn kept_tombstones(&self) -> Fragments {
+        let mut kept = self.tombstones.clone();
+        let r = self.retention;
+        let mut last: Option<(usize, usize)> = None;
+        kept.retain_seqs(|i, f, seq| {
+            // Sequence numbers come newest first within a fragment.
+            let stripe = r.stripe(seq);
+            let here = (i, stripe);
+            if last == Some(here) {
+                return false;
+            }
+            last = Some(here);
+            !(stripe == 0 && (self.drop_range)(&f.start, &f.end))
+        });
+        kept
+    }
+}
+
+/// Whether a tombstone of `tombstones` newer than `seq`, in the same stripe,
+/// covers `user_key`: every reader that sees the version sees it deleted.
+fn hidden(tombstones: &Fragments, r: &Retention, user_key: &[u8], seq: u64, stripe: usize) -> bool {
+    tombstones.covering(user_key).is_some_and(|f| {
+        f.seqs
+            .iter()
+            .take_while(|&&t| t > seq)
+            .any(|&t| r.stripe(t) == stripe)
+    })
+}
+
+/// Adds the part of `kept` in `[lo, hi)` to `b`.
+fn add_tombstones(
+    b: &mut TableBuilder,
+    kept: &Fragments,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Result<()> {
+    for (start, end, seq) in kept.clipped(lo, hi).tombstones() {
+        b.add_range_tombstone(start, end, seq)?;
+    }
+    Ok(())
 }
 
 /// The merge loop of [`write_outputs`]: hands each finished table but the
@@ -149,7 +232,7 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     merge: impl Iterator<Item = Result<(K, V)>>,
     mut done: impl FnMut(crate::sst::UnsyncedTable) -> Result<()>,
 ) -> Result<(u64, Option<crate::sst::UnsyncedTable>)> {
-    let (opts, cuts) = (spec.opts, spec.cuts);
+    let cuts = spec.cuts;
     // With a level below to align to, a file may grow past its target, up to
     // twice it, to end at one of that level's boundaries (RocksDB's
     // `max_output_file_size` for non-bottommost outputs): one cut by size
@@ -181,6 +264,11 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         bytes_written += t.file_size();
         Ok(t)
     };
+    let kept = spec.kept_tombstones();
+    // Where the current file's share of the tombstones starts (`None`: the
+    // first file, from the lowest key), and its last user key.
+    let mut file_lo: Option<Vec<u8>> = None;
+    let mut file_last: Vec<u8> = Vec::new();
     for entry in merge {
         let (ikey, value) = entry?;
         let (ikey, value) = (ikey.as_ref(), value.as_ref());
@@ -197,6 +285,17 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
             last_user_key.extend_from_slice(parsed.user_key);
         }
         last_stripe = Some(stripe);
+        if !spec.tombstones.is_empty()
+            && hidden(
+                spec.tombstones,
+                spec.retention,
+                parsed.user_key,
+                parsed.seq,
+                stripe,
+            )
+        {
+            continue;
+        }
         if parsed.kind == ValueKind::Deletion
             && stripe == 0
             && (spec.drop_tombstone)(parsed.user_key)
@@ -226,7 +325,11 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
                 _ => false,
             };
             if builder.is_some() && cut {
-                done(finish(builder.take().expect("builder"))?)?;
+                let mut b = builder.take().expect("builder");
+                let hi = successor(&file_last);
+                add_tombstones(&mut b, &kept, file_lo.as_deref(), Some(&hi))?;
+                file_lo = Some(hi);
+                done(finish(b)?)?;
             }
             if builder.is_none() {
                 spanned = 0; // this key starts a file
@@ -234,24 +337,20 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         }
         let b = match &mut builder {
             Some(b) => b,
-            None => {
-                let NewTable { path, file } = spec.numbers.new_table(spec.dir, &*opts.fs)?;
-                builder.insert(TableBuilder::with_file(
-                    file,
-                    path,
-                    TableBuilderOptions {
-                        block_size: opts.block_size,
-                        checksum: opts.checksum,
-                        filter: spec.policy,
-                        compression: spec.compression,
-                        key_format: KeyFormat::Internal,
-                        filter_partition_bytes: opts.filter_partition_bytes,
-                        ..TableBuilderOptions::default()
-                    },
-                ))
-            }
+            None => builder.insert(spec.builder()?),
         };
         b.add(ikey, value)?;
+        if new_key {
+            file_last.clear();
+            file_last.extend_from_slice(parsed.user_key);
+        }
+    }
+    let rest = kept.clipped(file_lo.as_deref(), None);
+    if builder.is_none() && !rest.is_empty() {
+        builder = Some(spec.builder()?);
+    }
+    if let Some(b) = &mut builder {
+        add_tombstones(b, &rest, None, None)?;
     }
     let last = builder.map(&mut finish).transpose()?;
     Ok((bytes_written, last))
@@ -280,11 +379,12 @@ pub(super) fn open_output(
 /// The manifest entry of an open table.
 pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
     let p = table.properties();
+    let (smallest, largest) = file_range(table);
     FileMeta {
         number,
         file_size: table.file_size(),
-        smallest: table.smallest_key().to_vec(),
-        largest: table.largest_key().to_vec(),
+        smallest,
+        largest,
         entries: table.entries(),
         filter: p.filter_policy.as_ref().map(|name| FilterMeta {
             name: name.clone(),
@@ -292,6 +392,40 @@ pub(crate) fn file_meta(number: u64, table: &Table) -> FileMeta {
             num_probes: p.filter_probes,
         }),
     }
+}
+
+/// A table's key range as its MANIFEST entry records it (internal keys):
+/// its entries' range widened by its range tombstones'. A tombstone's start
+/// `s` counts as `(s, MAX_SEQUENCE, Value)`, before every version of `s`. Its
+/// end `e` is exclusive: when `e` is `k ++ [0]` (a boundary [`write_outputs`]
+/// cuts at) the range ends with `k`, as `(k, 0, Deletion)`, after every
+/// version of `k`; otherwise with `e` itself, as `(e, MAX_SEQUENCE, Value)`
+/// (one key too wide: a file of the same level never starts at `e`, since a
+/// compaction takes every file of its output level that meets its inputs'
+/// ranges, these widened ones included).
+pub(crate) fn file_range(table: &Table) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = (table.entries() > 0).then(|| table.smallest_key().to_vec());
+    let mut hi = (table.entries() > 0).then(|| table.largest_key().to_vec());
+    if let Some((s, e)) = table.range_tombstones().bounds() {
+        let s = key::make_internal_key(s, key::MAX_SEQUENCE, ValueKind::Value);
+        let e = match e.split_last() {
+            Some((0, k)) => key::make_internal_key(k, 0, ValueKind::Deletion),
+            _ => key::make_internal_key(e, key::MAX_SEQUENCE, ValueKind::Value),
+        };
+        if lo
+            .as_ref()
+            .is_none_or(|l| key::compare_internal(&s, l).is_lt())
+        {
+            lo = Some(s);
+        }
+        if hi
+            .as_ref()
+            .is_none_or(|h| key::compare_internal(&e, h).is_gt())
+        {
+            hi = Some(e);
+        }
+    }
+    (lo.unwrap_or_default(), hi.unwrap_or_default())
 }
 
 /// A table of the two user keys `lo` and `hi` (1,000-byte values), numbered
@@ -313,6 +447,8 @@ pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<Fil
         &TestNumbers(std::sync::atomic::AtomicU64::new(number)),
         &Retention::new(Vec::new()),
         &|_| false,
+        &Fragments::default(),
+        &|_, _| false,
         &[],
         Caches::new(&opts),
     )
@@ -370,9 +506,22 @@ pub(crate) fn run(
             first < end
         });
     let drop_tombstone = |uk: &[u8]| !deeper_may_hold || !v.deeper_covers(out_level, uk);
+    let tombstones = Fragments::merged(c.all_inputs().map(|f| f.table.range_tombstones()));
+    let drop_range = |s: &[u8], e: &[u8]| {
+        !deeper_may_hold
+            || (out_level + 1..v.levels.len()).all(|l| {
+                let (first, end) = v.span(l, Some(s), Some(e));
+                first >= end
+            })
+    };
+    // Range tombstones span shard boundaries, and a shard's last file would
+    // end where the next shard's first begins: such a compaction runs as one
+    // merge.
     let bounds = match size {
-        OutputSize::Target(target) => shard_bounds(c, opts.max_subcompactions, target),
-        OutputSize::Whole => Vec::new(),
+        OutputSize::Target(target) if tombstones.is_empty() => {
+            shard_bounds(c, opts.max_subcompactions, target)
+        }
+        _ => Vec::new(),
     };
     let shard = |i: usize| -> Result<Outputs> {
         let start = i.checked_sub(1).map(|j| bounds[j].as_slice());
@@ -404,6 +553,8 @@ pub(crate) fn run(
             numbers,
             retention,
             &drop_tombstone,
+            &tombstones,
+            &drop_range,
             &cuts,
             caches.clone(),
         )

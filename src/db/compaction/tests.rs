@@ -29,6 +29,8 @@ fn write_3000(dir: &Path, fs: Arc<dyn crate::fs::FileSystem>, cuts: &[&[u8]]) ->
         &TestNumbers(AtomicU64::new(1)),
         &Retention::new(Vec::new()),
         &|_| false,
+        &crate::range_tombstone::Fragments::default(),
+        &|_, _| false,
         cuts,
         Caches::new(&opts),
     )

@@ -7,18 +7,26 @@
 //! maps to an empty value. Since every write gets a fresh sequence number,
 //! entries are never overwritten: readers choose the version they see by
 //! sequence number (a snapshot).
+//!
+//! Range deletions are kept apart, in a list of `(start, end, seq)` beside
+//! the skip list ([`MemTable::range_tombstones`]), cut into
+//! [`Fragments`] when a reader first asks after a change: point entries stay
+//! one skip list search, and a memtable without range deletions costs a
+//! reader one atomic load.
 
 mod arena;
 mod skiplist;
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::db::batch::WriteBatch;
+use crate::db::batch::{BatchOp, WriteBatch};
 use crate::filter::key_hash;
 use crate::key::{self, MAX_SEQUENCE, ValueKind};
+use crate::range_tombstone::Fragments;
 use skiplist::{Node, SkipList, Splice};
 
 /// What a memtable knows about a key at a snapshot.
@@ -97,6 +105,18 @@ impl KeyFilter {
 pub struct MemTable {
     list: SkipList,
     filter: KeyFilter,
+    /// Set once a range deletion is inserted (before its sequence number is
+    /// published, like a point entry).
+    has_range_tombstones: AtomicBool,
+    range_tombstones: Mutex<RangeTombstones>,
+}
+
+/// The memtable's range deletions as written, and their fragments as last
+/// cut (`None` after a change).
+#[derive(Default)]
+struct RangeTombstones {
+    written: Vec<(Vec<u8>, Vec<u8>, u64)>,
+    fragments: Option<Arc<Fragments>>,
 }
 
 impl Default for MemTable {
@@ -133,7 +153,42 @@ impl MemTable {
         MemTable {
             list: SkipList::new(),
             filter: KeyFilter::with_lines(lines),
+            has_range_tombstones: AtomicBool::new(false),
+            range_tombstones: Mutex::new(RangeTombstones::default()),
         }
+    }
+
+    /// Adds the range deletion `[start, end)` at `seq`.
+    pub fn insert_range_tombstone(&self, start: &[u8], end: &[u8], seq: u64) {
+        debug_assert!(seq <= MAX_SEQUENCE && start < end);
+        let mut r = self
+            .range_tombstones
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        r.written.push((start.to_vec(), end.to_vec(), seq));
+        r.fragments = None;
+        self.has_range_tombstones
+            .store(true, AtomicOrdering::Release);
+    }
+
+    /// The range deletions inserted so far, fragmented (of every sequence
+    /// number: readers pick theirs with [`Fragments::max_cover`]); `None`
+    /// if there is none.
+    pub fn range_tombstones(&self) -> Option<Arc<Fragments>> {
+        if !self.has_range_tombstones.load(AtomicOrdering::Acquire) {
+            return None;
+        }
+        let mut r = self
+            .range_tombstones
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let r = &mut *r;
+        let f = r.fragments.get_or_insert_with(|| {
+            Arc::new(Fragments::new(
+                r.written.iter().map(|(a, b, s)| (&a[..], &b[..], *s)),
+            ))
+        });
+        Some(f.clone())
     }
 
     /// Inserts one version. Safe to call from many threads at once; a reader
@@ -175,22 +230,27 @@ impl MemTable {
             // A lone put (most `Db::put`s): nothing to order, nothing to
             // allocate.
             for op in batch.iter() {
-                self.insert_with(
-                    op.key(),
-                    batch.sequence(),
-                    op.kind(),
-                    op.value(),
-                    &mut splice,
-                );
+                match op.kind() {
+                    Some(kind) => {
+                        self.insert_with(op.key(), batch.sequence(), kind, op.value(), &mut splice)
+                    }
+                    None => self.insert_range_tombstone(op.key(), op.value(), batch.sequence()),
+                }
             }
             return;
         }
         let ops: Vec<_> = batch.iter().collect();
+        for (i, op) in ops.iter().enumerate() {
+            if let BatchOp::DeleteRange { start, end } = *op {
+                self.insert_range_tombstone(start, end, batch.sequence() + i as u64);
+            }
+        }
         // Internal-key order: user key up, then newest (last in the batch)
         // first; sorted on each key's first 8 bytes, then the rest.
         let mut order: Vec<(u64, u32)> = ops
             .iter()
             .enumerate()
+            .filter(|(_, op)| op.kind().is_some())
             .map(|(i, op)| (key::prefix(op.key()), i as u32))
             .collect();
         order.sort_unstable_by(|&(pa, ia), &(pb, ib)| {
@@ -203,7 +263,9 @@ impl MemTable {
         for (_, i) in order {
             let op = &ops[i as usize];
             let seq = batch.sequence() + u64::from(i);
-            self.insert_with(op.key(), seq, op.kind(), op.value(), &mut splice);
+            if let Some(kind) = op.kind() {
+                self.insert_with(op.key(), seq, kind, op.value(), &mut splice);
+            }
         }
     }
 
@@ -211,16 +273,18 @@ impl MemTable {
     /// `None` if the memtable holds no such version.
     #[cfg(test)]
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<LookupResult> {
-        self.get_hashed(user_key, key_hash(user_key), snapshot_seq)
+        self.get_versioned(user_key, key_hash(user_key), snapshot_seq)
+            .map(|(_, r)| r)
     }
 
-    /// [`Self::get`] with the key's hash ([`key_hash`]) already computed.
-    pub fn get_hashed(
+    /// [`Self::get`] with the key's hash ([`key_hash`]) already computed,
+    /// and the sequence number of the version found.
+    pub fn get_versioned(
         &self,
         user_key: &[u8],
         hash: u64,
         snapshot_seq: u64,
-    ) -> Option<LookupResult> {
+    ) -> Option<(u64, LookupResult)> {
         if !self.filter.may_contain(hash) {
             return None;
         }
@@ -244,10 +308,13 @@ impl MemTable {
         if parsed.user_key != user_key {
             return None;
         }
-        Some(match parsed.kind {
-            ValueKind::Value => LookupResult::Value(Bytes::copy_from_slice(self.list.value(e))),
-            ValueKind::Deletion => LookupResult::Deleted,
-        })
+        Some((
+            parsed.seq,
+            match parsed.kind {
+                ValueKind::Value => LookupResult::Value(Bytes::copy_from_slice(self.list.value(e))),
+                ValueKind::Deletion => LookupResult::Deleted,
+            },
+        ))
     }
 
     /// Iterates every entry in internal-key order, including entries inserted
@@ -306,9 +373,9 @@ impl MemTable {
         self.list.len()
     }
 
-    /// True if no entry was inserted.
+    /// True if no entry and no range deletion was inserted.
     pub fn is_empty(&self) -> bool {
-        self.list.len() == 0
+        self.list.len() == 0 && !self.has_range_tombstones.load(AtomicOrdering::Acquire)
     }
 }
 
@@ -488,6 +555,43 @@ mod tests {
         let held = m.get(b"k00007", 100).unwrap();
         drop(m);
         assert_eq!(held, LookupResult::Value(Bytes::from(value(7))));
+    }
+
+    /// A batch's range deletions go to the tombstone list with their own
+    /// sequence numbers, its points to the skip list; a memtable holding
+    /// only a range deletion is not empty (it must be flushed).
+    #[test]
+    fn range_deletions_are_kept_apart_with_their_sequences() {
+        let m = MemTable::new();
+        assert!(m.range_tombstones().is_none());
+        let mut b = WriteBatch::new();
+        b.delete_range(b"a", b"m");
+        assert_eq!(b.len(), 1);
+        b.set_sequence(7);
+        m.insert_batch(&b);
+        assert!(!m.is_empty());
+        assert_eq!(m.len(), 0);
+        let mut b = WriteBatch::new();
+        b.put(b"c", b"1");
+        b.delete_range(b"b", b"e");
+        b.put(b"d", b"2");
+        b.set_sequence(10);
+        m.insert_batch(&b);
+        let t = m.range_tombstones().unwrap();
+        assert_eq!(t.max_cover(b"c", 100), 11);
+        assert_eq!(t.max_cover(b"c", 10), 7);
+        assert_eq!(t.max_cover(b"f", 100), 7);
+        assert_eq!(t.max_cover(b"m", 100), 0);
+        let hash = |k: &[u8]| key_hash(k);
+        assert_eq!(
+            m.get_versioned(b"c", hash(b"c"), 100).map(|r| r.0),
+            Some(10)
+        );
+        assert_eq!(
+            m.get_versioned(b"d", hash(b"d"), 100).map(|r| r.0),
+            Some(12)
+        );
+        assert_eq!(m.len(), 2);
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct FileHandle {
     /// Modelled FPR of the filter (1.0 without a usable one), computed once:
     /// every lookup that probes the file adds it to the predicted reads.
     predicted_fpr: f64,
+    /// The table holds range tombstones: a lookup inside the file's range
+    /// consults them whatever its filter says (kept here, beside `io`, so
+    /// that a lookup in a file without any does not touch the table).
+    pub(crate) has_range_tombstones: bool,
     /// The filter, loaded because the filter memory budget chose it, for a
     /// table opened with its filter on demand.
     pinned: Mutex<Option<Filter>>,
@@ -48,11 +52,13 @@ impl FileHandle {
             .filter_info()
             .filter(|f| f.is_usable())
             .map_or(1.0, |f| f.predicted_fpr);
+        let has_range_tombstones = !table.range_tombstones().is_empty();
         FileHandle {
             meta,
             table,
             io: AtomicIo::default(),
             predicted_fpr,
+            has_range_tombstones,
             pinned: Mutex::new(None),
         }
     }

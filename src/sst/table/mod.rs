@@ -127,6 +127,8 @@ pub struct Table {
     filter_partitions: Vec<BlockHandle>,
     filter_info: Option<FilterInfo>,
     properties_handle: BlockHandle,
+    /// The range-tombstone block, kept like the index (empty without one).
+    range_tombstones: crate::range_tombstone::Fragments,
 }
 
 impl std::fmt::Debug for Table {
@@ -204,6 +206,17 @@ impl Table {
     }
 
     // ------------------------------------------------------------ accessors
+
+    /// The table's range tombstones, fragmented (empty without any).
+    pub(crate) fn range_tombstones(&self) -> &crate::range_tombstone::Fragments {
+        &self.range_tombstones
+    }
+
+    /// Number of range tombstones (fragment and sequence pairs) the table
+    /// holds.
+    pub fn range_tombstone_count(&self) -> usize {
+        self.range_tombstones.count()
+    }
 
     /// The table's properties.
     pub fn properties(&self) -> &TableProperties {
