@@ -303,7 +303,7 @@ fn bench_db_bench_workloads() {
     let o = bloomlsm(&[
         "bench",
         "--num",
-        "20000",
+        "60000",
         "--lookups",
         "2000",
         "--benchmarks",
@@ -315,7 +315,7 @@ fn bench_db_bench_workloads() {
     let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0]["benchmark"], "fillrandom");
-    assert_eq!(rows[0]["ops"], 20000);
+    assert_eq!(rows[0]["ops"], 60000);
     assert!(rows[0]["mb_per_sec"].as_f64().unwrap() > 0.0);
     assert_eq!(rows[1]["found"], 0);
     assert!(rows[1]["filter_checks"].as_u64().unwrap() >= 2000);
