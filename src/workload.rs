@@ -2,7 +2,8 @@
 //! ([`SplitMix64`]), 16-byte keys drawn from two disjoint families,
 //! "present" ([`present_key`], to insert) and "absent" ([`absent_key`],
 //! never inserted), and values of a chosen compressibility
-//! ([`ValueSource`]).
+//! ([`ValueSource`]); and YCSB's key choosers ([`Zipfian`],
+//! [`ScrambledZipfian`], [`SkewedLatest`]).
 //!
 //! `bloomlsm bench`, the benchmarks, the examples and the integration tests
 //! draw their keys here, so a program that measures a store the way the
@@ -17,6 +18,10 @@
 //! let i = rng.below(1000);
 //! assert_ne!(present_key(7, i), absent_key(7, i));
 //! ```
+
+mod zipfian;
+
+pub use zipfian::{ScrambledZipfian, SkewedLatest, YCSB_THETA, Zipfian, fnv_hash64, zeta};
 
 /// SplitMix64: a fast, well-mixed 64-bit generator (Steele, Lea, Flood 2014).
 /// Deterministic for a seed; not for cryptography.

@@ -303,7 +303,7 @@ fn bench_db_bench_workloads() {
     let o = bloomlsm(&[
         "bench",
         "--num",
-        "20000",
+        "60000",
         "--lookups",
         "2000",
         "--benchmarks",
@@ -315,11 +315,184 @@ fn bench_db_bench_workloads() {
     let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0]["benchmark"], "fillrandom");
-    assert_eq!(rows[0]["ops"], 20000);
+    assert_eq!(rows[0]["ops"], 60000);
     assert!(rows[0]["mb_per_sec"].as_f64().unwrap() > 0.0);
     assert_eq!(rows[1]["found"], 0);
     assert!(rows[1]["filter_checks"].as_u64().unwrap() >= 2000);
     assert!(rows[1]["measured_fpr"].as_f64().unwrap() < 0.025);
+}
+
+/// `--benchmarks ycsb-a,...,ycsb-f`: each workload's line, a percentiles
+/// line per operation kind, and the filters' line; `--miss-fraction`
+/// sends that share of the reads to absent keys.
+#[test]
+fn bench_ycsb_workloads() {
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "60000",
+        "--lookups",
+        "2000",
+        "--benchmarks",
+        "fillrandom,ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f",
+        "--miss-fraction",
+        "0.5",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    let kinds = [
+        ("ycsb-a", &["read", "update"][..]),
+        ("ycsb-b", &["read", "update"]),
+        ("ycsb-c", &["read"]),
+        ("ycsb-d", &["read", "insert"]),
+        ("ycsb-e", &["insert", "scan"]),
+        ("ycsb-f", &["read", "rmw"]),
+    ];
+    for (name, ops) in kinds {
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{name:<12} : ")))
+            .unwrap_or_else(|| panic!("no {name} line in {out}"));
+        let words: Vec<&str> = lines[at].split_whitespace().collect();
+        assert_eq!(&words[3..4], ["micros/op"], "{}", lines[at]);
+        assert!(words[4].parse::<u64>().unwrap() > 0, "{}", lines[at]);
+        for (i, op) in ops.iter().enumerate() {
+            let p = lines[at + 1 + i];
+            assert!(p.starts_with(&format!("Percentiles {op}: P50: ")), "{out}");
+        }
+        let f = lines[at + 1 + ops.len()];
+        assert!(f.starts_with("Filters: "), "{out}");
+        if name == "ycsb-c" {
+            // About half of 2000 reads find their key.
+            let found: u64 = lines[at]
+                .split(", ")
+                .find_map(|p| p.split_once(" of 2000 found"))
+                .map(|(n, _)| n)
+                .unwrap_or_else(|| panic!("{}", lines[at]))
+                .parse()
+                .unwrap();
+            assert!((800..1200).contains(&found), "{}", lines[at]);
+        }
+    }
+
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "60000",
+        "--lookups",
+        "2000",
+        "--benchmarks",
+        "fillrandom,ycsb-c",
+        "--request-distribution",
+        "uniform",
+        "--miss-fraction",
+        "1",
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1]["benchmark"], "ycsb-c");
+    assert_eq!(rows[1]["distribution"], "uniform");
+    assert_eq!(rows[1]["found"], 0);
+    assert_eq!(rows[1]["by_op"]["read"]["ops"], 2000);
+    assert!(rows[1]["measured_fpr"].as_f64().unwrap() < 0.025);
+}
+
+/// readwhilewriting's time series as CSV, JSON and an SVG chart; the
+/// reads' storage requests behind a read latency, and their cost.
+#[test]
+fn bench_timeseries_and_remote_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("series.csv");
+    let svg = dir.path().join("series.svg");
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "60000",
+        "--lookups",
+        "3000",
+        "--benchmarks",
+        "fillrandom,readmissing,readwhilewriting",
+        "--stats-interval-ms",
+        "1",
+        "--timeseries",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+        "--read-latency-us",
+        "1",
+        "--read-latency-p99-us",
+        "3",
+        "--price-per-million-gets",
+        "1",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    assert!(out.contains("Storage:    read latency log-normal"), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("readmissing "))
+        .unwrap();
+    // "Storage: 0.009 read requests/op, ...; filters saved 0.992 requests/get ..."
+    let st = lines[at + 3];
+    assert!(st.starts_with("Storage: "), "{out}");
+    let saved: f64 = st
+        .split("filters saved ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        saved > 0.9,
+        "a missing get's filters save a request per file: {st}"
+    );
+    assert!(st.ends_with("at USD 1.00 per million requests"), "{st}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert!(rows[0].starts_with("t_s,reads,reads_per_sec,"), "{text}");
+    assert!(rows.len() >= 2, "{text}");
+    let reads: u64 = rows[1..]
+        .iter()
+        .map(|r| r.split(',').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(reads, 3000, "the samples cover every read: {text}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        chart.starts_with("<svg"),
+        "{}",
+        &chart[..50.min(chart.len())]
+    );
+    assert!(chart.contains("Filter false-positive rate"));
+
+    let json_path = dir.path().join("series.json");
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "60000",
+        "--lookups",
+        "2000",
+        "--benchmarks",
+        "fillrandom,readwhilewriting",
+        "--timeseries",
+        json_path.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(rows[1]["read_requests_per_op"].as_f64().unwrap() > 0.0);
+    assert_eq!(rows[1]["price_per_million_gets"], 0.4);
+    let series = json(std::fs::read_to_string(&json_path).unwrap().trim());
+    assert_eq!(series["interval_ms"], 1000);
+    assert!(!series["samples"].as_array().unwrap().is_empty());
 }
 
 #[test]
@@ -539,6 +712,18 @@ fn bad_arguments_fail_with_one_line() {
         &["bench", "--io", "foo"],
         &["bench", "--benchmarks", "fillrandom,readseq"],
         &["bench", "--benchmarks", "readrandom", "--csv"],
+        &["bench", "--benchmarks", "ycsb-a,ycsb-g"],
+        &["bench", "--benchmarks", "ycsb-a", "--miss-fraction", "1.5"],
+        &["bench", "--benchmarks", "ycsb-a", "--miss-fraction", "-0.1"],
+        &["bench", "--benchmarks", "ycsb-a", "--miss-fraction", "lots"],
+        &["bench", "--miss-fraction", "0.5"],
+        &[
+            "bench",
+            "--benchmarks",
+            "ycsb-a",
+            "--request-distribution",
+            "hotspot",
+        ],
         &["sst", "dump"],
         &["sst", "dump", "/nonexistent/x.sst"],
         &["sst", "verify", "/nonexistent/x.sst"],

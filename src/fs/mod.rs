@@ -8,11 +8,16 @@
 //! [`FileSystem::open_read_direct`], module [`direct`]): each read then
 //! reaches the device instead of the page cache.
 //!
+//! [`latency::LatencyFs`] wraps a file system so that each read request
+//! waits a fixed or sampled latency and is counted: a store studied as if
+//! its files were on remote storage.
+//!
 //! [`Options::fs`]: crate::Options::fs
 
 pub mod direct;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
+pub mod latency;
 
 use std::ffi::OsString;
 use std::fmt;

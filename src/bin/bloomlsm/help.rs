@@ -96,6 +96,12 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --configs blocked10 --compression zstd:3 --value-ratio 0.3
   bloomlsm bench --benchmarks fillrandom,readrandom,readmissing --num 1000000
                                                      db_bench's workloads and line format
+  bloomlsm bench --benchmarks fillrandom,ycsb-a,ycsb-c --num 200000 --miss-fraction 0.5
+                                                     YCSB's workloads, half the reads missing
+  bloomlsm bench --benchmarks fillrandom,readwhilewriting --timeseries rww.csv --plot rww.svg
+                                                     readwhilewriting sampled every second
+  bloomlsm bench --benchmarks fillrandom,readmissing --read-latency-us 20000
+                                                     reads as on remote storage, and their cost
 
 The stores are built in a temporary directory under $TMPDIR (else /tmp), removed at
 the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which ends
@@ -155,6 +161,20 @@ With --json, one object per workload: benchmark, config, ops, micros_per_op, ops
   mb_per_sec, bytes, found, p50_us, p75_us, p99_us, p999_us, p9999_us, filter_checks,
   false_positives, measured_fpr, predicted_fpr, block_reads_per_op, store_bytes_per_op,
   device_bytes_per_op, writer_puts (readwhilewriting); null where a workload has none.
+ycsb-a to ycsb-f (YCSB's core workloads, --lookups operations each) print one line, a
+percentiles line per operation kind (read, update, insert, scan, rmw) and the filters'
+line per get; --miss-fraction F sends that fraction of their reads to absent keys. Their
+--json objects: benchmark, distribution, miss_fraction, ops, micros_per_op, ops_per_sec,
+  reads, found, scanned, records, by_op {KIND: {ops, p50_us, ..., p9999_us}}, gets,
+  filter_checks, false_positives, measured_fpr, predicted_fpr, block_reads_per_get,
+  store_bytes_per_get, device_bytes_per_op.
+Every read workload adds a Storage line: read requests and bytes per op, the requests
+its filters saved per get, and USD per million ops at --price-per-million-gets (JSON:
+  read_requests, read_requests_per_op, read_request_bytes_per_op, requests_saved_per_get,
+  usd_per_million_ops, price_per_million_gets, read_latency_ms_total).
+--timeseries FILE.csv|FILE.json and --plot FILE.svg sample readwhilewriting every
+--stats-interval-ms: t_s, reads, reads_per_sec, writer_puts_per_sec, p50_us, p99_us,
+  measured_fpr, predicted_fpr, data_blocks_per_get, l0_files.
 ",
     exit_status!()
 );

@@ -32,6 +32,8 @@ pub struct Recorder {
     hist: Histogram<u64>,
     device_start: Option<u64>,
     start: Instant,
+    /// The latency [`Recorder::time`] recorded last, ns.
+    last_ns: u64,
 }
 
 impl Recorder {
@@ -43,6 +45,7 @@ impl Recorder {
                 .expect("constant histogram bounds are valid"),
             device_start: device_read_bytes(),
             start: Instant::now(),
+            last_ns: 0,
         }
     }
 
@@ -53,7 +56,13 @@ impl Recorder {
         let r = op();
         let ns = t.elapsed().as_nanos() as u64 / per.max(1);
         self.hist.saturating_record(ns.max(1));
+        self.last_ns = ns;
         r
+    }
+
+    /// The latency of the last operation [`Recorder::time`] timed, ns.
+    pub fn last_ns(&self) -> u64 {
+        self.last_ns
     }
 
     /// The latency at percentile `p` (0..=100) of the operations so far, ns.

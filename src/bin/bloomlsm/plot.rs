@@ -27,10 +27,10 @@ use crate::report::{count, sig3};
 use crate::sweep::{SweepPoint, model_curve};
 use crate::{CliError, CliResult};
 
-const BLUE_: RGBColor = RGBColor(31, 119, 180);
-const ORANGE_: RGBColor = RGBColor(255, 127, 14);
-const GREY_: RGBColor = RGBColor(140, 140, 140);
-const GREEN_: RGBColor = RGBColor(44, 160, 44);
+pub const BLUE_: RGBColor = RGBColor(31, 119, 180);
+pub const ORANGE_: RGBColor = RGBColor(255, 127, 14);
+pub const GREY_: RGBColor = RGBColor(140, 140, 140);
+pub const GREEN_: RGBColor = RGBColor(44, 160, 44);
 
 fn kind_color(kind: FilterKind) -> RGBColor {
     match kind {

@@ -12,6 +12,7 @@ use crate::open_files::OpenFilesArg;
 
 use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
 use super::db_bench::{Benchmark, parse_benchmark};
+use super::ycsb::Distribution;
 
 /// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
 /// their hashes or Zipf table are held in memory, 8 bytes each.
@@ -43,10 +44,44 @@ pub struct BenchArgs {
     /// --configs configuration, default blocked10) and print db_bench's
     /// lines instead of the study: fillseq, fillrandom, overwrite (--keys
     /// puts each), readrandom, readmissing, seekrandom, readwhilewriting
-    /// (--lookups reads each).
+    /// (--lookups reads each); and YCSB's core workloads ycsb-a to ycsb-f
+    /// (--lookups operations each, on the --keys records a fill loaded).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_benchmark,
-          conflicts_with_all = ["plot", "filter_budget", "csv", "zipf"])]
+          conflicts_with_all = ["filter_budget", "csv", "zipf"])]
     pub benchmarks: Option<Vec<Benchmark>>,
+    /// The fraction (0 to 1) of the YCSB workloads' reads that ask for keys
+    /// the store never held (YCSB's reads always find their key).
+    #[arg(long, value_name = "F", value_parser = parse_fraction, requires = "benchmarks")]
+    pub miss_fraction: Option<f64>,
+    /// Replace each YCSB workload's request distribution (zipfian for all
+    /// but ycsb-d's latest).
+    #[arg(long, value_enum, value_name = "DIST", requires = "benchmarks")]
+    pub request_distribution: Option<Distribution>,
+    /// Write readwhilewriting's time series (one sample every
+    /// --stats-interval-ms: reads/s, P50 / P99, FPR, data blocks per get, L0
+    /// files, writer puts/s) to this file, CSV or JSON by its ending.
+    #[arg(long, value_name = "FILE.csv|FILE.json", requires = "benchmarks")]
+    pub timeseries: Option<PathBuf>,
+    /// Make each read request of the --benchmarks store wait this long first,
+    /// as on remote storage (an object store's first-byte latency, e.g. 20000
+    /// for S3); with --read-latency-p99-us, the median of a log-normal wait.
+    #[arg(long, value_name = "US", requires = "benchmarks",
+          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub read_latency_us: Option<u64>,
+    /// Draw each request's wait from a log-normal with --read-latency-us as
+    /// its median and this as its 99th percentile (at least the median).
+    #[arg(long, value_name = "US", requires = "read_latency_us",
+          value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub read_latency_p99_us: Option<u64>,
+    /// USD per million read requests, for the cost per million operations
+    /// of the --benchmarks reads (default: S3 Standard's GET price, 0.0004
+    /// USD per 1,000 requests in us-east-1).
+    #[arg(long, default_value_t = 0.40, value_name = "USD", value_parser = parse_price)]
+    pub price_per_million_gets: f64,
+    /// The interval of readwhilewriting's samples (--timeseries, --plot).
+    #[arg(long, default_value_t = 1000, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub stats_interval_ms: u64,
     /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
     /// `ribbonB` (the space-optimal Ribbon filter), `hybridB` (blocked512 at B
     /// bits/key on L0 and L1, Ribbon at B bits/key below: the same memory,
@@ -90,7 +125,8 @@ pub struct BenchArgs {
     pub csv: bool,
     /// Also run the filter-only FPR sweep and write an SVG chart of it and of
     /// the data-block reads per missing get of each configuration (the name
-    /// must end in .svg).
+    /// must end in .svg). With --benchmarks: a chart of readwhilewriting's
+    /// time series instead.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Keys per filter in the `--plot` sweep.
@@ -168,4 +204,20 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|r| *r > 0.0 && *r <= 1.0)
         .ok_or_else(|| format!("{s:?}: the value ratio must be a number in (0, 1]"))
+}
+
+/// Parses `--miss-fraction`: a number in [0, 1].
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|f| (0.0..=1.0).contains(f))
+        .ok_or_else(|| format!("{s:?}: the fraction must be a number in [0, 1]"))
+}
+
+/// Parses `--price-per-million-gets`: a finite number >= 0.
+fn parse_price(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite() && *p >= 0.0)
+        .ok_or_else(|| format!("{s:?}: the price must be a number >= 0"))
 }

@@ -3,7 +3,9 @@
 //! (`micros/op`, `ops/sec`, `MB/s`, and its `--histogram` percentiles) so
 //! that results sit beside db_bench's, plus what db_bench does not show: the
 //! filters' observed false-positive rate next to the model's, and data
-//! blocks and bytes read per lookup.
+//! blocks and bytes read per lookup, and the storage requests behind them
+//! ([`remote`]). YCSB's core workloads run among them ([`ycsb`]), and
+//! readwhilewriting can be sampled over time ([`timeseries`]).
 //!
 //! The store runs as an application's would: compactions on their
 //! background thread (the study's stores run them on the caller thread so
@@ -11,7 +13,9 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
+use bloomlsm::fs::latency::LatencyFs;
 use bloomlsm::{Db, Stats};
 use serde_json::json;
 
@@ -21,9 +25,14 @@ use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 
 use super::args::BenchArgs;
+use super::chart::check_plot_path;
 use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
+use super::remote::{self, Requests};
 use super::row::predicted_fpr;
+use super::series_chart;
 use super::stores::{StoresHome, store_dir, store_options};
+use super::timeseries::{self, Sample, Sampler};
+use super::ycsb::{self, Workload};
 
 /// One db_bench workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,10 +52,12 @@ pub enum Benchmark {
     /// `--lookups` gets of existing keys while one thread overwrites
     /// random keys as fast as it can.
     ReadWhileWriting,
+    /// One of YCSB's core workloads, `--lookups` operations ([`ycsb`]).
+    Ycsb(Workload),
 }
 
-/// The workloads, by db_bench's names.
-pub const BENCHMARKS: [(&str, Benchmark); 7] = [
+/// The workloads, by db_bench's names, then YCSB's as `ycsb-a` to `ycsb-f`.
+pub const BENCHMARKS: [(&str, Benchmark); 13] = [
     ("fillseq", Benchmark::FillSeq),
     ("fillrandom", Benchmark::FillRandom),
     ("overwrite", Benchmark::Overwrite),
@@ -54,6 +65,12 @@ pub const BENCHMARKS: [(&str, Benchmark); 7] = [
     ("readmissing", Benchmark::ReadMissing),
     ("seekrandom", Benchmark::SeekRandom),
     ("readwhilewriting", Benchmark::ReadWhileWriting),
+    ("ycsb-a", Benchmark::Ycsb(Workload::A)),
+    ("ycsb-b", Benchmark::Ycsb(Workload::B)),
+    ("ycsb-c", Benchmark::Ycsb(Workload::C)),
+    ("ycsb-d", Benchmark::Ycsb(Workload::D)),
+    ("ycsb-e", Benchmark::Ycsb(Workload::E)),
+    ("ycsb-f", Benchmark::Ycsb(Workload::F)),
 ];
 
 impl Benchmark {
@@ -113,6 +130,10 @@ struct Outcome {
     stats: Option<Stats>,
     /// readwhilewriting: the writer's puts meanwhile.
     writer_puts: Option<u64>,
+    /// readwhilewriting: its samples over time.
+    series: Vec<Sample>,
+    /// Reads: the storage requests they made.
+    requests: Option<Requests>,
 }
 
 /// db_bench's `--histogram` percentiles.
@@ -125,6 +146,23 @@ const STEP: u64 = 4096;
 /// with `--json`, one object per workload) to `out`.
 pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> CliResult {
     let config = chosen_config(args)?;
+    // The series' outputs are checked before the run.
+    let series_format = args
+        .timeseries
+        .as_deref()
+        .map(timeseries::check_path)
+        .transpose()?;
+    if let Some(path) = &args.plot {
+        check_plot_path(path)?;
+    }
+    if (args.timeseries.is_some() || args.plot.is_some())
+        && !benchmarks.contains(&Benchmark::ReadWhileWriting)
+    {
+        return Err(CliError::usage(
+            "--timeseries and --plot with --benchmarks draw readwhilewriting's time series: list readwhilewriting",
+        ));
+    }
+    let mut series: Option<Vec<Sample>> = None;
     let args = BenchArgs {
         configs: vec![config.clone()],
         ..args.clone()
@@ -132,6 +170,8 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     let args = &args;
     let mut opts = store_options(args, &config)?;
     opts.background_compaction = true;
+    let fs = remote::wrap(args, opts.fs.clone())?;
+    opts.fs = fs.clone();
     // Removes a temporary home when dropped, at the end of the run.
     let home = StoresHome::prepare(args)?;
     let dir = store_dir(&home.path, &config.name)?;
@@ -151,6 +191,19 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
             "Entries:    {} (puts per write benchmark); {} lookups per read benchmark",
             args.keys, args.lookups
         )?;
+        writeln!(
+            out,
+            "Storage:    read latency {}",
+            remote::describe(fs.latency())
+        )?;
+        if benchmarks.iter().any(|b| matches!(b, Benchmark::Ycsb(_))) {
+            writeln!(
+                out,
+                "YCSB:       {} operations per workload on the --keys records; {} of reads ask for absent keys",
+                args.lookups,
+                args.miss_fraction.unwrap_or(0.0)
+            )?;
+        }
         writeln!(out, "------------------------------------------------")?;
         out.flush()?;
     }
@@ -159,13 +212,26 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
         args.value_ratio,
         args.value_size as usize,
     );
+    // Records of the YCSB workloads: the loaded keys, then their inserts.
+    let mut records = args.keys;
     for (i, &b) in benchmarks.iter().enumerate() {
         // Each workload draws its own keys: the same whatever ran before.
         let seed = args.seed ^ (0x6462_6265_6e63_6800 + i as u64);
+        if let Benchmark::Ycsb(w) = b {
+            let ctx = ycsb::Ctx {
+                args,
+                db: &db,
+                fs: &fs,
+                values: &values,
+            };
+            ycsb::run(&ctx, w, b.name(), seed, &mut records, out)?;
+            out.flush()?;
+            continue;
+        }
         let o = if b.writes() {
             write_keys(args, &db, &values, b, seed)?
         } else {
-            read_keys(args, &db, &values, b, seed)?
+            read_keys(args, &db, &fs, &values, b, seed)?
         };
         if args.json {
             write_json(out, &json_outcome(&config, &o))?;
@@ -173,6 +239,12 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
             write_text(out, &o)?;
         }
         out.flush()?;
+        if b == Benchmark::ReadWhileWriting && series.is_none() {
+            series = Some(o.series);
+        }
+    }
+    if let Some(samples) = &series {
+        write_series(args, &config, samples, series_format, out)?;
     }
     if !args.json {
         writeln!(out, "shape: {}", shape_line(&db.stats()))?;
@@ -233,7 +305,46 @@ fn write_keys(
         found: None,
         stats: None,
         writer_puts: None,
+        series: Vec::new(),
+        requests: None,
     })
+}
+
+/// Writes the first readwhilewriting's series to `--timeseries` and its
+/// chart to `--plot`, and says where.
+fn write_series(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    samples: &[Sample],
+    format: Option<timeseries::Format>,
+    out: &mut dyn Write,
+) -> CliResult {
+    let mut wrote = Vec::new();
+    if let (Some(path), Some(format)) = (&args.timeseries, format) {
+        interrupt::remove_on_interrupt(crate::plot::temp_path(path));
+        timeseries::write(path, format, args.stats_interval_ms, samples)?;
+        wrote.push(path);
+    }
+    if let Some(path) = &args.plot {
+        interrupt::remove_on_interrupt(crate::plot::temp_path(path));
+        series_chart::write(path, samples, args.stats_interval_ms, &config.name)?;
+        wrote.push(path);
+    }
+    for path in wrote {
+        if args.json {
+            if !args.quiet {
+                eprintln!("wrote {}", path.display());
+            }
+        } else {
+            writeln!(
+                out,
+                "wrote {} ({} samples of readwhilewriting)",
+                path.display(),
+                samples.len()
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// readrandom, readmissing, seekrandom, readwhilewriting: `--lookups`
@@ -241,6 +352,7 @@ fn write_keys(
 fn read_keys(
     args: &BenchArgs,
     db: &Db,
+    fs: &LatencyFs,
     values: &ValueSource,
     b: Benchmark,
     seed: u64,
@@ -264,7 +376,7 @@ fn read_keys(
                 Ok(())
             })
         });
-        let outcome = read_phase(args, db, b, seed, n);
+        let outcome = read_phase(args, db, fs, b, seed, n, &puts);
         stop.store(true, Ordering::Relaxed);
         let writer = writer.map(|w| {
             w.join()
@@ -283,11 +395,22 @@ fn read_keys(
 }
 
 /// The reads of [`read_keys`] on the calling thread.
-fn read_phase(args: &BenchArgs, db: &Db, b: Benchmark, seed: u64, n: u64) -> CliResult<Outcome> {
+fn read_phase(
+    args: &BenchArgs,
+    db: &Db,
+    fs: &LatencyFs,
+    b: Benchmark,
+    seed: u64,
+    n: u64,
+    puts: &AtomicU64,
+) -> CliResult<Outcome> {
     let pb = progress(Some(n), args.quiet, b.name());
     let mut rng = SplitMix64::new(seed);
     let (mut found, mut bytes) = (0u64, 0u64);
     db.reset_stats();
+    let mut sampler = (b == Benchmark::ReadWhileWriting)
+        .then(|| Sampler::start(Duration::from_millis(args.stats_interval_ms), db));
+    let before = fs.reads();
     let mut rec = Recorder::start();
     for j in 0..n {
         let hit = match b {
@@ -313,11 +436,20 @@ fn read_phase(args: &BenchArgs, db: &Db, b: Benchmark, seed: u64, n: u64) -> Cli
             }
             bytes += v.len() as u64;
         }
+        if let Some(s) = &mut sampler {
+            s.record(rec.last_ns());
+            // The clock is read every 64 reads, not every one.
+            if j % 64 == 63 && s.due() {
+                s.sample(db, j + 1, puts.load(Ordering::Relaxed));
+            }
+        }
         if j % STEP == STEP - 1 {
             pb.inc(STEP);
         }
     }
+    let series = sampler.map_or_else(Vec::new, |s| s.finish(db, n, puts.load(Ordering::Relaxed)));
     let stats = db.stats();
+    let requests = Requests::new(before, fs.reads(), n, &stats, args.price_per_million_gets);
     let percentiles_ns = DB_BENCH_PERCENTILES.map(|p| rec.value_at_percentile(p));
     let phase = rec.finish(n, stats.total.bytes_read);
     pb.finish_and_clear();
@@ -330,6 +462,8 @@ fn read_phase(args: &BenchArgs, db: &Db, b: Benchmark, seed: u64, n: u64) -> Cli
         // Seeks consult no filter, and the store's counters count gets only.
         stats: (b != Benchmark::SeekRandom).then_some(stats),
         writer_puts: None,
+        series,
+        requests: Some(requests),
     })
 }
 
@@ -412,6 +546,9 @@ fn write_text(out: &mut dyn Write, o: &Outcome) -> CliResult {
         }
         writeln!(out, "{line}")?;
     }
+    if let Some(r) = &o.requests {
+        writeln!(out, "{}", r.line(o.bench == Benchmark::ReadWhileWriting))?;
+    }
     Ok(())
 }
 
@@ -419,7 +556,7 @@ fn write_text(out: &mut dyn Write, o: &Outcome) -> CliResult {
 fn json_outcome(config: &BenchConfig, o: &Outcome) -> serde_json::Value {
     let us = o.percentiles_ns.map(|ns| ns as f64 / 1e3);
     let s = o.stats.as_ref();
-    json!({
+    let mut v = json!({
         "benchmark": o.bench.name(),
         "config": config.name,
         "ops": o.phase.ops,
@@ -441,7 +578,13 @@ fn json_outcome(config: &BenchConfig, o: &Outcome) -> serde_json::Value {
         "store_bytes_per_op": s.map(|_| o.phase.store_bytes_per_op()),
         "device_bytes_per_op": o.device_bytes_per_op(),
         "writer_puts": o.writer_puts,
-    })
+    });
+    if let (Some(r), Some(map)) = (&o.requests, v.as_object_mut())
+        && let Some(extra) = r.json().as_object()
+    {
+        map.extend(extra.clone());
+    }
+    v
 }
 
 #[cfg(test)]
@@ -457,6 +600,7 @@ mod tests {
         let e = parse_benchmark("readseq").unwrap_err();
         assert!(e.contains("\"readseq\""), "{e}");
         assert!(e.contains("known: fillseq, fillrandom"), "{e}");
+        assert!(e.contains("ycsb-a, ycsb-b"), "{e}");
         assert!(Benchmark::Overwrite.writes() && !Benchmark::SeekRandom.writes());
     }
 }

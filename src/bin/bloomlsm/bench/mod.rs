@@ -37,6 +37,11 @@
 //! - `text.rs`, `json.rs`, `csv.rs`: the three output formats.
 //! - `chart.rs`: `--plot`, the sweep and the SVG chart.
 //! - `db_bench.rs`: `--benchmarks`, db_bench's workloads on one store.
+//! - `ycsb.rs`: YCSB's core workloads A to F among them.
+//! - `remote.rs`: their store's reads behind a latency, counted as
+//!   requests and priced.
+//! - `timeseries.rs`, `series_chart.rs`: readwhilewriting sampled over
+//!   time, written as CSV or JSON and drawn as an SVG chart.
 //!
 //! This file holds [`run`], the command's entry, and the steps that tie the
 //! parts together.
@@ -54,9 +59,13 @@ mod csv;
 mod db_bench;
 mod json;
 mod measure;
+mod remote;
 mod row;
+mod series_chart;
 mod stores;
 mod text;
+mod timeseries;
+mod ycsb;
 
 pub use args::BenchArgs;
 pub use configs::BenchConfig;
