@@ -43,21 +43,19 @@ fn random_range(rng: &mut SplitMix64) -> (Vec<u8>, Vec<u8>) {
 }
 
 fn options(rng: &mut SplitMix64, background: bool) -> Options {
-    Options {
-        write_buffer_size: [4096, 8192][rng.below(2) as usize],
-        target_file_size: 4096,
-        level1_max_bytes: 8 << 10,
-        level_size_multiplier: 2 + rng.below(2),
-        l0_compaction_trigger: 2 + rng.below(3) as usize,
-        block_size: [256, 1024][rng.below(2) as usize],
-        background_compaction: background,
-        filters: match rng.below(3) {
+    Options::default()
+        .write_buffer_size([4096, 8192][rng.below(2) as usize])
+        .target_file_size(4096)
+        .level1_max_bytes(8 << 10)
+        .level_size_multiplier(2 + rng.below(2))
+        .l0_compaction_trigger(2 + rng.below(3) as usize)
+        .block_size([256, 1024][rng.below(2) as usize])
+        .background_compaction(background)
+        .filters(match rng.below(3) {
             0 => FilterOptions::none(),
             1 => FilterOptions::uniform(Some(FilterPolicy::bloom(6.0))),
             _ => FilterOptions::default(),
-        },
-        ..Options::default()
-    }
+        })
 }
 
 /// Every key the model may hold and a few it cannot, by get and multi_get,
@@ -327,10 +325,7 @@ fn model_background_compaction_on() {
 }
 
 fn tiny() -> Options {
-    Options {
-        background_compaction: false,
-        ..common::options::tiny()
-    }
+    common::options::tiny().background_compaction(false)
 }
 
 #[test]
