@@ -26,6 +26,7 @@ fn example_bytes() -> Vec<u8> {
         creation_time: Some(1_700_000_000),
         compression: Compression::None,
         filter_partition_bytes: 0,
+        prefix_extractor: None,
     };
     let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
     for (k, v) in ENTRIES {

@@ -11,7 +11,8 @@
 //!   blocked512; Bloom + zstd with xxh3 checksums and restart interval 1.
 //!   Mutants: bytes of a data block (and its restart array, entry order,
 //!   entry lengths, block type), of the filter block, a filter partition or
-//!   the partition index, the index, the properties, the metaindex (each
+//!   the partition index, the prefix filter block (Ribbon + LZ4 tables have
+//!   a 4-byte fixed prefix extractor), the index, the properties, the metaindex (each
 //!   resealed in place), the footer's fields (footer checksum recomputed),
 //!   and *entry-level* mutants of the index, properties and metaindex:
 //!   decoded, entries changed (values, names, handles, order, count), and
@@ -76,7 +77,9 @@ use bloomlsm::sst::{
     BlockHandle, ChecksumType, Compression, Footer, KeyFormat, Table, TableBuilder,
     TableBuilderOptions, TableOpenOptions,
 };
-use bloomlsm::{Bytes, Db, Error, FilterKind, FilterOptions, FilterPolicy, Options, key_hash};
+use bloomlsm::{
+    Bytes, Db, Error, FilterKind, FilterOptions, FilterPolicy, Options, PrefixExtractor, key_hash,
+};
 
 mod common;
 
@@ -522,6 +525,7 @@ struct TableConfig {
     restart_interval: usize,
     checksum: ChecksumType,
     keys: usize,
+    prefix: Option<PrefixExtractor>,
 }
 
 fn tkey(i: usize) -> Vec<u8> {
@@ -560,6 +564,7 @@ fn build_table(path: &Path, cfg: &TableConfig, es: &Entries) {
         creation_time: Some(1_700_000_000),
         compression: cfg.compression,
         filter_partition_bytes: cfg.partition_bytes,
+        prefix_extractor: cfg.prefix,
     };
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
@@ -577,6 +582,8 @@ struct Layout {
     /// The whole filter block, or the partition index of a partitioned one.
     filter: Option<BlockHandle>,
     parts: Vec<BlockHandle>,
+    /// The prefix filter block.
+    prefix: Option<BlockHandle>,
     index: BlockHandle,
     props: BlockHandle,
     meta: BlockHandle,
@@ -601,6 +608,7 @@ impl Layout {
             data: t.index_entries().map(|(_, h)| h).collect(),
             filter: t.filter_handle(),
             parts: t.filter_partitions().to_vec(),
+            prefix: t.prefix_filter_handle(),
             index,
             props,
             meta: footer.metaindex,
@@ -633,6 +641,7 @@ impl Layout {
         let mut v = self.data.clone();
         v.extend(self.filter);
         v.extend(&self.parts);
+        v.extend(self.prefix);
         v.extend([self.index, self.props, self.meta]);
         v
     }
@@ -958,7 +967,8 @@ fn mutate_data_structure(rng: &mut Rng, p: &mut [u8]) -> String {
 enum Area {
     /// Data blocks.
     Data,
-    /// The whole filter, or the partitions and their index.
+    /// The whole filter, or the partitions and their index; and the prefix
+    /// filter block, if any.
     Filters,
     /// The properties block.
     Properties,
@@ -975,6 +985,7 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
         Filter,
         Partition,
         PartitionIndex,
+        PrefixFilter,
         Index,
         Props,
         Meta,
@@ -995,6 +1006,9 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                 Part::Footer,
             ]),
         }
+    }
+    if areas.contains(&Area::Filters) && l.prefix.is_some() {
+        parts.push(Part::PrefixFilter);
     }
     let ck = l.footer.checksum;
     let mut bytes = l.good.clone();
@@ -1018,9 +1032,10 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                 true,
             )
         }
-        p @ (Part::Filter | Part::Partition | Part::PartitionIndex) => {
+        p @ (Part::Filter | Part::Partition | Part::PartitionIndex | Part::PrefixFilter) => {
             let (h, name) = match p {
                 Part::Filter => (l.filter.unwrap(), "filter".to_string()),
+                Part::PrefixFilter => (l.prefix.unwrap(), "prefix filter".to_string()),
                 Part::Partition => {
                     let i = rng.below(l.parts.len());
                     (l.parts[i], format!("filter partition {i}"))
@@ -1321,6 +1336,7 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
         restart_interval: 16,
         checksum: ChecksumType::Crc32,
         keys: 120,
+        prefix: None,
     };
     let zstd = if cfg!(feature = "zstd") {
         Compression::Zstd(1)
@@ -1336,6 +1352,7 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
                 compression: Compression::Lz4,
                 restart_interval: 4,
                 keys: 200,
+                prefix: Some(PrefixExtractor::Fixed(4)),
                 ..base.clone()
             },
         ),

@@ -90,6 +90,7 @@ fn build_filtered(
         creation_time: Some(1_700_000_000),
         compression,
         filter_partition_bytes: 0,
+        prefix_extractor: None,
     };
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
@@ -853,6 +854,7 @@ fn build_partitioned(path: &Path, es: &Entries, policy: FilterPolicy) -> Layout 
         creation_time: Some(1_700_000_000),
         compression: Compression::None,
         filter_partition_bytes: 64,
+        prefix_extractor: None,
     };
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {

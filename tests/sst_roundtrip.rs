@@ -11,7 +11,7 @@ use bloomlsm::sst::{
     BlockCache, ChecksumType, Compression, InternalKey, KeyFormat, Table, TableBuilder,
     TableBuilderOptions, TableIter, TableOpenOptions, ValueKind,
 };
-use bloomlsm::{Error, key_hash};
+use bloomlsm::{Error, PrefixExtractor, key_hash};
 use proptest::collection::{btree_map, btree_set, vec};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
@@ -174,6 +174,11 @@ proptest! {
         compression in compression_strategy(),
         filter_partition_bytes in prop_oneof![Just(0usize), Just(64), Just(256)],
         on_demand in any::<bool>(),
+        prefix_extractor in prop_oneof![
+            Just(None),
+            (1usize..4).prop_map(|n| Some(PrefixExtractor::Fixed(n))),
+            any::<u8>().prop_map(|b| Some(PrefixExtractor::UpToDelimiter(b))),
+        ],
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.sst");
@@ -181,9 +186,22 @@ proptest! {
         let opts = TableBuilderOptions {
             block_size, restart_interval, checksum, filter,
             key_format: KeyFormat::Plain, creation_time: None, compression,
-            filter_partition_bytes,
+            filter_partition_bytes, prefix_extractor,
         };
         let t = build(&path, &entries, opts, on_demand);
+        // The prefix filter holds every in-domain key's prefix.
+        match (prefix_extractor, t.prefix_filter()) {
+            (None, None) => {}
+            (Some(e), Some(Ok(pf))) => {
+                prop_assert_eq!(pf.extractor, e);
+                for (k, _) in &entries {
+                    if let Some(p) = e.prefix(k) {
+                        prop_assert!(pf.may_contain(key_hash(p)));
+                    }
+                }
+            }
+            (e, f) => prop_assert!(false, "extractor {:?}, prefix filter {:?}", e, f),
+        }
         check_properties(&t, &entries, KeyFormat::Plain);
         prop_assert_eq!(t.checksum_type(), checksum);
         prop_assert_eq!(t.filter_info().is_some(), filter.is_some());
@@ -274,7 +292,7 @@ proptest! {
         let opts = TableBuilderOptions {
             block_size, restart_interval, checksum, filter,
             key_format: KeyFormat::Internal, creation_time: None, compression,
-            filter_partition_bytes,
+            filter_partition_bytes, prefix_extractor: None,
         };
         let t = build(&path, &entries, opts, on_demand);
         check_properties(&t, &entries, KeyFormat::Internal);

@@ -16,6 +16,7 @@ pub mod family;
 pub mod fuse;
 pub mod math;
 pub mod partitioned;
+pub mod prefix;
 pub mod ribbon;
 mod spec;
 
@@ -26,6 +27,7 @@ pub use bloom::BloomFilter;
 pub use family::{FilterFamily, KeyFilter, RegisteredFilter, filter_families, register_filter};
 pub use fuse::{FuseFilter, FuseWidth};
 pub use partitioned::PartitionedFilter;
+pub use prefix::{PrefixExtractor, PrefixFilter};
 pub use ribbon::RibbonFilter;
 pub use spec::{filter_spec, parse_filter_spec, unregistered_family};
 

@@ -246,6 +246,7 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
                         compression: spec.compression,
                         key_format: KeyFormat::Internal,
                         filter_partition_bytes: opts.filter_partition_bytes,
+                        prefix_extractor: opts.prefix_extractor,
                         ..TableBuilderOptions::default()
                     },
                 ))
