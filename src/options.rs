@@ -393,8 +393,8 @@ pub struct Options {
     /// open chooses. Default 1000.
     pub max_open_files: usize,
     /// When the store records a design (its `OPTIONS` file: the filters,
-    /// compression, block size, checksum, file and level sizes above), open it with that
-    /// design instead of these fields'. `false`: these fields replace the
+    /// prefix extractor, compression, block size, checksum, file and level
+    /// sizes above), open it with that design instead of these fields'. `false`: these fields replace the
     /// stored design, and the change is logged in `OPTIONS`. A new store
     /// records these fields either way. Default true.
     pub use_stored_design: bool,

@@ -61,6 +61,10 @@ pub struct IoCounters {
     /// because their prefix filter block does not decode, or was built with
     /// another extractor than the store's.
     pub prefix_unusable_reads: u64,
+    /// Data blocks (from disk or the block cache) that prefix scans read
+    /// from files their prefix filter let through: with every file's prefix
+    /// filter usable, every data block a prefix scan reads.
+    pub prefix_scan_blocks: u64,
 }
 
 impl IoCounters {
@@ -84,6 +88,7 @@ impl IoCounters {
         prefix_negatives: 0,
         prefix_false_positives: 0,
         prefix_unusable_reads: 0,
+        prefix_scan_blocks: 0,
     };
 
     /// Observed false-positive rate: false positives over probes of keys the
@@ -120,6 +125,7 @@ impl IoCounters {
         self.prefix_negatives += other.prefix_negatives;
         self.prefix_false_positives += other.prefix_false_positives;
         self.prefix_unusable_reads += other.prefix_unusable_reads;
+        self.prefix_scan_blocks += other.prefix_scan_blocks;
     }
 }
 
@@ -144,6 +150,7 @@ pub(crate) struct AtomicIo {
     prefix_negatives: AtomicU64,
     prefix_false_positives: AtomicU64,
     prefix_unusable_reads: AtomicU64,
+    prefix_scan_blocks: AtomicU64,
 }
 
 impl AtomicIo {
@@ -165,6 +172,7 @@ impl AtomicIo {
             (&self.prefix_negatives, o.prefix_negatives),
             (&self.prefix_false_positives, o.prefix_false_positives),
             (&self.prefix_unusable_reads, o.prefix_unusable_reads),
+            (&self.prefix_scan_blocks, o.prefix_scan_blocks),
         ] {
             if v != 0 {
                 a.fetch_add(v, Relaxed);
@@ -190,6 +198,7 @@ impl AtomicIo {
             prefix_negatives: self.prefix_negatives.load(Relaxed),
             prefix_false_positives: self.prefix_false_positives.load(Relaxed),
             prefix_unusable_reads: self.prefix_unusable_reads.load(Relaxed),
+            prefix_scan_blocks: self.prefix_scan_blocks.load(Relaxed),
             ..IoCounters::default()
         };
         IoCounters {
@@ -221,6 +230,7 @@ impl AtomicIo {
             &self.prefix_negatives,
             &self.prefix_false_positives,
             &self.prefix_unusable_reads,
+            &self.prefix_scan_blocks,
         ] {
             a.store(0, Relaxed);
         }

@@ -165,11 +165,19 @@ fn scan_prefix_skips_files_and_equals_the_model() {
         t.prefix_checks,
         t.prefix_negatives + t.prefix_false_positives
     );
+    // Each false positive costs the one data block its seek reads.
+    assert_eq!(t.prefix_scan_blocks, t.prefix_false_positives);
 
-    // A plain scan never consults prefix filters.
+    // A plain scan never consults prefix filters, nor does a scan of a
+    // prefix outside the extractor's domain.
     db.reset_stats();
     let _ = collect(db.scan(prefix(3)..prefix(4)));
+    let _ = collect(db.scan_prefix("p00"));
     assert_eq!(totals(&db).prefix_checks, 0);
+    // A longer prefix skips by its first four bytes.
+    db.reset_stats();
+    assert!(collect(db.scan_prefix("p003:0001")).is_empty());
+    assert!(totals(&db).prefix_negatives > 0);
     drop(db);
 
     // Reopened with the same design: the same answers.

@@ -13,7 +13,7 @@ use crate::db::memtable::MemTable;
 use crate::db::version::FileHandle;
 use crate::error::Result;
 use crate::key;
-use crate::sst::table::TableRevIter;
+use crate::sst::table::{ReadStats, TableRevIter};
 use crate::sst::{Table, TableIter};
 use crate::stats::IoCounters;
 
@@ -48,14 +48,7 @@ pub(crate) enum Source {
     /// A file a prefix filter let through: on the file's first entry inside
     /// or past the prefix's keys (or its end), counts a prefix false positive
     /// on the file if it holds no key with `prefix` there.
-    Watched {
-        inner: Box<Source>,
-        file: Arc<FileHandle>,
-        prefix: Bytes,
-        dir: Direction,
-        /// Cleared once the outcome is known.
-        open: bool,
-    },
+    Watched(Watched),
     /// The disjoint, sorted files of one level ≥ 1, opened one after another
     /// (from the front, or from the back when reversed); a file marked
     /// `true` is opened [`Source::Watched`] for `prefix`.
@@ -69,6 +62,29 @@ pub(crate) enum Source {
         /// Files are read as a compaction reads them ([`Source::table`]).
         sequential: bool,
     },
+}
+
+/// A file a prefix filter let through (see [`Source::Watched`]). Dropped,
+/// it charges the data blocks read from the file to the file's
+/// `prefix_scan_blocks`.
+pub(crate) struct Watched {
+    inner: Box<Source>,
+    file: Arc<FileHandle>,
+    prefix: Bytes,
+    dir: Direction,
+    /// Cleared once the outcome is known.
+    open: bool,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some(r) = self.inner.read_stats() {
+            self.file.io.add(&IoCounters {
+                prefix_scan_blocks: r.blocks_read + r.cache_hits,
+                ..IoCounters::ZERO
+            });
+        }
+    }
 }
 
 const MEM_CHUNK: usize = 256;
@@ -159,12 +175,21 @@ impl Source {
         prefix: Bytes,
         dir: Direction,
     ) -> Self {
-        Source::Watched {
+        Source::Watched(Watched {
             inner: Box::new(inner),
             file,
             prefix,
             dir,
             open: true,
+        })
+    }
+
+    /// A table source's data-block I/O so far.
+    fn read_stats(&self) -> Option<ReadStats> {
+        match self {
+            Source::Table(it) => Some(it.read_stats()),
+            Source::TableRev(it) => Some(it.read_stats()),
+            _ => None,
         }
     }
 
@@ -251,13 +276,13 @@ impl Source {
             }
             Source::Table(it) => it.next(),
             Source::TableRev(it) => it.next(),
-            Source::Watched {
+            Source::Watched(Watched {
                 inner,
                 file,
                 prefix,
                 dir,
                 open,
-            } => {
+            }) => {
                 let e = inner.next();
                 if *open {
                     let decided = match &e {

@@ -96,6 +96,7 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --configs blocked10 --compression zstd:3 --value-ratio 0.3
   bloomlsm bench --benchmarks fillrandom,readrandom,readmissing --num 1000000
                                                      db_bench's workloads and line format
+  bloomlsm bench --workload prefix --keys 200000      prefix scans and prefix filters
 
 The stores are built in a temporary directory under $TMPDIR (else /tmp), removed at
 the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which ends
@@ -155,6 +156,18 @@ With --json, one object per workload: benchmark, config, ops, micros_per_op, ops
   mb_per_sec, bytes, found, p50_us, p75_us, p99_us, p999_us, p9999_us, filter_checks,
   false_positives, measured_fpr, predicted_fpr, block_reads_per_op, store_bytes_per_op,
   device_bytes_per_op, writer_puts (readwhilewriting); null where a workload has none.
+
+--workload prefix loads --keys keys of 16 per 8-byte prefix into one store with a fixed:8
+prefix extractor (the first --configs configuration's point filters), then runs --lookups
+prefix scans of absent prefixes (empty) and as many of present ones (non-empty), and
+prints per phase the prefix-filter checks, negatives, false positives, measured vs
+predicted FPR, data blocks read per scan, latency percentiles, and the same per level.
+With --json, one object: workload, keys, keys_per_prefix, prefix_len, config, io, shape,
+  load_secs, empty and non_empty: {scans, keys_per_scan, data_blocks_per_scan,
+  prefix_checks, prefix_negatives, prefix_false_positives, prefix_unusable_reads,
+  measured_fpr, predicted_fpr, latency {p50_ns, p90_ns, p99_ns, p999_ns, mean_ns},
+  levels [{level, prefix_checks, prefix_negatives, prefix_false_positives, data_blocks,
+  measured_fpr, predicted_fpr}]}.
 ",
     exit_status!()
 );

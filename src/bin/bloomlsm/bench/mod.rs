@@ -37,6 +37,7 @@
 //! - `text.rs`, `json.rs`, `csv.rs`: the three output formats.
 //! - `chart.rs`: `--plot`, the sweep and the SVG chart.
 //! - `db_bench.rs`: `--benchmarks`, db_bench's workloads on one store.
+//! - `prefix.rs`: `--workload prefix`, the prefix-filter study.
 //!
 //! This file holds [`run`], the command's entry, and the steps that tie the
 //! parts together.
@@ -54,6 +55,7 @@ mod csv;
 mod db_bench;
 mod json;
 mod measure;
+mod prefix;
 mod row;
 mod stores;
 mod text;
@@ -79,6 +81,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     args.compression.apply(&mut o.compression, o.max_levels)?;
     if let Some(benchmarks) = &args.benchmarks {
         return db_bench::run(args, benchmarks, out).map(|()| Vec::new());
+    }
+    if args.workload == args::Workload::Prefix {
+        return prefix::run(args, out).map(|()| Vec::new());
     }
     // Output paths are checked before the (long) run starts.
     if let Some(path) = &args.plot {
