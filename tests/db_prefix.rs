@@ -165,8 +165,10 @@ fn scan_prefix_skips_files_and_equals_the_model() {
         t.prefix_checks,
         t.prefix_negatives + t.prefix_false_positives
     );
-    // Each false positive costs the one data block its seek reads.
-    assert_eq!(t.prefix_scan_blocks, t.prefix_false_positives);
+    // Each false positive costs the data block its seek reads (and at most
+    // the next one, which the merge reads ahead).
+    assert!(t.prefix_false_positives <= t.prefix_scan_blocks);
+    assert!(t.prefix_scan_blocks <= 2 * t.prefix_false_positives);
 
     // A plain scan never consults prefix filters, nor does a scan of a
     // prefix outside the extractor's domain.
