@@ -108,6 +108,7 @@ pub use bytes::Bytes;
 pub use db::iter::ScanRange;
 pub use db::{CheckpointReport, Db, DbIter, IngestReport, Snapshot, WriteBatch, WriteOptions};
 pub use error::{Error, Result};
+pub use filter::PrefixExtractor;
 pub use filter::{
     Filter, FilterFamily, FilterKind, FilterPolicy, KeyFilter, filter_families, key_hash,
     register_filter,

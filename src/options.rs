@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::filter::{FilterKind, FilterPolicy, math};
+use crate::filter::{FilterKind, FilterPolicy, PrefixExtractor, math};
 use crate::fs::{FileSystem, RealFs};
 
 pub use crate::fs::ReadMode;
@@ -363,6 +363,15 @@ pub struct Options {
     /// 4 KiB partitions by default there). Part of the store's design.
     /// Default 0.
     pub filter_partition_bytes: usize,
+    /// How a key's prefix is taken, for prefix filters: each new table gets
+    /// a filter over its keys' distinct prefixes, and
+    /// [`crate::Db::scan_prefix`] skips the tables whose prefix filter rules
+    /// the prefix out (RocksDB's prefix extractor; docs/filters.md). Keys
+    /// outside the extractor's domain are stored and read as any other; a
+    /// scan of a prefix outside it reads every table. Part of the store's
+    /// design: a table records the extractor it was built with, and is not
+    /// skipped under another. Default `None`: no prefix filters.
+    pub prefix_extractor: Option<PrefixExtractor>,
     /// Bytes of filter bits the store may hold in memory; `None` (the
     /// default) holds every file's filter. With a budget, the filters that
     /// save the most I/O per byte stay in memory — those of L0 and of the
@@ -425,8 +434,8 @@ pub struct Options {
     /// open chooses. Default 1000.
     pub max_open_files: usize,
     /// When the store records a design (its `OPTIONS` file: the filters,
-    /// compression, block size, checksum, file and level sizes above), open it with that
-    /// design instead of these fields'. `false`: these fields replace the
+    /// prefix extractor, compression, block size, checksum, file and level
+    /// sizes above), open it with that design instead of these fields'. `false`: these fields replace the
     /// stored design, and the change is logged in `OPTIONS`. A new store
     /// records these fields either way. Default true.
     pub use_stored_design: bool,
@@ -450,6 +459,7 @@ impl Default for Options {
             block_cache_capacity: 8 << 20,
             filters: FilterOptions::default(),
             filter_partition_bytes: 0,
+            prefix_extractor: None,
             filter_memory_budget: None,
             compression: CompressionOptions::default(),
             wal_recovery: WalRecovery::default(),
@@ -552,6 +562,9 @@ impl Options {
             && !(64..=1 << 24).contains(&self.filter_partition_bytes)
         {
             return bad("filter_partition_bytes must be 0 or in 64..=16 MiB");
+        }
+        if let Some(e) = &self.prefix_extractor {
+            e.validate()?;
         }
         if self.max_open_files < self.min_max_open_files() {
             return Err(crate::Error::invalid(format!(

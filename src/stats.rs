@@ -49,6 +49,23 @@ pub struct IoCounters {
     pub filter_cache_hits: u64,
     /// Bytes read from disk for those filter blocks (trailers included).
     pub filter_bytes_read: u64,
+    /// Prefix-filter probes: files inside a prefix scan's range whose prefix
+    /// filter was built with the store's prefix extractor
+    /// ([`crate::Options::prefix_extractor`]).
+    pub prefix_checks: u64,
+    /// Probes that answered "no key with the prefix": files the scan skipped.
+    pub prefix_negatives: u64,
+    /// Probes that answered "maybe" for a file the scan then found no key
+    /// with the prefix in (from where the scan started in the file).
+    pub prefix_false_positives: u64,
+    /// Files inside a prefix scan's range read without prefix skipping
+    /// because their prefix filter block does not decode, or was built with
+    /// another extractor than the store's.
+    pub prefix_unusable_reads: u64,
+    /// Data blocks (from disk or the block cache) that prefix scans read
+    /// from files their prefix filter let through: with every file's prefix
+    /// filter usable, every data block a prefix scan reads.
+    pub prefix_scan_blocks: u64,
 }
 
 impl IoCounters {
@@ -68,6 +85,11 @@ impl IoCounters {
         filter_block_reads: 0,
         filter_cache_hits: 0,
         filter_bytes_read: 0,
+        prefix_checks: 0,
+        prefix_negatives: 0,
+        prefix_false_positives: 0,
+        prefix_unusable_reads: 0,
+        prefix_scan_blocks: 0,
     };
 
     /// Observed false-positive rate: false positives over probes of keys the
@@ -75,6 +97,13 @@ impl IoCounters {
     pub fn observed_fpr(&self) -> Option<f64> {
         let absent = self.filter_negatives + self.false_positives;
         (absent > 0).then(|| self.false_positives as f64 / absent as f64)
+    }
+
+    /// Observed false-positive rate of prefix filters: false positives over
+    /// probes of prefixes the file did not hold. `None` before any.
+    pub fn observed_prefix_fpr(&self) -> Option<f64> {
+        let absent = self.prefix_negatives + self.prefix_false_positives;
+        (absent > 0).then(|| self.prefix_false_positives as f64 / absent as f64)
     }
 
     /// Adds `other` into `self`.
@@ -93,6 +122,11 @@ impl IoCounters {
         self.filter_block_reads += other.filter_block_reads;
         self.filter_cache_hits += other.filter_cache_hits;
         self.filter_bytes_read += other.filter_bytes_read;
+        self.prefix_checks += other.prefix_checks;
+        self.prefix_negatives += other.prefix_negatives;
+        self.prefix_false_positives += other.prefix_false_positives;
+        self.prefix_unusable_reads += other.prefix_unusable_reads;
+        self.prefix_scan_blocks += other.prefix_scan_blocks;
     }
 }
 
@@ -113,6 +147,11 @@ pub(crate) struct AtomicIo {
     filter_block_reads: AtomicU64,
     filter_cache_hits: AtomicU64,
     filter_bytes_read: AtomicU64,
+    prefix_checks: AtomicU64,
+    prefix_negatives: AtomicU64,
+    prefix_false_positives: AtomicU64,
+    prefix_unusable_reads: AtomicU64,
+    prefix_scan_blocks: AtomicU64,
 }
 
 impl AtomicIo {
@@ -130,6 +169,11 @@ impl AtomicIo {
             (&self.filter_block_reads, o.filter_block_reads),
             (&self.filter_cache_hits, o.filter_cache_hits),
             (&self.filter_bytes_read, o.filter_bytes_read),
+            (&self.prefix_checks, o.prefix_checks),
+            (&self.prefix_negatives, o.prefix_negatives),
+            (&self.prefix_false_positives, o.prefix_false_positives),
+            (&self.prefix_unusable_reads, o.prefix_unusable_reads),
+            (&self.prefix_scan_blocks, o.prefix_scan_blocks),
         ] {
             if v != 0 {
                 a.fetch_add(v, Relaxed);
@@ -151,6 +195,11 @@ impl AtomicIo {
             filter_block_reads: self.filter_block_reads.load(Relaxed),
             filter_cache_hits: self.filter_cache_hits.load(Relaxed),
             filter_bytes_read: self.filter_bytes_read.load(Relaxed),
+            prefix_checks: self.prefix_checks.load(Relaxed),
+            prefix_negatives: self.prefix_negatives.load(Relaxed),
+            prefix_false_positives: self.prefix_false_positives.load(Relaxed),
+            prefix_unusable_reads: self.prefix_unusable_reads.load(Relaxed),
+            prefix_scan_blocks: self.prefix_scan_blocks.load(Relaxed),
             ..IoCounters::default()
         };
         IoCounters {
@@ -178,6 +227,11 @@ impl AtomicIo {
             &self.filter_block_reads,
             &self.filter_cache_hits,
             &self.filter_bytes_read,
+            &self.prefix_checks,
+            &self.prefix_negatives,
+            &self.prefix_false_positives,
+            &self.prefix_unusable_reads,
+            &self.prefix_scan_blocks,
         ] {
             a.store(0, Relaxed);
         }
@@ -256,6 +310,12 @@ pub struct LevelStats {
     /// Expected FPR of a probe of this level: the key-weighted mean of its
     /// files' modelled FPRs (1.0 for files without a usable filter).
     pub predicted_fpr: f64,
+    /// Files with a prefix filter the store uses (built with its prefix
+    /// extractor, and decoded).
+    pub prefix_filtered_files: usize,
+    /// Expected FPR of a prefix-filter probe of this level: the mean over
+    /// those files of their prefix filters' modelled FPRs (0 without any).
+    pub prefix_predicted_fpr: f64,
     /// Lookup costs on this level since the last reset: those of its current
     /// files (a file moved down by a compaction takes its counts along) and
     /// of the files compacted away from it.
@@ -556,6 +616,16 @@ impl fmt::Display for IoCounters {
                 self.filter_block_reads,
                 Size(self.filter_bytes_read),
                 self.filter_cache_hits
+            )?;
+        }
+        if self.prefix_checks + self.prefix_unusable_reads > 0 {
+            write!(
+                f,
+                "; {} prefix filter checks ({} negative, {} false positives), {} unusable",
+                self.prefix_checks,
+                self.prefix_negatives,
+                self.prefix_false_positives,
+                self.prefix_unusable_reads
             )?;
         }
         Ok(())

@@ -85,6 +85,41 @@ pub fn absent_key(seed: u64, i: u64) -> [u8; 16] {
     key16(seed, (i << 1) | 1)
 }
 
+/// Length of the prefix of [`prefixed_key`]: the bytes a prefix study's
+/// extractor takes (`PrefixExtractor::Fixed(PREFIX_LEN)`).
+pub const PREFIX_LEN: usize = 8;
+
+/// Mixed into the seed of the prefixes, so that they differ from the
+/// present keys' first bytes.
+const PREFIX_SALT: u64 = 0x7072_6566_6978;
+
+/// The prefix of group `g` of the present family: [`PREFIX_LEN`] pseudo-random
+/// bytes. Present and absent prefixes never collide (the first 8 bytes of a
+/// family key are a bijection of its generator input).
+pub fn present_prefix(seed: u64, g: u64) -> [u8; PREFIX_LEN] {
+    key16(seed ^ PREFIX_SALT, g << 1)[..PREFIX_LEN]
+        .try_into()
+        .expect("8 bytes")
+}
+
+/// The prefix of group `g` of the absent family: never a [`present_prefix`].
+pub fn absent_prefix(seed: u64, g: u64) -> [u8; PREFIX_LEN] {
+    key16(seed ^ PREFIX_SALT, (g << 1) | 1)[..PREFIX_LEN]
+        .try_into()
+        .expect("8 bytes")
+}
+
+/// The `i`-th key of a store with a prefix structure: the
+/// [`present_prefix`] of group `i / group`, then the last 8 bytes of
+/// [`present_key`]`(seed, i)` (distinct for distinct `i`). Written in order
+/// of `i`, each group's keys are written together, as a user's or a
+/// tenant's often are.
+pub fn prefixed_key(seed: u64, i: u64, group: u64) -> [u8; 16] {
+    let mut k = present_key(seed, i);
+    k[..PREFIX_LEN].copy_from_slice(&present_prefix(seed, i / group.max(1)));
+    k
+}
+
 fn key16(seed: u64, x: u64) -> [u8; 16] {
     // Two rounds of a bijective mix on (x, seed) keep distinct x distinct.
     let hi = mix64(x ^ mix64(seed));

@@ -11,7 +11,8 @@
 //!   blocked512; Bloom + zstd with xxh3 checksums and restart interval 1.
 //!   Mutants: bytes of a data block (and its restart array, entry order,
 //!   entry lengths, block type), of the filter block, a filter partition or
-//!   the partition index, the index, the properties, the metaindex (each
+//!   the partition index, the prefix filter block (Ribbon + LZ4 tables have
+//!   a 4-byte fixed prefix extractor), the index, the properties, the metaindex (each
 //!   resealed in place), the footer's fields (footer checksum recomputed),
 //!   and *entry-level* mutants of the index, properties and metaindex:
 //!   decoded, entries changed (values, names, handles, order, count), and
@@ -76,7 +77,9 @@ use bloomlsm::sst::{
     BlockHandle, ChecksumType, Compression, Footer, KeyFormat, Table, TableBuilder,
     TableBuilderOptions, TableOpenOptions,
 };
-use bloomlsm::{Bytes, Db, Error, FilterKind, FilterOptions, FilterPolicy, Options, key_hash};
+use bloomlsm::{
+    Bytes, Db, Error, FilterKind, FilterOptions, FilterPolicy, Options, PrefixExtractor, key_hash,
+};
 
 mod common;
 
@@ -522,6 +525,7 @@ struct TableConfig {
     restart_interval: usize,
     checksum: ChecksumType,
     keys: usize,
+    prefix: Option<PrefixExtractor>,
 }
 
 fn tkey(i: usize) -> Vec<u8> {
@@ -551,15 +555,7 @@ fn table_entries(n: usize) -> Entries {
 }
 
 fn build_table(path: &Path, cfg: &TableConfig, es: &Entries) {
-    let opts = TableBuilderOptions::default()
-        .block_size(256)
-        .restart_interval(cfg.restart_interval)
-        .checksum(cfg.checksum)
-        .filter(cfg.filter)
-        .key_format(KeyFormat::Plain)
-        .creation_time(Some(1_700_000_000))
-        .compression(cfg.compression)
-        .filter_partition_bytes(cfg.partition_bytes);
+    let opts = TableBuilderOptions::default().block_size(256).restart_interval(cfg.restart_interval).checksum(cfg.checksum).filter(cfg.filter).key_format(KeyFormat::Plain).creation_time(Some(1_700_000_000)).compression(cfg.compression).filter_partition_bytes(cfg.partition_bytes).prefix_extractor(cfg.prefix);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();
@@ -576,6 +572,8 @@ struct Layout {
     /// The whole filter block, or the partition index of a partitioned one.
     filter: Option<BlockHandle>,
     parts: Vec<BlockHandle>,
+    /// The prefix filter block.
+    prefix: Option<BlockHandle>,
     index: BlockHandle,
     props: BlockHandle,
     meta: BlockHandle,
@@ -600,6 +598,7 @@ impl Layout {
             data: t.index_entries().map(|(_, h)| h).collect(),
             filter: t.filter_handle(),
             parts: t.filter_partitions().to_vec(),
+            prefix: t.prefix_filter_handle(),
             index,
             props,
             meta: footer.metaindex,
@@ -632,6 +631,7 @@ impl Layout {
         let mut v = self.data.clone();
         v.extend(self.filter);
         v.extend(&self.parts);
+        v.extend(self.prefix);
         v.extend([self.index, self.props, self.meta]);
         v
     }
@@ -957,7 +957,8 @@ fn mutate_data_structure(rng: &mut Rng, p: &mut [u8]) -> String {
 enum Area {
     /// Data blocks.
     Data,
-    /// The whole filter, or the partitions and their index.
+    /// The whole filter, or the partitions and their index; and the prefix
+    /// filter block, if any.
     Filters,
     /// The properties block.
     Properties,
@@ -974,6 +975,7 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
         Filter,
         Partition,
         PartitionIndex,
+        PrefixFilter,
         Index,
         Props,
         Meta,
@@ -994,6 +996,9 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                 Part::Footer,
             ]),
         }
+    }
+    if areas.contains(&Area::Filters) && l.prefix.is_some() {
+        parts.push(Part::PrefixFilter);
     }
     let ck = l.footer.checksum;
     let mut bytes = l.good.clone();
@@ -1017,9 +1022,10 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                 true,
             )
         }
-        p @ (Part::Filter | Part::Partition | Part::PartitionIndex) => {
+        p @ (Part::Filter | Part::Partition | Part::PartitionIndex | Part::PrefixFilter) => {
             let (h, name) = match p {
                 Part::Filter => (l.filter.unwrap(), "filter".to_string()),
+                Part::PrefixFilter => (l.prefix.unwrap(), "prefix filter".to_string()),
                 Part::Partition => {
                     let i = rng.below(l.parts.len());
                     (l.parts[i], format!("filter partition {i}"))
@@ -1317,6 +1323,7 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
         restart_interval: 16,
         checksum: ChecksumType::Crc32,
         keys: 120,
+        prefix: None,
     };
     let zstd = if cfg!(feature = "zstd") {
         Compression::Zstd(1)
@@ -1332,6 +1339,7 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
                 compression: Compression::Lz4,
                 restart_interval: 4,
                 keys: 200,
+                prefix: Some(PrefixExtractor::Fixed(4)),
                 ..base.clone()
             },
         ),
@@ -1424,15 +1432,7 @@ fn sst_index_metaindex_footer_resealed() {
 // ---------------------------------------------------------------- stores
 
 fn db_options() -> Options {
-    common::options::manual()
-        .write_buffer_size(8 << 10)
-        .target_file_size(4 << 10)
-        .level1_max_bytes(8 << 10)
-        .level_size_multiplier(2)
-        .block_size(512)
-        .block_cache_capacity(64 << 10)
-        .filter_partition_bytes(64)
-        .filters(FilterOptions::hybrid(
+    common::options::manual().write_buffer_size(8 << 10).target_file_size(4 << 10).level1_max_bytes(8 << 10).level_size_multiplier(2).block_size(512).block_cache_capacity(64 << 10).filter_partition_bytes(64).filters(FilterOptions::hybrid(
             FilterPolicy::blocked512(10.0),
             FilterPolicy::ribbon(7.0),
             2,

@@ -11,7 +11,7 @@ use bloomlsm::sst::{
     BlockCache, ChecksumType, Compression, InternalKey, KeyFormat, Table, TableBuilder,
     TableBuilderOptions, TableIter, TableOpenOptions, ValueKind,
 };
-use bloomlsm::{Error, key_hash};
+use bloomlsm::{Error, PrefixExtractor, key_hash};
 use proptest::collection::{btree_map, btree_set, vec};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
@@ -171,12 +171,30 @@ proptest! {
         compression in compression_strategy(),
         filter_partition_bytes in prop_oneof![Just(0usize), Just(64), Just(256)],
         on_demand in any::<bool>(),
+        prefix_extractor in prop_oneof![
+            Just(None),
+            (1usize..4).prop_map(|n| Some(PrefixExtractor::Fixed(n))),
+            any::<u8>().prop_map(|b| Some(PrefixExtractor::UpToDelimiter(b))),
+        ],
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.sst");
         let entries: Entries = map.clone().into_iter().collect();
-        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Plain).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes);
+        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Plain).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes).prefix_extractor(prefix_extractor);
         let t = build(&path, &entries, opts, on_demand);
+        // The prefix filter holds every in-domain key's prefix.
+        match (prefix_extractor, t.prefix_filter()) {
+            (None, None) => {}
+            (Some(e), Some(Ok(pf))) => {
+                prop_assert_eq!(pf.extractor, e);
+                for (k, _) in &entries {
+                    if let Some(p) = e.prefix(k) {
+                        prop_assert!(pf.may_contain(key_hash(p)));
+                    }
+                }
+            }
+            (e, f) => prop_assert!(false, "extractor {:?}, prefix filter {:?}", e, f),
+        }
         check_properties(&t, &entries, KeyFormat::Plain);
         prop_assert_eq!(t.checksum_type(), checksum);
         prop_assert_eq!(t.filter_info().is_some(), filter.is_some());
@@ -264,7 +282,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sst");
-        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Internal).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes);
+        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Internal).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes).prefix_extractor(None);
         let t = build(&path, &entries, opts, on_demand);
         check_properties(&t, &entries, KeyFormat::Internal);
         let dels = entries.iter().filter(|e| e.0[e.0.len() - 8] == 0).count() as u64;
@@ -331,9 +349,7 @@ fn concurrent_readers_share_table_and_cache() {
     let t = Arc::new(
         Table::open(
             &path,
-            TableOpenOptions::default()
-                .file_id(1)
-                .cache(Some(cache.clone())),
+            TableOpenOptions::default().file_id(1).cache(Some(cache.clone())),
         )
         .unwrap(),
     );

@@ -105,6 +105,7 @@ impl Inner {
                 ..LevelStats::default()
             };
             let mut weighted = 0.0;
+            let mut prefix_fpr_sum = 0.0;
             let mut policies: Vec<(String, usize)> = Vec::new();
             for f in files {
                 l.io.add(&f.io.load());
@@ -125,6 +126,10 @@ impl Inner {
                     None => l.unfiltered_files += 1,
                 }
                 weighted += f.predicted_fpr() * f.meta.entries as f64;
+                if let Some(pf) = iter::usable_prefix_filter(&f.table, self.opts.prefix_extractor) {
+                    l.prefix_filtered_files += 1;
+                    prefix_fpr_sum += pf.filter.predicted_fpr();
+                }
                 let name = match (info, &f.meta.filter) {
                     (Some(x), Some(m)) if x.is_usable() => {
                         format!("{}({} b/k, k={})", m.name, m.bits_per_key, x.num_probes)
@@ -142,6 +147,9 @@ impl Inner {
             } else {
                 0.0
             };
+            if l.prefix_filtered_files > 0 {
+                l.prefix_predicted_fpr = prefix_fpr_sum / l.prefix_filtered_files as f64;
+            }
             l.policies = policies
                 .iter()
                 .map(|(n, c)| format!("{n} x{c}"))

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::range_tombstone::Fragments;
+use iter::ScanPrefix;
 
 impl Inner {
     /// `at`: a snapshot's sequence number (`None`: the latest).
@@ -496,6 +497,7 @@ impl Inner {
             filter_block_reads: r.filter_blocks_read,
             filter_cache_hits: r.filter_cache_hits,
             filter_bytes_read: r.filter_bytes_read,
+            ..IoCounters::ZERO
         };
         f.io.add(&c);
         if !r.key_range_skipped {
@@ -518,7 +520,14 @@ impl Inner {
     }
 
     /// `at`: a snapshot's sequence number (`None`: the latest).
-    pub(super) fn scan(&self, start: Bound<Bytes>, end: Bound<Bytes>, at: Option<u64>) -> DbIter {
+    /// `prefix`: a prefix scan's, whose files its prefix filters may skip.
+    pub(super) fn scan(
+        &self,
+        start: Bound<Bytes>,
+        end: Bound<Bytes>,
+        at: Option<u64>,
+        prefix: Option<ScanPrefix>,
+    ) -> DbIter {
         let sv = self.super_version();
         let seq = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         let view = View {
@@ -526,6 +535,7 @@ impl Inner {
             version: sv.version.clone(),
             seq,
             closed: self.closed.clone(),
+            prefix,
         };
         DbIter::new(view, start, end)
     }

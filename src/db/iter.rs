@@ -12,10 +12,13 @@ use bytes::Bytes;
 
 use crate::db::memtable::MemTable;
 use crate::db::merge::{Direction, MergeIter, Source};
-use crate::db::version::Version;
+use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
+use crate::filter::{PrefixExtractor, PrefixFilter, key_hash};
 use crate::key::{self, MAX_SEQUENCE, ValueKind};
 use crate::range_tombstone::Fragments;
+use crate::sst::Table;
+use crate::stats::IoCounters;
 
 /// A range of user keys for [`Db::scan`](crate::Db::scan): `..`, `a..b`,
 /// `a..=b`, `a..`, `..b`, `..=b`, or a `(Bound, Bound)` pair, with keys of
@@ -81,7 +84,83 @@ pub(crate) struct View {
     /// Set when the store closes; the iterator then fails with
     /// [`Error::Closed`].
     pub closed: Arc<AtomicBool>,
+    /// A prefix scan's prefix, when its prefix filters may skip files.
+    pub prefix: Option<ScanPrefix>,
 }
+
+/// The prefix of a [`Db::scan_prefix`](crate::Db::scan_prefix) whose files
+/// may be skipped by their prefix filters: every key the scan reads starts
+/// with `prefix`, so it has the extractor's prefix of `prefix` as its own.
+#[derive(Clone, Debug)]
+pub(crate) struct ScanPrefix {
+    /// The store's extractor.
+    pub extractor: PrefixExtractor,
+    /// The scanned prefix.
+    pub prefix: Bytes,
+    /// The [`key_hash`] of the extractor's prefix of `prefix`.
+    pub hash: u64,
+}
+
+impl ScanPrefix {
+    /// `None` without an extractor, or for a prefix outside its domain
+    /// (shorter than a fixed prefix, or without the delimiter): such a scan
+    /// reads every file in its range.
+    pub(crate) fn of(extractor: Option<PrefixExtractor>, prefix: &[u8]) -> Option<ScanPrefix> {
+        let extractor = extractor?;
+        let p = extractor.prefix(prefix)?;
+        Some(ScanPrefix {
+            extractor,
+            prefix: Bytes::copy_from_slice(prefix),
+            hash: key_hash(p),
+        })
+    }
+
+    /// Whether the scan skips `f` (counted on the file): `Some(true)` skip,
+    /// `Some(false)` read it and watch for a false positive, `None` read it
+    /// (no prefix filter, or one the store cannot use).
+    fn check(&self, f: &FileHandle) -> Option<bool> {
+        let pf = match f.table.prefix_filter()? {
+            Ok(pf) if pf.extractor == self.extractor => pf,
+            _ => {
+                f.io.add(&PREFIX_UNUSABLE);
+                return None;
+            }
+        };
+        let absent = !pf.may_contain(self.hash);
+        f.io.add(if absent {
+            &PREFIX_NEGATIVE
+        } else {
+            &PREFIX_CHECK
+        });
+        Some(absent)
+    }
+}
+
+/// `table`'s prefix filter if a store with `extractor` skips files by it:
+/// decoded, and built with that extractor.
+pub(crate) fn usable_prefix_filter(
+    table: &Table,
+    extractor: Option<PrefixExtractor>,
+) -> Option<&PrefixFilter> {
+    match table.prefix_filter()? {
+        Ok(pf) if Some(pf.extractor) == extractor => Some(pf),
+        _ => None,
+    }
+}
+
+const PREFIX_CHECK: IoCounters = IoCounters {
+    prefix_checks: 1,
+    ..IoCounters::ZERO
+};
+const PREFIX_NEGATIVE: IoCounters = IoCounters {
+    prefix_checks: 1,
+    prefix_negatives: 1,
+    ..IoCounters::ZERO
+};
+const PREFIX_UNUSABLE: IoCounters = IoCounters {
+    prefix_unusable_reads: 1,
+    ..IoCounters::ZERO
+};
 
 impl View {
     /// A merge of every source that may hold user keys in `[lo, hi]`, from
@@ -98,15 +177,43 @@ impl View {
             sources.push(Source::mem_dir(mem.clone(), self.seq, start.clone(), dir));
         }
         let v = &self.version;
+        let check = |f: &FileHandle| self.prefix.as_ref().and_then(|p| p.check(f));
         for f in &v.levels[0] {
-            if f.overlaps(lo, hi) {
-                sources.push(Source::table_dir(f.table.clone(), start.as_deref(), dir));
+            if !f.overlaps(lo, hi) {
+                continue;
             }
+            let source = Source::table_dir(f.table.clone(), start.as_deref(), dir);
+            sources.push(match (check(f), &self.prefix) {
+                (Some(true), _) => continue,
+                (Some(false), Some(p)) => Source::watched(source, f.clone(), p.prefix.clone(), dir),
+                _ => source,
+            });
         }
         for level in 1..v.levels.len() {
             let files = v.overlapping(level, lo, hi);
-            if !files.is_empty() {
-                sources.push(Source::level_dir(files, start.clone(), dir));
+            if files.is_empty() {
+                continue;
+            }
+            match &self.prefix {
+                None => sources.push(Source::level_dir(files, start.clone(), dir)),
+                Some(p) => {
+                    let kept: Vec<(Arc<FileHandle>, bool)> = files
+                        .into_iter()
+                        .filter_map(|f| match check(&f) {
+                            Some(true) => None,
+                            Some(false) => Some((f, true)),
+                            None => Some((f, false)),
+                        })
+                        .collect();
+                    if !kept.is_empty() {
+                        sources.push(Source::level_watched(
+                            kept,
+                            start.clone(),
+                            dir,
+                            p.prefix.clone(),
+                        ));
+                    }
+                }
             }
         }
         MergeIter::with_direction(sources, dir)

@@ -13,8 +13,9 @@ use crate::db::memtable::MemTable;
 use crate::db::version::FileHandle;
 use crate::error::Result;
 use crate::key;
-use crate::sst::table::TableRevIter;
+use crate::sst::table::{ReadStats, TableRevIter};
 use crate::sst::{Table, TableIter};
+use crate::stats::IoCounters;
 
 /// A stream of `(internal key, value)` in internal-key order.
 pub(crate) type Entry = (Bytes, Bytes);
@@ -44,10 +45,16 @@ pub(crate) enum Source {
     Table(TableIter<Arc<Table>>),
     /// One table, backward.
     TableRev(TableRevIter<Arc<Table>>),
+    /// A file a prefix filter let through: on the file's first entry inside
+    /// or past the prefix's keys (or its end), counts a prefix false positive
+    /// on the file if it holds no key with `prefix` there.
+    Watched(Watched),
     /// The disjoint, sorted files of one level ≥ 1, opened one after another
-    /// (from the front, or from the back when reversed).
+    /// (from the front, or from the back when reversed); a file marked
+    /// `true` is opened [`Source::Watched`] for `prefix`.
     Level {
-        files: VecDeque<Arc<FileHandle>>,
+        files: VecDeque<(Arc<FileHandle>, bool)>,
+        prefix: Option<Bytes>,
         dir: Direction,
         /// Bound for the first file opened.
         start: Option<Bytes>,
@@ -57,7 +64,36 @@ pub(crate) enum Source {
     },
 }
 
+/// A file a prefix filter let through (see [`Source::Watched`]). Dropped,
+/// it charges the data blocks read from the file to the file's
+/// `prefix_scan_blocks`.
+pub(crate) struct Watched {
+    inner: Box<Source>,
+    file: Arc<FileHandle>,
+    prefix: Bytes,
+    dir: Direction,
+    /// Cleared once the outcome is known.
+    open: bool,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some(r) = self.inner.read_stats() {
+            self.file.io.add(&IoCounters {
+                prefix_scan_blocks: r.blocks_read + r.cache_hits,
+                ..IoCounters::ZERO
+            });
+        }
+    }
+}
+
 const MEM_CHUNK: usize = 256;
+
+/// The counters of a prefix-filter "maybe" for a file without the prefix.
+const PREFIX_FALSE_POSITIVE: IoCounters = IoCounters {
+    prefix_false_positives: 1,
+    ..IoCounters::ZERO
+};
 
 impl Source {
     /// A memtable from internal key `start` (included; `None`: the end the
@@ -110,6 +146,53 @@ impl Source {
         Source::level_with(files, start, dir, false)
     }
 
+    /// [`Source::level_dir`] of `files`, each marked whether a prefix filter
+    /// let it through for `prefix` (then opened [`Source::Watched`]).
+    pub(crate) fn level_watched(
+        files: Vec<(Arc<FileHandle>, bool)>,
+        start: Option<Bytes>,
+        dir: Direction,
+        prefix: Bytes,
+    ) -> Self {
+        let watched: Vec<u64> = files.iter().filter(|f| f.1).map(|f| f.0.number()).collect();
+        let mut s = Source::level_with(files.into_iter().map(|f| f.0).collect(), start, dir, false);
+        if let Source::Level {
+            files, prefix: p, ..
+        } = &mut s
+        {
+            for f in files.iter_mut() {
+                f.1 = watched.contains(&f.0.number());
+            }
+            *p = Some(prefix);
+        }
+        s
+    }
+
+    /// `inner`, reading `file`, watched for a prefix false positive.
+    pub(crate) fn watched(
+        inner: Source,
+        file: Arc<FileHandle>,
+        prefix: Bytes,
+        dir: Direction,
+    ) -> Self {
+        Source::Watched(Watched {
+            inner: Box::new(inner),
+            file,
+            prefix,
+            dir,
+            open: true,
+        })
+    }
+
+    /// A table source's data-block I/O so far.
+    fn read_stats(&self) -> Option<ReadStats> {
+        match self {
+            Source::Table(it) => Some(it.read_stats()),
+            Source::TableRev(it) => Some(it.read_stats()),
+            _ => None,
+        }
+    }
+
     fn level_with(
         files: Vec<Arc<FileHandle>>,
         start: Option<Bytes>,
@@ -125,12 +208,14 @@ impl Source {
                         Direction::Forward => f.largest_user_key() >= uk,
                         Direction::Reverse => f.smallest_user_key() <= uk,
                     })
+                    .map(|f| (f, false))
                     .collect()
             }
-            None => files.into(),
+            None => files.into_iter().map(|f| (f, false)).collect(),
         };
         Source::Level {
             files,
+            prefix: None,
             dir,
             start,
             current: None,
@@ -191,8 +276,41 @@ impl Source {
             }
             Source::Table(it) => it.next(),
             Source::TableRev(it) => it.next(),
+            Source::Watched(Watched {
+                inner,
+                file,
+                prefix,
+                dir,
+                open,
+            }) => {
+                let e = inner.next();
+                if *open {
+                    let decided = match &e {
+                        Some(Ok((ikey, _))) => {
+                            let uk = key::user_key(ikey);
+                            if uk.starts_with(prefix) {
+                                Some(false)
+                            } else if *dir == Direction::Forward || uk < &prefix[..] {
+                                Some(true)
+                            } else {
+                                None // still past the prefix's keys, backward
+                            }
+                        }
+                        None => Some(true),
+                        Some(Err(_)) => Some(false),
+                    };
+                    if let Some(false_positive) = decided {
+                        *open = false;
+                        if false_positive {
+                            file.io.add(&PREFIX_FALSE_POSITIVE);
+                        }
+                    }
+                }
+                e
+            }
             Source::Level {
                 files,
+                prefix,
                 dir,
                 start,
                 current,
@@ -204,15 +322,19 @@ impl Source {
                         None => *current = None,
                     }
                 }
-                let f = match dir {
+                let (f, watch) = match dir {
                     Direction::Forward => files.pop_front()?,
                     Direction::Reverse => files.pop_back()?,
                 };
                 let from = start.take();
-                *current = Some(Box::new(if *sequential {
+                let source = if *sequential {
                     Source::table(f.table.clone(), from.as_deref())
                 } else {
                     Source::table_dir(f.table.clone(), from.as_deref(), *dir)
+                };
+                *current = Some(Box::new(match prefix {
+                    Some(p) if watch => Source::watched(source, f, p.clone(), *dir),
+                    _ => source,
                 }));
             },
         }

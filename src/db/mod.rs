@@ -411,7 +411,7 @@ impl Db {
     /// ```
     pub fn scan(&self, range: impl iter::ScanRange) -> DbIter {
         let (start, end) = range.into_bounds();
-        self.inner.scan(start, end, None)
+        self.inner.scan(start, end, None, None)
     }
 
     /// The live entries whose keys start with `prefix`, in key order, as of
@@ -434,8 +434,10 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        let (start, end) = iter::prefix_range(prefix.as_ref());
-        self.inner.scan(start, end, None)
+        let prefix = prefix.as_ref();
+        let (start, end) = iter::prefix_range(prefix);
+        let skip = iter::ScanPrefix::of(self.inner.opts.prefix_extractor, prefix);
+        self.inner.scan(start, end, None, skip)
     }
 
     /// A [`Snapshot`] of the store as of now: reads and scans through it see

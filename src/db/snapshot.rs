@@ -178,7 +178,7 @@ impl Snapshot {
     /// ```
     pub fn scan(&self, range: impl ScanRange) -> DbIter {
         let (start, end) = range.into_bounds();
-        self.inner.scan(start, end, Some(self.seq))
+        self.inner.scan(start, end, Some(self.seq), None)
     }
 
     /// The live entries whose keys start with `prefix`, as of the snapshot
@@ -194,8 +194,10 @@ impl Snapshot {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        let (start, end) = iter::prefix_range(prefix.as_ref());
-        self.inner.scan(start, end, Some(self.seq))
+        let prefix = prefix.as_ref();
+        let (start, end) = iter::prefix_range(prefix);
+        let skip = iter::ScanPrefix::of(self.inner.opts.prefix_extractor, prefix);
+        self.inner.scan(start, end, Some(self.seq), skip)
     }
 }
 

@@ -18,6 +18,7 @@ pub mod fuse;
 pub mod math;
 pub mod partitioned;
 pub mod range;
+pub mod prefix;
 pub mod ribbon;
 mod spec;
 
@@ -29,6 +30,7 @@ pub use family::{FilterFamily, KeyFilter, RegisteredFilter, filter_families, reg
 pub use fuse::{FuseFilter, FuseWidth};
 pub use partitioned::PartitionedFilter;
 pub use range::{RangeFilter, key_point};
+pub use prefix::{PrefixExtractor, PrefixFilter};
 pub use ribbon::RibbonFilter;
 pub use spec::{filter_spec, parse_filter_spec, unregistered_family};
 

@@ -3,7 +3,7 @@
 //! File layout (see `docs/format.md`):
 //!
 //! ```text
-//! data block 0 | ... | data block n-1 | filter | index | properties | metaindex | footer
+//! data block 0 | ... | data block n-1 | filter | [prefix filter] | index | properties | metaindex | footer
 //! ```
 //!
 //! Each block is followed by its 5-byte trailer. The filter is built at
@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
-use crate::filter::{FilterPolicy, key_hash, partitioned};
+use crate::filter::prefix::PrefixCollector;
+use crate::filter::{FilterPolicy, PrefixExtractor, key_hash, partitioned};
 use crate::fs::{WritableFile, WriteAdapter};
 use crate::key;
 
@@ -25,7 +26,8 @@ use super::compression::{Compression, Compressor};
 use super::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION,
     FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
-    META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PROPERTIES, META_RANGE_TOMBSTONES,
+    META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PREFIX_FILTER, META_PROPERTIES,
+    META_RANGE_TOMBSTONES,
     block_trailer, show_key,
 };
 use super::properties::TableProperties;
@@ -57,6 +59,9 @@ pub struct TableBuilderOptions {
     /// (a format version 3 table), so that a reader that does not keep the
     /// filter in memory reads one small partition per probe.
     pub filter_partition_bytes: usize,
+    /// The prefix extractor; `Some` writes a prefix filter block over the
+    /// distinct prefixes of the user keys (default `None`).
+    pub prefix_extractor: Option<PrefixExtractor>,
 }
 
 crate::options::setters!(TableBuilderOptions {
@@ -81,6 +86,7 @@ impl Default for TableBuilderOptions {
             creation_time: None,
             compression: Compression::None,
             filter_partition_bytes: 0,
+            prefix_extractor: None,
         }
     }
 }
@@ -118,6 +124,7 @@ pub struct TableBuilder {
     last_key: Vec<u8>,
     smallest_key: Vec<u8>,
     hashes: Vec<u64>,
+    prefixes: Option<PrefixCollector>,
     entries: u64,
     data_blocks: u64,
     raw_key_bytes: u64,
@@ -167,6 +174,7 @@ impl TableBuilder {
             Ok(c) => (Some(c), None),
             Err(e) => (None, Some(e)),
         };
+        let prefixes = opts.prefix_extractor.map(PrefixCollector::new);
         TableBuilder {
             out: BufWriter::with_capacity(64 * 1024, WriteAdapter(file)),
             path: path.into(),
@@ -178,6 +186,7 @@ impl TableBuilder {
             last_key: Vec::new(),
             smallest_key: Vec::new(),
             hashes: Vec::new(),
+            prefixes,
             entries: 0,
             data_blocks: 0,
             raw_key_bytes: 0,
@@ -253,6 +262,9 @@ impl TableBuilder {
         // The filter is over user keys: several versions of one key add one hash.
         if new_user_key && self.opts.filter.is_some() {
             self.hashes.push(key_hash(fmt.user_key(key)));
+        }
+        if let Some(p) = &mut self.prefixes {
+            p.add(fmt.user_key(key));
         }
         if fmt == KeyFormat::Internal {
             let trailer = key::trailer(key);
@@ -400,6 +412,12 @@ impl TableBuilder {
             }
         }
 
+        if let Some(p) = &self.prefixes {
+            let bytes = p.finish()?;
+            let h = self.write_block(false, &bytes, BLOCK_TYPE_UNCOMPRESSED)?;
+            meta.push((META_PREFIX_FILTER.to_string(), h));
+        }
+
         if !self.range_tombstones.is_empty() {
             let block = crate::range_tombstone::Fragments::new(
                 self.range_tombstones
@@ -463,8 +481,8 @@ impl TableBuilder {
         let props_handle = self.write_block(false, &props.encode(), BLOCK_TYPE_UNCOMPRESSED)?;
         meta.push((META_PROPERTIES.to_string(), props_handle));
 
-        // Metaindex keys are sorted bytewise ("filter.*" < "properties" <
-        // "range_tombstones").
+        // Metaindex keys are sorted bytewise ("filter.*" < "prefix_filter" <
+        // "properties" < "range_tombstones").
         meta.sort_by(|a, b| a.0.cmp(&b.0));
         let mut mi = BlockBuilder::new(1);
         for (name, h) in &meta {

@@ -43,6 +43,9 @@ pub const META_FILTER_PREFIX: &str = "filter.";
 /// Prefix of the metaindex key of a partitioned filter's partition index
 /// block (`filter_partitions.<policy name>`, format version 3).
 pub const META_FILTER_PARTITIONS_PREFIX: &str = "filter_partitions.";
+/// Metaindex key of the prefix filter block (a table built with a prefix
+/// extractor).
+pub const META_PREFIX_FILTER: &str = "prefix_filter";
 
 // ---------------------------------------------------------------- varints
 

@@ -102,6 +102,7 @@ pub const BENCH: &str = concat!(
                                                      readwhilewriting sampled every second
   bloomlsm bench --benchmarks fillrandom,readmissing --read-latency-us 20000
                                                      reads as on remote storage, and their cost
+  bloomlsm bench --workload prefix --keys 200000      prefix scans and prefix filters
 
 The stores are built in a temporary directory under $TMPDIR (else /tmp), removed at
 the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which ends
@@ -175,6 +176,18 @@ its filters saved per get, and USD per million ops at --price-per-million-gets (
 --timeseries FILE.csv|FILE.json and --plot FILE.svg sample readwhilewriting every
 --stats-interval-ms: t_s, reads, reads_per_sec, writer_puts_per_sec, p50_us, p99_us,
   measured_fpr, predicted_fpr, data_blocks_per_get, l0_files.
+
+--workload prefix loads --keys keys of 16 per 8-byte prefix into one store with a fixed:8
+prefix extractor (the first --configs configuration's point filters), then runs --lookups
+prefix scans of absent prefixes (empty) and as many of present ones (non-empty), and
+prints per phase the prefix-filter checks, negatives, false positives, measured vs
+predicted FPR, data blocks read per scan, latency percentiles, and the same per level.
+With --json, one object: workload, keys, keys_per_prefix, prefix_len, config, io, shape,
+  load_secs, empty and non_empty: {scans, keys_per_scan, data_blocks_per_scan,
+  prefix_checks, prefix_negatives, prefix_false_positives, prefix_unusable_reads,
+  measured_fpr, predicted_fpr, latency {p50_ns, p90_ns, p99_ns, p999_ns, mean_ns},
+  levels [{level, prefix_checks, prefix_negatives, prefix_false_positives, data_blocks,
+  measured_fpr, predicted_fpr}]}.
 ",
     exit_status!()
 );

@@ -176,6 +176,7 @@ impl TableSpec<'_> {
                 compression: self.compression,
                 key_format: KeyFormat::Internal,
                 filter_partition_bytes: opts.filter_partition_bytes,
+                prefix_extractor: opts.prefix_extractor,
                 ..TableBuilderOptions::default()
             },
         ))

@@ -25,7 +25,10 @@
 //! sum of all files' differences shrinks with every step and the rewrites
 //! stop on a tree that does not change. L0 files are left as written:
 //! their order is their file number, which a rewrite would change, and
-//! they are short-lived.
+//! they are short-lived. A file whose prefix filter is not the one the
+//! store writes now (built with another extractor, or absent, or present
+//! without an extractor) is rewritten too, right after those of another
+//! family, so that prefix scans skip by every file again.
 
 use std::sync::Arc;
 
@@ -57,6 +60,15 @@ fn recorded(f: &FileHandle) -> Result<Option<FilterPolicy>, ()> {
     match &f.meta.filter {
         None => Ok(None),
         Some(m) => m.policy().map(Some).ok_or(()),
+    }
+}
+
+/// Whether `f`'s prefix filter is the one the store writes now: one built
+/// with its extractor, or none without one.
+fn prefix_filter_current(f: &FileHandle, opts: &Options) -> bool {
+    match opts.prefix_extractor {
+        None => f.table.prefix_filter().is_none(),
+        e => crate::db::iter::usable_prefix_filter(&f.table, e).is_some(),
     }
 }
 
@@ -108,6 +120,11 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
     // it gets one): whatever the totals say.
     let kind = |p: Option<FilterPolicy>| p.map(|p| p.kind());
     if let Some(x) = files().find(|&(l, _, p)| kind(p) != kind(targets[l])) {
+        return Some(refilter(x));
+    }
+    // A prefix filter the store cannot skip by (another extractor, none, or
+    // one that does not decode), or one where the store has no extractor.
+    if let Some(x) = files().find(|(_, f, _)| !prefix_filter_current(f, opts)) {
         return Some(refilter(x));
     }
     let (spent, allocated) = spend(v, opts);

@@ -13,6 +13,7 @@
 //! filter.level.3 = none
 //! filter.skip_last_level = false
 //! filter.monkey_avg_bits_per_key = none
+//! prefix_extractor = fixed:4
 //! compression = lz4
 //! compression.level.0 = none
 //! block_size = 4096
@@ -33,7 +34,7 @@ use std::path::Path;
 
 use crate::db::filename::{options_file, options_tmp_file, sync_dir_in};
 use crate::error::{Error, Result};
-use crate::filter::{filter_spec, parse_filter_spec, unregistered_family};
+use crate::filter::{PrefixExtractor, filter_spec, parse_filter_spec, unregistered_family};
 use crate::fs::FileSystem;
 use crate::options::{ChecksumType, Compression, CompressionOptions, FilterOptions, Options};
 
@@ -50,6 +51,8 @@ pub struct Design {
     pub filters: FilterOptions,
     /// [`Options::filter_partition_bytes`].
     pub filter_partition_bytes: usize,
+    /// [`Options::prefix_extractor`].
+    pub prefix_extractor: Option<PrefixExtractor>,
     /// [`Options::compression`].
     pub compression: CompressionOptions,
     /// [`Options::block_size`].
@@ -74,6 +77,7 @@ impl Design {
         Design {
             filters: opts.filters.clone(),
             filter_partition_bytes: opts.filter_partition_bytes,
+            prefix_extractor: opts.prefix_extractor,
             compression: opts.compression.clone(),
             block_size: opts.block_size,
             checksum: opts.checksum,
@@ -89,6 +93,7 @@ impl Design {
     pub fn apply(&self, opts: &mut Options) {
         opts.filters = self.filters.clone();
         opts.filter_partition_bytes = self.filter_partition_bytes;
+        opts.prefix_extractor = self.prefix_extractor;
         opts.compression = self.compression.clone();
         opts.block_size = self.block_size;
         opts.checksum = self.checksum;
@@ -122,6 +127,10 @@ impl Design {
                 "filter.partition_bytes".into(),
                 self.filter_partition_bytes.to_string(),
             ));
+        }
+        // Only when set, as above.
+        if let Some(e) = &self.prefix_extractor {
+            v.push(("prefix_extractor".into(), e.to_string()));
         }
         let c = &self.compression;
         v.push(("compression".into(), c.default.to_string()));
@@ -279,6 +288,10 @@ impl OptionsFile {
                 "compression" => opts.compression.default = Compression::parse(v).map_err(&err)?,
                 "block_size" => opts.block_size = num(v)? as usize,
                 "filter.partition_bytes" => opts.filter_partition_bytes = num(v)? as usize,
+                "prefix_extractor" => {
+                    opts.prefix_extractor =
+                        Some(PrefixExtractor::parse(v).map_err(|e| err(e.to_string()))?)
+                }
                 "checksum" => {
                     opts.checksum = [ChecksumType::Crc32, ChecksumType::Xxh3]
                         .into_iter()
@@ -448,6 +461,7 @@ mod tests {
             block_size: 8192,
             checksum: ChecksumType::Xxh3,
             dynamic_level_bytes: true,
+            prefix_extractor: Some(PrefixExtractor::UpToDelimiter(b':')),
             ..Options::default()
         };
         opts.filters.per_level.push((3, None));

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::filter::Filter;
+use crate::filter::{Filter, PrefixFilter};
 use crate::fs::{FileSystem, ReadMode};
 use crate::key;
 
@@ -126,6 +126,9 @@ pub struct Table {
     /// A partitioned filter's partitions (empty for a whole filter block).
     filter_partitions: Vec<BlockHandle>,
     filter_info: Option<FilterInfo>,
+    /// The prefix filter block, decoded, or why it did not decode.
+    prefix_filter: Option<std::result::Result<PrefixFilter, String>>,
+    prefix_filter_handle: Option<BlockHandle>,
     properties_handle: BlockHandle,
     /// The range-tombstone block, kept like the index (empty without one).
     range_tombstones: crate::range_tombstone::Fragments,
@@ -311,6 +314,20 @@ impl Table {
     /// the bits are held in memory; `None` without a filter block.
     pub fn filter_info(&self) -> Option<&FilterInfo> {
         self.filter_info.as_ref()
+    }
+
+    /// The prefix filter: `None` without a prefix filter block,
+    /// `Some(Err(why))` for one that fails its checksum or does not decode
+    /// (the table is then read without prefix skipping).
+    pub fn prefix_filter(&self) -> Option<std::result::Result<&PrefixFilter, &str>> {
+        self.prefix_filter
+            .as_ref()
+            .map(|r| r.as_ref().map_err(String::as_str))
+    }
+
+    /// Handle of the prefix filter block, if any.
+    pub fn prefix_filter_handle(&self) -> Option<BlockHandle> {
+        self.prefix_filter_handle
     }
 
     /// Bytes of memory held by the in-memory index.

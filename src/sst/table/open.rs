@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::filter::PrefixFilter;
 use crate::fs::{RealFs, open_read_in};
 
 use crate::range_tombstone::Fragments;
@@ -17,12 +18,20 @@ use crate::sst::compression::Compression;
 use crate::sst::filter_block::{self, FilterInfo};
 use crate::sst::format::{
     BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, KeyFormat, META_FILTER_PARTITIONS_PREFIX,
-    META_FILTER_PREFIX, META_PROPERTIES, META_RANGE_TOMBSTONES,
+    META_FILTER_PREFIX, META_PREFIX_FILTER, META_PROPERTIES, META_RANGE_TOMBSTONES,
 };
 use crate::sst::properties::TableProperties;
 
 use super::read::read_at;
 use super::{IndexEntry, Table, TableOpenOptions};
+
+/// The blocks the metaindex names.
+struct MetaBlocks {
+    properties: BlockHandle,
+    filter: Option<MetaFilter>,
+    prefix: Option<BlockHandle>,
+    tombstones: Option<BlockHandle>,
+}
 
 /// The filter block the metaindex names.
 struct MetaFilter {
@@ -77,10 +86,17 @@ impl Table {
             filter_handle: None,
             filter_partitions: Vec::new(),
             filter_info: None,
+            prefix_filter: None,
+            prefix_filter_handle: None,
             properties_handle: BlockHandle::default(),
             range_tombstones: Fragments::default(),
         };
-        let (props_handle, filter, tombstones) = table.read_metaindex()?;
+        let MetaBlocks {
+            properties: props_handle,
+            filter,
+            prefix,
+            tombstones,
+        } = table.read_metaindex()?;
         table.read_properties(props_handle)?;
         table.check_properties(filter.as_ref())?;
         if let Some(h) = tombstones {
@@ -90,22 +106,26 @@ impl Table {
             table.read_filter(filter, opts.filter_on_demand)?;
         }
         table.read_index()?;
+        if let Some(h) = prefix {
+            table.prefix_filter = Some(table.read_prefix_filter(h)?);
+            table.prefix_filter_handle = Some(h);
+        }
         // Counted once whole: a table that fails to open closes its file.
         table.file.admit();
         Ok(table)
     }
 
     /// The metaindex: the properties block's handle, the filter block's and
-    /// the range-tombstone block's, if any. Names it does not know (written
-    /// by a later version) are ignored.
-    #[allow(clippy::type_complexity)]
-    fn read_metaindex(&self) -> Result<(BlockHandle, Option<MetaFilter>, Option<BlockHandle>)> {
+    /// the prefix filter block's and the range-tombstone block's, if any.
+    /// Names it does not know (written by a later version) are ignored.
+    fn read_metaindex(&self) -> Result<MetaBlocks> {
         let footer = self.footer;
         let mi = self.read_block(footer.metaindex, "metaindex")?;
         let mut it = mi.iter(KeyFormat::Plain);
         let mut props_handle = None;
         let mut filter: Option<MetaFilter> = None;
         let mut tombstones = None;
+        let mut prefix = None;
         loop {
             let at = footer.metaindex.offset + it.next_offset() as u64;
             if !self.block_step(&mut it, footer.metaindex, "metaindex")? {
@@ -124,6 +144,12 @@ impl Table {
             if name == META_RANGE_TOMBSTONES.as_bytes() {
                 if tombstones.replace(h).is_some() {
                     return Err(self.corruption(at, "two range-tombstone blocks"));
+                }
+                continue;
+            }
+            if name == META_PREFIX_FILTER.as_bytes() {
+                if prefix.replace(h).is_some() {
+                    return Err(self.corruption(at, "two prefix filter blocks"));
                 }
                 continue;
             }
@@ -149,7 +175,12 @@ impl Table {
         let props_handle = props_handle.ok_or_else(|| {
             self.corruption(footer.metaindex.offset, "metaindex has no properties block")
         })?;
-        Ok((props_handle, filter, tombstones))
+        Ok(MetaBlocks {
+            properties: props_handle,
+            filter,
+            prefix,
+            tombstones,
+        })
     }
 
     /// Reads, checks and keeps the range-tombstone block at `h`: a table of
@@ -172,6 +203,30 @@ impl Table {
         }
         self.range_tombstones = f;
         Ok(())
+    }
+
+    /// The prefix filter block at `h`, decoded and kept in memory. Bytes
+    /// that fail their checksum or do not decode leave the table readable
+    /// without prefix skipping (the reason kept, and counted by the store):
+    /// the block only ever lets reads be skipped, so doing without it never
+    /// changes an answer. A read error of the file is still an error.
+    fn read_prefix_filter(
+        &self,
+        h: BlockHandle,
+    ) -> Result<std::result::Result<PrefixFilter, String>> {
+        if h.end_with_trailer()
+            .is_none_or(|e| e > self.footer.index.offset)
+        {
+            return Ok(Err(format!(
+                "prefix filter block at offset {} size {} runs into the index",
+                h.offset, h.size
+            )));
+        }
+        match self.read_raw(h, "prefix filter") {
+            Ok(bytes) => Ok(PrefixFilter::decode(&bytes)),
+            Err(Error::Corruption { what, .. }) => Ok(Err(what)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Reads and decodes the properties block at `h` into the table.

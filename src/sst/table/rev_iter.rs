@@ -45,6 +45,11 @@ impl<T: Deref<Target = Table>> TableRevIter<T> {
         }
     }
 
+    /// Data-block I/O so far.
+    pub(crate) fn read_stats(&self) -> ReadStats {
+        self.io
+    }
+
     /// Decodes data block `i` into `buf`, keeping the keys `<= upper`.
     fn load(&mut self, i: usize, upper: Option<&[u8]>) -> Result<()> {
         let t = &*self.table;

@@ -14,7 +14,9 @@ impl Table {
     /// Reads every block from disk (bypassing the cache) and checks checksums,
     /// structure, key order, index/data agreement, entry count and that the
     /// filter as stored (every partition of a partitioned one; whether or
-    /// not the table holds it in memory) answers "maybe" for every user key.
+    /// not the table holds it in memory) answers "maybe" for every user key,
+    /// and the prefix filter, if any, decodes and answers "maybe" for every
+    /// key's prefix.
     /// Reports the first bad block.
     pub fn verify_all(&self) -> Result<()> {
         let f = &self.footer;
@@ -36,6 +38,15 @@ impl Table {
             self.read_raw(h, "filter partition index")?;
         }
         let filter = self.load_filter()?;
+        // A prefix filter that does not decode changes no answer, but it is
+        // damage: reported here.
+        let prefix = match (&self.prefix_filter, self.prefix_filter_handle) {
+            (Some(Err(why)), Some(h)) => {
+                return Err(self.corruption(h.offset, format!("prefix filter block: {why}")));
+            }
+            (Some(Ok(pf)), Some(h)) => Some((pf, h)),
+            _ => None,
+        };
         let fmt = self.props.key_format;
         let mut entries = 0u64;
         let mut prev_key: Option<Vec<u8>> = None;
@@ -90,6 +101,15 @@ impl Table {
                             format!("filter rejects stored key {}", show_key(key)),
                         ));
                     }
+                }
+                if let Some((pf, ph)) = prefix
+                    && let Some(p) = pf.extractor.prefix(fmt.user_key(key))
+                    && !pf.may_contain(key_hash(p))
+                {
+                    return Err(self.corruption(
+                        ph.offset,
+                        format!("prefix filter rejects stored key {}", show_key(key)),
+                    ));
                 }
                 prev_key = Some(key.to_vec());
                 n += 1;

@@ -113,6 +113,14 @@ pub struct BenchArgs {
     pub io: IoMode,
     #[command(flatten)]
     pub files: OpenFilesArg,
+    /// What the study measures: `point` (gets of missing and existing keys
+    /// under each --configs configuration) or `prefix` (prefix scans of
+    /// absent and present prefixes on one store with prefix filters: keys of
+    /// 16 per 8-byte prefix, the first configuration's point filters;
+    /// --lookups scans per phase; text or --json).
+    #[arg(long, value_enum, default_value_t = Workload::Point, value_name = "W",
+          conflicts_with_all = ["benchmarks", "plot", "filter_budget", "csv", "zipf"])]
+    pub workload: Workload,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -177,6 +185,15 @@ impl BenchArgs {
     pub fn io_name(&self) -> &'static str {
         self.io.read_mode().name()
     }
+}
+
+/// `--workload`: what the study measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Point lookups of missing and existing keys.
+    Point,
+    /// Prefix scans of absent and present prefixes.
+    Prefix,
 }
 
 /// `--io`: how the stores read their tables.

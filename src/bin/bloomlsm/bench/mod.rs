@@ -42,6 +42,7 @@
 //!   requests and priced.
 //! - `timeseries.rs`, `series_chart.rs`: readwhilewriting sampled over
 //!   time, written as CSV or JSON and drawn as an SVG chart.
+//! - `prefix.rs`: `--workload prefix`, the prefix-filter study.
 //!
 //! This file holds [`run`], the command's entry, and the steps that tie the
 //! parts together.
@@ -59,6 +60,7 @@ mod csv;
 mod db_bench;
 mod json;
 mod measure;
+mod prefix;
 mod remote;
 mod row;
 mod series_chart;
@@ -88,6 +90,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     args.compression.apply(&mut o.compression, o.max_levels)?;
     if let Some(benchmarks) = &args.benchmarks {
         return db_bench::run(args, benchmarks, out).map(|()| Vec::new());
+    }
+    if args.workload == args::Workload::Prefix {
+        return prefix::run(args, out).map(|()| Vec::new());
     }
     // Output paths are checked before the (long) run starts.
     if let Some(path) = &args.plot {

@@ -11,7 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use bloomlsm::fs::{FileSystem, RealFs, direct};
 use bloomlsm::{Db, Options, WriteBatch};
 
-use crate::workload::{ValueSource, present_key};
+use crate::workload::{ValueSource, prefixed_key, present_key};
 use crate::{CliError, CliResult, interrupt, progress};
 
 use super::args::{BenchArgs, IoMode};
@@ -323,7 +323,7 @@ pub fn refilter_store(
 
 /// Writes keys in batches, flushing before the memtable would fill up on
 /// its own and running every due compaction on this thread.
-struct KeyWriter {
+pub(super) struct KeyWriter {
     values: ValueSource,
     /// Per-batch memtable cost, estimated from the first batch; used to
     /// flush before the memtable would fill up on its own (a freeze would
@@ -331,6 +331,9 @@ struct KeyWriter {
     /// one).
     per_batch: Option<u64>,
     wbs: u64,
+    /// Keys with a prefix structure ([`prefixed_key`]), this many per
+    /// prefix; `None`: [`present_key`].
+    prefix_group: Option<u64>,
 }
 
 /// Keys per write batch of a load.
@@ -346,13 +349,22 @@ impl KeyWriter {
             ),
             per_batch: None,
             wbs: db.options().write_buffer_size as u64,
+            prefix_group: None,
+        }
+    }
+
+    /// A writer of [`prefixed_key`]s, `group` per prefix.
+    pub(super) fn prefixed(args: &BenchArgs, db: &Db, group: u64) -> Self {
+        KeyWriter {
+            prefix_group: Some(group),
+            ..KeyWriter::new(args, db)
         }
     }
 
     /// Writes keys `range` and runs what is then due; `after_maintain` is
     /// called with the next key after each flush and compaction run (the
     /// last one with `range.end`).
-    fn write(
+    pub(super) fn write(
         &mut self,
         args: &BenchArgs,
         db: &Db,
@@ -372,7 +384,10 @@ impl KeyWriter {
             let mut batch = WriteBatch::new();
             for j in i..end {
                 self.values.value(j, &mut value);
-                batch.put(present_key(args.seed, j), &value);
+                match self.prefix_group {
+                    Some(g) => batch.put(prefixed_key(args.seed, j, g), &value),
+                    None => batch.put(present_key(args.seed, j), &value),
+                }
             }
             let before = db.stats().memtable_bytes;
             if let Some(b) = self.per_batch

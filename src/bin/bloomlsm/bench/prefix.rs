@@ -1,0 +1,269 @@
+//! `bench --workload prefix`: the prefix-filter study. One store (the first
+//! `--configs` configuration's point filters, and a fixed
+//! [`PREFIX_LEN`]-byte prefix extractor) is loaded with `--keys` keys of
+//! [`GROUP`] keys per prefix ([`prefixed_key`]); then `--lookups` prefix
+//! scans of absent prefixes (empty scans) and as many of present ones, each
+//! phase reporting what the store's counters saw: prefix-filter checks,
+//! negatives and false positives per level, the measured FPR against the
+//! levels' modelled one, data blocks read per scan, and latencies.
+
+use std::io::Write;
+
+use bloomlsm::workload::{PREFIX_LEN, SplitMix64, absent_prefix, present_prefix};
+use bloomlsm::{Db, IoCounters, PrefixExtractor, Stats};
+use serde_json::json;
+
+use crate::phase::{PERCENTILES, Phase, Recorder};
+use crate::{CliError, CliResult, interrupt, progress, write_json};
+
+use super::args::BenchArgs;
+use super::stores::{KeyWriter, StoresHome, store_dir, store_options};
+
+/// Keys per prefix.
+pub const GROUP: u64 = 16;
+
+/// What one scan phase measured.
+struct ScanPhase {
+    name: &'static str,
+    phase: Phase,
+    /// Keys the scans returned.
+    keys: u64,
+    /// Per level: (level, lookup counters, modelled prefix FPR).
+    levels: Vec<(usize, IoCounters, f64)>,
+    total: IoCounters,
+}
+
+impl ScanPhase {
+    fn blocks_per_scan(&self) -> f64 {
+        self.total.prefix_scan_blocks as f64 / self.phase.ops.max(1) as f64
+    }
+
+    /// The modelled FPR of the probes made: each level's modelled FPR
+    /// weighted by its probes of prefixes the file did not hold.
+    fn predicted_fpr(&self) -> Option<f64> {
+        let (mut w, mut n) = (0.0, 0u64);
+        for (_, io, fpr) in &self.levels {
+            let absent = io.prefix_negatives + io.prefix_false_positives;
+            w += absent as f64 * fpr;
+            n += absent;
+        }
+        (n > 0).then(|| w / n as f64)
+    }
+}
+
+/// Runs the prefix study and writes its report (text, or one JSON line).
+pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
+    let config = &args.configs[0];
+    let home = StoresHome::prepare(args)?;
+    let mut opts = store_options(args, config)?;
+    opts.prefix_extractor = Some(PrefixExtractor::Fixed(PREFIX_LEN));
+    let dir = store_dir(&home.path, &format!("prefix-{}", config.name))?;
+    let db = interrupt::guard(|| Db::open(&dir, opts))?;
+    let start = std::time::Instant::now();
+    KeyWriter::prefixed(args, &db, GROUP).write(
+        args,
+        &db,
+        0..args.keys,
+        &config.name,
+        |_, _| Ok(()),
+    )?;
+    db.rebuild_filters()?;
+    let load_secs = start.elapsed().as_secs_f64();
+    let groups = args.keys.div_ceil(GROUP);
+    let shape = shape(&db.stats());
+    let empty = scan_phase(args, &db, "empty", groups, absent_prefix)?;
+    let found = scan_phase(args, &db, "non-empty", groups, present_prefix)?;
+    if empty.keys != 0 {
+        return Err(CliError::new(format!(
+            "scans of absent prefixes returned {} keys",
+            empty.keys
+        )));
+    }
+    if args.json {
+        write_json(
+            out,
+            &json_report(args, &config.name, &shape, load_secs, &[&empty, &found]),
+        )?;
+    } else {
+        write_text(
+            out,
+            args,
+            &config.name,
+            &shape,
+            load_secs,
+            &[&empty, &found],
+        )?;
+    }
+    Ok(())
+}
+
+/// Files per level, `L0:2 L1:4 ...` (non-empty levels).
+fn shape(s: &Stats) -> String {
+    s.levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| format!("L{}:{}", l.level, l.files))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `--lookups` prefix scans of `prefix(seed, g)` for uniform groups `g`.
+fn scan_phase(
+    args: &BenchArgs,
+    db: &Db,
+    name: &'static str,
+    groups: u64,
+    prefix: impl Fn(u64, u64) -> [u8; PREFIX_LEN],
+) -> CliResult<ScanPhase> {
+    let mut rng = SplitMix64::new(args.seed ^ 0x7363_616e ^ name.len() as u64);
+    let pb = progress(
+        Some(args.lookups),
+        args.quiet,
+        format!("{name} prefix scans"),
+    );
+    db.reset_stats();
+    let mut rec = Recorder::start();
+    let mut keys = 0u64;
+    for i in 0..args.lookups {
+        let p = prefix(args.seed, rng.below(groups));
+        let n = rec.time(1, || {
+            db.scan_prefix(p).try_fold(0u64, |n, e| e.map(|_| n + 1))
+        })?;
+        keys += n;
+        if i % 1024 == 0 {
+            pb.set_position(i);
+        }
+    }
+    pb.finish_and_clear();
+    let s = db.stats();
+    let phase = rec.finish(args.lookups, s.total.bytes_read);
+    Ok(ScanPhase {
+        name,
+        phase,
+        keys,
+        levels: s
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| (l.level, l.io, l.prefix_predicted_fpr))
+            .collect(),
+        total: s.total,
+    })
+}
+
+fn fpr_text(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |f| format!("{:.3}%", f * 100.0))
+}
+
+fn write_text(
+    out: &mut dyn Write,
+    args: &BenchArgs,
+    config: &str,
+    shape: &str,
+    load_secs: f64,
+    phases: &[&ScanPhase],
+) -> CliResult {
+    writeln!(
+        out,
+        "prefix study: {} keys, {GROUP} per {PREFIX_LEN}-byte prefix (extractor fixed:{PREFIX_LEN}, \
+         prefix filters blocked512 10 bits/prefix), point filters {config}, {} scans per phase, \
+         block cache off, {} I/O",
+        args.keys,
+        args.lookups,
+        args.io_name()
+    )?;
+    writeln!(out, "loaded in {load_secs:.1} s; shape {shape}")?;
+    for p in phases {
+        let t = &p.total;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{} prefix scans: {:.2} keys/scan, {:.3} data blocks read/scan; \
+             prefix filter checks {}, negatives {}, false positives {}, unusable {}; \
+             FPR measured {} vs predicted {}",
+            p.name,
+            p.keys as f64 / p.phase.ops.max(1) as f64,
+            p.blocks_per_scan(),
+            t.prefix_checks,
+            t.prefix_negatives,
+            t.prefix_false_positives,
+            t.prefix_unusable_reads,
+            fpr_text(t.observed_prefix_fpr()),
+            fpr_text(p.predicted_fpr()),
+        )?;
+        write!(out, "  latency")?;
+        for ((_, label, _), ns) in PERCENTILES.iter().zip(p.phase.percentiles_ns) {
+            write!(out, " {label} {:.1} µs", ns as f64 / 1e3)?;
+        }
+        writeln!(out, ", mean {:.1} µs", p.phase.mean_ns / 1e3)?;
+        writeln!(
+            out,
+            "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
+            "level", "checks", "negative", "fp", "blocks", "fpr", "predicted"
+        )?;
+        for (level, io, fpr) in &p.levels {
+            writeln!(
+                out,
+                "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
+                format!("L{level}"),
+                io.prefix_checks,
+                io.prefix_negatives,
+                io.prefix_false_positives,
+                io.prefix_scan_blocks,
+                fpr_text(io.observed_prefix_fpr()),
+                fpr_text((*fpr > 0.0).then_some(*fpr)),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn json_report(
+    args: &BenchArgs,
+    config: &str,
+    shape: &str,
+    load_secs: f64,
+    phases: &[&ScanPhase],
+) -> serde_json::Value {
+    let phase = |p: &ScanPhase| {
+        let t = &p.total;
+        let mut latency = serde_json::Map::new();
+        for ((_, _, key), ns) in PERCENTILES.iter().zip(p.phase.percentiles_ns) {
+            latency.insert(format!("{key}_ns"), json!(ns));
+        }
+        latency.insert("mean_ns".into(), json!(p.phase.mean_ns));
+        json!({
+            "scans": p.phase.ops,
+            "keys_per_scan": p.keys as f64 / p.phase.ops.max(1) as f64,
+            "data_blocks_per_scan": p.blocks_per_scan(),
+            "prefix_checks": t.prefix_checks,
+            "prefix_negatives": t.prefix_negatives,
+            "prefix_false_positives": t.prefix_false_positives,
+            "prefix_unusable_reads": t.prefix_unusable_reads,
+            "measured_fpr": t.observed_prefix_fpr(),
+            "predicted_fpr": p.predicted_fpr(),
+            "latency": latency,
+            "levels": p.levels.iter().map(|(level, io, fpr)| json!({
+                "level": level,
+                "prefix_checks": io.prefix_checks,
+                "prefix_negatives": io.prefix_negatives,
+                "prefix_false_positives": io.prefix_false_positives,
+                "data_blocks": io.prefix_scan_blocks,
+                "measured_fpr": io.observed_prefix_fpr(),
+                "predicted_fpr": fpr,
+            })).collect::<Vec<_>>(),
+        })
+    };
+    json!({
+        "workload": "prefix",
+        "keys": args.keys,
+        "keys_per_prefix": GROUP,
+        "prefix_len": PREFIX_LEN,
+        "config": config,
+        "io": args.io_name(),
+        "shape": shape,
+        "load_secs": load_secs,
+        "empty": phase(phases[0]),
+        "non_empty": phase(phases[1]),
+    })
+}
