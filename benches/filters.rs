@@ -952,7 +952,7 @@ fn range_report() {
             let len = 1u64 << log_len;
             let mut rng = SplitMix64::new(SEED ^ len);
             let mut fpr = |correlated: bool| {
-                let (mut tried, mut passed) = (0u64, 0u64);
+                let (mut trials, mut passed) = (0u64, 0u64);
                 for _ in 0..QUERIES {
                     let lo = if correlated {
                         points[rng.below(n) as usize].saturating_add(1)
@@ -961,11 +961,11 @@ fn range_report() {
                     };
                     let hi = lo.saturating_add(len - 1);
                     if empty(lo, hi) {
-                        tried += 1;
+                        trials += 1;
                         passed += u64::from(f.may_contain_range(lo, hi));
                     }
                 }
-                passed as f64 / tried.max(1) as f64
+                passed as f64 / trials.max(1) as f64
             };
             let (u, c) = (fpr(false), fpr(true));
             println!(

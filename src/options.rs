@@ -619,6 +619,7 @@ setters!(Options {
     block_cache_capacity: usize,
     filters: FilterOptions,
     filter_partition_bytes: usize,
+    prefix_extractor: Option<PrefixExtractor>,
     filter_memory_budget: Option<u64>,
     compression: CompressionOptions,
     wal_recovery: WalRecovery,
@@ -634,6 +635,49 @@ setters!(Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The option structs' fields named in `src` (by `pub struct NAME`) and
+    /// in its `setters!(NAME { .. })` list.
+    fn fields_and_setters(src: &str, name: &str) -> (Vec<String>, Vec<String>) {
+        let body = |start: &str, end: &str| -> Vec<String> {
+            let from = src.find(start).unwrap_or_else(|| panic!("{start}")) + start.len();
+            let to = from + src[from..].find(end).unwrap();
+            src[from..to]
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.starts_with("//") && l.contains(':'))
+                .map(|l| {
+                    let l = l.trim_start_matches("pub ");
+                    l[..l.find(':').unwrap()].to_string()
+                })
+                .collect()
+        };
+        let fields = body(&format!("pub struct {name} {{"), "\n}");
+        let setters = body(&format!("setters!({name} {{"), "});");
+        (fields, setters)
+    }
+
+    #[test]
+    fn every_option_field_has_a_setter() {
+        for (src, name) in [
+            (include_str!("options.rs"), "Options"),
+            (include_str!("options.rs"), "FilterOptions"),
+            (include_str!("options.rs"), "CompressionOptions"),
+            (include_str!("sst/builder.rs"), "TableBuilderOptions"),
+            (include_str!("sst/table/mod.rs"), "TableOpenOptions"),
+        ] {
+            let (mut fields, mut setters) = fields_and_setters(src, name);
+            // `CompressionOptions::default` would shadow `Default::default`.
+            fields.retain(|f| !(name == "CompressionOptions" && f == "default"));
+            assert!(!fields.is_empty(), "{name}");
+            fields.sort();
+            setters.sort();
+            assert_eq!(
+                fields, setters,
+                "{name}: a field without a setter, or a setter without a field"
+            );
+        }
+    }
 
     #[test]
     fn monkey_over_two_families() {

@@ -17,7 +17,16 @@ const ENTRIES: [(&str, &str); 3] = [("apple", "red"), ("banana", "yellow"), ("ch
 fn example_bytes() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("example.sst");
-    let opts = TableBuilderOptions::default().block_size(4096).restart_interval(16).checksum(ChecksumType::Crc32).filter(Some(FilterPolicy::blocked512(10.0))).key_format(KeyFormat::Plain).creation_time(Some(1_700_000_000)).compression(Compression::None).filter_partition_bytes(0).prefix_extractor(None);
+    let opts = TableBuilderOptions::default()
+        .block_size(4096)
+        .restart_interval(16)
+        .checksum(ChecksumType::Crc32)
+        .filter(Some(FilterPolicy::blocked512(10.0)))
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(Compression::None)
+        .filter_partition_bytes(0)
+        .prefix_extractor(None);
     let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
     for (k, v) in ENTRIES {
         b.add(k.as_bytes(), v.as_bytes()).unwrap();
@@ -111,7 +120,12 @@ fn documented_example_matches_the_bytes_we_write() {
 fn compressed_block_bytes() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lz4.sst");
-    let opts = TableBuilderOptions::default().checksum(ChecksumType::Crc32).filter(None).key_format(KeyFormat::Plain).creation_time(Some(1_700_000_000)).compression(Compression::Lz4);
+    let opts = TableBuilderOptions::default()
+        .checksum(ChecksumType::Crc32)
+        .filter(None)
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(Compression::Lz4);
     let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
     for k in ["k1", "k2", "k3"] {
         b.add(k.as_bytes(), "abcd".repeat(5).as_bytes()).unwrap();

@@ -555,7 +555,16 @@ fn table_entries(n: usize) -> Entries {
 }
 
 fn build_table(path: &Path, cfg: &TableConfig, es: &Entries) {
-    let opts = TableBuilderOptions::default().block_size(256).restart_interval(cfg.restart_interval).checksum(cfg.checksum).filter(cfg.filter).key_format(KeyFormat::Plain).creation_time(Some(1_700_000_000)).compression(cfg.compression).filter_partition_bytes(cfg.partition_bytes).prefix_extractor(cfg.prefix);
+    let opts = TableBuilderOptions::default()
+        .block_size(256)
+        .restart_interval(cfg.restart_interval)
+        .checksum(cfg.checksum)
+        .filter(cfg.filter)
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(cfg.compression)
+        .filter_partition_bytes(cfg.partition_bytes)
+        .prefix_extractor(cfg.prefix);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();
@@ -1432,7 +1441,15 @@ fn sst_index_metaindex_footer_resealed() {
 // ---------------------------------------------------------------- stores
 
 fn db_options() -> Options {
-    common::options::manual().write_buffer_size(8 << 10).target_file_size(4 << 10).level1_max_bytes(8 << 10).level_size_multiplier(2).block_size(512).block_cache_capacity(64 << 10).filter_partition_bytes(64).filters(FilterOptions::hybrid(
+    common::options::manual()
+        .write_buffer_size(8 << 10)
+        .target_file_size(4 << 10)
+        .level1_max_bytes(8 << 10)
+        .level_size_multiplier(2)
+        .block_size(512)
+        .block_cache_capacity(64 << 10)
+        .filter_partition_bytes(64)
+        .filters(FilterOptions::hybrid(
             FilterPolicy::blocked512(10.0),
             FilterPolicy::ribbon(7.0),
             2,

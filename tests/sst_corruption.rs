@@ -81,7 +81,16 @@ fn build_filtered(
     compression: Compression,
     filter: FilterPolicy,
 ) -> Vec<u8> {
-    let opts = TableBuilderOptions::default().block_size(256).restart_interval(restart_interval).checksum(checksum).filter(Some(filter)).key_format(KeyFormat::Plain).creation_time(Some(1_700_000_000)).compression(compression).filter_partition_bytes(0).prefix_extractor(None);
+    let opts = TableBuilderOptions::default()
+        .block_size(256)
+        .restart_interval(restart_interval)
+        .checksum(checksum)
+        .filter(Some(filter))
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(compression)
+        .filter_partition_bytes(0)
+        .prefix_extractor(None);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();
@@ -832,7 +841,16 @@ struct Layout {
 }
 
 fn build_partitioned(path: &Path, es: &Entries, policy: FilterPolicy) -> Layout {
-    let opts = TableBuilderOptions::default().block_size(256).restart_interval(16).checksum(ChecksumType::Crc32).filter(Some(policy)).key_format(KeyFormat::Plain).creation_time(Some(1_700_000_000)).compression(Compression::None).filter_partition_bytes(64).prefix_extractor(None);
+    let opts = TableBuilderOptions::default()
+        .block_size(256)
+        .restart_interval(16)
+        .checksum(ChecksumType::Crc32)
+        .filter(Some(policy))
+        .key_format(KeyFormat::Plain)
+        .creation_time(Some(1_700_000_000))
+        .compression(Compression::None)
+        .filter_partition_bytes(64)
+        .prefix_extractor(None);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();

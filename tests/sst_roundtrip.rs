@@ -349,7 +349,9 @@ fn concurrent_readers_share_table_and_cache() {
     let t = Arc::new(
         Table::open(
             &path,
-            TableOpenOptions::default().file_id(1).cache(Some(cache.clone())),
+            TableOpenOptions::default()
+                .file_id(1)
+                .cache(Some(cache.clone())),
         )
         .unwrap(),
     );

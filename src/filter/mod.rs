@@ -17,8 +17,8 @@ pub mod family;
 pub mod fuse;
 pub mod math;
 pub mod partitioned;
-pub mod range;
 pub mod prefix;
+pub mod range;
 pub mod ribbon;
 mod spec;
 
@@ -29,8 +29,8 @@ pub use bloom::BloomFilter;
 pub use family::{FilterFamily, KeyFilter, RegisteredFilter, filter_families, register_filter};
 pub use fuse::{FuseFilter, FuseWidth};
 pub use partitioned::PartitionedFilter;
-pub use range::{RangeFilter, key_point};
 pub use prefix::{PrefixExtractor, PrefixFilter};
+pub use range::{RangeFilter, key_point};
 pub use ribbon::RibbonFilter;
 pub use spec::{filter_spec, parse_filter_spec, unregistered_family};
 

@@ -27,8 +27,7 @@ use super::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION,
     FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
     META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PREFIX_FILTER, META_PROPERTIES,
-    META_RANGE_TOMBSTONES,
-    block_trailer, show_key,
+    META_RANGE_TOMBSTONES, block_trailer, show_key,
 };
 use super::properties::TableProperties;
 
@@ -73,6 +72,7 @@ crate::options::setters!(TableBuilderOptions {
     creation_time: Option<u64>,
     compression: Compression,
     filter_partition_bytes: usize,
+    prefix_extractor: Option<PrefixExtractor>,
 });
 
 impl Default for TableBuilderOptions {
