@@ -7,7 +7,7 @@
 //! `low_bits = ⌊log2(universe / n)⌋` the whole costs at most
 //! `n · (2 + low_bits)` bits, within 2 bits per value of the information
 //! bound. A successor query jumps to the bucket of its high part through a
-//! sample of every [`SAMPLE`]-th bucket start (rebuilt when the bytes are
+//! sample of every 256th bucket start (rebuilt when the bytes are
 //! opened, never stored) and scans forward.
 
 /// Every this many buckets, the position in the upper bits where the bucket
