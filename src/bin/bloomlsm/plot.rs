@@ -116,6 +116,19 @@ pub fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// Checks, before a run, that the chart for `path` can be written: creates
+/// its [`temp_path`] and removes it again. The error says why not, for
+/// "cannot create a file there (...)".
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    let tmp = temp_path(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
 /// Writes the two-panel chart to `path` (via [`temp_path`], renamed into place).
 pub fn write_chart(path: &Path, chart: &Chart<'_>) -> CliResult {
     let tmp = temp_path(path);

@@ -35,13 +35,7 @@ pub fn check_plot_path(path: &Path) -> CliResult {
             "the chart is SVG: give a file name ending in .svg".into()
         ));
     }
-    let tmp = plot::temp_path(path);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| bad(format!("cannot create a file there ({e})")))?;
-    let _ = std::fs::remove_file(&tmp);
+    plot::check_writable(path).map_err(|e| bad(format!("cannot create a file there ({e})")))?;
     Ok(())
 }
 

@@ -146,6 +146,11 @@ impl BenchRow {
 pub fn predicted_fpr(s: &Stats) -> Option<f64> {
     let (mut w, mut n) = (0.0, 0u64);
     for l in &s.levels {
+        // A level a compaction emptied while the lookups ran has no model
+        // left: its probes are left out of the weighting, not weighted 0.
+        if l.files == 0 {
+            continue;
+        }
         let probes = l.io.filter_negatives + l.io.false_positives;
         w += l.predicted_fpr * probes as f64;
         n += probes;
@@ -175,4 +180,32 @@ pub fn device_saved(r: &BenchRow, none: Option<&BenchRow>, i: usize) -> Option<f
         return None;
     }
     Some(none?.phases[i].device_bytes_per_op()? - r.phases[i].device_bytes_per_op()?)
+}
+
+#[cfg(test)]
+mod predicted_tests {
+    use super::*;
+    use bloomlsm::LevelStats;
+
+    fn level(files: usize, fpr: f64, negatives: u64, false_positives: u64) -> LevelStats {
+        let mut l = LevelStats::default();
+        l.files = files;
+        l.predicted_fpr = fpr;
+        l.io.filter_negatives = negatives;
+        l.io.false_positives = false_positives;
+        l
+    }
+
+    #[test]
+    fn an_emptied_level_leaves_the_prediction_alone() {
+        let mut s = Stats::default();
+        s.levels = vec![level(2, 0.01, 990, 10), level(3, 0.02, 980, 20)];
+        let both = predicted_fpr(&s).unwrap();
+        assert!((both - 0.015).abs() < 1e-12, "{both}");
+        // L0 emptied by a compaction after its probes: no model, not 0.
+        s.levels[0] = level(0, 0.0, 990, 10);
+        assert!((predicted_fpr(&s).unwrap() - 0.02).abs() < 1e-12);
+        s.levels[1].files = 0;
+        assert_eq!(predicted_fpr(&s), None);
+    }
 }

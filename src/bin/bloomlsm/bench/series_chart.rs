@@ -109,10 +109,21 @@ fn panel(
         .x_label_area_size(40)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
+    // Whole numbers where the axis spans tens or more (reads/s, µs),
+    // one decimal below that (FPR in %, blocks per get, L0 files).
+    let y_label = move |v: &f64| {
+        if ymax >= 20.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    };
     chart
         .configure_mesh()
         .x_desc("seconds")
+        .x_label_formatter(&|v| format!("{v:.0}"))
         .y_desc(y_desc)
+        .y_label_formatter(&y_label)
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
     for (label, color, points) in lines {

@@ -186,13 +186,7 @@ pub fn check_path(path: &Path) -> CliResult<Format> {
     if path.is_dir() {
         return Err(bad("is a directory".into()));
     }
-    let tmp = plot::temp_path(path);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| bad(format!("cannot create a file there ({e})")))?;
-    let _ = std::fs::remove_file(&tmp);
+    plot::check_writable(path).map_err(|e| bad(format!("cannot create a file there ({e})")))?;
     Ok(format)
 }
 
