@@ -341,6 +341,15 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_example_has_its_documented_length() {
+        // docs/format.md §7b: three distinct points at 10 bits per key.
+        let f = RangeFilter::build(&[5, 1 << 40, u64::MAX], 10.0, 0x6772_6166_6974_6531);
+        assert_eq!(f.reduced_universe(), 768);
+        assert!(f.built_at(10.0) && !f.built_at(12.0));
+        assert_eq!(f.encode().len(), 65);
+    }
+
+    #[test]
     fn it_spends_its_bits_per_key() {
         let pts = random_points(100_000, u64::MAX, 9);
         for bits in [8.0, 10.0, 16.0] {
