@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::filter::range::{MAX_RANGE_BITS_PER_KEY, MIN_RANGE_BITS_PER_KEY};
 use crate::filter::{FilterKind, FilterPolicy, PrefixExtractor, math};
 use crate::fs::{FileSystem, RealFs};
 
@@ -372,6 +373,17 @@ pub struct Options {
     /// design: a table records the extractor it was built with, and is not
     /// skipped under another. Default `None`: no prefix filters.
     pub prefix_extractor: Option<PrefixExtractor>,
+    /// Bits per key of the range filters of new tables: `Some(b)` gives each
+    /// table a Grafite range filter over the points of its keys
+    /// ([`crate::filter::RangeFilter`], a key's point is its first eight
+    /// bytes), and a [`crate::Db::scan`] bounded at both ends skips the
+    /// tables whose range filter holds no point between its ends' points. An
+    /// empty range of `L` points passes a table's filter with probability at
+    /// most `L / 2^(b−2)` (docs/filters.md). In `2.0..=64.0`. Part of the
+    /// store's design; a table's range filter answers rightly whatever the
+    /// store's bits, so scans use every range filter that decodes. Default
+    /// `None`: no range filters.
+    pub range_filter_bits_per_key: Option<f64>,
     /// Bytes of filter bits the store may hold in memory; `None` (the
     /// default) holds every file's filter. With a budget, the filters that
     /// save the most I/O per byte stay in memory — those of L0 and of the
@@ -434,7 +446,7 @@ pub struct Options {
     /// open chooses. Default 1000.
     pub max_open_files: usize,
     /// When the store records a design (its `OPTIONS` file: the filters,
-    /// prefix extractor, compression, block size, checksum, file and level
+    /// prefix extractor, range filter bits, compression, block size, checksum, file and level
     /// sizes above), open it with that design instead of these fields'. `false`: these fields replace the
     /// stored design, and the change is logged in `OPTIONS`. A new store
     /// records these fields either way. Default true.
@@ -460,6 +472,7 @@ impl Default for Options {
             filters: FilterOptions::default(),
             filter_partition_bytes: 0,
             prefix_extractor: None,
+            range_filter_bits_per_key: None,
             filter_memory_budget: None,
             compression: CompressionOptions::default(),
             wal_recovery: WalRecovery::default(),
@@ -566,6 +579,13 @@ impl Options {
         if let Some(e) = &self.prefix_extractor {
             e.validate()?;
         }
+        if let Some(b) = self.range_filter_bits_per_key
+            && !(MIN_RANGE_BITS_PER_KEY..=MAX_RANGE_BITS_PER_KEY).contains(&b)
+        {
+            return Err(crate::Error::invalid(format!(
+                "range_filter_bits_per_key must be in {MIN_RANGE_BITS_PER_KEY}..={MAX_RANGE_BITS_PER_KEY}; got {b}"
+            )));
+        }
         if self.max_open_files < self.min_max_open_files() {
             return Err(crate::Error::invalid(format!(
                 "max_open_files must be at least {} ({} for the store's other files \
@@ -620,6 +640,7 @@ setters!(Options {
     filters: FilterOptions,
     filter_partition_bytes: usize,
     prefix_extractor: Option<PrefixExtractor>,
+    range_filter_bits_per_key: Option<f64>,
     filter_memory_budget: Option<u64>,
     compression: CompressionOptions,
     wal_recovery: WalRecovery,

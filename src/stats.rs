@@ -66,6 +66,22 @@ pub struct IoCounters {
     /// from files their prefix filter let through: with every file's prefix
     /// filter usable, every data block a prefix scan reads.
     pub prefix_scan_blocks: u64,
+    /// Range-filter probes: files inside the range of a scan bounded at both
+    /// ends ([`crate::Db::scan`]) whose range filter decoded.
+    pub range_checks: u64,
+    /// Probes that answered "no key's point in the range": files the scan
+    /// skipped.
+    pub range_negatives: u64,
+    /// Probes that answered "maybe" for a file the scan then found no key of
+    /// the range in (from where the scan started in the file).
+    pub range_false_positives: u64,
+    /// Files inside such a scan's range read without range skipping because
+    /// their range filter block does not decode.
+    pub range_unusable_reads: u64,
+    /// Data blocks (from disk or the block cache) that such scans read from
+    /// files their range filter let through: with every file's range filter
+    /// usable, every data block a bounded scan reads from files.
+    pub range_scan_blocks: u64,
 }
 
 impl IoCounters {
@@ -90,6 +106,11 @@ impl IoCounters {
         prefix_false_positives: 0,
         prefix_unusable_reads: 0,
         prefix_scan_blocks: 0,
+        range_checks: 0,
+        range_negatives: 0,
+        range_false_positives: 0,
+        range_unusable_reads: 0,
+        range_scan_blocks: 0,
     };
 
     /// Observed false-positive rate: false positives over probes of keys the
@@ -104,6 +125,13 @@ impl IoCounters {
     pub fn observed_prefix_fpr(&self) -> Option<f64> {
         let absent = self.prefix_negatives + self.prefix_false_positives;
         (absent > 0).then(|| self.prefix_false_positives as f64 / absent as f64)
+    }
+
+    /// Observed false-positive rate of range filters: false positives over
+    /// probes of ranges the file held no key of. `None` before any.
+    pub fn observed_range_fpr(&self) -> Option<f64> {
+        let absent = self.range_negatives + self.range_false_positives;
+        (absent > 0).then(|| self.range_false_positives as f64 / absent as f64)
     }
 
     /// Adds `other` into `self`.
@@ -127,6 +155,11 @@ impl IoCounters {
         self.prefix_false_positives += other.prefix_false_positives;
         self.prefix_unusable_reads += other.prefix_unusable_reads;
         self.prefix_scan_blocks += other.prefix_scan_blocks;
+        self.range_checks += other.range_checks;
+        self.range_negatives += other.range_negatives;
+        self.range_false_positives += other.range_false_positives;
+        self.range_unusable_reads += other.range_unusable_reads;
+        self.range_scan_blocks += other.range_scan_blocks;
     }
 }
 
@@ -152,6 +185,11 @@ pub(crate) struct AtomicIo {
     prefix_false_positives: AtomicU64,
     prefix_unusable_reads: AtomicU64,
     prefix_scan_blocks: AtomicU64,
+    range_checks: AtomicU64,
+    range_negatives: AtomicU64,
+    range_false_positives: AtomicU64,
+    range_unusable_reads: AtomicU64,
+    range_scan_blocks: AtomicU64,
 }
 
 impl AtomicIo {
@@ -174,6 +212,11 @@ impl AtomicIo {
             (&self.prefix_false_positives, o.prefix_false_positives),
             (&self.prefix_unusable_reads, o.prefix_unusable_reads),
             (&self.prefix_scan_blocks, o.prefix_scan_blocks),
+            (&self.range_checks, o.range_checks),
+            (&self.range_negatives, o.range_negatives),
+            (&self.range_false_positives, o.range_false_positives),
+            (&self.range_unusable_reads, o.range_unusable_reads),
+            (&self.range_scan_blocks, o.range_scan_blocks),
         ] {
             if v != 0 {
                 a.fetch_add(v, Relaxed);
@@ -200,6 +243,11 @@ impl AtomicIo {
             prefix_false_positives: self.prefix_false_positives.load(Relaxed),
             prefix_unusable_reads: self.prefix_unusable_reads.load(Relaxed),
             prefix_scan_blocks: self.prefix_scan_blocks.load(Relaxed),
+            range_checks: self.range_checks.load(Relaxed),
+            range_negatives: self.range_negatives.load(Relaxed),
+            range_false_positives: self.range_false_positives.load(Relaxed),
+            range_unusable_reads: self.range_unusable_reads.load(Relaxed),
+            range_scan_blocks: self.range_scan_blocks.load(Relaxed),
             ..IoCounters::default()
         };
         IoCounters {
@@ -232,6 +280,11 @@ impl AtomicIo {
             &self.prefix_false_positives,
             &self.prefix_unusable_reads,
             &self.prefix_scan_blocks,
+            &self.range_checks,
+            &self.range_negatives,
+            &self.range_false_positives,
+            &self.range_unusable_reads,
+            &self.range_scan_blocks,
         ] {
             a.store(0, Relaxed);
         }
@@ -316,6 +369,13 @@ pub struct LevelStats {
     /// Expected FPR of a prefix-filter probe of this level: the mean over
     /// those files of their prefix filters' modelled FPRs (0 without any).
     pub prefix_predicted_fpr: f64,
+    /// Files with a range filter that decoded.
+    pub range_filtered_files: usize,
+    /// The mean over those files of `points / cells` of their range
+    /// filters: the modelled FPR of an empty range one point long, and per
+    /// point of a longer one ([`LevelStats::range_predicted_fpr`]); 0
+    /// without any.
+    pub range_fpr_per_point: f64,
     /// Lookup costs on this level since the last reset: those of its current
     /// files (a file moved down by a compaction takes its counts along) and
     /// of the files compacted away from it.
@@ -381,6 +441,13 @@ impl LevelStats {
         } else {
             self.filter_bytes as f64 * 8.0 / self.filtered_keys as f64
         }
+    }
+
+    /// The modelled FPR of the level's range filters for an empty range of
+    /// `len` points: `len ·` [`LevelStats::range_fpr_per_point`], at most 1
+    /// (Grafite's bound; docs/filters.md).
+    pub fn range_predicted_fpr(&self, len: u64) -> f64 {
+        (len as f64 * self.range_fpr_per_point).min(1.0)
     }
 }
 
@@ -626,6 +693,16 @@ impl fmt::Display for IoCounters {
                 self.prefix_negatives,
                 self.prefix_false_positives,
                 self.prefix_unusable_reads
+            )?;
+        }
+        if self.range_checks + self.range_unusable_reads > 0 {
+            write!(
+                f,
+                "; {} range filter checks ({} negative, {} false positives), {} unusable",
+                self.range_checks,
+                self.range_negatives,
+                self.range_false_positives,
+                self.range_unusable_reads
             )?;
         }
         Ok(())

@@ -2372,3 +2372,64 @@ fn db_delete_range() {
     let o = bloomlsm(&["db", "scan", s, "--keys-only"]);
     assert_eq!(stdout(&o), "");
 }
+
+/// `bench --workload range`: one JSON object per `--range-bits` value with
+/// each length's empty and non-empty phases; empty scans return no key and
+/// a range filter skips most of their files; bad values are one-line usage
+/// errors.
+#[test]
+fn bench_range_workload() {
+    let o = bloomlsm(&[
+        "bench",
+        "--workload",
+        "range",
+        "--keys",
+        "20000",
+        "--lookups",
+        "400",
+        "--range-len",
+        "1,16",
+        "--range-bits",
+        "12,16",
+        "--correlated",
+        "--json",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for (v, bits) in lines.iter().zip([12.0, 16.0]) {
+        assert_eq!(v["workload"], "range");
+        assert_eq!(v["range_bits"], bits);
+        assert_eq!(v["correlated"], true);
+        let lengths = v["lengths"].as_array().unwrap();
+        assert_eq!(lengths.len(), 2);
+        for l in lengths {
+            let e = &l["empty"];
+            assert_eq!(e["scans"], 200);
+            assert_eq!(e["keys_per_scan"], 0.0);
+            assert!(e["range_negatives"].as_u64().unwrap() > 150, "{e}");
+            assert!(e["predicted_fpr"].as_f64().unwrap() < 0.02, "{e}");
+            let n = &l["non_empty"];
+            assert_eq!(n["scans"], 200);
+            assert!(n["keys_per_scan"].as_f64().unwrap() >= 1.0, "{n}");
+        }
+    }
+    for args in [
+        &["--range-bits", "1.5"][..],
+        &["--range-bits", "65"],
+        &["--range-len", "0"],
+        &["--range-len", "16,x"],
+        &["--empty-fraction", "1.5"],
+    ] {
+        let o = bloomlsm(&[&["bench", "--workload", "range", "-q"][..], args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert_one_line_error(&o);
+    }
+    let o = bloomlsm(&["bench", "--range-len", "16", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_one_line_error(&o);
+}

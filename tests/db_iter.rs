@@ -2,7 +2,8 @@
 //! over the memtable, L0 files and deeper levels, scans over random ranges
 //! and prefixes, driven by random sequences of `next`, `next_back` and
 //! `seek`, yield exactly what the map's range does, at the latest state and
-//! at a snapshot taken part way. Plus a directed test of what compaction
+//! at a snapshot taken part way, every table with a range filter that
+//! bounded scans may skip it by. Plus a directed test of what compaction
 //! keeps for snapshots.
 
 use std::ops::Bound;
@@ -20,6 +21,9 @@ fn options() -> Options {
         .level_size_multiplier(2)
         .block_size(64)
         .block_cache_capacity(0)
+        // Bounded scans skip files by their range filters (keys of up to 4
+        // bytes: every key has a point of its own).
+        .range_filter_bits_per_key(Some(6.0))
 }
 
 /// Short keys over a small alphabet with `0xff`: prefixes share a lot, and

@@ -65,6 +65,9 @@ fn options(rng: &mut SplitMix64, background: bool) -> Options {
             1 => Some(PrefixExtractor::Fixed(2)),
             _ => Some(PrefixExtractor::Fixed(3)),
         })
+        // Range filters may skip a file's entries in a bounded scan, never
+        // its range tombstones.
+        .range_filter_bits_per_key([None, Some(4.0), Some(12.0)][rng.below(3) as usize])
 }
 
 /// Every key the model may hold and a few it cannot, by get and multi_get,

@@ -12,7 +12,9 @@
 //!   Mutants: bytes of a data block (and its restart array, entry order,
 //!   entry lengths, block type), of the filter block, a filter partition or
 //!   the partition index, the prefix filter block (Ribbon + LZ4 tables have
-//!   a 4-byte fixed prefix extractor), the index, the properties, the metaindex (each
+//!   a 4-byte fixed prefix extractor), the range filter block (fuse16
+//!   tables, and the store's, have range filters at 10 bits per key), the
+//!   index, the properties, the metaindex (each
 //!   resealed in place), the footer's fields (footer checksum recomputed),
 //!   and *entry-level* mutants of the index, properties and metaindex:
 //!   decoded, entries changed (values, names, handles, order, count), and
@@ -526,6 +528,7 @@ struct TableConfig {
     checksum: ChecksumType,
     keys: usize,
     prefix: Option<PrefixExtractor>,
+    range_bits: Option<f64>,
 }
 
 fn tkey(i: usize) -> Vec<u8> {
@@ -564,7 +567,8 @@ fn build_table(path: &Path, cfg: &TableConfig, es: &Entries) {
         .creation_time(Some(1_700_000_000))
         .compression(cfg.compression)
         .filter_partition_bytes(cfg.partition_bytes)
-        .prefix_extractor(cfg.prefix);
+        .prefix_extractor(cfg.prefix)
+        .range_filter_bits_per_key(cfg.range_bits);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
     for (k, v) in es {
         b.add(k, v).unwrap();
@@ -583,6 +587,8 @@ struct Layout {
     parts: Vec<BlockHandle>,
     /// The prefix filter block.
     prefix: Option<BlockHandle>,
+    /// The range filter block.
+    range: Option<BlockHandle>,
     index: BlockHandle,
     props: BlockHandle,
     meta: BlockHandle,
@@ -608,6 +614,7 @@ impl Layout {
             filter: t.filter_handle(),
             parts: t.filter_partitions().to_vec(),
             prefix: t.prefix_filter_handle(),
+            range: t.range_filter_handle(),
             index,
             props,
             meta: footer.metaindex,
@@ -641,6 +648,7 @@ impl Layout {
         v.extend(self.filter);
         v.extend(&self.parts);
         v.extend(self.prefix);
+        v.extend(self.range);
         v.extend([self.index, self.props, self.meta]);
         v
     }
@@ -967,7 +975,7 @@ enum Area {
     /// Data blocks.
     Data,
     /// The whole filter, or the partitions and their index; and the prefix
-    /// filter block, if any.
+    /// and range filter blocks, if any.
     Filters,
     /// The properties block.
     Properties,
@@ -985,6 +993,7 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
         Partition,
         PartitionIndex,
         PrefixFilter,
+        RangeFilter,
         Index,
         Props,
         Meta,
@@ -1009,6 +1018,9 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
     if areas.contains(&Area::Filters) && l.prefix.is_some() {
         parts.push(Part::PrefixFilter);
     }
+    if areas.contains(&Area::Filters) && l.range.is_some() {
+        parts.push(Part::RangeFilter);
+    }
     let ck = l.footer.checksum;
     let mut bytes = l.good.clone();
     let entries_mode = rng.below(5) < 3;
@@ -1031,10 +1043,15 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                 true,
             )
         }
-        p @ (Part::Filter | Part::Partition | Part::PartitionIndex | Part::PrefixFilter) => {
+        p @ (Part::Filter
+        | Part::Partition
+        | Part::PartitionIndex
+        | Part::PrefixFilter
+        | Part::RangeFilter) => {
             let (h, name) = match p {
                 Part::Filter => (l.filter.unwrap(), "filter".to_string()),
                 Part::PrefixFilter => (l.prefix.unwrap(), "prefix filter".to_string()),
+                Part::RangeFilter => (l.range.unwrap(), "range filter".to_string()),
                 Part::Partition => {
                     let i = rng.below(l.parts.len());
                     (l.parts[i], format!("filter partition {i}"))
@@ -1333,6 +1350,7 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
         checksum: ChecksumType::Crc32,
         keys: 120,
         prefix: None,
+        range_bits: None,
     };
     let zstd = if cfg!(feature = "zstd") {
         Compression::Zstd(1)
@@ -1357,6 +1375,7 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
             TableConfig {
                 filter: Some(FilterPolicy::new(FilterKind::Fuse16, 0.0)),
                 keys: 150,
+                range_bits: Some(10.0),
                 ..base.clone()
             },
         ),
@@ -1449,6 +1468,7 @@ fn db_options() -> Options {
         .block_size(512)
         .block_cache_capacity(64 << 10)
         .filter_partition_bytes(64)
+        .range_filter_bits_per_key(Some(10.0))
         .filters(FilterOptions::hybrid(
             FilterPolicy::blocked512(10.0),
             FilterPolicy::ribbon(7.0),

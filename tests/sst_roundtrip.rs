@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use bloomlsm::filter::FilterPolicy;
+use bloomlsm::filter::{FilterPolicy, key_point};
 use bloomlsm::sst::{
     BlockCache, ChecksumType, Compression, InternalKey, KeyFormat, Table, TableBuilder,
     TableBuilderOptions, TableIter, TableOpenOptions, ValueKind,
@@ -176,12 +176,26 @@ proptest! {
             (1usize..4).prop_map(|n| Some(PrefixExtractor::Fixed(n))),
             any::<u8>().prop_map(|b| Some(PrefixExtractor::UpToDelimiter(b))),
         ],
+        range_bits in prop_oneof![Just(None), (2.0f64..24.0).prop_map(Some)],
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.sst");
         let entries: Entries = map.clone().into_iter().collect();
-        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Plain).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes).prefix_extractor(prefix_extractor);
+        let opts = TableBuilderOptions::default().block_size(block_size).restart_interval(restart_interval).checksum(checksum).filter(filter).key_format(KeyFormat::Plain).creation_time(None).compression(compression).filter_partition_bytes(filter_partition_bytes).prefix_extractor(prefix_extractor).range_filter_bits_per_key(range_bits);
         let t = build(&path, &entries, opts, on_demand);
+        // The range filter holds every key's point, and was built at its bits.
+        match (range_bits, t.range_filter()) {
+            (None, None) => {}
+            (Some(b), Some(Ok(rf))) => {
+                prop_assert!(rf.built_at(b));
+                for (k, _) in &entries {
+                    let x = key_point(k);
+                    prop_assert!(rf.may_contain_point(x));
+                    prop_assert!(rf.may_contain_range(x.saturating_sub(3), x.saturating_add(5)));
+                }
+            }
+            (b, f) => prop_assert!(false, "range bits {:?}, range filter {:?}", b, f),
+        }
         // The prefix filter holds every in-domain key's prefix.
         match (prefix_extractor, t.prefix_filter()) {
             (None, None) => {}

@@ -106,6 +106,7 @@ impl Inner {
             };
             let mut weighted = 0.0;
             let mut prefix_fpr_sum = 0.0;
+            let mut range_fpr_sum = 0.0;
             let mut policies: Vec<(String, usize)> = Vec::new();
             for f in files {
                 l.io.add(&f.io.load());
@@ -130,6 +131,10 @@ impl Inner {
                     l.prefix_filtered_files += 1;
                     prefix_fpr_sum += pf.filter.predicted_fpr();
                 }
+                if let Some(Ok(rf)) = f.table.range_filter() {
+                    l.range_filtered_files += 1;
+                    range_fpr_sum += rf.points() as f64 / rf.reduced_universe() as f64;
+                }
                 let name = match (info, &f.meta.filter) {
                     (Some(x), Some(m)) if x.is_usable() => {
                         format!("{}({} b/k, k={})", m.name, m.bits_per_key, x.num_probes)
@@ -149,6 +154,9 @@ impl Inner {
             };
             if l.prefix_filtered_files > 0 {
                 l.prefix_predicted_fpr = prefix_fpr_sum / l.prefix_filtered_files as f64;
+            }
+            if l.range_filtered_files > 0 {
+                l.range_fpr_per_point = range_fpr_sum / l.range_filtered_files as f64;
             }
             l.policies = policies
                 .iter()

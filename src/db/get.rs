@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::range_tombstone::Fragments;
-use iter::ScanPrefix;
+use iter::{ScanPoints, ScanPrefix, Skip};
 
 impl Inner {
     /// `at`: a snapshot's sequence number (`None`: the latest).
@@ -520,7 +520,9 @@ impl Inner {
     }
 
     /// `at`: a snapshot's sequence number (`None`: the latest).
-    /// `prefix`: a prefix scan's, whose files its prefix filters may skip.
+    /// `prefix`: a prefix scan's, whose files its prefix filters may skip;
+    /// without one, a range bounded at both ends skips files by their range
+    /// filters.
     pub(super) fn scan(
         &self,
         start: Bound<Bytes>,
@@ -528,6 +530,10 @@ impl Inner {
         at: Option<u64>,
         prefix: Option<ScanPrefix>,
     ) -> DbIter {
+        let skip = match prefix {
+            Some(p) => Some(Skip::Prefix(p)),
+            None => ScanPoints::of(&start, &end).map(Skip::Range),
+        };
         let sv = self.super_version();
         let seq = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         let view = View {
@@ -535,7 +541,7 @@ impl Inner {
             version: sv.version.clone(),
             seq,
             closed: self.closed.clone(),
-            prefix,
+            skip,
         };
         DbIter::new(view, start, end)
     }

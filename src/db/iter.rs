@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 
 use crate::db::memtable::MemTable;
-use crate::db::merge::{Direction, MergeIter, Source};
+use crate::db::merge::{Direction, MergeIter, Source, Watch};
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
-use crate::filter::{PrefixExtractor, PrefixFilter, key_hash};
+use crate::filter::{PrefixExtractor, PrefixFilter, key_hash, key_point};
 use crate::key::{self, MAX_SEQUENCE, ValueKind};
 use crate::range_tombstone::Fragments;
 use crate::sst::Table;
@@ -84,9 +84,97 @@ pub(crate) struct View {
     /// Set when the store closes; the iterator then fails with
     /// [`Error::Closed`].
     pub closed: Arc<AtomicBool>,
-    /// A prefix scan's prefix, when its prefix filters may skip files.
-    pub prefix: Option<ScanPrefix>,
+    /// What lets the scan skip files by their prefix or range filters.
+    pub skip: Option<Skip>,
 }
+
+/// How a scan skips files by their filters.
+#[derive(Clone, Debug)]
+pub(crate) enum Skip {
+    /// A prefix scan, by prefix filters.
+    Prefix(ScanPrefix),
+    /// A scan bounded at both ends, by range filters.
+    Range(ScanPoints),
+}
+
+impl Skip {
+    /// Whether the scan skips `f` (counted on the file): `Some(true)` skip,
+    /// `Some(false)` read it and watch for a false positive, `None` read it
+    /// (no filter of the kind, or one the store cannot use).
+    fn check(&self, f: &FileHandle) -> Option<bool> {
+        match self {
+            Skip::Prefix(p) => p.check(f),
+            Skip::Range(r) => r.check(f),
+        }
+    }
+
+    /// What a file the filter lets through is watched for.
+    fn watch(&self) -> Watch {
+        match self {
+            Skip::Prefix(p) => Watch::Prefix(p.prefix.clone()),
+            Skip::Range(r) => Watch::Range(r.start.clone(), r.end.clone()),
+        }
+    }
+}
+
+/// The key range of a [`Db::scan`](crate::Db::scan) bounded at both ends,
+/// whose files may be skipped by their range filters: every key of the
+/// range has its [`key_point`] in `lo..=hi` (the points of its ends, both
+/// included, whether or not the range includes its ends: the points of
+/// keys in order are in order).
+#[derive(Clone, Debug)]
+pub(crate) struct ScanPoints {
+    start: Bound<Bytes>,
+    end: Bound<Bytes>,
+    lo: u64,
+    hi: u64,
+}
+
+impl ScanPoints {
+    /// `None` for a range open at either end: its points reach the end of
+    /// the space, and a range filter answers "maybe" for nearly every file.
+    pub(crate) fn of(start: &Bound<Bytes>, end: &Bound<Bytes>) -> Option<ScanPoints> {
+        let (lo, hi) = (bound_key(start)?, bound_key(end)?);
+        Some(ScanPoints {
+            lo: key_point(lo),
+            hi: key_point(hi),
+            start: start.clone(),
+            end: end.clone(),
+        })
+    }
+
+    /// As [`Skip::check`].
+    fn check(&self, f: &FileHandle) -> Option<bool> {
+        let rf = match f.table.range_filter()? {
+            Ok(rf) => rf,
+            Err(_) => {
+                f.io.add(&RANGE_UNUSABLE);
+                return None;
+            }
+        };
+        let absent = !rf.may_contain_range(self.lo, self.hi);
+        f.io.add(if absent {
+            &RANGE_NEGATIVE
+        } else {
+            &RANGE_CHECK
+        });
+        Some(absent)
+    }
+}
+
+const RANGE_CHECK: IoCounters = IoCounters {
+    range_checks: 1,
+    ..IoCounters::ZERO
+};
+const RANGE_NEGATIVE: IoCounters = IoCounters {
+    range_checks: 1,
+    range_negatives: 1,
+    ..IoCounters::ZERO
+};
+const RANGE_UNUSABLE: IoCounters = IoCounters {
+    range_unusable_reads: 1,
+    ..IoCounters::ZERO
+};
 
 /// The prefix of a [`Db::scan_prefix`](crate::Db::scan_prefix) whose files
 /// may be skipped by their prefix filters: every key the scan reads starts
@@ -177,15 +265,15 @@ impl View {
             sources.push(Source::mem_dir(mem.clone(), self.seq, start.clone(), dir));
         }
         let v = &self.version;
-        let check = |f: &FileHandle| self.prefix.as_ref().and_then(|p| p.check(f));
+        let check = |f: &FileHandle| self.skip.as_ref().and_then(|s| s.check(f));
         for f in &v.levels[0] {
             if !f.overlaps(lo, hi) {
                 continue;
             }
             let source = Source::table_dir(f.table.clone(), start.as_deref(), dir);
-            sources.push(match (check(f), &self.prefix) {
+            sources.push(match (check(f), &self.skip) {
                 (Some(true), _) => continue,
-                (Some(false), Some(p)) => Source::watched(source, f.clone(), p.prefix.clone(), dir),
+                (Some(false), Some(s)) => Source::watched(source, f.clone(), s.watch(), dir),
                 _ => source,
             });
         }
@@ -194,9 +282,9 @@ impl View {
             if files.is_empty() {
                 continue;
             }
-            match &self.prefix {
+            match &self.skip {
                 None => sources.push(Source::level_dir(files, start.clone(), dir)),
-                Some(p) => {
+                Some(s) => {
                     let kept: Vec<(Arc<FileHandle>, bool)> = files
                         .into_iter()
                         .filter_map(|f| match check(&f) {
@@ -206,12 +294,7 @@ impl View {
                         })
                         .collect();
                     if !kept.is_empty() {
-                        sources.push(Source::level_watched(
-                            kept,
-                            start.clone(),
-                            dir,
-                            p.prefix.clone(),
-                        ));
+                        sources.push(Source::level_watched(kept, start.clone(), dir, s.watch()));
                     }
                 }
             }
@@ -221,7 +304,9 @@ impl View {
 
     /// The range tombstones of every source that may hold user keys in
     /// `[lo, hi]`, of every sequence number (a reader picks those at or
-    /// below its own with [`Fragments::max_cover`]).
+    /// below its own with [`Fragments::max_cover`]): files the scan skips by
+    /// their prefix or range filters included, since a filter covers a
+    /// file's keys, not its range tombstones.
     fn range_tombstones(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Fragments {
         let mems: Vec<Arc<Fragments>> = self
             .mems
@@ -308,7 +393,7 @@ pub struct DbIter {
 }
 
 /// Whether `k` lies above the lower bound `lo`.
-fn above(lo: &Bound<Bytes>, k: &[u8]) -> bool {
+pub(crate) fn above(lo: &Bound<Bytes>, k: &[u8]) -> bool {
     match lo {
         Bound::Included(b) => k >= &b[..],
         Bound::Excluded(b) => k > &b[..],
@@ -317,7 +402,7 @@ fn above(lo: &Bound<Bytes>, k: &[u8]) -> bool {
 }
 
 /// Whether `k` lies below the upper bound `hi`.
-fn below(hi: &Bound<Bytes>, k: &[u8]) -> bool {
+pub(crate) fn below(hi: &Bound<Bytes>, k: &[u8]) -> bool {
     match hi {
         Bound::Included(b) => k <= &b[..],
         Bound::Excluded(b) => k < &b[..],

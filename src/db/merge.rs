@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::db::iter::{above, below};
 use crate::db::memtable::MemTable;
 use crate::db::version::FileHandle;
 use crate::error::Result;
@@ -45,16 +46,16 @@ pub(crate) enum Source {
     Table(TableIter<Arc<Table>>),
     /// One table, backward.
     TableRev(TableRevIter<Arc<Table>>),
-    /// A file a prefix filter let through: on the file's first entry inside
-    /// or past the prefix's keys (or its end), counts a prefix false positive
-    /// on the file if it holds no key with `prefix` there.
+    /// A file a prefix or range filter let through: on the file's first
+    /// entry inside or past the scan's keys (or its end), counts a false
+    /// positive on the file if it holds none of them there.
     Watched(Watched),
     /// The disjoint, sorted files of one level ≥ 1, opened one after another
     /// (from the front, or from the back when reversed); a file marked
-    /// `true` is opened [`Source::Watched`] for `prefix`.
+    /// `true` is opened [`Source::Watched`] for `watch`.
     Level {
         files: VecDeque<(Arc<FileHandle>, bool)>,
-        prefix: Option<Bytes>,
+        watch: Option<Watch>,
         dir: Direction,
         /// Bound for the first file opened.
         start: Option<Bytes>,
@@ -64,13 +65,13 @@ pub(crate) enum Source {
     },
 }
 
-/// A file a prefix filter let through (see [`Source::Watched`]). Dropped,
-/// it charges the data blocks read from the file to the file's
-/// `prefix_scan_blocks`.
+/// A file a prefix or range filter let through (see [`Source::Watched`]).
+/// Dropped, it charges the data blocks read from the file to the file's
+/// `prefix_scan_blocks` or `range_scan_blocks`.
 pub(crate) struct Watched {
     inner: Box<Source>,
     file: Arc<FileHandle>,
-    prefix: Bytes,
+    watch: Watch,
     dir: Direction,
     /// Cleared once the outcome is known.
     open: bool,
@@ -79,10 +80,61 @@ pub(crate) struct Watched {
 impl Drop for Watched {
     fn drop(&mut self) {
         if let Some(r) = self.inner.read_stats() {
-            self.file.io.add(&IoCounters {
-                prefix_scan_blocks: r.blocks_read + r.cache_hits,
-                ..IoCounters::ZERO
+            let blocks = r.blocks_read + r.cache_hits;
+            self.file.io.add(&match self.watch {
+                Watch::Prefix(_) => IoCounters {
+                    prefix_scan_blocks: blocks,
+                    ..IoCounters::ZERO
+                },
+                Watch::Range(..) => IoCounters {
+                    range_scan_blocks: blocks,
+                    ..IoCounters::ZERO
+                },
             });
+        }
+    }
+}
+
+/// The keys a scan asks of a file its prefix or range filter let through.
+#[derive(Clone, Debug)]
+pub(crate) enum Watch {
+    /// The keys with this prefix (a prefix filter's "maybe").
+    Prefix(Bytes),
+    /// The keys between these bounds (a range filter's "maybe").
+    Range(Bound<Bytes>, Bound<Bytes>),
+}
+
+impl Watch {
+    /// The verdict on the file from its first entry at user key `uk` read in
+    /// direction `dir`: `Some(false)` the file holds a wanted key,
+    /// `Some(true)` its entries are past the wanted keys (the filter's
+    /// "maybe" was a false positive), `None` not at the wanted keys yet.
+    fn judge(&self, uk: &[u8], dir: Direction) -> Option<bool> {
+        match self {
+            Watch::Prefix(prefix) => {
+                if uk.starts_with(prefix) {
+                    Some(false)
+                } else if dir == Direction::Forward || uk < &prefix[..] {
+                    Some(true)
+                } else {
+                    None // still past the prefix's keys, backward
+                }
+            }
+            Watch::Range(lo, hi) => {
+                let (before, past) = match dir {
+                    Direction::Forward => (!above(lo, uk), !below(hi, uk)),
+                    Direction::Reverse => (!below(hi, uk), !above(lo, uk)),
+                };
+                if before { None } else { Some(past) }
+            }
+        }
+    }
+
+    /// The counters of a false positive.
+    fn false_positive(&self) -> &'static IoCounters {
+        match self {
+            Watch::Prefix(_) => &PREFIX_FALSE_POSITIVE,
+            Watch::Range(..) => &RANGE_FALSE_POSITIVE,
         }
     }
 }
@@ -92,6 +144,13 @@ const MEM_CHUNK: usize = 256;
 /// The counters of a prefix-filter "maybe" for a file without the prefix.
 const PREFIX_FALSE_POSITIVE: IoCounters = IoCounters {
     prefix_false_positives: 1,
+    ..IoCounters::ZERO
+};
+
+/// The counters of a range-filter "maybe" for a file without a key in the
+/// range.
+const RANGE_FALSE_POSITIVE: IoCounters = IoCounters {
+    range_false_positives: 1,
     ..IoCounters::ZERO
 };
 
@@ -146,39 +205,40 @@ impl Source {
         Source::level_with(files, start, dir, false)
     }
 
-    /// [`Source::level_dir`] of `files`, each marked whether a prefix filter
-    /// let it through for `prefix` (then opened [`Source::Watched`]).
+    /// [`Source::level_dir`] of `files`, each marked whether a prefix or
+    /// range filter let it through (then opened [`Source::Watched`] for
+    /// `watch`).
     pub(crate) fn level_watched(
         files: Vec<(Arc<FileHandle>, bool)>,
         start: Option<Bytes>,
         dir: Direction,
-        prefix: Bytes,
+        watch: Watch,
     ) -> Self {
         let watched: Vec<u64> = files.iter().filter(|f| f.1).map(|f| f.0.number()).collect();
         let mut s = Source::level_with(files.into_iter().map(|f| f.0).collect(), start, dir, false);
         if let Source::Level {
-            files, prefix: p, ..
+            files, watch: w, ..
         } = &mut s
         {
             for f in files.iter_mut() {
                 f.1 = watched.contains(&f.0.number());
             }
-            *p = Some(prefix);
+            *w = Some(watch);
         }
         s
     }
 
-    /// `inner`, reading `file`, watched for a prefix false positive.
+    /// `inner`, reading `file`, watched for a false positive.
     pub(crate) fn watched(
         inner: Source,
         file: Arc<FileHandle>,
-        prefix: Bytes,
+        watch: Watch,
         dir: Direction,
     ) -> Self {
         Source::Watched(Watched {
             inner: Box::new(inner),
             file,
-            prefix,
+            watch,
             dir,
             open: true,
         })
@@ -215,7 +275,7 @@ impl Source {
         };
         Source::Level {
             files,
-            prefix: None,
+            watch: None,
             dir,
             start,
             current: None,
@@ -279,30 +339,21 @@ impl Source {
             Source::Watched(Watched {
                 inner,
                 file,
-                prefix,
+                watch,
                 dir,
                 open,
             }) => {
                 let e = inner.next();
                 if *open {
                     let decided = match &e {
-                        Some(Ok((ikey, _))) => {
-                            let uk = key::user_key(ikey);
-                            if uk.starts_with(prefix) {
-                                Some(false)
-                            } else if *dir == Direction::Forward || uk < &prefix[..] {
-                                Some(true)
-                            } else {
-                                None // still past the prefix's keys, backward
-                            }
-                        }
+                        Some(Ok((ikey, _))) => watch.judge(key::user_key(ikey), *dir),
                         None => Some(true),
                         Some(Err(_)) => Some(false),
                     };
                     if let Some(false_positive) = decided {
                         *open = false;
                         if false_positive {
-                            file.io.add(&PREFIX_FALSE_POSITIVE);
+                            file.io.add(watch.false_positive());
                         }
                     }
                 }
@@ -310,7 +361,7 @@ impl Source {
             }
             Source::Level {
                 files,
-                prefix,
+                watch,
                 dir,
                 start,
                 current,
@@ -322,7 +373,7 @@ impl Source {
                         None => *current = None,
                     }
                 }
-                let (f, watch) = match dir {
+                let (f, watched) = match dir {
                     Direction::Forward => files.pop_front()?,
                     Direction::Reverse => files.pop_back()?,
                 };
@@ -332,8 +383,8 @@ impl Source {
                 } else {
                     Source::table_dir(f.table.clone(), from.as_deref(), *dir)
                 };
-                *current = Some(Box::new(match prefix {
-                    Some(p) if watch => Source::watched(source, f, p.clone(), *dir),
+                *current = Some(Box::new(match watch {
+                    Some(w) if watched => Source::watched(source, f, w.clone(), *dir),
                     _ => source,
                 }));
             },

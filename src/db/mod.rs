@@ -389,6 +389,12 @@ impl Db {
     /// The live entries with user keys in `range`, in key order, as of now:
     /// `db.scan(..)` for everything, `db.scan("a".."m")`, `db.scan(k..)`,
     /// with keys of any `AsRef<[u8]>` type (see [`ScanRange`](iter::ScanRange)).
+    /// A range bounded at both ends skips the files whose range filter
+    /// ([`Options::range_filter_bits_per_key`](crate::Options::range_filter_bits_per_key))
+    /// holds no key point between its ends' points (counted in
+    /// [`IoCounters::range_checks`](crate::IoCounters::range_checks) and the
+    /// counters after it); so does [`scan_prefix`](Self::scan_prefix) when
+    /// no prefix filter applies.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;

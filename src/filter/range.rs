@@ -69,17 +69,7 @@ impl RangeFilter {
     /// its hash drawn from `seed`.
     pub fn build(points: &[u64], bits_per_key: f64, seed: u64) -> RangeFilter {
         let n = points.len() as u64;
-        let bits = if bits_per_key.is_nan() {
-            MIN_RANGE_BITS_PER_KEY
-        } else {
-            bits_per_key.clamp(MIN_RANGE_BITS_PER_KEY, MAX_RANGE_BITS_PER_KEY)
-        };
-        let cells = (n.max(1) as f64 * (bits - 2.0).exp2()).ceil();
-        let reduced = if cells >= (1u64 << 63) as f64 {
-            1 << 63
-        } else {
-            (cells as u64).max(1)
-        };
+        let reduced = reduced_universe_for(n, bits_per_key);
         let a = 1 + crate::workload::mix64(seed) % (PRIME - 1);
         let b = crate::workload::mix64(seed ^ 0x9e37_79b9_7f4a_7c15) % PRIME;
         let mut h: Vec<u64> = points
@@ -145,6 +135,12 @@ impl RangeFilter {
         self.reduced
     }
 
+    /// Whether the filter is the one [`Self::build`] makes of its points at
+    /// `bits_per_key`: its reduced universe is the one those bits give.
+    pub fn built_at(&self, bits_per_key: f64) -> bool {
+        self.reduced == reduced_universe_for(self.points, bits_per_key)
+    }
+
     /// Bits per key of the encoded filter.
     pub fn bits_per_key(&self) -> f64 {
         (HEADER_LEN + self.hashes.coded_bytes() + 16) as f64 * 8.0 / self.points.max(1) as f64
@@ -206,6 +202,23 @@ impl RangeFilter {
             b,
             hashes,
         })
+    }
+}
+
+/// `r = ⌈n · 2^(B−2)⌉` cells (at least one, at most 2^63) for `n` points
+/// at `B` bits per key (clamped to [`MIN_RANGE_BITS_PER_KEY`]..=
+/// [`MAX_RANGE_BITS_PER_KEY`]; NaN reads as the least).
+fn reduced_universe_for(n: u64, bits_per_key: f64) -> u64 {
+    let bits = if bits_per_key.is_nan() {
+        MIN_RANGE_BITS_PER_KEY
+    } else {
+        bits_per_key.clamp(MIN_RANGE_BITS_PER_KEY, MAX_RANGE_BITS_PER_KEY)
+    };
+    let cells = (n.max(1) as f64 * (bits - 2.0).exp2()).ceil();
+    if cells >= (1u64 << 63) as f64 {
+        1 << 63
+    } else {
+        (cells as u64).max(1)
     }
 }
 
@@ -325,6 +338,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_documented_example_has_its_documented_length() {
+        // docs/format.md §7b: three distinct points at 10 bits per key.
+        let f = RangeFilter::build(&[5, 1 << 40, u64::MAX], 10.0, 0x6772_6166_6974_6531);
+        assert_eq!(f.reduced_universe(), 768);
+        assert!(f.built_at(10.0) && !f.built_at(12.0));
+        assert_eq!(f.encode().len(), 65);
     }
 
     #[test]

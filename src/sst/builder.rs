@@ -3,12 +3,14 @@
 //! File layout (see `docs/format.md`):
 //!
 //! ```text
-//! data block 0 | ... | data block n-1 | filter | [prefix filter] | index | properties | metaindex | footer
+//! data block 0 | ... | data block n-1 | filter | [prefix filter] | [range filter]
+//!     | [range tombstones] | index | properties | metaindex | footer
 //! ```
 //!
 //! Each block is followed by its 5-byte trailer. The filter is built at
 //! [`finish`](TableBuilder::finish) from the collected user-key hashes, so
-//! the builder holds 8 bytes per distinct user key in memory.
+//! the builder holds 8 bytes per distinct user key in memory (and, for a
+//! range filter, 8 more per distinct key point).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -17,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 use crate::filter::prefix::PrefixCollector;
-use crate::filter::{FilterPolicy, PrefixExtractor, key_hash, partitioned};
+use crate::filter::{FilterPolicy, PrefixExtractor, RangeFilter, key_hash, key_point, partitioned};
 use crate::fs::{WritableFile, WriteAdapter};
 use crate::key;
 
@@ -27,7 +29,7 @@ use super::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION,
     FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
     META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PREFIX_FILTER, META_PROPERTIES,
-    META_RANGE_TOMBSTONES, block_trailer, show_key,
+    META_RANGE_FILTER, META_RANGE_TOMBSTONES, RANGE_FILTER_SEED, block_trailer, show_key,
 };
 use super::properties::TableProperties;
 
@@ -61,6 +63,9 @@ pub struct TableBuilderOptions {
     /// The prefix extractor; `Some` writes a prefix filter block over the
     /// distinct prefixes of the user keys (default `None`).
     pub prefix_extractor: Option<PrefixExtractor>,
+    /// Bits per key of a range filter; `Some` writes a range filter block
+    /// over the distinct [`key_point`]s of the user keys (default `None`).
+    pub range_filter_bits_per_key: Option<f64>,
 }
 
 crate::options::setters!(TableBuilderOptions {
@@ -73,6 +78,7 @@ crate::options::setters!(TableBuilderOptions {
     compression: Compression,
     filter_partition_bytes: usize,
     prefix_extractor: Option<PrefixExtractor>,
+    range_filter_bits_per_key: Option<f64>,
 });
 
 impl Default for TableBuilderOptions {
@@ -87,6 +93,7 @@ impl Default for TableBuilderOptions {
             compression: Compression::None,
             filter_partition_bytes: 0,
             prefix_extractor: None,
+            range_filter_bits_per_key: None,
         }
     }
 }
@@ -125,6 +132,8 @@ pub struct TableBuilder {
     smallest_key: Vec<u8>,
     hashes: Vec<u64>,
     prefixes: Option<PrefixCollector>,
+    /// The distinct key points, in order, for a range filter.
+    points: Option<Vec<u64>>,
     entries: u64,
     data_blocks: u64,
     raw_key_bytes: u64,
@@ -175,6 +184,7 @@ impl TableBuilder {
             Err(e) => (None, Some(e)),
         };
         let prefixes = opts.prefix_extractor.map(PrefixCollector::new);
+        let points = opts.range_filter_bits_per_key.map(|_| Vec::new());
         TableBuilder {
             out: BufWriter::with_capacity(64 * 1024, WriteAdapter(file)),
             path: path.into(),
@@ -187,6 +197,7 @@ impl TableBuilder {
             smallest_key: Vec::new(),
             hashes: Vec::new(),
             prefixes,
+            points,
             entries: 0,
             data_blocks: 0,
             raw_key_bytes: 0,
@@ -265,6 +276,14 @@ impl TableBuilder {
         }
         if let Some(p) = &mut self.prefixes {
             p.add(fmt.user_key(key));
+        }
+        // Keys come in order, so their points do: a point equal to the last
+        // is a duplicate.
+        if let Some(points) = &mut self.points {
+            let x = key_point(fmt.user_key(key));
+            if points.last() != Some(&x) {
+                points.push(x);
+            }
         }
         if fmt == KeyFormat::Internal {
             let trailer = key::trailer(key);
@@ -418,6 +437,12 @@ impl TableBuilder {
             meta.push((META_PREFIX_FILTER.to_string(), h));
         }
 
+        if let (Some(points), Some(bits)) = (&self.points, self.opts.range_filter_bits_per_key) {
+            let bytes = RangeFilter::build(points, bits, RANGE_FILTER_SEED).encode();
+            let h = self.write_block(false, &bytes, BLOCK_TYPE_UNCOMPRESSED)?;
+            meta.push((META_RANGE_FILTER.to_string(), h));
+        }
+
         if !self.range_tombstones.is_empty() {
             let block = crate::range_tombstone::Fragments::new(
                 self.range_tombstones
@@ -482,7 +507,7 @@ impl TableBuilder {
         meta.push((META_PROPERTIES.to_string(), props_handle));
 
         // Metaindex keys are sorted bytewise ("filter.*" < "prefix_filter" <
-        // "properties" < "range_tombstones").
+        // "properties" < "range_filter" < "range_tombstones").
         meta.sort_by(|a, b| a.0.cmp(&b.0));
         let mut mi = BlockBuilder::new(1);
         for (name, h) in &meta {

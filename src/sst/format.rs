@@ -46,6 +46,13 @@ pub const META_FILTER_PARTITIONS_PREFIX: &str = "filter_partitions.";
 /// Metaindex key of the prefix filter block (a table built with a prefix
 /// extractor).
 pub const META_PREFIX_FILTER: &str = "prefix_filter";
+/// Metaindex key of the range filter block (a table built with range filter
+/// bits per key; `docs/format.md` §7b).
+pub const META_RANGE_FILTER: &str = "range_filter";
+/// The seed of every table's range filter hash: fixed, so that a table's
+/// bytes follow from its keys and options alone. The hash's coefficients are
+/// stored in the block, so a reader never needs the seed.
+pub const RANGE_FILTER_SEED: u64 = 0x6772_6166_6974_6531;
 
 // ---------------------------------------------------------------- varints
 

@@ -103,6 +103,8 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --benchmarks fillrandom,readmissing --read-latency-us 20000
                                                      reads as on remote storage, and their cost
   bloomlsm bench --workload prefix --keys 200000      prefix scans and prefix filters
+  bloomlsm bench --workload range --range-bits 12,16 --range-len 1,256 --correlated
+                                                      bounded scans and range filters
 
 The stores are built in a temporary directory under $TMPDIR (else /tmp), removed at
 the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which ends
@@ -188,6 +190,21 @@ With --json, one object: workload, keys, keys_per_prefix, prefix_len, config, io
   measured_fpr, predicted_fpr, latency {p50_ns, p90_ns, p99_ns, p999_ns, mean_ns},
   levels [{level, prefix_checks, prefix_negatives, prefix_false_positives, data_blocks,
   measured_fpr, predicted_fpr}]}.
+
+--workload range loads --keys random keys (points: their first 8 bytes) into one store per
+--range-bits value (default 16) with range filters at those bits per key (the first
+--configs configuration's point filters), then for each --range-len L (default
+1,16,256,4096,65536) runs --lookups scans of L points bounded at both ends: an
+--empty-fraction of them (default 0.5) over empty ranges starting at random points, or with
+--correlated one point past a key's, the rest around a key's point. It prints per phase
+the range-filter checks, negatives, false positives, measured vs predicted FPR
+(L / 2^(B-2) per file), data blocks read per scan, latency percentiles, and the same per
+level. With --json, one object per --range-bits value: workload, keys, range_bits, config,
+  io, empty_fraction, correlated, shape, load_secs, lengths [{range_len, empty and
+  non_empty: {scans, keys_per_scan, data_blocks_per_scan, range_checks, range_negatives,
+  range_false_positives, range_unusable_reads, measured_fpr, predicted_fpr, latency {...},
+  levels [{level, range_checks, range_negatives, range_false_positives, data_blocks,
+  measured_fpr, predicted_fpr}]} (null for a phase of no scans)}].
 ",
     exit_status!()
 );

@@ -177,6 +177,7 @@ impl TableSpec<'_> {
                 key_format: KeyFormat::Internal,
                 filter_partition_bytes: opts.filter_partition_bytes,
                 prefix_extractor: opts.prefix_extractor,
+                range_filter_bits_per_key: opts.range_filter_bits_per_key,
                 ..TableBuilderOptions::default()
             },
         ))

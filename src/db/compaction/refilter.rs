@@ -28,7 +28,10 @@
 //! they are short-lived. A file whose prefix filter is not the one the
 //! store writes now (built with another extractor, or absent, or present
 //! without an extractor) is rewritten too, right after those of another
-//! family, so that prefix scans skip by every file again.
+//! family, so that prefix scans skip by every file again; and so is a file
+//! whose range filter is not the one the store writes now (built at other
+//! bits per key, absent, undecodable, or present where the store writes
+//! none).
 
 use std::sync::Arc;
 
@@ -69,6 +72,16 @@ fn prefix_filter_current(f: &FileHandle, opts: &Options) -> bool {
     match opts.prefix_extractor {
         None => f.table.prefix_filter().is_none(),
         e => crate::db::iter::usable_prefix_filter(&f.table, e).is_some(),
+    }
+}
+
+/// Whether `f`'s range filter is the one the store writes now: one built at
+/// [`Options::range_filter_bits_per_key`], or none without them.
+fn range_filter_current(f: &FileHandle, opts: &Options) -> bool {
+    match (opts.range_filter_bits_per_key, f.table.range_filter()) {
+        (None, r) => r.is_none(),
+        (Some(b), Some(Ok(rf))) => rf.built_at(b),
+        (Some(_), _) => false,
     }
 }
 
@@ -125,6 +138,10 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
     // A prefix filter the store cannot skip by (another extractor, none, or
     // one that does not decode), or one where the store has no extractor.
     if let Some(x) = files().find(|(_, f, _)| !prefix_filter_current(f, opts)) {
+        return Some(refilter(x));
+    }
+    // A range filter at other bits, absent, undecodable, or unwanted.
+    if let Some(x) = files().find(|(_, f, _)| !range_filter_current(f, opts)) {
         return Some(refilter(x));
     }
     let (spent, allocated) = spend(v, opts);

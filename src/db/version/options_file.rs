@@ -14,6 +14,7 @@
 //! filter.skip_last_level = false
 //! filter.monkey_avg_bits_per_key = none
 //! prefix_extractor = fixed:4
+//! range_filter_bits_per_key = 16
 //! compression = lz4
 //! compression.level.0 = none
 //! block_size = 4096
@@ -53,6 +54,8 @@ pub struct Design {
     pub filter_partition_bytes: usize,
     /// [`Options::prefix_extractor`].
     pub prefix_extractor: Option<PrefixExtractor>,
+    /// [`Options::range_filter_bits_per_key`].
+    pub range_filter_bits_per_key: Option<f64>,
     /// [`Options::compression`].
     pub compression: CompressionOptions,
     /// [`Options::block_size`].
@@ -78,6 +81,7 @@ impl Design {
             filters: opts.filters.clone(),
             filter_partition_bytes: opts.filter_partition_bytes,
             prefix_extractor: opts.prefix_extractor,
+            range_filter_bits_per_key: opts.range_filter_bits_per_key,
             compression: opts.compression.clone(),
             block_size: opts.block_size,
             checksum: opts.checksum,
@@ -94,6 +98,7 @@ impl Design {
         opts.filters = self.filters.clone();
         opts.filter_partition_bytes = self.filter_partition_bytes;
         opts.prefix_extractor = self.prefix_extractor;
+        opts.range_filter_bits_per_key = self.range_filter_bits_per_key;
         opts.compression = self.compression.clone();
         opts.block_size = self.block_size;
         opts.checksum = self.checksum;
@@ -131,6 +136,9 @@ impl Design {
         // Only when set, as above.
         if let Some(e) = &self.prefix_extractor {
             v.push(("prefix_extractor".into(), e.to_string()));
+        }
+        if let Some(b) = self.range_filter_bits_per_key {
+            v.push(("range_filter_bits_per_key".into(), b.to_string()));
         }
         let c = &self.compression;
         v.push(("compression".into(), c.default.to_string()));
@@ -291,6 +299,14 @@ impl OptionsFile {
                 "prefix_extractor" => {
                     opts.prefix_extractor =
                         Some(PrefixExtractor::parse(v).map_err(|e| err(e.to_string()))?)
+                }
+                "range_filter_bits_per_key" => {
+                    opts.range_filter_bits_per_key = Some(
+                        v.parse::<f64>()
+                            .ok()
+                            .filter(|b| b.is_finite())
+                            .ok_or_else(|| err(format!("{k}: {v:?} is not bits per key")))?,
+                    )
                 }
                 "checksum" => {
                     opts.checksum = [ChecksumType::Crc32, ChecksumType::Xxh3]
@@ -462,6 +478,7 @@ mod tests {
             checksum: ChecksumType::Xxh3,
             dynamic_level_bytes: true,
             prefix_extractor: Some(PrefixExtractor::UpToDelimiter(b':')),
+            range_filter_bits_per_key: Some(14.5),
             ..Options::default()
         };
         opts.filters.per_level.push((3, None));

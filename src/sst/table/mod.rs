@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::filter::{Filter, PrefixFilter};
+use crate::filter::{Filter, PrefixFilter, RangeFilter};
 use crate::fs::{FileSystem, ReadMode};
 use crate::key;
 
@@ -129,6 +129,9 @@ pub struct Table {
     /// The prefix filter block, decoded, or why it did not decode.
     prefix_filter: Option<std::result::Result<PrefixFilter, String>>,
     prefix_filter_handle: Option<BlockHandle>,
+    /// The range filter block, decoded, or why it did not decode.
+    range_filter: Option<std::result::Result<RangeFilter, String>>,
+    range_filter_handle: Option<BlockHandle>,
     properties_handle: BlockHandle,
     /// The range-tombstone block, kept like the index (empty without one).
     range_tombstones: crate::range_tombstone::Fragments,
@@ -328,6 +331,20 @@ impl Table {
     /// Handle of the prefix filter block, if any.
     pub fn prefix_filter_handle(&self) -> Option<BlockHandle> {
         self.prefix_filter_handle
+    }
+
+    /// The range filter: `None` without a range filter block,
+    /// `Some(Err(why))` for one that fails its checksum or does not decode
+    /// (the table is then read without range skipping).
+    pub fn range_filter(&self) -> Option<std::result::Result<&RangeFilter, &str>> {
+        self.range_filter
+            .as_ref()
+            .map(|r| r.as_ref().map_err(String::as_str))
+    }
+
+    /// Handle of the range filter block, if any.
+    pub fn range_filter_handle(&self) -> Option<BlockHandle> {
+        self.range_filter_handle
     }
 
     /// Bytes of memory held by the in-memory index.

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::filter::PrefixFilter;
+use crate::filter::{PrefixFilter, RangeFilter};
 use crate::fs::{RealFs, open_read_in};
 
 use crate::range_tombstone::Fragments;
@@ -18,7 +18,8 @@ use crate::sst::compression::Compression;
 use crate::sst::filter_block::{self, FilterInfo};
 use crate::sst::format::{
     BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, KeyFormat, META_FILTER_PARTITIONS_PREFIX,
-    META_FILTER_PREFIX, META_PREFIX_FILTER, META_PROPERTIES, META_RANGE_TOMBSTONES,
+    META_FILTER_PREFIX, META_PREFIX_FILTER, META_PROPERTIES, META_RANGE_FILTER,
+    META_RANGE_TOMBSTONES,
 };
 use crate::sst::properties::TableProperties;
 
@@ -30,6 +31,7 @@ struct MetaBlocks {
     properties: BlockHandle,
     filter: Option<MetaFilter>,
     prefix: Option<BlockHandle>,
+    range: Option<BlockHandle>,
     tombstones: Option<BlockHandle>,
 }
 
@@ -88,6 +90,8 @@ impl Table {
             filter_info: None,
             prefix_filter: None,
             prefix_filter_handle: None,
+            range_filter: None,
+            range_filter_handle: None,
             properties_handle: BlockHandle::default(),
             range_tombstones: Fragments::default(),
         };
@@ -95,6 +99,7 @@ impl Table {
             properties: props_handle,
             filter,
             prefix,
+            range,
             tombstones,
         } = table.read_metaindex()?;
         table.read_properties(props_handle)?;
@@ -110,13 +115,22 @@ impl Table {
             table.prefix_filter = Some(table.read_prefix_filter(h)?);
             table.prefix_filter_handle = Some(h);
         }
+        if let Some(h) = range {
+            table.range_filter = Some(
+                table
+                    .read_skip_block(h, "range filter")?
+                    .and_then(|b| RangeFilter::decode(&b).map_err(|e| e.0)),
+            );
+            table.range_filter_handle = Some(h);
+        }
         // Counted once whole: a table that fails to open closes its file.
         table.file.admit();
         Ok(table)
     }
 
-    /// The metaindex: the properties block's handle, the filter block's and
-    /// the prefix filter block's and the range-tombstone block's, if any.
+    /// The metaindex: the properties block's handle, the filter block's,
+    /// the prefix and range filter blocks' and the range-tombstone block's,
+    /// if any.
     /// Names it does not know (written by a later version) are ignored.
     fn read_metaindex(&self) -> Result<MetaBlocks> {
         let footer = self.footer;
@@ -126,6 +140,7 @@ impl Table {
         let mut filter: Option<MetaFilter> = None;
         let mut tombstones = None;
         let mut prefix = None;
+        let mut range = None;
         loop {
             let at = footer.metaindex.offset + it.next_offset() as u64;
             if !self.block_step(&mut it, footer.metaindex, "metaindex")? {
@@ -150,6 +165,12 @@ impl Table {
             if name == META_PREFIX_FILTER.as_bytes() {
                 if prefix.replace(h).is_some() {
                     return Err(self.corruption(at, "two prefix filter blocks"));
+                }
+                continue;
+            }
+            if name == META_RANGE_FILTER.as_bytes() {
+                if range.replace(h).is_some() {
+                    return Err(self.corruption(at, "two range filter blocks"));
                 }
                 continue;
             }
@@ -179,6 +200,7 @@ impl Table {
             properties: props_handle,
             filter,
             prefix,
+            range,
             tombstones,
         })
     }
@@ -214,16 +236,30 @@ impl Table {
         &self,
         h: BlockHandle,
     ) -> Result<std::result::Result<PrefixFilter, String>> {
+        Ok(self
+            .read_skip_block(h, "prefix filter")?
+            .and_then(|b| PrefixFilter::decode(&b)))
+    }
+
+    /// The bytes of a block that only lets reads be skipped (a prefix or
+    /// range filter) at `h`, or why they are not to be used: a handle past
+    /// the blocks before the index, or a checksum or structure error. A read
+    /// error of the file is still an error.
+    fn read_skip_block(
+        &self,
+        h: BlockHandle,
+        what: &str,
+    ) -> Result<std::result::Result<bytes::Bytes, String>> {
         if h.end_with_trailer()
             .is_none_or(|e| e > self.footer.index.offset)
         {
             return Ok(Err(format!(
-                "prefix filter block at offset {} size {} runs into the index",
+                "{what} block at offset {} size {} runs into the index",
                 h.offset, h.size
             )));
         }
-        match self.read_raw(h, "prefix filter") {
-            Ok(bytes) => Ok(PrefixFilter::decode(&bytes)),
+        match self.read_raw(h, what) {
+            Ok(bytes) => Ok(Ok(bytes)),
             Err(Error::Corruption { what, .. }) => Ok(Err(what)),
             Err(e) => Err(e),
         }

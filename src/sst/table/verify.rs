@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 
 use crate::error::Result;
-use crate::filter::{key_hash, partitioned};
+use crate::filter::{key_hash, key_point, partitioned};
 use crate::sst::format::show_key;
 
 use super::{DATA, Table};
@@ -16,7 +16,8 @@ impl Table {
     /// filter as stored (every partition of a partitioned one; whether or
     /// not the table holds it in memory) answers "maybe" for every user key,
     /// and the prefix filter, if any, decodes and answers "maybe" for every
-    /// key's prefix.
+    /// key's prefix, and the range filter, if any, decodes and answers
+    /// "maybe" for every key's point.
     /// Reports the first bad block.
     pub fn verify_all(&self) -> Result<()> {
         let f = &self.footer;
@@ -45,6 +46,14 @@ impl Table {
                 return Err(self.corruption(h.offset, format!("prefix filter block: {why}")));
             }
             (Some(Ok(pf)), Some(h)) => Some((pf, h)),
+            _ => None,
+        };
+        // The same for the range filter.
+        let range = match (&self.range_filter, self.range_filter_handle) {
+            (Some(Err(why)), Some(h)) => {
+                return Err(self.corruption(h.offset, format!("range filter block: {why}")));
+            }
+            (Some(Ok(rf)), Some(h)) => Some((rf, h)),
             _ => None,
         };
         let fmt = self.props.key_format;
@@ -109,6 +118,14 @@ impl Table {
                     return Err(self.corruption(
                         ph.offset,
                         format!("prefix filter rejects stored key {}", show_key(key)),
+                    ));
+                }
+                if let Some((rf, rh)) = range
+                    && !rf.may_contain_point(key_point(fmt.user_key(key)))
+                {
+                    return Err(self.corruption(
+                        rh.offset,
+                        format!("range filter rejects stored key {}", show_key(key)),
                     ));
                 }
                 prev_key = Some(key.to_vec());

@@ -114,13 +114,34 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub files: OpenFilesArg,
     /// What the study measures: `point` (gets of missing and existing keys
-    /// under each --configs configuration) or `prefix` (prefix scans of
+    /// under each --configs configuration), `prefix` (prefix scans of
     /// absent and present prefixes on one store with prefix filters: keys of
     /// 16 per 8-byte prefix, the first configuration's point filters;
-    /// --lookups scans per phase; text or --json).
+    /// --lookups scans per phase; text or --json) or `range` (scans bounded
+    /// at both ends, of each --range-len, on one store per --range-bits with
+    /// range filters: --lookups scans per length, --empty-fraction of them
+    /// empty; text or --json).
     #[arg(long, value_enum, default_value_t = Workload::Point, value_name = "W",
           conflicts_with_all = ["benchmarks", "plot", "filter_budget", "csv", "zipf"])]
     pub workload: Workload,
+    /// `--workload range`: the lengths of the scanned ranges, in points (a
+    /// key's point is its first 8 bytes), comma-separated (default
+    /// 1,16,256,4096,65536).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',',
+          value_parser = clap::value_parser!(u64).range(1..=1 << 62))]
+    pub range_len: Option<Vec<u64>>,
+    /// `--workload range`: range filter bits per key, one store each,
+    /// comma-separated, each in 2..=64 (default 16).
+    #[arg(long, value_name = "B,B,...", value_delimiter = ',', value_parser = parse_range_bits)]
+    pub range_bits: Option<Vec<f64>>,
+    /// `--workload range`: the fraction (0 to 1) of the scans whose range
+    /// holds no key (default 0.5); the others hold a present key's point.
+    #[arg(long, value_name = "F", value_parser = parse_fraction)]
+    pub empty_fraction: Option<f64>,
+    /// `--workload range`: empty ranges start one point past a present
+    /// key's (a scan resuming where data ends) instead of at random points.
+    #[arg(long)]
+    pub correlated: bool,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -181,6 +202,31 @@ impl BenchArgs {
         }
     }
 
+    /// `--range-len`, or its default.
+    pub fn range_lens(&self) -> Vec<u64> {
+        self.range_len
+            .clone()
+            .unwrap_or_else(|| vec![1, 16, 256, 4096, 65536])
+    }
+
+    /// `--range-bits`, or its default.
+    pub fn range_bits_list(&self) -> Vec<f64> {
+        self.range_bits.clone().unwrap_or_else(|| vec![16.0])
+    }
+
+    /// `--empty-fraction`, or its default.
+    pub fn empty_fraction(&self) -> f64 {
+        self.empty_fraction.unwrap_or(0.5)
+    }
+
+    /// Whether a `--workload range` flag is given.
+    pub fn has_range_flags(&self) -> bool {
+        self.range_len.is_some()
+            || self.range_bits.is_some()
+            || self.empty_fraction.is_some()
+            || self.correlated
+    }
+
     /// `buffered` or `direct`.
     pub fn io_name(&self) -> &'static str {
         self.io.read_mode().name()
@@ -194,6 +240,8 @@ pub enum Workload {
     Point,
     /// Prefix scans of absent and present prefixes.
     Prefix,
+    /// Scans bounded at both ends, empty and not.
+    Range,
 }
 
 /// `--io`: how the stores read their tables.
@@ -224,6 +272,14 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
 }
 
 /// Parses `--miss-fraction`: a number in [0, 1].
+/// Parses one `--range-bits` value: bits per key in 2..=64.
+fn parse_range_bits(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|b| (2.0..=64.0).contains(b))
+        .ok_or_else(|| format!("{s:?}: range filter bits per key must be a number in 2..=64"))
+}
+
 fn parse_fraction(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()

@@ -43,6 +43,7 @@
 //! - `timeseries.rs`, `series_chart.rs`: readwhilewriting sampled over
 //!   time, written as CSV or JSON and drawn as an SVG chart.
 //! - `prefix.rs`: `--workload prefix`, the prefix-filter study.
+//! - `range.rs`: `--workload range`, the range-filter study.
 //!
 //! This file holds [`run`], the command's entry, and the steps that tie the
 //! parts together.
@@ -61,6 +62,7 @@ mod db_bench;
 mod json;
 mod measure;
 mod prefix;
+mod range;
 mod remote;
 mod row;
 mod series_chart;
@@ -94,6 +96,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     if args.workload == args::Workload::Prefix {
         return prefix::run(args, out).map(|()| Vec::new());
     }
+    if args.workload == args::Workload::Range {
+        return range::run(args, out).map(|()| Vec::new());
+    }
     // Output paths are checked before the (long) run starts.
     if let Some(path) = &args.plot {
         chart::check_plot_path(path)?;
@@ -125,6 +130,11 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
 fn check_args(args: &BenchArgs) -> CliResult<Option<Zipf>> {
     if args.configs.is_empty() {
         return Err(CliError::usage("--configs is empty"));
+    }
+    if args.workload != args::Workload::Range && args.has_range_flags() {
+        return Err(CliError::usage(
+            "--range-len, --range-bits, --empty-fraction and --correlated need --workload range",
+        ));
     }
     for (i, c) in args.configs.iter().enumerate() {
         if args.configs[..i].iter().any(|d| d.name == c.name) {

@@ -340,7 +340,7 @@ pub(super) struct KeyWriter {
 const BATCH_KEYS: u64 = 1000;
 
 impl KeyWriter {
-    fn new(args: &BenchArgs, db: &Db) -> Self {
+    pub(super) fn new(args: &BenchArgs, db: &Db) -> Self {
         KeyWriter {
             values: ValueSource::new(
                 args.seed ^ 0x7661_6c75,

@@ -1,0 +1,342 @@
+//! `bench --workload range`: the range-filter study. For each
+//! `--range-bits` value, one store (the first `--configs` configuration's
+//! point filters, and range filters at those bits per key) is loaded with
+//! `--keys` random 16-byte keys, whose points (first 8 bytes) spread over
+//! the whole 64-bit space; then, for each `--range-len` length `L`, scans
+//! of `L` points bounded at both ends: a `--empty-fraction` share of
+//! `--lookups` over empty ranges (from a random point, or with
+//! `--correlated` one point past a present key's, where a scan resuming
+//! past data starts) and the rest around a present key's point. Each phase
+//! reports the range-filter checks, negatives and false positives per
+//! level, the measured FPR against the levels' modelled `L / 2^(B−2)`,
+//! data blocks read per scan, and latencies.
+
+use std::io::Write;
+use std::ops::Bound;
+
+use bloomlsm::workload::{SplitMix64, present_key};
+use bloomlsm::{Bytes, Db, IoCounters, Stats};
+use serde_json::json;
+
+use crate::phase::{PERCENTILES, Phase, Recorder};
+use crate::{CliError, CliResult, interrupt, progress, write_json};
+
+use super::args::BenchArgs;
+use super::stores::{KeyWriter, StoresHome, store_dir, store_options};
+
+/// What one scan phase measured.
+struct ScanPhase {
+    name: &'static str,
+    phase: Phase,
+    /// Keys the scans returned.
+    keys: u64,
+    /// Per level: (level, lookup counters, modelled range FPR at the
+    /// phase's length).
+    levels: Vec<(usize, IoCounters, f64)>,
+    total: IoCounters,
+}
+
+impl ScanPhase {
+    fn per_scan(&self, n: u64) -> f64 {
+        n as f64 / self.phase.ops.max(1) as f64
+    }
+
+    /// The modelled FPR of the probes made: each level's modelled FPR
+    /// weighted by its probes of files without a key of the range.
+    fn predicted_fpr(&self) -> Option<f64> {
+        let (mut w, mut n) = (0.0, 0u64);
+        for (_, io, fpr) in &self.levels {
+            let absent = io.range_negatives + io.range_false_positives;
+            w += absent as f64 * fpr;
+            n += absent;
+        }
+        (n > 0).then(|| w / n as f64)
+    }
+}
+
+/// The phases of one range length.
+struct LengthRun {
+    len: u64,
+    phases: Vec<ScanPhase>,
+}
+
+/// The runs of one store.
+struct BitsRun {
+    bits: f64,
+    shape: String,
+    load_secs: f64,
+    lengths: Vec<LengthRun>,
+}
+
+/// Runs the range study and writes its report (text, or one JSON line per
+/// `--range-bits` value).
+pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
+    let config = &args.configs[0];
+    let home = StoresHome::prepare(args)?;
+    if !args.json {
+        write_header(out, args, &config.name)?;
+    }
+    for bits in args.range_bits_list() {
+        let mut opts = store_options(args, config)?;
+        opts = opts.range_filter_bits_per_key(Some(bits));
+        let dir = store_dir(&home.path, &format!("range-{bits}-{}", config.name))?;
+        let db = interrupt::guard(|| Db::open(&dir, opts))?;
+        let start = std::time::Instant::now();
+        KeyWriter::new(args, &db).write(
+            args,
+            &db,
+            0..args.keys,
+            &format!("range {bits} b/k"),
+            |_, _| Ok(()),
+        )?;
+        db.rebuild_filters()?;
+        let load_secs = start.elapsed().as_secs_f64();
+        let mut run = BitsRun {
+            bits,
+            shape: shape(&db.stats()),
+            load_secs,
+            lengths: Vec::new(),
+        };
+        let empty_scans = (args.lookups as f64 * args.empty_fraction()).round() as u64;
+        for len in args.range_lens() {
+            let mut phases = Vec::new();
+            if empty_scans > 0 {
+                let p = scan_phase(args, &db, "empty", len, empty_scans)?;
+                if p.keys != 0 {
+                    return Err(CliError::new(format!(
+                        "scans of empty ranges of {len} points returned {} keys",
+                        p.keys
+                    )));
+                }
+                phases.push(p);
+            }
+            if empty_scans < args.lookups {
+                phases.push(scan_phase(
+                    args,
+                    &db,
+                    "non-empty",
+                    len,
+                    args.lookups - empty_scans,
+                )?);
+            }
+            run.lengths.push(LengthRun { len, phases });
+        }
+        drop(db);
+        if args.json {
+            write_json(out, &json_report(args, &config.name, &run))?;
+        } else {
+            write_text(out, &run)?;
+        }
+    }
+    Ok(())
+}
+
+/// Files per level, `L0:2 L1:4 ...` (non-empty levels).
+fn shape(s: &Stats) -> String {
+    s.levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| format!("L{}:{}", l.level, l.files))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The point of present key `i`.
+fn present_point(args: &BenchArgs, i: u64) -> u64 {
+    bloomlsm::filter::key_point(&present_key(args.seed, i))
+}
+
+/// The bounds of the keys whose points lie in `lo..=hi`: from the 8-byte
+/// key of `lo` to one past every 16-byte key with point `hi`.
+fn bounds(lo: u64, hi: u64) -> (Bound<Bytes>, Bound<Bytes>) {
+    let mut end = hi.to_be_bytes().to_vec();
+    end.extend_from_slice(&[0xff; 9]);
+    (
+        Bound::Included(Bytes::copy_from_slice(&lo.to_be_bytes())),
+        Bound::Included(Bytes::from(end)),
+    )
+}
+
+/// `n` scans of `len` points: empty ones (from a random point, or one past
+/// a present key's with `--correlated`), or ones holding a present key's
+/// point at a random place.
+fn scan_phase(
+    args: &BenchArgs,
+    db: &Db,
+    name: &'static str,
+    len: u64,
+    n: u64,
+) -> CliResult<ScanPhase> {
+    let mut rng = SplitMix64::new(args.seed ^ 0x7261_6e67 ^ len ^ ((name.len() as u64) << 40));
+    let pb = progress(Some(n), args.quiet, format!("{name} range scans of {len}"));
+    db.reset_stats();
+    let mut rec = Recorder::start();
+    let mut keys = 0u64;
+    for i in 0..n {
+        let lo = if name == "empty" {
+            if args.correlated {
+                present_point(args, rng.below(args.keys)).saturating_add(1)
+            } else {
+                rng.below(u64::MAX - (len - 1))
+            }
+        } else {
+            present_point(args, rng.below(args.keys)).saturating_sub(rng.below(len))
+        };
+        let hi = lo.saturating_add(len - 1);
+        let range = bounds(lo, hi);
+        let got = rec.time(1, || {
+            db.scan(range.clone())
+                .try_fold(0u64, |n, e| e.map(|_| n + 1))
+        })?;
+        keys += got;
+        if i % 1024 == 0 {
+            pb.set_position(i);
+        }
+    }
+    pb.finish_and_clear();
+    let s = db.stats();
+    let phase = rec.finish(n, s.total.bytes_read);
+    Ok(ScanPhase {
+        name,
+        phase,
+        keys,
+        levels: s
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| (l.level, l.io, l.range_predicted_fpr(len)))
+            .collect(),
+        total: s.total,
+    })
+}
+
+fn fpr_text(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |f| format!("{:.3}%", f * 100.0))
+}
+
+fn write_header(out: &mut dyn Write, args: &BenchArgs, config: &str) -> CliResult {
+    writeln!(
+        out,
+        "range study: {} keys (16 random bytes, points = first 8), point filters {config}, \
+         {} scans per length ({:.0}% empty, {}), block cache off, {} I/O",
+        args.keys,
+        args.lookups,
+        args.empty_fraction() * 100.0,
+        if args.correlated {
+            "empty ones starting one point past a key"
+        } else {
+            "empty ones starting at random points"
+        },
+        args.io_name()
+    )?;
+    Ok(())
+}
+
+fn write_text(out: &mut dyn Write, run: &BitsRun) -> CliResult {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "range filters {} bits/key: loaded in {:.1} s; shape {}",
+        run.bits, run.load_secs, run.shape
+    )?;
+    for l in &run.lengths {
+        for p in &l.phases {
+            let t = &p.total;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "L={} {} scans: {:.2} keys/scan, {:.3} data blocks read/scan, {:.2} files \
+                 checked/scan; negatives {}, false positives {}, unusable {}; FPR measured {} \
+                 vs predicted {}",
+                l.len,
+                p.name,
+                p.per_scan(p.keys),
+                p.per_scan(t.range_scan_blocks),
+                p.per_scan(t.range_checks),
+                t.range_negatives,
+                t.range_false_positives,
+                t.range_unusable_reads,
+                fpr_text(t.observed_range_fpr()),
+                fpr_text(p.predicted_fpr()),
+            )?;
+            write!(out, "  latency")?;
+            for ((_, label, _), ns) in PERCENTILES.iter().zip(p.phase.percentiles_ns) {
+                write!(out, " {label} {:.1} µs", ns as f64 / 1e3)?;
+            }
+            writeln!(out, ", mean {:.1} µs", p.phase.mean_ns / 1e3)?;
+            writeln!(
+                out,
+                "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
+                "level", "checks", "negative", "fp", "blocks", "fpr", "predicted"
+            )?;
+            for (level, io, fpr) in &p.levels {
+                writeln!(
+                    out,
+                    "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
+                    format!("L{level}"),
+                    io.range_checks,
+                    io.range_negatives,
+                    io.range_false_positives,
+                    io.range_scan_blocks,
+                    fpr_text(io.observed_range_fpr()),
+                    fpr_text(Some(*fpr)),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn json_report(args: &BenchArgs, config: &str, run: &BitsRun) -> serde_json::Value {
+    let phase = |p: &ScanPhase| {
+        let t = &p.total;
+        let mut latency = serde_json::Map::new();
+        for ((_, _, key), ns) in PERCENTILES.iter().zip(p.phase.percentiles_ns) {
+            latency.insert(format!("{key}_ns"), json!(ns));
+        }
+        latency.insert("mean_ns".into(), json!(p.phase.mean_ns));
+        json!({
+            "scans": p.phase.ops,
+            "keys_per_scan": p.per_scan(p.keys),
+            "data_blocks_per_scan": p.per_scan(t.range_scan_blocks),
+            "range_checks": t.range_checks,
+            "range_negatives": t.range_negatives,
+            "range_false_positives": t.range_false_positives,
+            "range_unusable_reads": t.range_unusable_reads,
+            "measured_fpr": t.observed_range_fpr(),
+            "predicted_fpr": p.predicted_fpr(),
+            "latency": latency,
+            "levels": p.levels.iter().map(|(level, io, fpr)| json!({
+                "level": level,
+                "range_checks": io.range_checks,
+                "range_negatives": io.range_negatives,
+                "range_false_positives": io.range_false_positives,
+                "data_blocks": io.range_scan_blocks,
+                "measured_fpr": io.observed_range_fpr(),
+                "predicted_fpr": fpr,
+            })).collect::<Vec<_>>(),
+        })
+    };
+    let find = |l: &LengthRun, name: &str| {
+        l.phases
+            .iter()
+            .find(|p| p.name == name)
+            .map_or(serde_json::Value::Null, phase)
+    };
+    json!({
+        "workload": "range",
+        "keys": args.keys,
+        "range_bits": run.bits,
+        "config": config,
+        "io": args.io_name(),
+        "empty_fraction": args.empty_fraction(),
+        "correlated": args.correlated,
+        "shape": run.shape,
+        "load_secs": run.load_secs,
+        "lengths": run.lengths.iter().map(|l| json!({
+            "range_len": l.len,
+            "empty": find(l, "empty"),
+            "non_empty": find(l, "non-empty"),
+        })).collect::<Vec<_>>(),
+    })
+}
