@@ -2432,4 +2432,37 @@ fn bench_range_workload() {
     let o = bloomlsm(&["bench", "--range-len", "16", "-q"]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert_one_line_error(&o);
+
+    // --plot: FPR against range length, one curve per --range-bits value.
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("range.svg");
+    let o = bloomlsm(&[
+        "bench",
+        "--workload",
+        "range",
+        "--keys",
+        "20000",
+        "--lookups",
+        "400",
+        "--range-len",
+        "256,4096",
+        "--range-bits",
+        "8,10",
+        "--plot",
+        svg.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.contains("8 bits/key, measured") && chart.contains("10 bits/key, measured"));
+    let o = bloomlsm(&[
+        "bench",
+        "--workload",
+        "prefix",
+        "--plot",
+        svg.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_one_line_error(&o);
 }

@@ -164,7 +164,8 @@ pub fn write_chart(path: &Path, chart: &Chart<'_>) -> CliResult {
 }
 
 /// Tick labels of a log axis of rates: `1%`, `0.01%`, ...
-fn rate_label(v: &f64) -> String {
+/// A rate as a percentage with three significant digits.
+pub fn rate_label(v: &f64) -> String {
     format!("{}%", sig3(v * 100.0))
 }
 
@@ -479,7 +480,8 @@ impl Rect {
     }
 }
 
-fn curve_color(i: usize) -> RGBColor {
+/// The colour of the `i`-th curve of a chart.
+pub fn curve_color(i: usize) -> RGBColor {
     const C: [RGBColor; 6] = [
         BLUE_,
         GREEN_,

@@ -120,9 +120,10 @@ pub struct BenchArgs {
     /// --lookups scans per phase; text or --json) or `range` (scans bounded
     /// at both ends, of each --range-len, on one store per --range-bits with
     /// range filters: --lookups scans per length, --empty-fraction of them
-    /// empty; text or --json).
+    /// empty; text or --json; --plot FILE.svg draws the FPR of empty ranges
+    /// against their length beside the bound L/2^(B-2)).
     #[arg(long, value_enum, default_value_t = Workload::Point, value_name = "W",
-          conflicts_with_all = ["benchmarks", "plot", "filter_budget", "csv", "zipf"])]
+          conflicts_with_all = ["benchmarks", "filter_budget", "csv", "zipf"])]
     pub workload: Workload,
     /// `--workload range`: the lengths of the scanned ranges, in points (a
     /// key's point is its first 8 bytes), comma-separated (default

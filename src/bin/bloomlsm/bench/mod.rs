@@ -43,7 +43,8 @@
 //! - `timeseries.rs`, `series_chart.rs`: readwhilewriting sampled over
 //!   time, written as CSV or JSON and drawn as an SVG chart.
 //! - `prefix.rs`: `--workload prefix`, the prefix-filter study.
-//! - `range.rs`: `--workload range`, the range-filter study.
+//! - `range.rs`: `--workload range`, the range-filter study; `range_chart.rs`
+//!   its `--plot`: FPR against range length beside the bound.
 //!
 //! This file holds [`run`], the command's entry, and the steps that tie the
 //! parts together.
@@ -63,6 +64,7 @@ mod json;
 mod measure;
 mod prefix;
 mod range;
+mod range_chart;
 mod remote;
 mod row;
 mod series_chart;
@@ -130,6 +132,11 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
 fn check_args(args: &BenchArgs) -> CliResult<Option<Zipf>> {
     if args.configs.is_empty() {
         return Err(CliError::usage("--configs is empty"));
+    }
+    if args.workload == args::Workload::Prefix && args.plot.is_some() {
+        return Err(CliError::usage(
+            "--plot draws the point study or --workload range; --workload prefix has no chart",
+        ));
     }
     if args.workload != args::Workload::Range && args.has_range_flags() {
         return Err(CliError::usage(

@@ -72,7 +72,12 @@ struct BitsRun {
 /// `--range-bits` value).
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     let config = &args.configs[0];
+    // The chart's path is checked before the (long) run starts.
+    if let Some(path) = &args.plot {
+        super::chart::check_plot_path(path)?;
+    }
     let home = StoresHome::prepare(args)?;
+    let mut curves = Vec::new();
     if !args.json {
         write_header(out, args, &config.name)?;
     }
@@ -126,6 +131,25 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
             write_json(out, &json_report(args, &config.name, &run))?;
         } else {
             write_text(out, &run)?;
+        }
+        curves.push(super::range_chart::Curve {
+            bits,
+            points: run
+                .lengths
+                .iter()
+                .filter_map(|l| {
+                    let empty = l.phases.iter().find(|p| p.name == "empty")?;
+                    let fpr = empty.total.observed_range_fpr()?;
+                    (fpr > 0.0).then_some((l.len, fpr))
+                })
+                .collect(),
+        });
+    }
+    if let Some(path) = &args.plot {
+        let empty_scans = (args.lookups as f64 * args.empty_fraction()).round() as u64;
+        super::range_chart::write(path, &curves, &args.range_lens(), empty_scans)?;
+        if !args.json {
+            writeln!(out, "wrote {}", path.display())?;
         }
     }
     Ok(())
