@@ -123,6 +123,26 @@ pub struct Phase {
 }
 
 impl Phase {
+    /// The latency line of a scan study: `  latency p50 1.7 µs ... , mean 2.0 µs`.
+    pub fn latency_text(&self) -> String {
+        let mut s = String::from("  latency");
+        for ((_, label, _), ns) in PERCENTILES.iter().zip(self.percentiles_ns) {
+            s.push_str(&format!(" {label} {:.1} µs", ns as f64 / 1e3));
+        }
+        s.push_str(&format!(", mean {:.1} µs", self.mean_ns / 1e3));
+        s
+    }
+
+    /// The latency object of a scan study's JSON: `{p50_ns, ..., mean_ns}`.
+    pub fn latency_json(&self) -> serde_json::Value {
+        let mut latency = serde_json::Map::new();
+        for ((_, _, key), ns) in PERCENTILES.iter().zip(self.percentiles_ns) {
+            latency.insert(format!("{key}_ns"), serde_json::json!(ns));
+        }
+        latency.insert("mean_ns".into(), serde_json::json!(self.mean_ns));
+        serde_json::Value::Object(latency)
+    }
+
     /// Store bytes per key.
     pub fn store_bytes_per_op(&self) -> f64 {
         self.store_bytes as f64 / self.ops.max(1) as f64

@@ -13,7 +13,7 @@ use bloomlsm::workload::{PREFIX_LEN, SplitMix64, absent_prefix, present_prefix};
 use bloomlsm::{Db, IoCounters, PrefixExtractor, Stats};
 use serde_json::json;
 
-use crate::phase::{PERCENTILES, Phase, Recorder};
+use crate::phase::{Phase, Recorder};
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 
 use super::args::BenchArgs;
@@ -191,11 +191,7 @@ fn write_text(
             fpr_text(t.observed_prefix_fpr()),
             fpr_text(p.predicted_fpr()),
         )?;
-        write!(out, "  latency")?;
-        for ((_, label, _), ns) in PERCENTILES.iter().zip(p.phase.percentiles_ns) {
-            write!(out, " {label} {:.1} µs", ns as f64 / 1e3)?;
-        }
-        writeln!(out, ", mean {:.1} µs", p.phase.mean_ns / 1e3)?;
+        writeln!(out, "{}", p.phase.latency_text())?;
         writeln!(
             out,
             "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
@@ -227,11 +223,7 @@ fn json_report(
 ) -> serde_json::Value {
     let phase = |p: &ScanPhase| {
         let t = &p.total;
-        let mut latency = serde_json::Map::new();
-        for ((_, _, key), ns) in PERCENTILES.iter().zip(p.phase.percentiles_ns) {
-            latency.insert(format!("{key}_ns"), json!(ns));
-        }
-        latency.insert("mean_ns".into(), json!(p.phase.mean_ns));
+        let latency = p.phase.latency_json();
         json!({
             "scans": p.phase.ops,
             "keys_per_scan": p.keys as f64 / p.phase.ops.max(1) as f64,
