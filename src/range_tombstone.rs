@@ -90,7 +90,6 @@ impl Fragments {
     }
 
     /// The fragments, in key order.
-    #[cfg(test)]
     pub fn fragments(&self) -> &[Fragment] {
         &self.frags
     }

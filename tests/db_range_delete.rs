@@ -475,6 +475,45 @@ fn compaction_reclaims_what_a_range_delete_hides() {
     assert_eq!(db.scan(..).count(), 0);
 }
 
+/// A range delete over most of the store, flushed alone, holds no data of
+/// its own, yet what it deletes below makes its level due: the compactions
+/// that run by themselves (no `compact`) carry it down and leave the deleted
+/// data off the disk.
+#[test]
+fn a_range_delete_makes_its_level_due() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), common::options::small()).unwrap();
+    // In a scattered order, maintained as it goes, so that the keys spread
+    // over three levels.
+    for n in 0..6000u64 {
+        db.put(key(n * 7919 % 6000), [7u8; 40]).unwrap();
+        if n % 250 == 249 {
+            db.maintain().unwrap();
+        }
+    }
+    db.maintain().unwrap();
+    let deepest = |db: &Db| db.file_stats().iter().map(|f| f.level).max();
+    assert!(deepest(&db) >= Some(2), "{}", db.stats());
+    let bytes = |db: &Db| db.file_stats().iter().map(|f| f.file_bytes).sum::<u64>();
+    let before = bytes(&db);
+    let compactions = db.stats().compactions;
+    db.delete_range(key(100), key(5900)).unwrap();
+    db.maintain().unwrap();
+    assert!(db.stats().compactions > compactions, "{}", db.stats());
+    let entries: u64 = db.file_stats().iter().map(|f| f.entries).sum();
+    assert_eq!(entries, 200, "{:?}", db.file_stats());
+    assert!(
+        bytes(&db) < before / 10,
+        "{} of {before} bytes left",
+        bytes(&db)
+    );
+    assert_eq!(db.scan(..).count(), 200);
+    // Settled: nothing more is due, and another pass compacts nothing.
+    let compactions = db.stats().compactions;
+    db.maintain().unwrap();
+    assert_eq!(db.stats().compactions, compactions);
+}
+
 /// Gets count the range-tombstone lists they search, a file's whatever its
 /// filter says, and the keys a range tombstone deleted.
 #[test]

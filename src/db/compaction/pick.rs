@@ -60,15 +60,22 @@ pub(crate) fn shape(v: &Version, opts: &Options) -> Shape {
 /// level's target, whichever is higher; deeper levels by bytes over
 /// target (0 for the empty levels above the base level; at least 1 for a level
 /// holding data above the base the last level calls for). The last level never
-/// compacts further.
+/// compacts further. A level's bytes include what its range tombstones
+/// cover below ([`Compensation`]).
 pub(crate) fn scores(v: &Version, opts: &Options) -> Vec<f64> {
-    scores_of(v, opts, &shape(v, opts))
+    scores_of(v, opts, &shape(v, opts), &Compensation::of(v))
 }
 
-pub(super) fn scores_of(v: &Version, opts: &Options, shape: &Shape) -> Vec<f64> {
+pub(super) fn scores_of(
+    v: &Version,
+    opts: &Options,
+    shape: &Shape,
+    comp: &Compensation,
+) -> Vec<f64> {
     let last = v.levels.len() - 1;
     (0..last)
         .map(|l| {
+            let bytes = v.level_bytes(l).saturating_add(comp.level_bytes[l]);
             if l == 0 {
                 // By files, and by bytes against the base level's target
                 // (RocksDB's rule): L0 then competes with the base level by
@@ -81,11 +88,11 @@ pub(super) fn scores_of(v: &Version, opts: &Options, shape: &Shape) -> Vec<f64> 
                 // base target of a small store is.)
                 let files = v.levels[0].len() as f64 / opts.l0_compaction_trigger as f64;
                 let base_target = shape.targets[shape.base].max(opts.level1_max_bytes);
-                files.max(v.level_bytes(0) as f64 / base_target as f64)
+                files.max(bytes as f64 / base_target as f64)
             } else if l < shape.base {
                 0.0
             } else {
-                let score = v.level_bytes(l) as f64 / shape.targets[l].max(1) as f64;
+                let score = bytes as f64 / shape.targets[l].max(1) as f64;
                 if l < shape.settled_base && !v.levels[l].is_empty() {
                     score.max(1.0)
                 } else {
@@ -96,11 +103,89 @@ pub(super) fn scores_of(v: &Version, opts: &Options, shape: &Shape) -> Vec<f64> 
         .collect()
 }
 
+/// Most fragments of one file's range tombstones weighed one by one; past
+/// this, the file's tombstones weigh as one range from their first start to
+/// their last end (an overestimate, bounded in cost).
+const MAX_WEIGHED_FRAGMENTS: usize = 256;
+
+/// What the range tombstones of each level may delete below it (RocksDB's
+/// compensated file size for range deletions): for each file holding
+/// tombstones, the data bytes of the deeper levels' files its fragments
+/// overlap, each such file counted once. A level's score adds this to its
+/// own bytes, so a file that deletes much and holds little — a
+/// `delete_range` over most of the store, flushed alone — still makes its
+/// level due, and the deleted data leaves the disk; and a level ≥ 1 due
+/// compacts its most compensated file first. The estimate is positive
+/// exactly while a deeper file overlaps a fragment, which is when
+/// compaction keeps the fragment (output.rs); each such compaction moves
+/// the fragment one level down, so the compactions it causes end.
+#[derive(Debug, Default)]
+pub(crate) struct Compensation {
+    /// Per level, the sum over its files.
+    pub level_bytes: Vec<u64>,
+    /// Per level, the file with the largest compensation, if any: its
+    /// position in the level.
+    pub largest: Vec<Option<usize>>,
+}
+
+impl Compensation {
+    /// The compensation of every level of `v`, from the levels' indexes and
+    /// the tombstones of the files that hold any.
+    pub(crate) fn of(v: &Version) -> Compensation {
+        let n = v.levels.len();
+        let mut c = Compensation {
+            level_bytes: vec![0; n],
+            largest: vec![None; n],
+        };
+        for level in 0..n {
+            let mut best = 0u64;
+            for i in v.files_with_tombstones(level) {
+                let b = covered_below(v, level, i);
+                c.level_bytes[level] = c.level_bytes[level].saturating_add(b);
+                if b > best {
+                    best = b;
+                    c.largest[level] = Some(i);
+                }
+            }
+        }
+        c
+    }
+}
+
+/// The data bytes of the files below `level` that the range tombstones of
+/// file `i` of `level` overlap, each file counted once.
+fn covered_below(v: &Version, level: usize, i: usize) -> u64 {
+    let tombstones = v.levels[level][i].table.range_tombstones();
+    let frags = tombstones.fragments();
+    let ranges: Vec<(&[u8], &[u8])> = if frags.len() <= MAX_WEIGHED_FRAGMENTS {
+        frags.iter().map(|f| (&f.start[..], &f.end[..])).collect()
+    } else {
+        tombstones.bounds().into_iter().collect()
+    };
+    let mut sum = 0u64;
+    for deeper in level + 1..v.levels.len() {
+        let sizes = v.data_bytes_of(deeper);
+        // Fragments come in key order, and so do the files of a level ≥ 1:
+        // the files already counted are those before `done`.
+        let mut done = 0;
+        for &(start, end) in &ranges {
+            let (first, past) = v.span(deeper, Some(start), Some(end));
+            let from = first.max(done);
+            if from < past {
+                sum = sum.saturating_add(sizes[from..past].iter().sum::<u64>());
+            }
+            done = done.max(past);
+        }
+    }
+    sum
+}
+
 /// Picks the most urgent compaction, if any level's score is ≥ 1.
 /// `pointers[l]` is the largest user key last compacted out of level l.
 pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<Compaction> {
     let shape = shape(v, opts);
-    let scores = scores_of(v, opts, &shape);
+    let comp = Compensation::of(v);
+    let scores = scores_of(v, opts, &shape, &comp);
     let (level, score) = scores
         .iter()
         .enumerate()
@@ -112,6 +197,12 @@ pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<
     let output = if level == 0 { shape.base } else { level + 1 };
     // LevelDB's and RocksDB's bound on a compaction grown by expansion.
     let expand_limit = opts.target_file_size.saturating_mul(25);
+    if level > 0
+        && let Some(i) = comp.largest[level]
+    {
+        let inputs = vec![v.levels[level][i].clone()];
+        return Some(of_inputs(v, level, output, inputs, false, expand_limit));
+    }
     Some(whole_or_next(
         v,
         level,
@@ -144,6 +235,20 @@ pub(crate) fn whole_or_next(
             .into_iter()
             .collect()
     };
+    of_inputs(v, level, output, inputs, all, expand_limit)
+}
+
+/// The compaction of `inputs` of `level` (every file of it when `all`, or
+/// level 0) into `output`, with the files of `output` they overlap; inputs
+/// of a level ≥ 1 grown by [`expand_inputs`] up to `expand_limit` bytes.
+fn of_inputs(
+    v: &Version,
+    level: usize,
+    output: usize,
+    inputs: Vec<Arc<FileHandle>>,
+    all: bool,
+    expand_limit: u64,
+) -> Compaction {
     let lo = inputs.iter().map(|f| f.smallest_user_key()).min();
     let hi = inputs.iter().map(|f| f.largest_user_key()).max();
     let next_inputs = match (lo, hi) {

@@ -167,6 +167,9 @@ struct LevelIndex {
     /// compaction picking and level sizes.
     data_bytes: Vec<u64>,
     entries: Vec<u64>,
+    /// Whether each file holds range tombstones
+    /// ([`FileHandle::has_range_tombstones`]), for compaction scores.
+    tombstones: Vec<bool>,
 }
 
 impl LevelIndex {
@@ -176,7 +179,7 @@ impl LevelIndex {
     fn new<'a>(files: impl Iterator<Item = (&'a [u8], &'a [u8], Option<Filter>)>) -> Self {
         let mut b = LevelIndex::default();
         for (smallest, largest, filter) in files {
-            b.push(smallest, largest, filter, [0; 3]);
+            b.push(smallest, largest, filter, [0; 3], false);
         }
         b
     }
@@ -192,8 +195,16 @@ impl LevelIndex {
 
     /// Appends an entry; `counts` is the file's number, data bytes and
     /// entries.
-    fn push(&mut self, smallest: &[u8], largest: &[u8], filter: Option<Filter>, counts: [u64; 3]) {
+    fn push(
+        &mut self,
+        smallest: &[u8],
+        largest: &[u8],
+        filter: Option<Filter>,
+        counts: [u64; 3],
+        tombstones: bool,
+    ) {
         let [number, data_bytes, entries] = counts;
+        self.tombstones.push(tombstones);
         self.filters.push(filter);
         for k in [smallest, largest] {
             self.keys.extend_from_slice(k);
@@ -213,6 +224,7 @@ impl LevelIndex {
             f.largest_user_key(),
             f.filter(),
             [f.number(), f.data_bytes(), f.meta.entries],
+            f.has_range_tombstones,
         );
     }
 
@@ -226,6 +238,7 @@ impl LevelIndex {
             other.key(2 * j + 1),
             other.filters[j].clone(),
             [other.numbers[j], other.data_bytes[j], other.entries[j]],
+            other.tombstones[j],
         );
     }
 
@@ -663,6 +676,16 @@ impl Version {
     /// level order, from the level's index.
     pub(crate) fn data_bytes_of(&self, level: usize) -> &[u64] {
         &self.index[level].data_bytes
+    }
+
+    /// The positions in `level` of the files holding range tombstones,
+    /// from the level's index.
+    pub(crate) fn files_with_tombstones(&self, level: usize) -> impl Iterator<Item = usize> + '_ {
+        self.index[level]
+            .tombstones
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &t)| t.then_some(i))
     }
 
     /// Bytes of the data blocks of the files of `level`
