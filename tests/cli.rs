@@ -717,6 +717,8 @@ fn bad_arguments_fail_with_one_line() {
         &["bench", "--benchmarks", "ycsb-a", "--miss-fraction", "-0.1"],
         &["bench", "--benchmarks", "ycsb-a", "--miss-fraction", "lots"],
         &["bench", "--miss-fraction", "0.5"],
+        &["bench", "--memory-ceiling", "12x"],
+        &["bench", "--memory-ceiling", "10M"],
         &[
             "bench",
             "--benchmarks",
@@ -2465,4 +2467,71 @@ fn bench_range_workload() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert_one_line_error(&o);
+}
+
+/// `--memory-ceiling` below what the run needs is refused before anything is
+/// written; one the run can work under puts the study in a memory cgroup
+/// limited to it, reported with its peak, and removed at the end. Where this
+/// process may not make a cgroup, the run is refused with the way to set
+/// the limit from outside, again before anything is written.
+#[test]
+fn bench_memory_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = dir.path().join("stores");
+    let s = stores.to_str().unwrap();
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "20000",
+        "--memory-ceiling",
+        "60M",
+        "--dir",
+        s,
+    ]);
+    assert_one_line_error(&o);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(stderr(&o).contains("is below what this run needs"), "{o:?}");
+    assert!(!stores.exists(), "nothing is written");
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "20000",
+        "--lookups",
+        "2000",
+        "--configs",
+        "blocked10",
+        "--memory-ceiling",
+        "200M",
+        "--dir",
+        s,
+        "--quiet",
+    ]);
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    if o.status.success() {
+        let out = stdout(&o);
+        assert!(out.contains("memory ceiling: 200.0 MiB"), "{out}");
+        assert!(out.contains("memory peak under the ceiling: "), "{out}");
+        // The cgroup is gone: this process's cgroup holds no bench's.
+        for line in own.lines().filter(|l| l.contains("memory")) {
+            let path = line.splitn(3, ':').nth(2).unwrap().trim_start_matches('/');
+            let parent = Path::new("/sys/fs/cgroup/memory").join(path);
+            let left: Vec<_> = std::fs::read_dir(&parent)
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .filter(|e| {
+                            e.file_name()
+                                .to_string_lossy()
+                                .starts_with("bloomlsm-bench-")
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(left.is_empty(), "{left:?}");
+        }
+    } else {
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        assert!(stderr(&o).contains("systemd-run"), "{o:?}");
+        assert!(!stores.exists(), "nothing is written");
+    }
 }

@@ -236,7 +236,7 @@ pub struct StatsArgs {
 }
 
 /// A byte count: digits, optionally followed by K, M or G (binary units).
-fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mult) = match t.char_indices().last() {
         Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),

@@ -111,6 +111,15 @@ pub struct BenchArgs {
     /// stores' directory must be on a file system that takes it, see --dir).
     #[arg(long, value_enum, default_value_t = IoMode::Buffered, value_name = "MODE")]
     pub io: IoMode,
+    /// Run the study inside a memory cgroup of its own limited to this many
+    /// bytes (e.g. 512M, 2G; Linux), page cache included, so that buffered
+    /// reads find in memory only what fits beside the process: a machine
+    /// whose data is many times its memory. Needs the right to make a
+    /// cgroup (root or a delegated subtree); refused, before anything is
+    /// written, below what the run needs for its filters, indexes, block
+    /// cache and memtables.
+    #[arg(long, value_name = "BYTES", value_parser = crate::db_cmd::parse_size)]
+    pub memory_ceiling: Option<u64>,
     #[command(flatten)]
     pub files: OpenFilesArg,
     /// What the study measures: `point` (gets of missing and existing keys

@@ -17,7 +17,9 @@
 //! ([`ReadMode::Direct`](bloomlsm::ReadMode::Direct)), so every data-block
 //! read reaches the device; each phase reports its latency percentiles and
 //! the bytes the kernel read from the device (`/proc/self/io`) next to the
-//! store's count ([`phase`](crate::phase)).
+//! store's count ([`phase`](crate::phase)). `--memory-ceiling` runs the
+//! study in a memory cgroup whose limit counts the page cache too, so that
+//! buffered reads meet a machine with that much memory.
 //!
 //! `--plot` adds a filter-only sweep (measured vs modelled FPR across bits per
 //! key for both filter kinds) and draws it with the per-configuration read
@@ -28,6 +30,7 @@
 //! - `args.rs`: the command line ([`BenchArgs`], [`IoMode`](args::IoMode)).
 //! - `configs.rs`: the filter configurations ([`BenchConfig`]) and the store
 //!   options they share.
+//! - `ceiling.rs`: `--memory-ceiling`, the memory cgroup the run enters.
 //! - `stores.rs`: where the stores live, the checks on `--dir` and
 //!   `--io direct` made before anything runs, loading a store, and making
 //!   each configuration's store from the single load.
@@ -56,6 +59,7 @@ use bloomlsm::FilterOptions;
 use crate::{CliError, CliResult, interrupt, write_json};
 
 mod args;
+mod ceiling;
 mod chart;
 mod configs;
 mod csv;
@@ -92,6 +96,21 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     // Bad compression flags are usage errors, found before anything is written.
     let mut o = bench_options(FilterOptions::none(), args.io);
     args.compression.apply(&mut o.compression, o.max_levels)?;
+    // The cgroup is left, and removed, when this is dropped at the end.
+    let ceiling = ceiling::Ceiling::enter(
+        args,
+        o.block_cache_capacity as u64,
+        o.write_buffer_size as u64,
+    )?;
+    if let Some(c) = &ceiling
+        && !args.quiet
+    {
+        eprintln!(
+            "memory ceiling {} bytes: cgroup {}",
+            c.limit,
+            c.path().display()
+        );
+    }
     if let Some(benchmarks) = &args.benchmarks {
         return db_bench::run(args, benchmarks, out).map(|()| Vec::new());
     }
@@ -110,6 +129,13 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     let text = !args.json && !args.csv;
     if text {
         text::write_header(out, args, &o, &home.path)?;
+        if let Some(c) = &ceiling {
+            writeln!(
+                out,
+                "memory ceiling: {} (cgroup, page cache included)",
+                crate::report::bytes(c.limit)
+            )?;
+        }
     }
     let rows = run_configs(args, out, &home, zipf.as_ref(), text)?;
     let none = rows
@@ -123,6 +149,13 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     }
     if let Some(path) = &args.plot {
         chart::write(args, out, path, &rows, text)?;
+    }
+    if text && let Some(peak) = ceiling.as_ref().and_then(|c| c.peak()) {
+        writeln!(
+            out,
+            "memory peak under the ceiling: {}",
+            crate::report::bytes(peak)
+        )?;
     }
     Ok(rows)
 }
@@ -202,7 +235,9 @@ fn run_configs(
         }
         if args.json {
             let none = rows.iter().find(|r| r.config.filters.policy.is_none());
-            write_json(out, &json::json_row(&row, none))?;
+            let mut v = json::json_row(&row, none);
+            v["memory_ceiling"] = serde_json::json!(args.memory_ceiling);
+            write_json(out, &v)?;
             out.flush()?;
         }
         rows.push(row);
