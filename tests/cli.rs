@@ -718,6 +718,21 @@ fn bad_arguments_fail_with_one_line() {
         &["bench", "--benchmarks", "ycsb-a", "--miss-fraction", "lots"],
         &["bench", "--miss-fraction", "0.5"],
         &["bench", "--memory-ceiling", "12x"],
+        &["bench", "--writes-per-range-tombstone", "10"],
+        &[
+            "bench",
+            "--benchmarks",
+            "fillrandom",
+            "--writes-per-range-tombstone",
+            "0",
+        ],
+        &[
+            "bench",
+            "--benchmarks",
+            "fillrandom",
+            "--range-tombstone-width",
+            "5",
+        ],
         &["bench", "--memory-ceiling", "10M"],
         &[
             "bench",
@@ -2534,4 +2549,48 @@ fn bench_memory_ceiling() {
         assert!(stderr(&o).contains("systemd-run"), "{o:?}");
         assert!(!stores.exists(), "nothing is written");
     }
+}
+
+/// `--writes-per-range-tombstone`: the fills write a range delete after
+/// every N puts, and the reads report the range-tombstone lists they
+/// searched and the lookups a tombstone answered.
+#[test]
+fn bench_db_bench_range_tombstones() {
+    let o = bloomlsm(&[
+        "bench",
+        "--benchmarks",
+        "fillrandom,readrandom,readmissing",
+        "--keys",
+        "20000",
+        "--lookups",
+        "5000",
+        "--writes-per-range-tombstone",
+        "100",
+        "--range-tombstone-width",
+        "50",
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let lines: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(lines.len(), 3, "{}", stdout(&o));
+    assert_eq!(lines[0]["range_deletes"], 200);
+    for read in &lines[1..] {
+        let ops = read["ops"].as_u64().unwrap();
+        assert_eq!(ops, 5000);
+        // Each lookup searches at least the memtable's or a file's list
+        // wherever range deletes are left; 200 deletes of about 50 of the
+        // 20,000 keys each hide about 40% of the key space.
+        assert!(
+            read["range_tombstone_checks"].as_u64().unwrap() > 0,
+            "{read}"
+        );
+        let deleted = read["gets_range_deleted"].as_u64().unwrap();
+        assert!(deleted > ops / 10 && deleted < ops * 7 / 10, "{read}");
+    }
+    let found = lines[1]["found"].as_u64().unwrap();
+    assert_eq!(
+        found + lines[1]["gets_range_deleted"].as_u64().unwrap(),
+        5000
+    );
 }

@@ -82,6 +82,19 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1000, value_name = "MS",
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub stats_interval_ms: u64,
+    /// --benchmarks: one `delete_range` after every N puts of fillseq,
+    /// fillrandom and overwrite (db_bench's --writes_per_range_tombstone),
+    /// from a random present key over about --range-tombstone-width keys.
+    /// The reads then report the range-tombstone lists each lookup searched
+    /// and the lookups a range tombstone answered.
+    #[arg(long, value_name = "N", requires = "benchmarks",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub writes_per_range_tombstone: Option<u64>,
+    /// The keys one such range delete spans, on average (db_bench's
+    /// --range_tombstone_width; default 100).
+    #[arg(long, value_name = "N", requires = "writes_per_range_tombstone",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub range_tombstone_width: Option<u64>,
     /// Filter configurations, comma-separated: `none`, `bloomB`, `blockedB`,
     /// `ribbonB` (the space-optimal Ribbon filter), `hybridB` (blocked512 at B
     /// bits/key on L0 and L1, Ribbon at B bits/key below: the same memory,

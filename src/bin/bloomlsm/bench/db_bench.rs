@@ -134,6 +134,26 @@ struct Outcome {
     series: Vec<Sample>,
     /// Reads: the storage requests they made.
     requests: Option<Requests>,
+    /// Writes with --writes-per-range-tombstone: the range deletes made.
+    range_deletes: Option<u64>,
+}
+
+/// db_bench's --range_tombstone_width default.
+const DEFAULT_RANGE_TOMBSTONE_WIDTH: u64 = 100;
+
+/// The range `[start, end)` of a range delete from `start`, a present key,
+/// over about `width` of the `n` present keys: their first eight bytes are
+/// uniform over the 64-bit integers, so `end` is `start`'s first eight bytes
+/// plus `width` times the mean gap between keys.
+fn tombstone_range(start: [u8; 16], width: u64, n: u64) -> ([u8; 16], [u8; 8]) {
+    let point = u64::from_be_bytes(start[..8].try_into().expect("eight bytes"));
+    let gap = u64::MAX / n.max(1);
+    (
+        start,
+        point
+            .saturating_add(width.saturating_mul(gap))
+            .to_be_bytes(),
+    )
 }
 
 /// db_bench's `--histogram` percentiles.
@@ -280,8 +300,21 @@ fn write_keys(
     };
     let pb = progress(Some(n), args.quiet, b.name());
     let mut value = Vec::with_capacity(args.value_size as usize);
+    let mut tombstones = SplitMix64::new(seed ^ 0x7261_6e67_6564_656c);
+    let width = args
+        .range_tombstone_width
+        .unwrap_or(DEFAULT_RANGE_TOMBSTONE_WIDTH);
+    let mut range_deletes = 0u64;
     let mut rec = Recorder::start();
     for (j, &idx) in order.iter().enumerate() {
+        if let Some(every) = args.writes_per_range_tombstone
+            && j as u64 % every == every - 1
+        {
+            let start = present_key(args.seed, tombstones.below(n));
+            let (start, end) = tombstone_range(start, width, n);
+            db.delete_range(start, end)?;
+            range_deletes += 1;
+        }
         // Overwrites write values the fill did not.
         let vi = if b == Benchmark::Overwrite {
             idx + n
@@ -307,6 +340,7 @@ fn write_keys(
         writer_puts: None,
         series: Vec::new(),
         requests: None,
+        range_deletes: args.writes_per_range_tombstone.map(|_| range_deletes),
     })
 }
 
@@ -464,6 +498,7 @@ fn read_phase(
         writer_puts: None,
         series,
         requests: Some(requests),
+        range_deletes: None,
     })
 }
 
@@ -509,6 +544,9 @@ fn write_text(out: &mut dyn Write, o: &Outcome) -> CliResult {
     if let Some(found) = o.found {
         extra.push_str(&format!(" ({found} of {} found)", o.phase.ops));
     }
+    if let Some(r) = o.range_deletes {
+        extra.push_str(&format!(" ({r} range deletes)"));
+    }
     writeln!(
         out,
         "{:<12} : {:11.3} micros/op {} ops/sec;{extra}",
@@ -545,6 +583,16 @@ fn write_text(out: &mut dyn Write, o: &Outcome) -> CliResult {
             line.push_str(&format!("; writer: {w} puts"));
         }
         writeln!(out, "{line}")?;
+        if s.range_tombstone_checks > 0 {
+            let per = |n: u64| n as f64 / o.phase.ops.max(1) as f64;
+            writeln!(
+                out,
+                "Range tombstones: {:.3} lists searched/lookup ({:.3} of files), {} lookups answered by one",
+                per(s.range_tombstone_checks),
+                per(s.range_tombstone_files),
+                s.gets_range_deleted
+            )?;
+        }
     }
     if let Some(r) = &o.requests {
         writeln!(out, "{}", r.line(o.bench == Benchmark::ReadWhileWriting))?;
@@ -578,6 +626,10 @@ fn json_outcome(config: &BenchConfig, o: &Outcome) -> serde_json::Value {
         "store_bytes_per_op": s.map(|_| o.phase.store_bytes_per_op()),
         "device_bytes_per_op": o.device_bytes_per_op(),
         "writer_puts": o.writer_puts,
+        "range_deletes": o.range_deletes,
+        "range_tombstone_checks": s.map(|s| s.range_tombstone_checks),
+        "range_tombstone_files": s.map(|s| s.range_tombstone_files),
+        "gets_range_deleted": s.map(|s| s.gets_range_deleted),
     });
     if let (Some(r), Some(map)) = (&o.requests, v.as_object_mut())
         && let Some(extra) = r.json().as_object()
