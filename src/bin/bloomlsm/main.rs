@@ -58,7 +58,7 @@ enum Command {
     /// Build a store per filter configuration and measure filter FPR, data-block
     /// reads per missing get and get latency (the study).
     #[command(after_help = help::BENCH)]
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Inspect SSTable files: dump, verify, filter-test.
     #[command(after_help = help::TOP)]
     Sst {
