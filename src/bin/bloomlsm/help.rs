@@ -139,6 +139,7 @@ JSON (--json): one object per configuration per line, in --configs order:
   shape                                [{level, files, keys, bytes, filter_bits_per_key}]
                                        per non-empty level; filter_bits_per_key null if unfiltered
   io                                   \"buffered\" or \"direct\"
+  memory_ceiling                       --memory-ceiling in bytes (null without)
   phases                               [{phase (\"missing_get\", \"multi_get_missing\", \"existing_get\"),
                                        keys, mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, max_ns,
                                        store_bytes, device_bytes, store_bytes_per_key,
@@ -163,7 +164,9 @@ filters' checks, false positives, FPR and the model's, data blocks and bytes per
 With --json, one object per workload: benchmark, config, ops, micros_per_op, ops_per_sec,
   mb_per_sec, bytes, found, p50_us, p75_us, p99_us, p999_us, p9999_us, filter_checks,
   false_positives, measured_fpr, predicted_fpr, block_reads_per_op, store_bytes_per_op,
-  device_bytes_per_op, writer_puts (readwhilewriting); null where a workload has none.
+  device_bytes_per_op, writer_puts (readwhilewriting), range_deletes (fills, with
+  --writes-per-range-tombstone), range_tombstone_checks, range_tombstone_files and
+  gets_range_deleted (gets); null where a workload has none.
 ycsb-a to ycsb-f (YCSB's core workloads, --lookups operations each) print one line, a
 percentiles line per operation kind (read, update, insert, scan, rmw) and the filters'
 line per get; --miss-fraction F sends that fraction of their reads to absent keys. Their
