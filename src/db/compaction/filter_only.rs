@@ -6,7 +6,7 @@
 //! alone would write (`OutputSize::Whole`, in its own level). When nothing
 //! in that rewrite would change a data block, the blocks are copied instead
 //! of merged, re-encoded and recompressed: each is read in readahead chunks,
-//! its checksum verified ([`Table::stored_blocks`]), its keys decoded for the
+//! its checksum verified ([`crate::sst::Table::stored_blocks`]), its keys decoded for the
 //! new point, prefix and range filters and the properties, and its bytes
 //! written as they were. The copy is taken when it writes exactly the file
 //! the merge would:
