@@ -508,6 +508,11 @@ pub struct Stats {
     /// allocation that depends on the tree's shape, such as Monkey's); their
     /// bytes count in [`Stats::bytes_compacted`].
     pub filter_rebuilds: u64,
+    /// Of [`Stats::filter_rebuilds`], the files whose data blocks were
+    /// copied as stored around their new filters, since a merge of the
+    /// file alone would have written the same blocks (the rest were merged
+    /// as a compaction of the file alone).
+    pub filter_rebuilds_copied: u64,
     /// Bytes of keys and values of the operations [`crate::Db::write`]
     /// (and `put`, `delete`) acknowledged since open: a delete counts its
     /// key. WAL framing, sequence numbers and the WAL itself are not counted.
@@ -774,12 +779,13 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "background: {} flushes ({}), {} compactions ({}), {} filter rebuilds; {} write slowdowns, {} stalls",
+            "background: {} flushes ({}), {} compactions ({}), {} filter rebuilds ({} copying data blocks); {} write slowdowns, {} stalls",
             self.flushes,
             Size(self.bytes_flushed),
             self.compactions,
             Size(self.bytes_compacted),
             self.filter_rebuilds,
+            self.filter_rebuilds_copied,
             self.write_slowdowns,
             self.write_stalls
         )?;

@@ -466,3 +466,81 @@ fn shape_does_not_depend_on_filters() {
         assert_eq!(got, none, "{policy:?} vs no filters");
     }
 }
+
+/// The bytes of the data blocks of each file below L0, in key order.
+fn data_blocks(dir: &Path, db: &Db) -> Vec<Vec<u8>> {
+    let mut files: Vec<FileStats> = db
+        .file_stats()
+        .into_iter()
+        .filter(|f| f.level > 0)
+        .collect();
+    files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+    files
+        .iter()
+        .map(|f| {
+            let path = filename::table_file(dir, f.number);
+            let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            t.index_entries()
+                .flat_map(|(_, h)| bytes[h.offset as usize..(h.offset + h.size) as usize].to_vec())
+                .collect()
+        })
+        .collect()
+}
+
+/// A store reopened with other filters gets them from `rebuild_filters`
+/// copying each file's data blocks as stored: the blocks keep their bytes,
+/// the store reads the same, and each file has the new filter. A file a
+/// merge would change (versions a released snapshot kept) is merged
+/// instead, and reads the same too.
+#[test]
+fn rebuilt_filters_copy_the_data_blocks() {
+    let dir = scratch_dir();
+    let mut rng = SplitMix64::new(0xc0_9e5);
+    let mut model = Model::new();
+    // LZ4 below L0, as a new store's default.
+    let opts = |f: FilterOptions| options(f).compression(bloomlsm::CompressionOptions::default());
+    let db = Db::open(dir.path(), opts(FilterOptions::none())).unwrap();
+    write_some(&db, &mut model, &mut rng, 8000, "a");
+    db.compact().unwrap();
+    let before = data_blocks(dir.path(), &db);
+    assert!(before.len() >= 4, "{} files", before.len());
+    db.close().unwrap();
+
+    let reopen = |f: FilterOptions| Db::open(dir.path(), opts(f).use_stored_design(false)).unwrap();
+    let db = reopen(FilterOptions::default());
+    let rebuilt = db.rebuild_filters().unwrap();
+    let s = db.stats();
+    assert_eq!(
+        (rebuilt, s.filter_rebuilds, s.filter_rebuilds_copied),
+        (before.len() as u64, rebuilt, rebuilt)
+    );
+    assert!(
+        data_blocks(dir.path(), &db) == before,
+        "data blocks changed"
+    );
+    let files = db.file_stats();
+    assert!(
+        files.iter().all(|f| f.level > 0 && bits_close(f, 10.0)),
+        "{:?}",
+        policies(&files)
+    );
+    check_model(&db, &model);
+
+    // Versions a snapshot kept, which a merge without it drops.
+    let snap = db.snapshot();
+    write_some(&db, &mut model, &mut rng, 4000, "b");
+    db.compact().unwrap();
+    drop(snap);
+    db.close().unwrap();
+    let db = reopen(FilterOptions::uniform(Some(FilterPolicy::ribbon(8.0))));
+    let rebuilt = db.rebuild_filters().unwrap();
+    let s = db.stats();
+    assert!(rebuilt > 0 && s.filter_rebuilds_copied < rebuilt, "{s}");
+    let files = db.file_stats();
+    assert_eq!(policies(&files), ["ribbon"]);
+    check_model(&db, &model);
+    db.close().unwrap();
+    let db = reopen(FilterOptions::uniform(Some(FilterPolicy::ribbon(8.0))));
+    check_model(&db, &model);
+}

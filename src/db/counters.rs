@@ -17,6 +17,8 @@ pub(super) struct Counters {
     pub(super) compactions: AtomicU64,
     /// Files rewritten with the filter their level gets now (`refilter`).
     pub(super) filter_rebuilds: AtomicU64,
+    /// Of those, the ones whose data blocks were copied as stored.
+    pub(super) filter_rebuilds_copied: AtomicU64,
     /// Keys + values of the ops acknowledged by `Db::write` since open.
     pub(super) user_bytes_written: AtomicU64,
     /// Table bytes written by flushes since open (not by recovery).
@@ -40,6 +42,7 @@ impl Counters {
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             filter_rebuilds: AtomicU64::new(0),
+            filter_rebuilds_copied: AtomicU64::new(0),
             user_bytes_written: AtomicU64::new(0),
             bytes_flushed: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
@@ -69,6 +72,7 @@ impl Inner {
             flushes: self.counters.flushes.load(Ordering::Relaxed),
             compactions: self.counters.compactions.load(Ordering::Relaxed),
             filter_rebuilds: self.counters.filter_rebuilds.load(Ordering::Relaxed),
+            filter_rebuilds_copied: self.counters.filter_rebuilds_copied.load(Ordering::Relaxed),
             user_bytes_written: self.counters.user_bytes_written.load(Ordering::Relaxed),
             bytes_flushed: self.counters.bytes_flushed.load(Ordering::Relaxed),
             bytes_compacted: self.counters.bytes_compacted.load(Ordering::Relaxed),

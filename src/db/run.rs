@@ -297,31 +297,55 @@ impl Inner {
     }
 
     /// Rewrites one file, in its level, with the filter its level gets now,
-    /// and installs it in the file's place. Returns the replaced file, for
-    /// [`TableFiles::retire`].
+    /// and installs it in the file's place: its data blocks copied as stored
+    /// when that writes the file a merge would
+    /// ([`compaction::filter_only`]), else merged as a compaction of that
+    /// file alone. Returns the replaced file, for [`TableFiles::retire`].
     pub(super) fn run_refilter(
         &self,
         r: compaction::refilter::Refilter,
         v: &Arc<Version>,
     ) -> Result<Vec<Arc<FileHandle>>> {
-        let one = Compaction {
-            level: r.level,
-            inputs: vec![r.file.clone()],
-            next_inputs: Vec::new(),
-            output_level: r.level,
-            move_only: false,
-        };
-        let out = compaction::run(
+        let retention = self.retention();
+        let copied = compaction::filter_only::rewrite(
             &self.dir,
             &self.opts,
-            OutputSize::Whole,
+            r.level,
             v,
-            &one,
+            &r.file,
             r.policy,
             self,
-            &self.retention(),
-            self.caches.clone(),
+            &retention,
+            &self.caches,
         )?;
+        if copied.is_some() {
+            self.counters
+                .filter_rebuilds_copied
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let out = match copied {
+            Some(out) => out,
+            None => {
+                let one = Compaction {
+                    level: r.level,
+                    inputs: vec![r.file.clone()],
+                    next_inputs: Vec::new(),
+                    output_level: r.level,
+                    move_only: false,
+                };
+                compaction::run(
+                    &self.dir,
+                    &self.opts,
+                    OutputSize::Whole,
+                    v,
+                    &one,
+                    r.policy,
+                    self,
+                    &retention,
+                    self.caches.clone(),
+                )?
+            }
+        };
         filename::sync_dir_in(self.fs(), &self.dir)?;
         self.counters
             .bytes_compacted

@@ -278,6 +278,42 @@ impl Block {
         u32::from_le_bytes(self.data[at..at + 4].try_into().expect("4 bytes")) as usize
     }
 
+    /// The size a [`BlockBuilder`] with a restart point every
+    /// `restart_interval` entries estimated for this block just before its
+    /// last entry was added ([`BlockBuilder::size_estimate`]; 0 for a block
+    /// of one entry), if the block has the restart points such a builder
+    /// writes: exactly entries `0`, `restart_interval`, `2 × restart_interval`,
+    /// …, each storing its whole key. `None` if it has others, or no entry.
+    /// Every entry's lengths are decoded; a fault is a [`BlockError`].
+    pub fn size_before_last(&self, restart_interval: usize) -> Result<Option<usize>, BlockError> {
+        let interval = restart_interval.max(1);
+        let mut p = 0;
+        let mut n = 0usize;
+        // Restart points at or before the current entry.
+        let mut restarts = 0usize;
+        let mut before_last = 0;
+        while p < self.restarts_offset {
+            let e = decode_entry(&self.data, p, self.restarts_offset)?;
+            let is_restart = n.is_multiple_of(interval);
+            if is_restart {
+                if restarts >= self.num_restarts
+                    || self.restart_point(restarts) != p
+                    || e.shared != 0
+                {
+                    return Ok(None);
+                }
+                restarts += 1;
+            }
+            // The builder's estimate before this entry: its bytes so far,
+            // and the restart array it had then (always at least one point).
+            let restarts_then = (restarts - usize::from(is_restart)).max(1);
+            before_last = if n == 0 { 0 } else { p + 4 * restarts_then + 4 };
+            n += 1;
+            p = e.value.end;
+        }
+        Ok((n > 0 && restarts == self.num_restarts).then_some(before_last))
+    }
+
     /// An iterator positioned before the first entry.
     pub fn iter(&self, format: KeyFormat) -> BlockIter {
         BlockIter {

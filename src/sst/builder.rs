@@ -11,6 +11,14 @@
 //! [`finish`](TableBuilder::finish) from the collected user-key hashes, so
 //! the builder holds 8 bytes per distinct user key in memory (and, for a
 //! range filter, 8 more per distinct key point).
+//!
+//! Data blocks come from entries ([`add`](TableBuilder::add)) or, for a
+//! table rewritten with other filters, from another table's blocks as
+//! stored ([`add_stored_block`](TableBuilder::add_stored_block)): copied
+//! byte for byte, their keys decoded only for the filters and properties,
+//! and accepted only when they are the blocks `add` would have written from
+//! the same entries. The index, filters, properties, metaindex and footer
+//! are written by the same code either way.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -32,6 +40,7 @@ use super::format::{
     META_RANGE_FILTER, META_RANGE_TOMBSTONES, RANGE_FILTER_SEED, block_trailer, show_key,
 };
 use super::properties::TableProperties;
+use super::table::StoredBlock;
 
 /// How a table is built.
 #[derive(Clone, Debug)]
@@ -151,6 +160,9 @@ pub struct TableBuilder {
     unusable: Option<String>,
     /// Set after a write error: the file is unusable.
     failed: bool,
+    /// The last data block is a stored block under the block size: `add`
+    /// would have ended the table with it, so nothing may follow.
+    short_block: bool,
 }
 
 impl std::fmt::Debug for TableBuilder {
@@ -211,6 +223,7 @@ impl TableBuilder {
             compressor,
             unusable,
             failed: false,
+            short_block: false,
         }
     }
 
@@ -235,6 +248,111 @@ impl TableBuilder {
     /// trailer under [`KeyFormat::Internal`], or key/value exceed 4 GiB.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_usable()?;
+        self.check_not_ended()?;
+        self.note_entry(key, value.len())?;
+        self.data.add(key, value);
+        if self.data.size_estimate() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Appends `block`, a data block of another table as stored, byte for
+    /// byte: its entries count in this table's filters and properties as if
+    /// each had been [`add`](Self::add)ed, and the index gets its entry as
+    /// for any block. Errors with [`Error::InvalidArgument`] if the block
+    /// is not the one `add` would write from the same entries (other key
+    /// order or compression, restart points or block size; a block under
+    /// the block size other than the table's last; added after entries of
+    /// a block not yet written), or its keys do not follow the previous
+    /// ones; with the source's [`Error::Corruption`] if an entry does not
+    /// decode. After an error the builder is unusable.
+    pub fn add_stored_block(&mut self, block: &StoredBlock<'_>) -> Result<()> {
+        self.check_usable()?;
+        self.check_not_ended()?;
+        let r = self.copy_block(block);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn copy_block(&mut self, b: &StoredBlock<'_>) -> Result<()> {
+        let fmt = self.opts.key_format;
+        let source = b.table();
+        let not_ours = |why: String| {
+            Error::invalid(format!(
+                "data block at {} of {}: {why}",
+                b.handle().offset,
+                source.path().display()
+            ))
+        };
+        if !self.data.is_empty() {
+            return Err(not_ours(
+                "stored block after entries of a block not yet written".into(),
+            ));
+        }
+        if source.key_format() != fmt {
+            return Err(not_ours(format!(
+                "keys in {} order",
+                source.key_format().name()
+            )));
+        }
+        let codec = self.opts.compression;
+        if source.compression() != codec
+            || (b.block_type() != BLOCK_TYPE_UNCOMPRESSED && b.block_type() != codec.block_type())
+        {
+            return Err(not_ours(format!(
+                "compressed as {} (block type {}), this table as {codec}",
+                source.compression(),
+                b.block_type()
+            )));
+        }
+        // `add` ends a block with the first entry that brings its size to
+        // the block size: the block without its last entry is below it, and
+        // the block is at least that (the table's last may be shorter).
+        let raw = b.block();
+        let before_last = raw
+            .size_before_last(self.opts.restart_interval)
+            .map_err(|e| b.corruption(e))?
+            .ok_or_else(|| {
+                not_ours(format!(
+                    "restart points not every {} entries",
+                    self.opts.restart_interval
+                ))
+            })?;
+        if before_last >= self.opts.block_size {
+            return Err(not_ours(format!(
+                "{} bytes before its last entry, more than the block size {}",
+                before_last, self.opts.block_size
+            )));
+        }
+        let mut it = raw.iter(fmt);
+        while it.advance().map_err(|e| b.corruption(e))? {
+            self.note_entry(it.key(), it.value_slice().len())?;
+        }
+        self.data_raw_size += (raw.len() + BLOCK_TRAILER_LEN) as u64;
+        self.data_raw_max = self.data_raw_max.max(raw.len() as u64);
+        let handle = self.write_block(true, b.stored(), b.block_type())?;
+        self.add_index_entry(handle);
+        self.short_block = raw.len() < self.opts.block_size;
+        Ok(())
+    }
+
+    /// Errors if a stored block under the block size ended the data.
+    fn check_not_ended(&self) -> Result<()> {
+        if self.short_block {
+            return Err(Error::invalid(format!(
+                "entries after a data block under the block size in {}: it must be the last",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Counts an entry of key `key` and a value of `value_len` bytes in the
+    /// filters and properties, after checking the key's order and size.
+    fn note_entry(&mut self, key: &[u8], value_len: usize) -> Result<()> {
         let fmt = self.opts.key_format;
         if fmt == KeyFormat::Internal && key.len() < key::TRAILER_LEN {
             return Err(Error::invalid(format!(
@@ -243,7 +361,7 @@ impl TableBuilder {
                 key::TRAILER_LEN
             )));
         }
-        if u32::try_from(key.len()).is_err() || u32::try_from(value.len()).is_err() {
+        if u32::try_from(key.len()).is_err() || u32::try_from(value_len).is_err() {
             return Err(Error::invalid("key or value of 4 GiB or more"));
         }
         let new_user_key = if self.entries > 0 {
@@ -292,15 +410,11 @@ impl TableBuilder {
             }
             self.max_sequence = self.max_sequence.max(trailer >> 8);
         }
-        self.data.add(key, value);
         self.last_key.clear();
         self.last_key.extend_from_slice(key);
         self.entries += 1;
         self.raw_key_bytes += key.len() as u64;
-        self.raw_value_bytes += value.len() as u64;
-        if self.data.size_estimate() >= self.opts.block_size {
-            self.flush_data_block()?;
-        }
+        self.raw_value_bytes += value_len as u64;
         Ok(())
     }
 
@@ -379,11 +493,17 @@ impl TableBuilder {
         data.reset();
         self.data = data;
         let handle = r?;
+        self.add_index_entry(handle);
+        Ok(())
+    }
+
+    /// Indexes the data block just written at `handle`, whose last key is
+    /// the last key added.
+    fn add_index_entry(&mut self, handle: BlockHandle) {
         // The index key is the block's last key: a lookup for k reads the first
         // block whose last key is >= k, and only that block.
         self.index.add(&self.last_key, &handle.encode());
         self.data_blocks += 1;
-        Ok(())
     }
 
     /// Writes the last data block, the filter, index, properties and metaindex
@@ -568,5 +688,172 @@ impl UnsyncedTable {
             .sync_data()
             .map_err(|e| Error::io(format!("fsync {}", self.summary.path.display()), e))?;
         Ok(self.summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::filter::key_hash;
+    use crate::sst::{Table, TableOpenOptions};
+
+    const N: usize = 3000;
+
+    fn entry(i: usize) -> (Vec<u8>, Vec<u8>) {
+        let v = format!("value {i} ").repeat(1 + i % 5);
+        (format!("k{i:06}").into_bytes(), v.into_bytes())
+    }
+
+    fn opts(compression: Compression) -> TableBuilderOptions {
+        TableBuilderOptions::default()
+            .block_size(512)
+            .compression(compression)
+            .creation_time(Some(1_700_000_000))
+    }
+
+    /// `N` entries added one by one to `dir/name`.
+    fn build(dir: &Path, name: &str, o: TableBuilderOptions) -> PathBuf {
+        let path = dir.join(name);
+        let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, o);
+        for i in 0..N {
+            let (k, v) = entry(i);
+            b.add(&k, &v).unwrap();
+        }
+        b.finish().unwrap();
+        path
+    }
+
+    /// The data blocks of `from`, copied into `dir/name` built with `o`.
+    fn copy(from: &Path, dir: &Path, name: &str, o: TableBuilderOptions) -> Result<PathBuf> {
+        let t = Table::open(from, TableOpenOptions::default())?;
+        let path = dir.join(name);
+        let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, o);
+        for block in t.stored_blocks() {
+            b.add_stored_block(&block?)?;
+        }
+        b.finish()?;
+        Ok(path)
+    }
+
+    fn codecs() -> Vec<Compression> {
+        let mut c = vec![Compression::None, Compression::Lz4];
+        if cfg!(feature = "zstd") {
+            c.push(Compression::Zstd(3));
+        }
+        c
+    }
+
+    /// With the same options, a table of copied blocks is the table `add`
+    /// writes, byte for byte.
+    #[test]
+    fn copied_blocks_make_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for c in codecs() {
+            let a = build(dir.path(), "a.sst", opts(c));
+            let b = copy(&a, dir.path(), "b.sst", opts(c)).unwrap();
+            let (a, b) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+            assert!(a == b, "{c}: {} and {} bytes", a.len(), b.len());
+        }
+    }
+
+    /// Copied with other filters, the data blocks keep their bytes, every
+    /// entry reads the same, the properties are those of the entries, and
+    /// the new filters answer for the keys.
+    #[test]
+    fn copied_blocks_get_new_filters() {
+        let dir = tempfile::tempdir().unwrap();
+        for c in codecs() {
+            let a = build(dir.path(), "a.sst", opts(c).filter(None));
+            let other = opts(c)
+                .filter(Some(FilterPolicy::ribbon(7.0)))
+                .prefix_extractor(Some(PrefixExtractor::Fixed(4)))
+                .range_filter_bits_per_key(Some(16.0))
+                .checksum(ChecksumType::Xxh3);
+            let b = copy(&a, dir.path(), "b.sst", other.clone()).unwrap();
+            let want = build(dir.path(), "want.sst", other);
+            let open = |p: &Path| Table::open(p, TableOpenOptions::default()).unwrap();
+            let (ta, tb, tw) = (open(&a), open(&b), open(&want));
+            let data = ta.properties().data_size as usize;
+            let (fa, fb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+            // Each block's payload and type byte are the same; the checksums
+            // are xxh3 now.
+            for ((_, ha), (_, hb)) in ta.index_entries().zip(tb.index_entries()) {
+                assert_eq!(ha, hb, "{c}");
+                let r = ha.offset as usize..(ha.offset + ha.size + 1) as usize;
+                assert!(fa[r.clone()] == fb[r], "{c}: block at {}", ha.offset);
+            }
+            assert_eq!(tb.properties().data_size as usize, data);
+            // The file `add` writes with these options, byte for byte.
+            assert!(fb == std::fs::read(&want).unwrap(), "{c}");
+            assert_eq!(tb.properties(), tw.properties(), "{c}");
+            let entries: Vec<_> = ta.iter().map(Result::unwrap).collect();
+            let copied: Vec<_> = tb.iter().map(Result::unwrap).collect();
+            assert!(entries == copied, "{c}");
+            assert_eq!(entries.len(), N);
+            let f = tb.filter().expect("a filter");
+            assert!((0..N).all(|i| f.may_contain(key_hash(&entry(i).0))), "{c}");
+            let passed = (0..10_000)
+                .filter(|i| f.may_contain(key_hash(format!("x{i}").as_bytes())))
+                .count();
+            assert!(passed < 400, "{c}: {passed} of 10,000 absent keys pass");
+            let pf = tb.prefix_filter().unwrap().unwrap();
+            assert!(pf.may_contain(key_hash(b"k000")), "{c}");
+            assert!(tb.range_filter().unwrap().is_ok(), "{c}");
+            tb.verify_all().unwrap();
+        }
+    }
+
+    /// A block `add` would not have written with the builder's options is
+    /// refused: another block size, codec or key order.
+    #[test]
+    fn blocks_of_another_format_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = build(dir.path(), "a.sst", opts(Compression::None));
+        let refused = |o: TableBuilderOptions| {
+            let e = copy(&a, dir.path(), "b.sst", o).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        };
+        refused(opts(Compression::None).block_size(1024));
+        refused(opts(Compression::None).block_size(256));
+        refused(opts(Compression::None).restart_interval(8));
+        refused(opts(Compression::Lz4));
+        refused(opts(Compression::None).key_format(KeyFormat::Internal));
+        // Only the last block may be short.
+        let t = Table::open(&a, TableOpenOptions::default()).unwrap();
+        let path = dir.path().join("c.sst");
+        let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts(Compression::None));
+        let mut blocks = t.stored_blocks();
+        b.add(b"a", b"1").unwrap();
+        let e = b
+            .add_stored_block(&blocks.next().unwrap().unwrap())
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    }
+
+    /// A damaged data block is corruption of its file at the block's
+    /// offset, found before any of its bytes reach the copy.
+    #[test]
+    fn a_damaged_block_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        for c in codecs() {
+            let a = build(dir.path(), "a.sst", opts(c));
+            let third = Table::open(&a, TableOpenOptions::default())
+                .unwrap()
+                .index_entries()
+                .nth(2)
+                .unwrap()
+                .1;
+            let mut bytes = std::fs::read(&a).unwrap();
+            bytes[third.offset as usize + 7] ^= 0x10;
+            std::fs::write(&a, bytes).unwrap();
+            match copy(&a, dir.path(), "b.sst", opts(c)) {
+                Err(Error::Corruption { file, offset, .. }) => {
+                    assert_eq!((file, offset), (a.clone(), third.offset), "{c}");
+                }
+                other => panic!("{c}: {other:?}"),
+            }
+        }
     }
 }

@@ -39,5 +39,7 @@ pub use format::{
     FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
 };
 pub use properties::TableProperties;
-pub use table::{ReadStats, Table, TableGet, TableIter, TableOpenOptions};
+pub use table::{
+    ReadStats, StoredBlock, StoredBlocks, Table, TableGet, TableIter, TableOpenOptions,
+};
 pub use table_cache::TableCache;

@@ -20,6 +20,7 @@
 
 #[cfg(test)]
 mod datadriven_tests;
+pub(crate) mod filter_only;
 mod output;
 mod pick;
 pub(crate) mod refilter;

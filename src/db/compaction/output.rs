@@ -146,6 +146,27 @@ impl<'scope> Syncer<'scope> {
     }
 }
 
+/// How the store builds a table of its own: `opts`' block size, checksum,
+/// filter partitions, prefix and range filters, with filter `policy` and
+/// data blocks compressed as `compression`.
+pub(super) fn builder_options(
+    opts: &Options,
+    policy: Option<FilterPolicy>,
+    compression: crate::sst::Compression,
+) -> TableBuilderOptions {
+    TableBuilderOptions {
+        block_size: opts.block_size,
+        checksum: opts.checksum,
+        filter: policy,
+        compression,
+        key_format: KeyFormat::Internal,
+        filter_partition_bytes: opts.filter_partition_bytes,
+        prefix_extractor: opts.prefix_extractor,
+        range_filter_bits_per_key: opts.range_filter_bits_per_key,
+        ..TableBuilderOptions::default()
+    }
+}
+
 /// What [`write_tables`] writes with: [`write_outputs`]'s arguments.
 pub(super) struct TableSpec<'a> {
     dir: &'a Path,
@@ -169,17 +190,7 @@ impl TableSpec<'_> {
         Ok(TableBuilder::with_file(
             file,
             path,
-            TableBuilderOptions {
-                block_size: opts.block_size,
-                checksum: opts.checksum,
-                filter: self.policy,
-                compression: self.compression,
-                key_format: KeyFormat::Internal,
-                filter_partition_bytes: opts.filter_partition_bytes,
-                prefix_extractor: opts.prefix_extractor,
-                range_filter_bits_per_key: opts.range_filter_bits_per_key,
-                ..TableBuilderOptions::default()
-            },
+            builder_options(opts, self.policy, self.compression),
         ))
     }
 

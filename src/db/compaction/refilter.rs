@@ -32,6 +32,10 @@
 //! whose range filter is not the one the store writes now (built at other
 //! bits per key, absent, undecodable, or present where the store writes
 //! none).
+//!
+//! A rewrite copies the file's data blocks as stored when that writes the
+//! file a merge of it alone would ([`super::filter_only`]), and merges it
+//! otherwise.
 
 use std::sync::Arc;
 

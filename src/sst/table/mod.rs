@@ -18,6 +18,8 @@
 //! - `filter.rs`: reading the table's filter, whole or one partition on demand.
 //! - `get.rs`: point lookups ([`Table::get`], [`TableGet`]).
 //! - `verify.rs`: [`Table::verify_all`], every block read back and checked.
+//! - `stored.rs`: [`Table::stored_blocks`], the data blocks as stored, for a
+//!   filter-only rewrite's copy.
 //! - `iter.rs`: [`TableIter`], the forward scan.
 //! - `rev_iter.rs`: `TableRevIter`, the backward scan.
 
@@ -45,6 +47,7 @@ mod iter;
 mod open;
 mod read;
 mod rev_iter;
+mod stored;
 #[cfg(test)]
 mod test_tables;
 mod verify;
@@ -53,6 +56,7 @@ pub use get::TableGet;
 pub use iter::TableIter;
 pub use read::{READAHEAD_BYTES, ReadStats};
 pub(crate) use rev_iter::TableRevIter;
+pub use stored::{StoredBlock, StoredBlocks};
 
 /// The `what` of data blocks: the only blocks that may be stored compressed.
 const DATA: &str = "data";

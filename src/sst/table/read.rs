@@ -162,11 +162,32 @@ impl Table {
         ra: &mut Readahead,
         io: &mut ReadStats,
     ) -> Result<Block> {
+        self.stored_block_ahead(i, ra, io)
+            .map(|(_, _, block)| block)
+    }
+
+    /// [`data_block_ahead`](Self::data_block_ahead), with the block as
+    /// stored: its payload (compressed if its type byte says so, without
+    /// its trailer), whose checksum was verified, and its type byte.
+    pub(super) fn stored_block_ahead(
+        &self,
+        i: usize,
+        ra: &mut Readahead,
+        io: &mut ReadStats,
+    ) -> Result<(Bytes, u8, Block)> {
         let h = self.index[i].handle;
         let data_end = self.file_size - FOOTER_LEN as u64;
         let end = match h.end_with_trailer() {
             Some(e) if e <= data_end => e,
-            _ => return self.data_block(i, io), // reports the corruption
+            _ => {
+                return Err(self.corruption(
+                    h.offset,
+                    format!(
+                        "{DATA} block (offset {}, size {}) runs past the end of the data at {data_end}",
+                        h.offset, h.size
+                    ),
+                ));
+            }
         };
         let need = (end - h.offset) as usize;
         if !(ra.offset <= h.offset && end <= ra.offset + ra.buf.len() as u64) {
@@ -197,12 +218,14 @@ impl Table {
         let at = (h.offset - ra.offset) as usize;
         let raw = ra.buf.slice(at..at + need);
         let (n, block_type) = self.check_block(h, DATA, &raw)?;
+        let stored = raw.slice(..n);
         let data = if block_type == BLOCK_TYPE_NONE {
-            raw.slice(..n)
+            stored.clone()
         } else {
-            self.decompress_block(h, DATA, block_type, &raw[..n])?
+            self.decompress_block(h, DATA, block_type, &stored)?
         };
-        Block::new(data).map_err(|e| self.block_error(h, DATA, e))
+        let block = Block::new(data).map_err(|e| self.block_error(h, DATA, e))?;
+        Ok((stored, block_type, block))
     }
 
     /// How data block `i` is stored: its type byte (0 = raw, 1 = LZ4,
