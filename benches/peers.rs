@@ -53,17 +53,19 @@
 //! `source ../shared/rocksdb/env.sh && cargo bench --features rocksdb-peer --bench peers`;
 //! `BLOOMLSM_PEERS_SETTINGS=shared|defaults` runs one setting (default:
 //! both, in one run, all engines of both settings interleaved in each round),
-//! `BLOOMLSM_PEERS_SHAPE=fixed|dynamic:FILE_MIB:L1_MIB` replaces bloomlsm's
-//! level sizing, file size and L1 (or base level) target in the `defaults`
-//! setting, to compare candidate defaults,
+//! `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB]],...` replaces
+//! bloomlsm's level sizing, file size and L1 (or base level) target in the
+//! `defaults` setting, one bloomlsm store per shape listed, all timed in the
+//! same rounds (to choose defaults by measurement; targets are the first's),
 //! `BLOOMLSM_PEERS_KEYS=N` changes the key count (default 1M),
 //! `BLOOMLSM_PEERS_GETS=N` the gets per round (default 100k),
 //! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7),
 //! `BLOOMLSM_PEERS_MAINTAIN_EVERY=N` runs bloomlsm's compactions in the
 //! writer thread (`Db::maintain` every N keys) instead of in the background,
-//! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` runs only the engines listed
-//! (bloomlsm always among them; e.g. to profile one engine, or to leave out a
-//! peer whose load takes too long),
+//! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb,fjall:defaults` runs only the
+//! engines listed, in every setting or (`name:setting`) in one (bloomlsm
+//! always among them; e.g. to profile one engine, or to leave out a peer
+//! whose load takes too long),
 //! `BLOOMLSM_PEERS_DIR=DIR` keeps the stores in DIR/<engine>-<setting>: a store already
 //! there is reopened as it is instead of loaded (no load figures) and the full
 //! compaction is skipped, so that two builds can be timed alternately on the
@@ -134,13 +136,23 @@ fn settings_wanted() -> Vec<Setting> {
         .collect()
 }
 
-/// `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB]]`: bloomlsm's
-/// level sizing, target file size and L1 (with dynamic sizing: base level)
-/// target in the `defaults` setting, in place of `Options::default()`'s.
-fn shape_override(opts: Options) -> Options {
-    let Ok(spec) = std::env::var("BLOOMLSM_PEERS_SHAPE") else {
-        return opts;
-    };
+/// `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB]],...`: the
+/// shapes of bloomlsm's stores in the `defaults` setting; unset, one store
+/// at `Options::default()`'s (`None`).
+fn shapes_wanted() -> Vec<Option<String>> {
+    match std::env::var("BLOOMLSM_PEERS_SHAPE") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| Some(s.trim().to_string()))
+            .collect(),
+        Err(_) => vec![None],
+    }
+}
+
+/// `opts` with bloomlsm's level sizing, target file size and L1 (with
+/// dynamic sizing: base level) target of `spec`
+/// (`fixed|dynamic[:FILE_MIB[:L1_MIB]]`).
+fn shape_override(opts: Options, spec: &str) -> Options {
     let fail = || -> ! {
         eprintln!("error: BLOOMLSM_PEERS_SHAPE: {spec:?} is not fixed|dynamic[:FILE_MIB[:L1_MIB]]");
         std::process::exit(2);
@@ -202,7 +214,12 @@ trait Engine {
     fn setting(&self) -> Setting;
     /// Name and setting, for the reports.
     fn label(&self) -> String {
-        format!("{} ({})", self.name(), self.setting().label())
+        format!("{} ({})", self.row(), self.setting().label())
+    }
+    /// Name in a setting's table: the engine, and the shape of a bloomlsm
+    /// candidate (`BLOOMLSM_PEERS_SHAPE`).
+    fn row(&self) -> String {
+        self.name().to_string()
     }
     /// Version and the options that matter for the comparison.
     fn describe(&self) -> String;
@@ -234,10 +251,18 @@ trait Engine {
 struct Bloomlsm {
     db: Db,
     setting: Setting,
+    /// The `BLOOMLSM_PEERS_SHAPE` entry it runs with, if any.
+    shape: Option<String>,
 }
 
 impl Bloomlsm {
-    fn fill(dir: &Path, n: u64, load: bool, setting: Setting) -> (Self, Duration) {
+    fn fill(
+        dir: &Path,
+        n: u64,
+        load: bool,
+        setting: Setting,
+        shape: Option<String>,
+    ) -> (Self, Duration) {
         let every = maintain_every();
         let opts = match setting {
             Setting::Shared => Options::default()
@@ -256,7 +281,10 @@ impl Bloomlsm {
                 )))),
             // Its defaults hold 8 MiB of cache, a 4 MiB write buffer and
             // every filter and index in memory already.
-            Setting::Defaults => shape_override(Options::default()),
+            Setting::Defaults => match &shape {
+                Some(spec) => shape_override(Options::default(), spec),
+                None => Options::default(),
+            },
         }
         .background_compaction(every == 0)
         // The default is LZ4 below L0; every engine here stores blocks
@@ -265,7 +293,7 @@ impl Bloomlsm {
         let db = Db::open(dir, opts).unwrap();
         let t = Instant::now();
         if !load {
-            return (Bloomlsm { db, setting }, Duration::ZERO);
+            return (Bloomlsm { db, setting, shape }, Duration::ZERO);
         }
         let mut batch = WriteBatch::new();
         for_each_record(n, |i, k, v| {
@@ -279,13 +307,19 @@ impl Bloomlsm {
         });
         db.write(batch).unwrap();
         db.maintain().unwrap();
-        (Bloomlsm { db, setting }, t.elapsed())
+        (Bloomlsm { db, setting, shape }, t.elapsed())
     }
 }
 
 impl Engine for Bloomlsm {
     fn name(&self) -> &'static str {
         "bloomlsm"
+    }
+    fn row(&self) -> String {
+        match &self.shape {
+            Some(s) => format!("bloomlsm {s}"),
+            None => "bloomlsm".to_string(),
+        }
     }
     fn setting(&self) -> Setting {
         self.setting
@@ -987,7 +1021,15 @@ fn report(title: &str, engines: &[Box<dyn Engine>], group: &[usize], r: &mut Rou
         .iter()
         .map(|&i| (median(&mut r.existing[i]), median(&mut r.missing[i])))
         .collect();
-    let best = |f: fn(&(f64, f64)) -> f64| meds[1..].iter().map(f).fold(f64::INFINITY, f64::min);
+    // The peers: the engines other than bloomlsm (and its candidate shapes).
+    let best = |f: fn(&(f64, f64)) -> f64| {
+        group
+            .iter()
+            .zip(&meds)
+            .filter(|(i, _)| engines[**i].name() != "bloomlsm")
+            .map(|(_, m)| f(m))
+            .fold(f64::INFINITY, f64::min)
+    };
     let (best_e, best_m) = (best(|m| m.0), best(|m| m.1));
     println!("\n{title}\n");
     println!(
@@ -1009,13 +1051,13 @@ fn report(title: &str, engines: &[Box<dyn Engine>], group: &[usize], r: &mut Rou
         };
         println!(
             "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {} | {} |",
-            e.name(),
+            e.row(),
             ratio(me, best_e),
             ratio(mm, best_m),
         );
     }
     for &i in group {
-        println!("  {:<9} {}", engines[i].name(), r.shapes[i]);
+        println!("  {:<9} {}", engines[i].row(), r.shapes[i]);
     }
     (meds[0].0 / best_e, meds[0].1 / best_m)
 }
@@ -1024,11 +1066,12 @@ fn report(title: &str, engines: &[Box<dyn Engine>], group: &[usize], r: &mut Rou
 /// if asked (`true`); returns the engine and the load's duration.
 type Filler<'a> = dyn Fn(&Path, Setting, bool) -> (Box<dyn Engine>, Duration) + 'a;
 
-/// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` (comma-separated) limits the run
-/// to those engines; unset, every engine built in runs.
+/// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb,fjall:defaults` (comma-separated)
+/// limits the run to those engines, in every setting or (`name:setting`) in
+/// one; unset, every engine built in runs.
 /// A name that is not an engine of this build, or a list without bloomlsm,
 /// ends the run before anything is loaded.
-fn peers_wanted() -> impl Fn(&str) -> bool {
+fn peers_wanted() -> impl Fn(&str, Setting) -> bool {
     let built: &[&str] = if cfg!(feature = "rocksdb-peer") {
         &["bloomlsm", "fjall", "rocksdb"]
     } else {
@@ -1042,7 +1085,16 @@ fn peers_wanted() -> impl Fn(&str) -> bool {
             eprintln!("error: BLOOMLSM_PEERS_ENGINES: {msg}");
             std::process::exit(2);
         };
-        if let Some(bad) = list.iter().find(|e| !built.contains(&e.as_str())) {
+        // `name` or `name:setting`.
+        let engine = |e: &str| e.split(':').next().unwrap_or("").to_string();
+        let setting_ok = |e: &String| {
+            e.split_once(':')
+                .is_none_or(|(_, s)| s == "shared" || s == "defaults")
+        };
+        if let Some(bad) = list
+            .iter()
+            .find(|e| !built.contains(&engine(e).as_str()) || !setting_ok(e))
+        {
             let hint = if bad == "rocksdb" {
                 " (build with --features rocksdb-peer)"
             } else {
@@ -1053,11 +1105,16 @@ fn peers_wanted() -> impl Fn(&str) -> bool {
                 built.join(", ")
             ));
         }
-        if !list.iter().any(|e| e == "bloomlsm") {
+        if !list.iter().any(|e| engine(e) == "bloomlsm") {
             fail("must include bloomlsm (the ratios are bloomlsm's)".to_string());
         }
     }
-    move |name| list.as_ref().is_none_or(|l| l.iter().any(|e| e == name))
+    move |name, setting| {
+        list.as_ref().is_none_or(|l| {
+            l.iter()
+                .any(|e| e == name || *e == format!("{name}:{}", setting.label()))
+        })
+    }
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -1103,11 +1160,12 @@ fn main() {
     let mut loads: Vec<Option<Duration>> = Vec::new();
     let mut cpus: Vec<Option<(f64, f64)>> = Vec::new();
     let mut dirs: Vec<std::path::PathBuf> = Vec::new();
-    let mut open = |name: &str, setting: Setting, fill: &Filler<'_>| {
-        if !wanted(name) {
+    // `tag` tells a bloomlsm candidate's directory from the others.
+    let mut open = |name: &str, setting: Setting, tag: &str, fill: &Filler<'_>| {
+        if !wanted(name, setting) {
             return;
         }
-        let dir = root.join(format!("{name}-{}", setting.label()));
+        let dir = root.join(format!("{name}-{}{tag}", setting.label()));
         let reuse = kept.is_some() && dir.exists();
         let before = process_cpu();
         let (e, load) = fill(&dir, setting, !reuse);
@@ -1127,16 +1185,27 @@ fn main() {
         dirs.push(dir);
     };
     for &setting in &settings {
-        open("bloomlsm", setting, &|d, s, l| {
-            let (e, t) = Bloomlsm::fill(d, n, l, s);
-            (Box::new(e), t)
-        });
-        open("fjall", setting, &|d, s, l| {
+        let shapes = match setting {
+            Setting::Shared => vec![None],
+            Setting::Defaults => shapes_wanted(),
+        };
+        for (j, shape) in shapes.into_iter().enumerate() {
+            let tag = if j == 0 {
+                String::new()
+            } else {
+                format!("-{j}")
+            };
+            open("bloomlsm", setting, &tag, &|d, s, l| {
+                let (e, t) = Bloomlsm::fill(d, n, l, s, shape.clone());
+                (Box::new(e), t)
+            });
+        }
+        open("fjall", setting, "", &|d, s, l| {
             let (e, t) = Fjall::fill(d, n, l, s);
             (Box::new(e), t)
         });
         #[cfg(feature = "rocksdb-peer")]
-        open("rocksdb", setting, &|d, s, l| {
+        open("rocksdb", setting, "", &|d, s, l| {
             let (e, t) = Rocks::fill(d, n, l, s);
             (Box::new(e), t)
         });
@@ -1193,13 +1262,13 @@ fn main() {
         match (loads[i], puts(i), puts(bloomlsm_of(i))) {
             (Some(t), Some(p), Some(p0)) => println!(
                 "| {} | {setting} | {:.1} | {p:.0} | {:.2}× | {wamp} | {cpu} |",
-                e.name(),
+                e.row(),
                 t.as_secs_f64(),
                 p0 / p
             ),
             _ => println!(
                 "| {} | {setting} | kept store | – | – | {wamp} | {cpu} |",
-                e.name()
+                e.row()
             ),
         }
     }
@@ -1253,7 +1322,7 @@ fn main() {
         for (s, g) in &groups {
             let times: Vec<String> = g
                 .iter()
-                .map(|&i| format!("{} {:.1} s", engines[i].name(), compaction[i].as_secs_f64()))
+                .map(|&i| format!("{} {:.1} s", engines[i].row(), compaction[i].as_secs_f64()))
                 .collect();
             let (e, m) = report(
                 &format!(
@@ -1276,10 +1345,13 @@ fn main() {
 
     println!("\nTargets:");
     for (s, g) in &groups {
-        if g.len() < 2 {
+        if g.iter().all(|&i| engines[i].name() == "bloomlsm") {
             continue;
         }
         for &i in &g[1..] {
+            if engines[i].name() == "bloomlsm" {
+                continue;
+            }
             if let (Some(p0), Some(p)) = (puts(g[0]), puts(i)) {
                 let got = p0 / p;
                 println!(
