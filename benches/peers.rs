@@ -27,6 +27,7 @@
 //!   (leveled, 64 MiB tables, ratio 10, 1e-4 FPR filters on L0 and 10
 //!   bits/key below), with the cache of 8 MiB instead of 32 MiB and its
 //!   filter and index blocks pinned on every level instead of L0/L1.
+//!
 //! Before each state is timed, every engine's files are read once, so all
 //! start in the OS page cache (`warm`).
 //!
