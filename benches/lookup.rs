@@ -34,6 +34,7 @@ fn options() -> Options {
         .write_buffer_size(2 << 20)
         .target_file_size(2 << 20)
         .level1_max_bytes(4 << 20)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(10)
         .block_cache_capacity(0)
         .background_compaction(false)

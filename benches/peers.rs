@@ -6,12 +6,28 @@
 //! Workload: fill N random 16-byte keys (`present_key`) with 100-byte values
 //! in batches of 1000, let each engine flush its memtable and settle its
 //! compactions, then time gets of existing keys (random present keys) and of
-//! missing keys (`absent_key`). Every engine gets an 8 MiB block cache, no
-//! compression, 10 bits/key Bloom filters on every level with the filter and
-//! index blocks held in memory outside the cache, and a level shape mirrored
-//! from benches/db.rs (2 MiB write buffer, 512 KiB files, ×8 level fan-out);
-//! bloomlsm compacts on its background thread with RocksDB's default L0
-//! triggers (compaction at 4 files, slowdown at 20, stop at 36).
+//! missing keys (`absent_key`).
+//!
+//! Settings: every engine runs in two settings (`BLOOMLSM_PEERS_SETTINGS`),
+//! each compared only with the other engines of the same setting. In both,
+//! every engine gets an 8 MiB block cache, no compression (fjall is built
+//! without lz4) and its filter and index blocks held in memory outside the
+//! cache on every level (unpartitioned).
+//! - `shared`: one tree shape for all — 10 bits/key Bloom filters on every
+//!   level, a level shape mirrored from benches/db.rs (2 MiB write buffer,
+//!   512 KiB files, ×8 level fan-out from 512 KiB, fixed level targets);
+//!   bloomlsm with RocksDB's default L0 triggers (compaction at 4 files,
+//!   slowdown at 20, stop at 36).
+//! - `defaults`: each engine's own defaults for everything else, with a
+//!   4 MiB write buffer for all (bloomlsm's default; RocksDB's and fjall's
+//!   are 64 MiB). bloomlsm: `Options::default()`. RocksDB: `Options` and
+//!   `BlockBasedOptions` defaults (64 MiB files, 256 MiB level base ×10,
+//!   dynamic level sizing, L0 triggers 4/20/36) plus a 10 bits/key full
+//!   Bloom filter, since its default has none. fjall: its keyspace defaults
+//!   (leveled, 64 MiB tables, ratio 10, 1e-4 FPR filters on L0 and 10
+//!   bits/key below), with the cache of 8 MiB instead of 32 MiB and its
+//!   filter and index blocks pinned on every level instead of L0/L1.
+//!
 //! Before each state is timed, every engine's files are read once, so all
 //! start in the OS page cache (`warm`).
 //!
@@ -36,15 +52,22 @@
 //!
 //! `cargo bench --bench peers`; with RocksDB (prebuilt, see README):
 //! `source ../shared/rocksdb/env.sh && cargo bench --features rocksdb-peer --bench peers`;
+//! `BLOOMLSM_PEERS_SETTINGS=shared|defaults` runs one setting (default:
+//! both, in one run, all engines of both settings interleaved in each round),
+//! `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB]],...` replaces
+//! bloomlsm's level sizing, file size and L1 (or base level) target in the
+//! `defaults` setting, one bloomlsm store per shape listed, all timed in the
+//! same rounds (to choose defaults by measurement; targets are the first's),
 //! `BLOOMLSM_PEERS_KEYS=N` changes the key count (default 1M),
 //! `BLOOMLSM_PEERS_GETS=N` the gets per round (default 100k),
 //! `BLOOMLSM_PEERS_ROUNDS=N` the rounds (default 7),
 //! `BLOOMLSM_PEERS_MAINTAIN_EVERY=N` runs bloomlsm's compactions in the
 //! writer thread (`Db::maintain` every N keys) instead of in the background,
-//! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` runs only the engines listed
-//! (bloomlsm always among them; e.g. to profile one engine, or to leave out a
-//! peer whose load takes too long),
-//! `BLOOMLSM_PEERS_DIR=DIR` keeps the stores in DIR/<engine>: a store already
+//! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb,fjall:defaults` runs only the
+//! engines listed, in every setting or (`name:setting`) in one (bloomlsm
+//! always among them; e.g. to profile one engine, or to leave out a peer
+//! whose load takes too long),
+//! `BLOOMLSM_PEERS_DIR=DIR` keeps the stores in DIR/<engine>-<setting>: a store already
 //! there is reopened as it is instead of loaded (no load figures) and the full
 //! compaction is skipped, so that two builds can be timed alternately on the
 //! same files (delete DIR to start over; the key count must match).
@@ -72,6 +95,86 @@ const BLOCK_SIZE: usize = 4096;
 // L0 write slowdown and stop (RocksDB's defaults, which its fill runs with).
 const L0_SLOWDOWN: usize = 20;
 const L0_STOP: usize = 36;
+/// The write buffer of every engine in [`Setting::Defaults`]: bloomlsm's
+/// default (RocksDB's and fjall's are 64 MiB).
+const DEFAULTS_WRITE_BUFFER: usize = 4 << 20;
+
+/// The options an engine runs with (module doc, "Settings").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Setting {
+    /// One tree shape for every engine.
+    Shared,
+    /// Each engine's own defaults, with the same write buffer, cache, no
+    /// compression, and filters and indexes in memory.
+    Defaults,
+}
+
+impl Setting {
+    fn label(self) -> &'static str {
+        match self {
+            Setting::Shared => "shared",
+            Setting::Defaults => "defaults",
+        }
+    }
+}
+
+/// `BLOOMLSM_PEERS_SETTINGS=shared,defaults` (comma-separated); unset, both.
+fn settings_wanted() -> Vec<Setting> {
+    let Ok(list) = std::env::var("BLOOMLSM_PEERS_SETTINGS") else {
+        return vec![Setting::Shared, Setting::Defaults];
+    };
+    list.split(',')
+        .map(|s| match s.trim() {
+            "shared" => Setting::Shared,
+            "defaults" => Setting::Defaults,
+            other => {
+                eprintln!(
+                    "error: BLOOMLSM_PEERS_SETTINGS: unknown setting {other:?} (shared, defaults)"
+                );
+                std::process::exit(2);
+            }
+        })
+        .collect()
+}
+
+/// `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB]],...`: the
+/// shapes of bloomlsm's stores in the `defaults` setting; unset, one store
+/// at `Options::default()`'s (`None`).
+fn shapes_wanted() -> Vec<Option<String>> {
+    match std::env::var("BLOOMLSM_PEERS_SHAPE") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| Some(s.trim().to_string()))
+            .collect(),
+        Err(_) => vec![None],
+    }
+}
+
+/// `opts` with bloomlsm's level sizing, target file size and L1 (with
+/// dynamic sizing: base level) target of `spec`
+/// (`fixed|dynamic[:FILE_MIB[:L1_MIB]]`).
+fn shape_override(opts: Options, spec: &str) -> Options {
+    let fail = || -> ! {
+        eprintln!("error: BLOOMLSM_PEERS_SHAPE: {spec:?} is not fixed|dynamic[:FILE_MIB[:L1_MIB]]");
+        std::process::exit(2);
+    };
+    let mut parts = spec.split(':');
+    let opts = match parts.next() {
+        Some("fixed") => opts.dynamic_level_bytes(false),
+        Some("dynamic") => opts.dynamic_level_bytes(true),
+        _ => fail(),
+    };
+    let mib =
+        |p: Option<&str>| p.map(|v| v.parse::<u64>().map(|m| m << 20).unwrap_or_else(|_| fail()));
+    let opts = match mib(parts.next()) {
+        Some(b) => opts.target_file_size(b),
+        None => opts,
+    };
+    match mib(parts.next()) {
+        Some(b) => opts.level1_max_bytes(b),
+        None => opts,
+    }
+}
 
 /// Keys between bloomlsm's `maintain` calls in the fill, with compaction in
 /// the writer thread; 0 (default): compaction on bloomlsm's background
@@ -109,6 +212,16 @@ fn for_each_record(n: u64, mut f: impl FnMut(u64, &[u8; 16], &[u8])) {
 /// One engine under test.
 trait Engine {
     fn name(&self) -> &'static str;
+    fn setting(&self) -> Setting;
+    /// Name and setting, for the reports.
+    fn label(&self) -> String {
+        format!("{} ({})", self.row(), self.setting().label())
+    }
+    /// Name in a setting's table: the engine, and the shape of a bloomlsm
+    /// candidate (`BLOOMLSM_PEERS_SHAPE`).
+    fn row(&self) -> String {
+        self.name().to_string()
+    }
     /// Version and the options that matter for the comparison.
     fn describe(&self) -> String;
     /// Full manual compaction, blocking until done.
@@ -138,32 +251,50 @@ trait Engine {
 
 struct Bloomlsm {
     db: Db,
+    setting: Setting,
+    /// The `BLOOMLSM_PEERS_SHAPE` entry it runs with, if any.
+    shape: Option<String>,
 }
 
 impl Bloomlsm {
-    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
+    fn fill(
+        dir: &Path,
+        n: u64,
+        load: bool,
+        setting: Setting,
+        shape: Option<String>,
+    ) -> (Self, Duration) {
         let every = maintain_every();
-        let opts = Options::default()
-            .write_buffer_size(WRITE_BUFFER)
-            .target_file_size(TARGET_FILE)
-            .level1_max_bytes(LEVEL1_BYTES)
-            .level_size_multiplier(FANOUT)
-            .block_cache_capacity(CACHE_BYTES)
-            .block_size(BLOCK_SIZE)
-            .background_compaction(every == 0)
-            // RocksDB's defaults (its L0 trigger is 4, as ours).
-            .l0_slowdown_trigger(L0_SLOWDOWN)
-            .l0_stop_trigger(L0_STOP)
-            .filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(
-                BITS_PER_KEY,
-            ))))
-            // The default is LZ4 below L0; every engine here stores blocks
-            // uncompressed (fjall is built without lz4).
-            .compression(bloomlsm::CompressionOptions::none());
+        let opts = match setting {
+            Setting::Shared => Options::default()
+                .write_buffer_size(WRITE_BUFFER)
+                .target_file_size(TARGET_FILE)
+                .level1_max_bytes(LEVEL1_BYTES)
+                .level_size_multiplier(FANOUT)
+                .dynamic_level_bytes(false)
+                .block_cache_capacity(CACHE_BYTES)
+                .block_size(BLOCK_SIZE)
+                // RocksDB's defaults (its L0 trigger is 4, as ours).
+                .l0_slowdown_trigger(L0_SLOWDOWN)
+                .l0_stop_trigger(L0_STOP)
+                .filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(
+                    BITS_PER_KEY,
+                )))),
+            // Its defaults hold 8 MiB of cache, a 4 MiB write buffer and
+            // every filter and index in memory already.
+            Setting::Defaults => match &shape {
+                Some(spec) => shape_override(Options::default(), spec),
+                None => Options::default(),
+            },
+        }
+        .background_compaction(every == 0)
+        // The default is LZ4 below L0; every engine here stores blocks
+        // uncompressed (fjall is built without lz4).
+        .compression(bloomlsm::CompressionOptions::none());
         let db = Db::open(dir, opts).unwrap();
         let t = Instant::now();
         if !load {
-            return (Bloomlsm { db }, Duration::ZERO);
+            return (Bloomlsm { db, setting, shape }, Duration::ZERO);
         }
         let mut batch = WriteBatch::new();
         for_each_record(n, |i, k, v| {
@@ -177,7 +308,7 @@ impl Bloomlsm {
         });
         db.write(batch).unwrap();
         db.maintain().unwrap();
-        (Bloomlsm { db }, t.elapsed())
+        (Bloomlsm { db, setting, shape }, t.elapsed())
     }
 }
 
@@ -185,16 +316,39 @@ impl Engine for Bloomlsm {
     fn name(&self) -> &'static str {
         "bloomlsm"
     }
+    fn row(&self) -> String {
+        match &self.shape {
+            Some(s) => format!("bloomlsm {s}"),
+            None => "bloomlsm".to_string(),
+        }
+    }
+    fn setting(&self) -> Setting {
+        self.setting
+    }
     fn describe(&self) -> String {
+        // The options in force, as the store reports them.
+        let o = self.db.options();
         format!(
-            "bloomlsm {} (this tree): blocked512 {BITS_PER_KEY} b/k on every level, \
-             filters+index in memory, {BLOCK_SIZE} B blocks, {} MiB block cache, no compression, \
-             write buffer {} KiB, files {} KiB, L1 {} KiB x{FANOUT}, L0 slowdown/stop {L0_SLOWDOWN}/{L0_STOP}, {}",
+            "bloomlsm {} (this tree), {}: filters {}, filters+index in memory, {} B blocks, \
+             {} MiB block cache, no compression, write buffer {} KiB, files {} KiB, \
+             {} {} KiB x{}, L0 trigger/slowdown/stop {}/{}/{}, {}",
             env!("CARGO_PKG_VERSION"),
-            CACHE_BYTES >> 20,
-            WRITE_BUFFER >> 10,
-            TARGET_FILE >> 10,
-            LEVEL1_BYTES >> 10,
+            self.setting.label(),
+            bloomlsm::filter::filter_spec(o.filters.policy.as_ref()),
+            o.block_size,
+            o.block_cache_capacity >> 20,
+            o.write_buffer_size >> 10,
+            o.target_file_size >> 10,
+            if o.dynamic_level_bytes {
+                "dynamic level sizing, base level at least"
+            } else {
+                "fixed level sizing, L1"
+            },
+            o.level1_max_bytes >> 10,
+            o.level_size_multiplier,
+            o.l0_compaction_trigger,
+            o.l0_slowdown_trigger,
+            o.l0_stop_trigger,
             match maintain_every() {
                 0 => "compaction in the background".to_string(),
                 n => format!("compaction in the writer thread every {n} keys"),
@@ -262,8 +416,22 @@ impl Engine for Bloomlsm {
     fn counters(&self, missing: u64) -> String {
         let s = self.db.stats();
         assert_eq!(s.gets_missing(), missing);
+        let per_level: Vec<String> = s
+            .levels
+            .iter()
+            .filter(|l| l.io.filter_checks > 0)
+            .map(|l| {
+                format!(
+                    "L{} {:.2}",
+                    l.level,
+                    l.io.filter_checks as f64 / missing as f64
+                )
+            })
+            .collect();
         format!(
-            "data-block reads/missing get {:.4} (predicted {:.4}, disk {:.4}), observed FPR {:.3}%",
+            "filter probes/missing get {:.2} ({}), data-block reads/missing get {:.4} (predicted {:.4}, disk {:.4}), observed FPR {:.3}%",
+            s.total.filter_checks as f64 / missing as f64,
+            per_level.join(", "),
             s.block_reads_per_missing_get(),
             s.predicted_block_reads_per_missing_get(),
             s.missing_get_disk_reads as f64 / missing as f64,
@@ -277,11 +445,20 @@ impl Engine for Bloomlsm {
 /// L0 runs from which fjall 3.1 slows writes down (`write_delay.rs`).
 const FJALL_L0_STALL: usize = 20;
 
-fn leveled() -> fjall::compaction::Leveled {
-    fjall::compaction::Leveled::default()
-        .with_table_target_size(TARGET_FILE)
-        .with_level_ratio_policy(vec![FANOUT as f32])
+/// fjall's leveled compaction: at the shared shape, or its defaults (64 MiB
+/// tables, ratio 10, L0 threshold 4).
+fn leveled(setting: Setting) -> fjall::compaction::Leveled {
+    match setting {
+        Setting::Shared => fjall::compaction::Leveled::default()
+            .with_table_target_size(TARGET_FILE)
+            .with_level_ratio_policy(vec![FANOUT as f32]),
+        Setting::Defaults => fjall::compaction::Leveled::default(),
+    }
 }
+
+/// The table size of fjall's leveled default (lsm-tree 3.1's
+/// `Strategy::default`), for its full compaction.
+const FJALL_DEFAULT_TABLE: u64 = 64 << 20;
 
 /// Tables per level, L0 first.
 fn fjall_levels(ks: &fjall::Keyspace) -> Vec<usize> {
@@ -294,46 +471,63 @@ struct Fjall {
     db: fjall::Database,
     ks: fjall::Keyspace,
     base: std::cell::Cell<[usize; 4]>,
+    setting: Setting,
 }
 
 impl Fjall {
-    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool, setting: Setting) -> (Self, Duration) {
         use fjall::config::{
             BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy,
             FilterPolicyEntry, PartitioningPolicy, PinningPolicy,
         };
-        let db = fjall::Database::builder(dir)
-            .cache_size(CACHE_BYTES as u64)
-            .max_cached_files(Some(4096))
-            .open()
-            .unwrap();
+        let builder = fjall::Database::builder(dir).cache_size(CACHE_BYTES as u64);
+        let db = match setting {
+            // 512 KiB tables: about 2,300 at 10^7 keys.
+            Setting::Shared => builder.max_cached_files(Some(4096)),
+            Setting::Defaults => builder,
+        }
+        .open()
+        .unwrap();
         let ks = db
             .keyspace("peers", || {
-                fjall::KeyspaceCreateOptions::default()
-                    .max_memtable_size(WRITE_BUFFER as u64)
-                    .compaction_strategy(Arc::new(leveled()))
-                    // fjall's default is 1e-4 FPR on L0 and 10 bits/key below.
-                    .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
-                        BloomConstructionPolicy::BitsPerKey(BITS_PER_KEY as f32),
-                    )))
+                let o = fjall::KeyspaceCreateOptions::default()
+                    .compaction_strategy(Arc::new(leveled(setting)))
                     // Full (unpartitioned) filter and index blocks, pinned in
-                    // memory on every level (default: pinned on L0/L1 only).
+                    // memory on every level (default: pinned on L0/L1 only,
+                    // partitioned from L3).
                     .filter_block_pinning_policy(PinningPolicy::all(true))
                     .index_block_pinning_policy(PinningPolicy::all(true))
                     .filter_block_partitioning_policy(PartitioningPolicy::all(false))
                     .index_block_partitioning_policy(PartitioningPolicy::all(false))
                     .data_block_compression_policy(CompressionPolicy::all(
                         fjall::CompressionType::None,
-                    ))
-                    .data_block_size_policy(BlockSizePolicy::all(BLOCK_SIZE as u32))
+                    ));
+                match setting {
+                    Setting::Shared => o
+                        .max_memtable_size(WRITE_BUFFER as u64)
+                        // fjall's default is 1e-4 FPR on L0 and 10 bits/key below.
+                        .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
+                            BloomConstructionPolicy::BitsPerKey(BITS_PER_KEY as f32),
+                        )))
+                        .data_block_size_policy(BlockSizePolicy::all(BLOCK_SIZE as u32)),
+                    Setting::Defaults => o.max_memtable_size(DEFAULTS_WRITE_BUFFER as u64),
+                }
             })
             .unwrap();
         let t = Instant::now();
         if !load {
             let base = std::cell::Cell::new([0; 4]);
-            return (Fjall { db, ks, base }, Duration::ZERO);
+            return (
+                Fjall {
+                    db,
+                    ks,
+                    base,
+                    setting,
+                },
+                Duration::ZERO,
+            );
         }
-        let strategy = Arc::new(leveled());
+        let strategy = Arc::new(leveled(setting));
         let mut batch = db.batch();
         for_each_record(n, |_, k, v| {
             batch.insert(&ks, &k[..], v);
@@ -377,6 +571,7 @@ impl Fjall {
                 db,
                 ks,
                 base: std::cell::Cell::new([0; 4]),
+                setting,
             },
             load,
         )
@@ -397,23 +592,42 @@ impl Engine for Fjall {
     fn name(&self) -> &'static str {
         "fjall"
     }
+    fn setting(&self) -> Setting {
+        self.setting
+    }
     fn describe(&self) -> String {
+        let shape = match self.setting {
+            Setting::Shared => format!(
+                "Bloom {BITS_PER_KEY} b/k on every level, {BLOCK_SIZE} B blocks, memtable {} KiB, \
+                 leveled: tables {} KiB, ratio {FANOUT}",
+                WRITE_BUFFER >> 10,
+                TARGET_FILE >> 10
+            ),
+            Setting::Defaults => format!(
+                "default Bloom filters (1e-4 FPR on L0, 10 b/k below), default 4 KiB blocks, \
+                 memtable {} KiB, default leveled: tables {} MiB, ratio 10, L0 threshold 4",
+                DEFAULTS_WRITE_BUFFER >> 10,
+                FJALL_DEFAULT_TABLE >> 20
+            ),
+        };
         format!(
-            "fjall {} (lsm-tree {}): Bloom {BITS_PER_KEY} b/k on every level, full filter+index \
-             blocks pinned, {BLOCK_SIZE} B blocks, {} MiB cache, no compression, memtable {} KiB, \
-             leveled: tables {} KiB, ratio {FANOUT}",
+            "fjall {} (lsm-tree {}), {}: {shape}, full filter+index blocks pinned on every level, \
+             {} MiB cache, no compression",
             locked_version("fjall"),
             locked_version("lsm-tree"),
+            self.setting.label(),
             CACHE_BYTES >> 20,
-            WRITE_BUFFER >> 10,
-            TARGET_FILE >> 10
         )
     }
     fn compact(&self) {
         // `Keyspace::major_compact` uses 64 MB tables; the tree's own takes
         // the target size. No snapshots or overwrites: seqno threshold 0.
         self.ks.rotate_memtable_and_wait().unwrap();
-        self.ks.tree.major_compact(TARGET_FILE, 0).unwrap();
+        let table = match self.setting {
+            Setting::Shared => TARGET_FILE,
+            Setting::Defaults => FJALL_DEFAULT_TABLE,
+        };
+        self.ks.tree.major_compact(table, 0).unwrap();
     }
     fn get(&self, key: &[u8; 16]) -> bool {
         self.ks.get(key).unwrap().is_some()
@@ -454,35 +668,53 @@ struct Rocks {
     db: rocksdb::DB,
     opts: rocksdb::Options,
     base: std::cell::Cell<[u64; 4]>,
+    setting: Setting,
 }
 
 #[cfg(feature = "rocksdb-peer")]
 impl Rocks {
-    fn fill(dir: &Path, n: u64, load: bool) -> (Self, Duration) {
+    fn fill(dir: &Path, n: u64, load: bool, setting: Setting) -> (Self, Duration) {
         use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch};
         let mut bb = BlockBasedOptions::default();
         // Full (not block-based) filter: FastLocalBloom at format_version ≥ 5.
+        // RocksDB's default has no filter at all.
         bb.set_bloom_filter(BITS_PER_KEY, false);
-        bb.set_block_size(BLOCK_SIZE);
+        // Its default is a 32 MiB LRU cache.
         bb.set_block_cache(&Cache::new_lru_cache(CACHE_BYTES));
+        // Index and filter blocks held by each open table, outside the
+        // cache (also the default).
         bb.set_cache_index_and_filter_blocks(false);
         let mut opts = Options::default();
         opts.create_if_missing(true);
-        opts.set_block_based_table_factory(&bb);
         opts.set_compression_type(DBCompressionType::None);
         opts.set_bottommost_compression_type(DBCompressionType::None);
-        opts.set_write_buffer_size(WRITE_BUFFER);
-        opts.set_target_file_size_base(TARGET_FILE);
-        opts.set_max_bytes_for_level_base(LEVEL1_BYTES);
-        opts.set_max_bytes_for_level_multiplier(FANOUT as f64);
-        opts.set_level_compaction_dynamic_level_bytes(false);
+        match setting {
+            Setting::Shared => {
+                bb.set_block_size(BLOCK_SIZE);
+                opts.set_write_buffer_size(WRITE_BUFFER);
+                opts.set_target_file_size_base(TARGET_FILE);
+                opts.set_max_bytes_for_level_base(LEVEL1_BYTES);
+                opts.set_max_bytes_for_level_multiplier(FANOUT as f64);
+                opts.set_level_compaction_dynamic_level_bytes(false);
+            }
+            Setting::Defaults => opts.set_write_buffer_size(DEFAULTS_WRITE_BUFFER),
+        }
+        opts.set_block_based_table_factory(&bb);
         opts.enable_statistics();
         opts.set_statistics_level(rocksdb::statistics::StatsLevel::DisableAll);
         let db = rocksdb::DB::open(&opts, dir).unwrap();
         let t = Instant::now();
         if !load {
             let base = std::cell::Cell::new([0; 4]);
-            return (Rocks { db, opts, base }, Duration::ZERO);
+            return (
+                Rocks {
+                    db,
+                    opts,
+                    base,
+                    setting,
+                },
+                Duration::ZERO,
+            );
         }
         let mut batch = WriteBatch::default();
         for_each_record(n, |_, k, v| {
@@ -501,6 +733,7 @@ impl Rocks {
                 db,
                 opts,
                 base: std::cell::Cell::new([0; 4]),
+                setting,
             },
             load,
         )
@@ -523,6 +756,9 @@ impl Engine for Rocks {
     fn name(&self) -> &'static str {
         "rocksdb"
     }
+    fn setting(&self) -> Setting {
+        self.setting
+    }
     fn describe(&self) -> String {
         // The linked library's own account: its OPTIONS file.
         let opts = std::fs::read_dir(self.db.path())
@@ -540,13 +776,16 @@ impl Engine for Rocks {
                 .to_string()
         };
         format!(
-            "RocksDB {} (crate rocksdb {}): filter_policy={} ({BITS_PER_KEY} b/k, full filters; \
+            "RocksDB {} (crate rocksdb {}), {}: filter_policy={} ({BITS_PER_KEY} b/k, full filters; \
              FastLocalBloom at format_version ≥ 5) format_version={} block_size={} \
              cache_index_and_filter_blocks={} block cache LRU {} MiB, compression={} \
              bottommost={} write_buffer_size={} target_file_size_base={} \
-             max_bytes_for_level_base={} multiplier={} dynamic_level_bytes={}",
+             max_bytes_for_level_base={} multiplier={} dynamic_level_bytes={} \
+             level0_file_num_compaction_trigger={} level0_slowdown_writes_trigger={} \
+             level0_stop_writes_trigger={}",
             field("rocksdb_version"),
             locked_version("rocksdb"),
+            self.setting.label(),
             field("filter_policy"),
             field("format_version"),
             field("block_size"),
@@ -559,6 +798,9 @@ impl Engine for Rocks {
             field("max_bytes_for_level_base"),
             field("max_bytes_for_level_multiplier"),
             field("level_compaction_dynamic_level_bytes"),
+            field("level0_file_num_compaction_trigger"),
+            field("level0_slowdown_writes_trigger"),
+            field("level0_stop_writes_trigger"),
         )
     }
     fn compact(&self) {
@@ -716,7 +958,7 @@ fn warm(engines: &[Box<dyn Engine>], dirs: &[std::path::PathBuf]) {
     let read: Vec<String> = engines
         .iter()
         .zip(dirs)
-        .map(|(e, d)| format!("{} {:.2} GB", e.name(), read_all(d, &mut buf) as f64 / 1e9))
+        .map(|(e, d)| format!("{} {:.2} GB", e.label(), read_all(d, &mut buf) as f64 / 1e9))
         .collect();
     eprintln!(
         "page cache warmed (every file read once): {} in {:.1}s",
@@ -772,23 +1014,34 @@ fn min_max(v: &[f64]) -> (f64, f64) {
     )
 }
 
-/// Prints one state's table; returns bloomlsm's ratios to the fastest peer
-/// `(existing, missing)` (engine 0 is bloomlsm).
-fn report(title: &str, engines: &[Box<dyn Engine>], r: &mut Rounds) -> (f64, f64) {
-    let meds: Vec<(f64, f64)> = (0..engines.len())
-        .map(|i| (median(&mut r.existing[i]), median(&mut r.missing[i])))
+/// Prints one state's table for the engines `group` (indexes into
+/// `engines`, bloomlsm first, all of one setting); returns bloomlsm's ratios
+/// to the fastest peer of the group `(existing, missing)`.
+fn report(title: &str, engines: &[Box<dyn Engine>], group: &[usize], r: &mut Rounds) -> (f64, f64) {
+    let meds: Vec<(f64, f64)> = group
+        .iter()
+        .map(|&i| (median(&mut r.existing[i]), median(&mut r.missing[i])))
         .collect();
-    let best = |f: fn(&(f64, f64)) -> f64| meds[1..].iter().map(f).fold(f64::INFINITY, f64::min);
+    // The peers: the engines other than bloomlsm (and its candidate shapes).
+    let best = |f: fn(&(f64, f64)) -> f64| {
+        group
+            .iter()
+            .zip(&meds)
+            .filter(|(i, _)| engines[**i].name() != "bloomlsm")
+            .map(|(_, m)| f(m))
+            .fold(f64::INFINITY, f64::min)
+    };
     let (best_e, best_m) = (best(|m| m.0), best(|m| m.1));
     println!("\n{title}\n");
     println!(
         "| engine | existing get ns/op (min–max) | missing get ns/op (min–max) | existing / fastest peer | missing / fastest peer |"
     );
     println!("|---|---|---|---|---|");
-    for (i, e) in engines.iter().enumerate() {
+    for (g, &i) in group.iter().enumerate() {
+        let e = &engines[i];
         let (lo_e, hi_e) = min_max(&r.existing[i]);
         let (lo_m, hi_m) = min_max(&r.missing[i]);
-        let (me, mm) = meds[i];
+        let (me, mm) = meds[g];
         // Without a peer there is no ratio.
         let ratio = |x: f64, best: f64| {
             if best.is_finite() {
@@ -799,26 +1052,27 @@ fn report(title: &str, engines: &[Box<dyn Engine>], r: &mut Rounds) -> (f64, f64
         };
         println!(
             "| {} | {me:.0} ({lo_e:.0}–{hi_e:.0}) | {mm:.0} ({lo_m:.0}–{hi_m:.0}) | {} | {} |",
-            e.name(),
+            e.row(),
             ratio(me, best_e),
             ratio(mm, best_m),
         );
     }
-    for (e, shape) in engines.iter().zip(&r.shapes) {
-        println!("  {:<9} {shape}", e.name());
+    for &i in group {
+        println!("  {:<9} {}", engines[i].row(), r.shapes[i]);
     }
     (meds[0].0 / best_e, meds[0].1 / best_m)
 }
 
-/// Opens an engine's store in a directory, filling it first if asked
-/// (`true`); returns the engine and the load's duration.
-type Filler<'a> = dyn Fn(&Path, bool) -> (Box<dyn Engine>, Duration) + 'a;
+/// Opens an engine's store in a directory with a setting, filling it first
+/// if asked (`true`); returns the engine and the load's duration.
+type Filler<'a> = dyn Fn(&Path, Setting, bool) -> (Box<dyn Engine>, Duration) + 'a;
 
-/// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb` (comma-separated) limits the run
-/// to those engines; unset, every engine built in runs.
+/// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb,fjall:defaults` (comma-separated)
+/// limits the run to those engines, in every setting or (`name:setting`) in
+/// one; unset, every engine built in runs.
 /// A name that is not an engine of this build, or a list without bloomlsm,
 /// ends the run before anything is loaded.
-fn peers_wanted() -> impl Fn(&str) -> bool {
+fn peers_wanted() -> impl Fn(&str, Setting) -> bool {
     let built: &[&str] = if cfg!(feature = "rocksdb-peer") {
         &["bloomlsm", "fjall", "rocksdb"]
     } else {
@@ -832,7 +1086,16 @@ fn peers_wanted() -> impl Fn(&str) -> bool {
             eprintln!("error: BLOOMLSM_PEERS_ENGINES: {msg}");
             std::process::exit(2);
         };
-        if let Some(bad) = list.iter().find(|e| !built.contains(&e.as_str())) {
+        // `name` or `name:setting`.
+        let engine = |e: &str| e.split(':').next().unwrap_or("").to_string();
+        let setting_ok = |e: &String| {
+            e.split_once(':')
+                .is_none_or(|(_, s)| s == "shared" || s == "defaults")
+        };
+        if let Some(bad) = list
+            .iter()
+            .find(|e| !built.contains(&engine(e).as_str()) || !setting_ok(e))
+        {
             let hint = if bad == "rocksdb" {
                 " (build with --features rocksdb-peer)"
             } else {
@@ -843,11 +1106,16 @@ fn peers_wanted() -> impl Fn(&str) -> bool {
                 built.join(", ")
             ));
         }
-        if !list.iter().any(|e| e == "bloomlsm") {
+        if !list.iter().any(|e| engine(e) == "bloomlsm") {
             fail("must include bloomlsm (the ratios are bloomlsm's)".to_string());
         }
     }
-    move |name| list.as_ref().is_none_or(|l| l.iter().any(|e| e == name))
+    move |name, setting| {
+        list.as_ref().is_none_or(|l| {
+            l.iter()
+                .any(|e| e == name || *e == format!("{name}:{}", setting.label()))
+        })
+    }
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -881,6 +1149,7 @@ fn main() {
     let n = env_u64("BLOOMLSM_PEERS_KEYS", 1_000_000);
     let gets = env_u64("BLOOMLSM_PEERS_GETS", 100_000) as usize;
     let rounds = env_u64("BLOOMLSM_PEERS_ROUNDS", 7) as usize;
+    let settings = settings_wanted();
 
     // A kept store is reopened as it is (no load, no full compaction), so
     // two builds can be timed alternately on the same files.
@@ -892,42 +1161,66 @@ fn main() {
     let mut loads: Vec<Option<Duration>> = Vec::new();
     let mut cpus: Vec<Option<(f64, f64)>> = Vec::new();
     let mut dirs: Vec<std::path::PathBuf> = Vec::new();
-    let mut open = |name: &str, fill: &Filler<'_>| {
-        if !wanted(name) {
+    // `tag` tells a bloomlsm candidate's directory from the others.
+    let mut open = |name: &str, setting: Setting, tag: &str, fill: &Filler<'_>| {
+        if !wanted(name, setting) {
             return;
         }
-        let dir = root.join(name);
+        let dir = root.join(format!("{name}-{}{tag}", setting.label()));
         let reuse = kept.is_some() && dir.exists();
         let before = process_cpu();
-        let (e, load) = fill(&dir, !reuse);
+        let (e, load) = fill(&dir, setting, !reuse);
         // The fill's CPU: the engines run one after another, and the one
         // filled before is settled and idle.
         let cpu = before
             .zip(process_cpu())
             .map(|((u0, s0), (u1, s1))| (u1 - u0, s1 - s0));
         if reuse {
-            eprintln!("{name}: reopened the kept store {}", dir.display());
+            eprintln!("{}: reopened the kept store {}", e.label(), dir.display());
         } else {
-            eprintln!("{name} loaded in {:.1}s", load.as_secs_f64());
+            eprintln!("{} loaded in {:.1}s", e.label(), load.as_secs_f64());
         }
         engines.push(e);
         loads.push((!reuse).then_some(load));
         cpus.push(cpu.filter(|_| !reuse));
         dirs.push(dir);
     };
-    open("bloomlsm", &|d, l| {
-        let (e, t) = Bloomlsm::fill(d, n, l);
-        (Box::new(e), t)
-    });
-    open("fjall", &|d, l| {
-        let (e, t) = Fjall::fill(d, n, l);
-        (Box::new(e), t)
-    });
-    #[cfg(feature = "rocksdb-peer")]
-    open("rocksdb", &|d, l| {
-        let (e, t) = Rocks::fill(d, n, l);
-        (Box::new(e), t)
-    });
+    for &setting in &settings {
+        let shapes = match setting {
+            Setting::Shared => vec![None],
+            Setting::Defaults => shapes_wanted(),
+        };
+        for (j, shape) in shapes.into_iter().enumerate() {
+            let tag = if j == 0 {
+                String::new()
+            } else {
+                format!("-{j}")
+            };
+            open("bloomlsm", setting, &tag, &|d, s, l| {
+                let (e, t) = Bloomlsm::fill(d, n, l, s, shape.clone());
+                (Box::new(e), t)
+            });
+        }
+        open("fjall", setting, "", &|d, s, l| {
+            let (e, t) = Fjall::fill(d, n, l, s);
+            (Box::new(e), t)
+        });
+        #[cfg(feature = "rocksdb-peer")]
+        open("rocksdb", setting, "", &|d, s, l| {
+            let (e, t) = Rocks::fill(d, n, l, s);
+            (Box::new(e), t)
+        });
+    }
+    // Each setting's engines, bloomlsm first (as opened).
+    let groups: Vec<(Setting, Vec<usize>)> = settings
+        .iter()
+        .map(|&s| {
+            let g = (0..engines.len())
+                .filter(|&i| engines[i].setting() == s)
+                .collect();
+            (s, g)
+        })
+        .collect();
 
     println!("\nEngines:");
     for e in &engines {
@@ -935,17 +1228,25 @@ fn main() {
     }
     println!(
         "\nPeers: {n} keys x {VALUE_LEN} B values in batches of {BATCH}, {rounds} rounds x \
-         {gets} gets per kind (+1 warm-up) per state, engines interleaved in each round"
+         {gets} gets per kind (+1 warm-up) per state, engines of every setting interleaved in each round"
     );
 
     let user_bytes = n * (16 + VALUE_LEN as u64);
     let puts = |i: usize| loads[i].map(|t| n as f64 / t.as_secs_f64());
+    // bloomlsm's engine index in the setting of engine `i`.
+    let bloomlsm_of = |i: usize| {
+        groups
+            .iter()
+            .find(|(s, _)| *s == engines[i].setting())
+            .map(|(_, g)| g[0])
+            .unwrap()
+    };
     println!("\nLoad (fill, flush and settle; engines one after another):\n");
     println!(
-        "| engine | load s | puts/s | bloomlsm / engine | write amplification (table bytes written / user bytes) \
+        "| engine | setting | load s | puts/s | bloomlsm / engine | write amplification (table bytes written / user bytes) \
          | CPU s, user + system | cores busy | CPU µs/put |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (i, e) in engines.iter().enumerate() {
         let wamp = e
             .write_amplification(user_bytes)
@@ -958,19 +1259,23 @@ fn main() {
             ),
             _ => "– | – | –".to_string(),
         };
-        match (loads[i], puts(i), puts(0)) {
+        let setting = e.setting().label();
+        match (loads[i], puts(i), puts(bloomlsm_of(i))) {
             (Some(t), Some(p), Some(p0)) => println!(
-                "| {} | {:.1} | {p:.0} | {:.2}× | {wamp} | {cpu} |",
-                e.name(),
+                "| {} | {setting} | {:.1} | {p:.0} | {:.2}× | {wamp} | {cpu} |",
+                e.row(),
                 t.as_secs_f64(),
                 p0 / p
             ),
-            _ => println!("| {} | kept store | – | – | {wamp} | {cpu} |", e.name()),
+            _ => println!(
+                "| {} | {setting} | kept store | – | – | {wamp} | {cpu} |",
+                e.row()
+            ),
         }
     }
     for e in &engines {
         if let Some(notes) = e.load_notes() {
-            println!("  {}: {notes}", e.name());
+            println!("  {}: {notes}", e.label());
         }
     }
 
@@ -985,12 +1290,21 @@ fn main() {
     warm(&engines, &dirs);
     let mut settled = measure(&engines, &mut keys);
     let settled_counters = counters(&engines, probes, 1 << 40);
-    let (se, sm) = report(
-        "Settled tree (ratio = engine's median / fastest peer's median; bloomlsm's row is the target ratio)",
-        &engines,
-        &mut settled,
-    );
-    let mut targets = vec![("settled", se, sm)];
+    // (setting, state, existing ratio, missing ratio)
+    let mut targets = Vec::new();
+    for (s, g) in &groups {
+        let (e, m) = report(
+            &format!(
+                "Settled tree, {} settings (ratio = engine's median / fastest peer's median; \
+                 bloomlsm's row is the target ratio)",
+                s.label()
+            ),
+            &engines,
+            g,
+            &mut settled,
+        );
+        targets.push((*s, "settled", e, m));
+    }
     if kept.is_none() {
         let mut compaction = Vec::new();
         for e in &engines {
@@ -999,24 +1313,30 @@ fn main() {
             compaction.push(t.elapsed());
             eprintln!(
                 "{} compacted in {:.1}s",
-                e.name(),
+                e.label(),
                 t.elapsed().as_secs_f64()
             );
         }
         warm(&engines, &dirs);
         let mut compacted = measure(&engines, &mut keys);
         let compacted_counters = counters(&engines, probes, 2 << 40);
-        let times: Vec<String> = engines
-            .iter()
-            .zip(&compaction)
-            .map(|(e, t)| format!("{} {:.1} s", e.name(), t.as_secs_f64()))
-            .collect();
-        let (ce, cm) = report(
-            &format!("After a full manual compaction ({})", times.join(", ")),
-            &engines,
-            &mut compacted,
-        );
-        targets.push(("compacted", ce, cm));
+        for (s, g) in &groups {
+            let times: Vec<String> = g
+                .iter()
+                .map(|&i| format!("{} {:.1} s", engines[i].row(), compaction[i].as_secs_f64()))
+                .collect();
+            let (e, m) = report(
+                &format!(
+                    "After a full manual compaction, {} settings ({})",
+                    s.label(),
+                    times.join(", ")
+                ),
+                &engines,
+                g,
+                &mut compacted,
+            );
+            targets.push((*s, "compacted", e, m));
+        }
         print_counters(&engines, probes, "settled", &settled_counters);
         print_counters(&engines, probes, "compacted", &compacted_counters);
     } else {
@@ -1024,26 +1344,38 @@ fn main() {
         print_counters(&engines, probes, "settled", &settled_counters);
     }
 
-    if engines.len() < 2 {
-        return;
-    }
     println!("\nTargets:");
-    for (i, e) in engines.iter().enumerate().skip(1) {
-        let want = if e.name() == "rocksdb" { 1.5 } else { 1.2 };
-        if let (Some(p0), Some(p)) = (puts(0), puts(i)) {
-            let got = p0 / p;
-            println!(
-                "  load ≥ {want}× {}: {got:.2}× {}",
-                e.name(),
-                verdict(got >= want)
-            );
+    for (s, g) in &groups {
+        if g.iter().all(|&i| engines[i].name() == "bloomlsm") {
+            continue;
         }
-    }
-    for (state, existing, missing) in targets {
-        for (what, got) in [("missing", missing), ("existing", existing)] {
+        for &i in &g[1..] {
+            if engines[i].name() == "bloomlsm" {
+                continue;
+            }
+            if let (Some(p0), Some(p)) = (puts(g[0]), puts(i)) {
+                let got = p0 / p;
+                println!(
+                    "  {}: load ≥ 1.5× {}: {got:.2}× {}",
+                    s.label(),
+                    engines[i].name(),
+                    verdict(got >= 1.5)
+                );
+            }
+        }
+        for (ts, state, existing, missing) in &targets {
+            if ts != s {
+                continue;
+            }
             println!(
-                "  {what} get, {state} ≤ 0.8× fastest peer: {got:.2}× {}",
-                verdict(got <= 0.8)
+                "  {}: missing get, {state} ≤ 0.8× fastest peer: {missing:.2}× {}",
+                s.label(),
+                verdict(*missing <= 0.8)
+            );
+            println!(
+                "  {}: existing get, {state} ≤ 1.0× fastest peer: {existing:.2}× {}",
+                s.label(),
+                verdict(*existing <= 1.0)
             );
         }
     }
@@ -1052,6 +1384,6 @@ fn main() {
 fn print_counters(engines: &[Box<dyn Engine>], probes: u64, title: &str, c: &[String]) {
     println!("\nCounters over {probes} further missing-key gets, {title}:");
     for (e, c) in engines.iter().zip(c) {
-        println!("  {:<9} {c}", e.name());
+        println!("  {:<20} {c}", e.label());
     }
 }

@@ -36,6 +36,7 @@ fn main() {
         .target_file_size(256 << 10)
         .level1_max_bytes(256 << 10)
         .level_size_multiplier(8)
+        .dynamic_level_bytes(false)
         .block_cache_capacity(0)
         .background_compaction(false)
         .filters(FilterOptions::default());

@@ -49,6 +49,8 @@ pub fn run(dir: &Path, filters: FilterOptions, users: u64, requests: u64) -> Res
         .write_buffer_size(256 << 10)
         .target_file_size(256 << 10)
         .level1_max_bytes(1 << 20)
+        // Levels from L1 down: the tree this example's numbers describe.
+        .dynamic_level_bytes(false)
         .block_cache_capacity(0) // every data-block read is a real read
         .filters(filters);
     let db = Db::open(dir, opts)?;

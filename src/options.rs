@@ -331,14 +331,15 @@ pub struct Options {
     /// (default): it is handed to the OS before it is acknowledged: it survives
     /// a process kill, not an OS crash or power loss.
     pub sync_writes: bool,
-    /// Size at which compaction starts a new output file. Default 2 MiB.
+    /// Size at which compaction starts a new output file. Default 8 MiB.
     /// An output with files of the next level below its range may grow up
     /// to twice this size to end at a boundary of those files, as RocksDB's
     /// do; one with nothing below is cut at this size. (A flush writes one
     /// L0 file, whatever its size.)
     pub target_file_size: u64,
     /// Target bytes of level 1; level n+1 targets `level_size_multiplier` times
-    /// level n. Default 10 MiB.
+    /// level n. With [`Options::dynamic_level_bytes`] (the default), the
+    /// least target of the base level instead. Default 32 MiB.
     pub level1_max_bytes: u64,
     /// Growth factor between levels. Default 10.
     pub level_size_multiplier: u64,
@@ -419,8 +420,9 @@ pub struct Options {
     /// itself while it is smaller). L0 compacts into the base level; the
     /// levels between L1 and the base stay empty, so the data sits in the
     /// fewest, deepest levels and a lookup probes fewer files. See
-    /// [`Options::dynamic_level_targets`]. Default false: fixed targets
-    /// `level1_max_bytes · multiplier^(n-1)` and L0 compacts into L1.
+    /// [`Options::dynamic_level_targets`]. Default true (RocksDB's default
+    /// too); false: fixed targets `level1_max_bytes · multiplier^(n-1)` and L0
+    /// compacts into L1.
     pub dynamic_level_bytes: bool,
     /// Every file operation of the store goes through this. Default: the
     /// operating system's ([`crate::fs::RealFs`]); tests put a fault-injecting
@@ -461,8 +463,8 @@ impl Default for Options {
             block_size: 4096,
             checksum: ChecksumType::default(),
             sync_writes: false,
-            target_file_size: 2 << 20,
-            level1_max_bytes: 10 << 20,
+            target_file_size: 8 << 20,
+            level1_max_bytes: 32 << 20,
             level_size_multiplier: 10,
             l0_compaction_trigger: 4,
             l0_slowdown_trigger: 8,
@@ -478,7 +480,7 @@ impl Default for Options {
             wal_recovery: WalRecovery::default(),
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             background_compaction: true,
-            dynamic_level_bytes: false,
+            dynamic_level_bytes: true,
             fs: RealFs::shared(),
             read_mode: ReadMode::Buffered,
             max_open_files: DEFAULT_MAX_OPEN_FILES,

@@ -38,6 +38,7 @@ fn options() -> Options {
         .write_buffer_size(16 << 10)
         .target_file_size(4096)
         .level1_max_bytes(32 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(3)
         .block_size(1024)
         .block_cache_capacity(64 << 10)

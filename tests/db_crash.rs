@@ -100,6 +100,7 @@ fn options(sync: bool) -> Options {
         .write_buffer_size(4096)
         .target_file_size(4096)
         .level1_max_bytes(16 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(2)
         .l0_compaction_trigger(2)
         .block_size(512)

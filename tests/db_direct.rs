@@ -28,6 +28,7 @@ fn options(mode: ReadMode) -> Options {
         .write_buffer_size(16 << 10)
         .target_file_size(16 << 10)
         .level1_max_bytes(64 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(4)
         .block_cache_capacity(0)
         .read_mode(mode)

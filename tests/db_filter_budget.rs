@@ -41,6 +41,7 @@ fn options(budget: Option<u64>, cache: usize) -> Options {
         .write_buffer_size(16 << 10)
         .target_file_size(8 << 10)
         .level1_max_bytes(24 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(3)
         .l0_compaction_trigger(4)
         .block_size(512)

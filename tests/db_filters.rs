@@ -312,6 +312,7 @@ fn monkey_gives_smaller_levels_more_bits() {
             .write_buffer_size(64 << 10)
             .target_file_size(32 << 10)
             .level1_max_bytes(32 << 10)
+            .dynamic_level_bytes(false)
             .level_size_multiplier(4)
             .block_cache_capacity(0)
             .filters(FilterOptions::monkey(FilterKind::Blocked512, 10.0)),
@@ -373,6 +374,7 @@ fn monkey_spends_its_average_in_the_tree_a_load_leaves() {
             .write_buffer_size(512 << 10)
             .target_file_size(256 << 10)
             .level1_max_bytes(1 << 20)
+            .dynamic_level_bytes(false)
             .block_cache_capacity(0)
             .compression(bloomlsm::CompressionOptions::none())
             .filters(FilterOptions::monkey(FilterKind::Blocked512, 10.0)),

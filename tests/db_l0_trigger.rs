@@ -13,6 +13,7 @@ fn options(level1_max_bytes: u64) -> Options {
         .write_buffer_size(64 << 10)
         .target_file_size(16 << 10)
         .level1_max_bytes(level1_max_bytes)
+        .dynamic_level_bytes(false)
         .l0_compaction_trigger(4)
 }
 

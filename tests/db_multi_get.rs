@@ -11,6 +11,7 @@ use common::scratch_dir;
 fn options(filters: FilterOptions) -> Options {
     common::options::tiny()
         .level1_max_bytes(8 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(2)
         .block_size(512)
         .block_cache_capacity(0)

@@ -30,6 +30,7 @@ fn options(max_open_files: usize) -> Options {
         .write_buffer_size(8 << 10)
         .target_file_size(4096)
         .level1_max_bytes(16 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(4)
         .block_size(1024)
         .max_subcompactions(2)

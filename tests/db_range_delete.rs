@@ -49,6 +49,7 @@ fn options(rng: &mut SplitMix64, background: bool) -> Options {
         .write_buffer_size([4096, 8192][rng.below(2) as usize])
         .target_file_size(4096)
         .level1_max_bytes(8 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(2 + rng.below(2))
         .l0_compaction_trigger(2 + rng.below(3) as usize)
         .block_size([256, 1024][rng.below(2) as usize])

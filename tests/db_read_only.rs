@@ -68,6 +68,7 @@ fn options() -> Options {
         .write_buffer_size(8 << 10)
         .target_file_size(4096)
         .level1_max_bytes(16 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(2)
         .block_size(1024)
 }
@@ -199,6 +200,7 @@ fn opens_beside_a_writer_with_thousands_of_tables() {
             .write_buffer_size(16 << 10)
             .target_file_size(4096)
             .level1_max_bytes(64 << 10)
+            .dynamic_level_bytes(false)
             .block_size(1024)
             .compression(bloomlsm::CompressionOptions::none())
     };

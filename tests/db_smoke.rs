@@ -7,6 +7,7 @@ fn small_opts() -> Options {
         .write_buffer_size(64 << 10)
         .target_file_size(32 << 10)
         .level1_max_bytes(128 << 10)
+        .dynamic_level_bytes(false)
 }
 
 #[test]
@@ -114,7 +115,8 @@ fn background_compactions_leave_exactly_the_live_tables() {
     let opts = Options::default()
         .write_buffer_size(16 << 10)
         .target_file_size(8 << 10)
-        .level1_max_bytes(32 << 10);
+        .level1_max_bytes(32 << 10)
+        .dynamic_level_bytes(false);
     let live = |db: &Db| {
         let mut n: Vec<u64> = db.file_stats().iter().map(|f| f.number).collect();
         n.sort_unstable();

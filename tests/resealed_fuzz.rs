@@ -1464,6 +1464,7 @@ fn db_options() -> Options {
         .write_buffer_size(8 << 10)
         .target_file_size(4 << 10)
         .level1_max_bytes(8 << 10)
+        .dynamic_level_bytes(false)
         .level_size_multiplier(2)
         .block_size(512)
         .block_cache_capacity(64 << 10)

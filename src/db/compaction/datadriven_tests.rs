@@ -124,7 +124,16 @@ fn level_name(s: &str) -> Parsed<usize> {
 
 /// The options of a command line, and its round-robin pointers.
 fn options(args: &[&str]) -> Parsed<(Options, Pointers)> {
-    let mut opts = Options::default();
+    // The format's own defaults (module doc), whatever `Options::default()`'s.
+    let mut opts = Options {
+        dynamic_level_bytes: false,
+        level1_max_bytes: 10 << 20,
+        target_file_size: 2 << 20,
+        level_size_multiplier: 10,
+        max_levels: 7,
+        l0_compaction_trigger: 4,
+        ..Options::default()
+    };
     let mut pointers = Vec::new();
     for arg in args {
         match arg.split_once('=') {

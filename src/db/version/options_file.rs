@@ -239,6 +239,9 @@ impl OptionsFile {
         opts.filters.per_level.clear();
         // A store recorded before compression existed wrote its files raw.
         opts.compression = CompressionOptions::none();
+        // A store recorded before dynamic level sizing existed sized its
+        // levels from L1 down, whatever the default is now.
+        opts.dynamic_level_bytes = false;
         let mut seen: Vec<String> = Vec::new();
         let mut history = Vec::new();
         let mut unknown_families = Vec::new();
@@ -539,6 +542,23 @@ mod tests {
         let bytes = format!("{body}crc32 = {crc:08x}\n").into_bytes();
         let f = OptionsFile::decode(&bytes, Path::new("OPTIONS")).unwrap();
         assert_eq!(f.design.compression, CompressionOptions::none());
+    }
+
+    /// A store recorded without the key keeps its levels sized from L1
+    /// down, whatever `Options::default()` says.
+    #[test]
+    fn a_file_without_dynamic_level_bytes_reads_as_fixed() {
+        let text = String::from_utf8(sample().encode()).unwrap();
+        assert!(text.contains("\ndynamic_level_bytes = true\n"), "{text}");
+        let body: String = text
+            .lines()
+            .filter(|l| !l.starts_with("dynamic_level_bytes") && !l.starts_with("crc32"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let crc = crc32fast::hash(body.as_bytes());
+        let bytes = format!("{body}crc32 = {crc:08x}\n").into_bytes();
+        let f = OptionsFile::decode(&bytes, Path::new("OPTIONS")).unwrap();
+        assert!(!f.design.dynamic_level_bytes);
     }
 
     #[test]

@@ -163,6 +163,8 @@ pub fn bench_options(filters: FilterOptions, io: IoMode) -> Options {
         .target_file_size(2 << 20)
         .level1_max_bytes(4 << 20)
         .level_size_multiplier(10)
+        // Levels from L1 down, the tree every study measurement describes.
+        .dynamic_level_bytes(false)
         .block_cache_capacity(0)
         .background_compaction(false)
         .sync_writes(false)
