@@ -107,7 +107,7 @@ pub fn sweep(
     for &fraction in fractions {
         let budget = (fraction * filter_bytes as f64).floor() as u64;
         let mut opts = store_options(args, config)?;
-        opts.filter_memory_budget = Some(budget);
+        opts.metadata_memory_budget = Some(budget);
         // The study's store: never made anew (an interrupted run has
         // removed it, and must not find it recreated).
         opts.create_if_missing = false;
