@@ -795,7 +795,7 @@ mod tests {
                     }
                     // Opened whole, it is found at open; opened on demand
                     // with a good copy at open, the damage is met by reads.
-                    match Table::open(&path_with(&path, &bad), TableOpenOptions::default()) {
+                    match Table::open(path_with(&path, &bad), TableOpenOptions::default()) {
                         Err(Error::Corruption { file, offset, .. }) => {
                             assert_eq!(file, path);
                             assert!(in_part(offset) || offset == h.offset, "{offset}");
