@@ -349,7 +349,7 @@ fn structural_damage_behind_valid_checksums_is_corruption() {
 
     // Unknown format version and checksum type (checked before the checksum).
     let mut bad = good.clone();
-    bad[f + 36] = 4;
+    bad[f + 36] = bloomlsm::sst::FORMAT_VERSION as u8 + 1;
     assert!(
         open(&bad)
             .unwrap_err()
