@@ -353,18 +353,28 @@ pub struct Options {
     pub max_levels: usize,
     /// Bytes of data blocks kept in the block cache; 0 disables it. Index and
     /// filter blocks of every open file stay in memory regardless (accounted in
-    /// [`crate::Stats`]). Default 8 MiB.
+    /// [`crate::Stats`]), unless [`Options::metadata_memory_budget`] leaves
+    /// some out: those are read through this cache. Default 8 MiB.
     pub block_cache_capacity: usize,
     /// Filters per level. Default blocked512 at 10 bits/key everywhere.
     pub filters: FilterOptions,
     /// Target bytes of one filter partition in new tables; 0 writes each
     /// filter as one block. A file's filter larger than this is split into
     /// partitions picked by key hash, so that a filter not held in memory
-    /// ([`Options::filter_memory_budget`]) costs one small block read per
+    /// ([`Options::metadata_memory_budget`]) costs one small block read per
     /// probe instead of its whole size (RocksDB's partitioned filters, with
     /// 4 KiB partitions by default there). Part of the store's design.
     /// Default 0.
     pub filter_partition_bytes: usize,
+    /// Target bytes of one index partition in new tables; 0 writes each
+    /// table's index as one block. A file's index larger than this is
+    /// written as partitions of about that size plus a small top-level
+    /// index over them (RocksDB's two-level index, `kTwoLevelIndexSearch`),
+    /// so that an index not held in memory
+    /// ([`Options::metadata_memory_budget`]) costs one small block read per
+    /// lookup that reaches the file instead of its whole size. The top level
+    /// always stays in memory. Part of the store's design. Default 0.
+    pub index_partition_bytes: usize,
     /// How a key's prefix is taken, for prefix filters: each new table gets
     /// a filter over its keys' distinct prefixes, and
     /// [`crate::Db::scan_prefix`] skips the tables whose prefix filter rules
@@ -385,17 +395,22 @@ pub struct Options {
     /// store's bits, so scans use every range filter that decodes. Default
     /// `None`: no range filters.
     pub range_filter_bits_per_key: Option<f64>,
-    /// Bytes of filter bits the store may hold in memory; `None` (the
-    /// default) holds every file's filter. With a budget, the filters that
-    /// save the most I/O per byte stay in memory — those of L0 and of the
-    /// smallest levels first, since a missing-key lookup probes one file per
-    /// level, whatever the level's size (Monkey's observation, applied to
-    /// memory rather than to bits) — and the others are read on demand,
-    /// through the block cache, one partition per probe (whole, for an
-    /// unpartitioned filter). Filter-block reads are counted apart from
-    /// data-block reads ([`crate::IoCounters::filter_block_reads`]). Not
-    /// part of the store's design: each open chooses.
-    pub filter_memory_budget: Option<u64>,
+    /// Bytes of table metadata — filter bits and index blocks — the store
+    /// may hold in memory; `None` (the default) holds every file's filter
+    /// and index. With a budget, what saves the most I/O per byte stays in
+    /// memory (docs/design.md, "Metadata under a memory budget"): the
+    /// filters of L0 and of the smallest levels first, since a lookup probes
+    /// one file per level whatever the level's size (Monkey's observation,
+    /// applied to memory rather than to bits), and the partitions of a
+    /// file's index by the lookups that reach its data; the others are read
+    /// on demand, through the block cache, one partition per probe (a whole
+    /// filter, for an unpartitioned one). An index of one block, and the top
+    /// level of a partitioned one, always stay in memory and count against
+    /// the budget first. Filter-block and index-block reads are counted apart
+    /// from data-block reads ([`crate::IoCounters::filter_block_reads`],
+    /// [`crate::IoCounters::index_block_reads`]). Not part of the store's
+    /// design: each open chooses.
+    pub metadata_memory_budget: Option<u64>,
     /// Data-block compression per level. Default LZ4 below L0
     /// ([`CompressionOptions::default`]).
     pub compression: CompressionOptions,
@@ -473,9 +488,10 @@ impl Default for Options {
             block_cache_capacity: 8 << 20,
             filters: FilterOptions::default(),
             filter_partition_bytes: 0,
+            index_partition_bytes: 0,
             prefix_extractor: None,
             range_filter_bits_per_key: None,
-            filter_memory_budget: None,
+            metadata_memory_budget: None,
             compression: CompressionOptions::default(),
             wal_recovery: WalRecovery::default(),
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
@@ -578,6 +594,10 @@ impl Options {
         {
             return bad("filter_partition_bytes must be 0 or in 64..=16 MiB");
         }
+        if self.index_partition_bytes != 0 && !(64..=1 << 24).contains(&self.index_partition_bytes)
+        {
+            return bad("index_partition_bytes must be 0 or in 64..=16 MiB");
+        }
         if let Some(e) = &self.prefix_extractor {
             e.validate()?;
         }
@@ -641,9 +661,10 @@ setters!(Options {
     block_cache_capacity: usize,
     filters: FilterOptions,
     filter_partition_bytes: usize,
+    index_partition_bytes: usize,
     prefix_extractor: Option<PrefixExtractor>,
     range_filter_bits_per_key: Option<f64>,
-    filter_memory_budget: Option<u64>,
+    metadata_memory_budget: Option<u64>,
     compression: CompressionOptions,
     wal_recovery: WalRecovery,
     max_subcompactions: usize,

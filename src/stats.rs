@@ -43,12 +43,20 @@ pub struct IoCounters {
     /// with [`crate::ReadMode::Direct`], the whole 4 KiB sectors read.
     pub bytes_read: u64,
     /// Filter blocks (whole filters, or partitions) read from disk for
-    /// filters not held in memory ([`crate::Options::filter_memory_budget`]).
+    /// filters not held in memory ([`crate::Options::metadata_memory_budget`]).
     pub filter_block_reads: u64,
     /// Filter blocks of such filters found in the block cache.
     pub filter_cache_hits: u64,
     /// Bytes read from disk for those filter blocks (trailers included).
     pub filter_bytes_read: u64,
+    /// Index partitions read from disk for partitioned indexes not held in
+    /// memory ([`crate::Options::metadata_memory_budget`]): at most one per
+    /// lookup that reaches a file's data.
+    pub index_block_reads: u64,
+    /// Index partitions of such indexes found in the block cache.
+    pub index_cache_hits: u64,
+    /// Bytes read from disk for those index partitions (trailers included).
+    pub index_bytes_read: u64,
     /// Prefix-filter probes: files inside a prefix scan's range whose prefix
     /// filter was built with the store's prefix extractor
     /// ([`crate::Options::prefix_extractor`]).
@@ -101,6 +109,9 @@ impl IoCounters {
         filter_block_reads: 0,
         filter_cache_hits: 0,
         filter_bytes_read: 0,
+        index_block_reads: 0,
+        index_cache_hits: 0,
+        index_bytes_read: 0,
         prefix_checks: 0,
         prefix_negatives: 0,
         prefix_false_positives: 0,
@@ -150,6 +161,9 @@ impl IoCounters {
         self.filter_block_reads += other.filter_block_reads;
         self.filter_cache_hits += other.filter_cache_hits;
         self.filter_bytes_read += other.filter_bytes_read;
+        self.index_block_reads += other.index_block_reads;
+        self.index_cache_hits += other.index_cache_hits;
+        self.index_bytes_read += other.index_bytes_read;
         self.prefix_checks += other.prefix_checks;
         self.prefix_negatives += other.prefix_negatives;
         self.prefix_false_positives += other.prefix_false_positives;
@@ -180,6 +194,9 @@ pub(crate) struct AtomicIo {
     filter_block_reads: AtomicU64,
     filter_cache_hits: AtomicU64,
     filter_bytes_read: AtomicU64,
+    index_block_reads: AtomicU64,
+    index_cache_hits: AtomicU64,
+    index_bytes_read: AtomicU64,
     prefix_checks: AtomicU64,
     prefix_negatives: AtomicU64,
     prefix_false_positives: AtomicU64,
@@ -207,6 +224,9 @@ impl AtomicIo {
             (&self.filter_block_reads, o.filter_block_reads),
             (&self.filter_cache_hits, o.filter_cache_hits),
             (&self.filter_bytes_read, o.filter_bytes_read),
+            (&self.index_block_reads, o.index_block_reads),
+            (&self.index_cache_hits, o.index_cache_hits),
+            (&self.index_bytes_read, o.index_bytes_read),
             (&self.prefix_checks, o.prefix_checks),
             (&self.prefix_negatives, o.prefix_negatives),
             (&self.prefix_false_positives, o.prefix_false_positives),
@@ -238,6 +258,9 @@ impl AtomicIo {
             filter_block_reads: self.filter_block_reads.load(Relaxed),
             filter_cache_hits: self.filter_cache_hits.load(Relaxed),
             filter_bytes_read: self.filter_bytes_read.load(Relaxed),
+            index_block_reads: self.index_block_reads.load(Relaxed),
+            index_cache_hits: self.index_cache_hits.load(Relaxed),
+            index_bytes_read: self.index_bytes_read.load(Relaxed),
             prefix_checks: self.prefix_checks.load(Relaxed),
             prefix_negatives: self.prefix_negatives.load(Relaxed),
             prefix_false_positives: self.prefix_false_positives.load(Relaxed),
@@ -275,6 +298,9 @@ impl AtomicIo {
             &self.filter_block_reads,
             &self.filter_cache_hits,
             &self.filter_bytes_read,
+            &self.index_block_reads,
+            &self.index_cache_hits,
+            &self.index_bytes_read,
             &self.prefix_checks,
             &self.prefix_negatives,
             &self.prefix_false_positives,
@@ -493,8 +519,17 @@ pub struct Stats {
     pub filter_bytes: u64,
     /// Of those, the bytes held in memory.
     pub filter_pinned_bytes: u64,
-    /// Bytes of index blocks in memory, all levels.
+    /// Bytes of every file's index held whole in memory, all levels: one
+    /// index block, or a partitioned index's top level and partitions
+    /// (in memory, or read on demand under a metadata memory budget).
     pub index_bytes: u64,
+    /// Of those, the bytes held in memory: every one-block index and top
+    /// level, and the partitions the budget holds.
+    pub index_pinned_bytes: u64,
+    /// The table metadata held in memory: `filter_pinned_bytes +
+    /// index_pinned_bytes`, what [`crate::Options::metadata_memory_budget`]
+    /// bounds.
+    pub metadata_memory_bytes: u64,
     /// Bytes currently held by the block cache.
     pub block_cache_bytes: u64,
     /// Bytes in the active and frozen memtables.
@@ -618,6 +653,11 @@ pub struct FileStats {
     pub filter_pinned: bool,
     /// Partitions of the filter (0: one whole block).
     pub filter_partitions: usize,
+    /// Partitions of the index (0: one block, always held in memory).
+    pub index_partitions: usize,
+    /// Whether the index is all held in memory (false: its partitions are
+    /// read on demand, under a metadata memory budget).
+    pub index_pinned: bool,
     /// The store's estimate of the chance that a lookup probes this file
     /// (its key falls in the file's range), which ranks filters for the
     /// filter memory budget (`Version::probe_chances`).
@@ -688,6 +728,15 @@ impl fmt::Display for IoCounters {
                 self.filter_block_reads,
                 Size(self.filter_bytes_read),
                 self.filter_cache_hits
+            )?;
+        }
+        if self.index_block_reads + self.index_cache_hits > 0 {
+            write!(
+                f,
+                "; {} index partitions read from disk ({}), {} from the cache",
+                self.index_block_reads,
+                Size(self.index_bytes_read),
+                self.index_cache_hits
             )?;
         }
         if self.prefix_checks + self.prefix_unusable_reads > 0 {
@@ -771,8 +820,10 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "memory: filters {}, indexes {}, block cache {}, memtables {}",
+            "memory: filters {} (of {}), indexes {} (of {}), block cache {}, memtables {}",
+            Size(self.filter_pinned_bytes),
             Size(self.filter_bytes),
+            Size(self.index_pinned_bytes),
             Size(self.index_bytes),
             Size(self.block_cache_bytes),
             Size(self.memtable_bytes)
@@ -949,6 +1000,8 @@ mod tests {
             filter_usable: false,
             filter_pinned: false,
             filter_partitions: 0,
+            index_partitions: 0,
+            index_pinned: true,
             probe_chance: 1.0,
             predicted_fpr: 1.0,
             io: IoCounters::default(),

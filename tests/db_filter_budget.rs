@@ -48,7 +48,7 @@ fn options(budget: Option<u64>, cache: usize) -> Options {
         .block_cache_capacity(cache)
         .compression(CompressionOptions::none())
         .filter_partition_bytes(256)
-        .filter_memory_budget(budget)
+        .metadata_memory_budget(budget)
 }
 
 /// Levels (L0 first) of the files with a usable filter, pinned and not.
@@ -78,8 +78,9 @@ fn filter_memory_bytes(dir: &Path, number: u64) -> u64 {
 
 /// What the budget must have chosen, from `Stats` and `FileStats` (and each
 /// file's filter size, from the file): without a budget every filter; with
-/// one, at most the budget, and what `Options::filter_memory_budget` and
-/// `Version::pin_filters` promise — files taken by probe chance per byte of
+/// one, at most the budget, and what `Options::metadata_memory_budget` and
+/// `Version::pin_metadata` promise — the indexes (one block each here,
+/// always held) counted first, then files taken by probe chance per byte of
 /// filter (1 for an L0 file, its share of the level's entries below), while
 /// they fit. So an unpinned file did not fit beside the pinned files it
 /// comes after (which also means nothing left out would fit in what the
@@ -126,10 +127,13 @@ fn check_allocation(
         );
         return (s, files);
     };
+    let resident = s.index_pinned_bytes;
+    assert_eq!(resident, s.index_bytes, "{ctx}: one-block indexes are held");
+    assert_eq!(s.metadata_memory_bytes, s.filter_pinned_bytes + resident);
     assert!(
-        s.filter_pinned_bytes <= b,
+        s.metadata_memory_bytes <= b.max(resident),
         "{ctx}: {} > {b}",
-        s.filter_pinned_bytes
+        s.metadata_memory_bytes
     );
     if b == 0 {
         assert_eq!(s.filter_pinned_bytes, 0, "{ctx}");
@@ -145,7 +149,7 @@ fn check_allocation(
             .map(|j| bytes[j])
             .sum();
         assert!(
-            before + bytes[i] > b,
+            resident + before + bytes[i] > b,
             "{ctx}: L{} file {} ({} B) left out of budget {b} after {before} B: {:?}",
             f.level,
             f.number,
@@ -362,6 +366,9 @@ fn filters_read_on_demand_answer_as_in_memory_and_are_counted() {
     let db = Db::open(dir.path(), options(None, 0)).unwrap();
     let (s, _) = check_allocation(&db, dir.path(), None, "none");
     let all = s.filter_bytes;
+    // The indexes (one block each) are held whatever the budget, and
+    // count against it first.
+    let indexes = s.index_bytes;
     let want = missing_lookups(&db);
     assert!(
         want.filter_checks > 0 && want.filter_negatives > 0,
@@ -425,7 +432,7 @@ fn filters_read_on_demand_answer_as_in_memory_and_are_counted() {
 
     // A budget for part of the filters: the pinned files are never read for
     // their filters, the others are.
-    let budget = all / 3;
+    let budget = indexes + all / 3;
     let db = Db::open(dir.path(), options(Some(budget), 0)).unwrap();
     let (s, _) = check_allocation(&db, dir.path(), Some(budget), "partial");
     assert!(
@@ -460,8 +467,8 @@ fn filters_read_on_demand_answer_as_in_memory_and_are_counted() {
     db.close().unwrap();
 
     // Everything fits: nothing read on demand.
-    let db = Db::open(dir.path(), options(Some(all), 0)).unwrap();
-    check_allocation(&db, dir.path(), Some(all), "all fit");
+    let db = Db::open(dir.path(), options(Some(indexes + all), 0)).unwrap();
+    check_allocation(&db, dir.path(), Some(indexes + all), "all fit");
     let got = missing_lookups(&db);
     same_answers(&got, "all fit");
     assert_eq!(got.filter_block_reads, 0);

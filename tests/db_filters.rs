@@ -484,6 +484,8 @@ fn data_blocks(dir: &Path, db: &Db) -> Vec<Vec<u8>> {
             let t = Table::open(&path, TableOpenOptions::default()).unwrap();
             let bytes = std::fs::read(&path).unwrap();
             t.index_entries()
+                .unwrap()
+                .into_iter()
                 .flat_map(|(_, h)| bytes[h.offset as usize..(h.offset + h.size) as usize].to_vec())
                 .collect()
         })

@@ -3,7 +3,8 @@
 //! and prefixes, driven by random sequences of `next`, `next_back` and
 //! `seek`, yield exactly what the map's range does, at the latest state and
 //! at a snapshot taken part way, every table with a range filter that
-//! bounded scans may skip it by. Plus a directed test of what compaction
+//! bounded scans may skip it by, and with two-level indexes read on demand
+//! in half the cases. Plus a directed test of what compaction
 //! keeps for snapshots.
 
 use std::ops::Bound;
@@ -15,8 +16,13 @@ mod common;
 use common::model::Model;
 use common::scratch_dir;
 
-fn options() -> Options {
+/// With `two_level`, tables write their indexes in 64-byte partitions and
+/// a metadata budget of 0 leaves every partition (and filter) to be read on
+/// demand, so scans and seeks step through index partitions read from disk.
+fn options(two_level: bool) -> Options {
     common::options::tiny()
+        .index_partition_bytes(if two_level { 64 } else { 0 })
+        .metadata_memory_budget(two_level.then_some(0))
         .level1_max_bytes(8 << 10)
         .dynamic_level_bytes(false)
         .level_size_multiplier(2)
@@ -165,9 +171,10 @@ proptest! {
     fn iterators_match_btreemap(
         ops in prop::collection::vec(op(), 20..400),
         scopes in prop::collection::vec((scope(), prop::collection::vec(step(), 0..40)), 1..8),
+        two_level in any::<bool>(),
     ) {
         let dir = scratch_dir();
-        let db = Db::open(dir.path(), options()).unwrap();
+        let db = Db::open(dir.path(), options(two_level)).unwrap();
         let mut model = Model::new();
         let mut snap: Option<(bloomlsm::Snapshot, Model)> = None;
         for (i, op) in ops.iter().enumerate() {
@@ -220,7 +227,7 @@ fn entries(db: &Db) -> u64 {
 #[test]
 fn compaction_keeps_what_snapshots_see_and_drops_the_rest() {
     let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options(false)).unwrap();
     db.put("a", "1").unwrap();
     db.put("a", "2").unwrap();
     let s2 = db.snapshot(); // sees a=2 (written at exactly its sequence number)
@@ -269,7 +276,7 @@ fn compaction_keeps_what_snapshots_see_and_drops_the_rest() {
 #[test]
 fn flush_keeps_what_snapshots_see() {
     let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options(false)).unwrap();
     db.put("k", "old").unwrap();
     let s = db.snapshot();
     db.put("k", "new").unwrap();
@@ -293,7 +300,7 @@ fn flush_keeps_what_snapshots_see() {
 #[test]
 fn snapshots_and_iterators_end_with_their_store() {
     let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options(false)).unwrap();
     db.put("a", "1").unwrap();
     db.put("b", "2").unwrap();
     let snap = db.snapshot();
@@ -318,7 +325,7 @@ fn snapshots_and_iterators_end_with_their_store() {
         Some(Err(bloomlsm::Error::Closed))
     ));
     // Reopened while they live; dropping them afterwards touches nothing.
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options(false)).unwrap();
     drop((snap, clone, it, snap_it));
     assert_eq!(db.get("b").unwrap().as_deref(), Some(&b"2"[..]));
     // Dropping the handle closes the store too.

@@ -1,7 +1,9 @@
 //! Model test: random sequences of puts, deletes, batches, gets, scans,
 //! flushes, compactions, maintenance and reopens, checked step by step
 //! against a `BTreeMap`. Tiny memtables, files and level targets make several
-//! levels appear; fixed seeds make every failure reproducible.
+//! levels appear; fixed seeds make every failure reproducible. Some stores
+//! write two-level indexes and read them (and their filters) on demand
+//! under a metadata memory budget.
 
 use std::ops::Bound;
 use std::path::Path;
@@ -57,6 +59,9 @@ fn options(rng: &mut SplitMix64, background: bool) -> Options {
         .block_cache_capacity([0, 16 << 10, 1 << 20][rng.below(3) as usize])
         .background_compaction(background)
         .filters(filters)
+        // Two-level indexes, held or each partition read on demand.
+        .index_partition_bytes([0, 128, 128][rng.below(3) as usize])
+        .metadata_memory_budget([None, Some(0), Some(16 << 10)][rng.below(3) as usize])
         .compression(match rng.below(4) {
             0 => CompressionOptions::default(),
             1 if cfg!(feature = "zstd") => CompressionOptions::uniform(Compression::Zstd(1)),

@@ -254,7 +254,9 @@ fn options_files() {
     .into_iter()
     .enumerate()
     {
-        let opts = bloomlsm::Options::default().filters(filters);
+        let opts = bloomlsm::Options::default()
+            .filters(filters)
+            .index_partition_bytes(if i == 1 { 4096 } else { 0 });
         let f = OptionsFile {
             unknown_families: Vec::new(),
             design: Design::of(&opts),
@@ -338,9 +340,13 @@ fn whole_tables() {
     for _ in 0..cases(5_000, 200_000) {
         let bytes = mutant(&mut rng, &seeds);
         std::fs::write(&path, &bytes).unwrap();
-        // Half the cases read the filter on demand, as under a filter
-        // memory budget (each probe decodes the block it needs).
-        let opts = TableOpenOptions::default().filter_on_demand(rng.below(2) == 0);
+        // Half the cases read the filter and the index partitions on
+        // demand, as under a metadata memory budget (each probe decodes the
+        // block it needs).
+        let on_demand = rng.below(2) == 0;
+        let opts = TableOpenOptions::default()
+            .filter_on_demand(on_demand)
+            .index_on_demand(on_demand);
         if let Ok(t) = Table::open(&path, opts) {
             let _ = t.verify_all();
             let _ = t.get(b"key000017", key_hash(b"key000017"));
@@ -364,8 +370,9 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
     } else {
         Compression::Lz4
     };
-    // (keys, filter, compression, filter partition bytes)
-    for (i, (n, filter, compression, partition_bytes)) in [
+    // (keys, filter, compression, filter partition bytes), then index
+    // partition bytes
+    for (i, (n, filter, compression, partition_bytes, index_partition_bytes)) in [
         (
             30,
             Some(FilterPolicy::blocked512(10.0)),
@@ -399,6 +406,25 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
         (150, Some(FilterPolicy::ribbon(7.0)), Compression::Lz4, 64),
     ]
     .into_iter()
+    .map(|(n, f, c, p)| (n, f, c, p, 0))
+    // Two-level indexes (format version 4): top-level index and index
+    // partitions, beside a whole and a partitioned filter.
+    .chain([
+        (
+            200,
+            Some(FilterPolicy::blocked512(10.0)),
+            Compression::None,
+            0,
+            64,
+        ),
+        (
+            150,
+            Some(FilterPolicy::ribbon(7.0)),
+            Compression::Lz4,
+            64,
+            64,
+        ),
+    ])
     .enumerate()
     {
         let path = dir.path().join(format!("{i:06}.sst"));
@@ -411,7 +437,8 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
                 .filter(filter)
                 .key_format(KeyFormat::Plain)
                 .compression(compression)
-                .filter_partition_bytes(partition_bytes),
+                .filter_partition_bytes(partition_bytes)
+                .index_partition_bytes(index_partition_bytes),
         );
         for (j, k) in keys(n).iter().enumerate() {
             b.add(k, format!("value{j}").as_bytes()).unwrap();
@@ -420,6 +447,10 @@ fn sample_table_bytes() -> Vec<Vec<u8>> {
         if partition_bytes > 0 {
             let t = Table::open(&path, TableOpenOptions::default()).unwrap();
             assert!(t.filter_partitions().len() >= 3, "table {i}: partitioned");
+        }
+        if index_partition_bytes > 0 {
+            let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+            assert!(t.index_partitions() >= 3, "table {i}: two-level index");
         }
         out.push(std::fs::read(&path).unwrap());
     }

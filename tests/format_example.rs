@@ -134,7 +134,7 @@ fn compressed_block_bytes() -> Vec<u8> {
     let t = Table::open(&path, TableOpenOptions::default()).unwrap();
     t.verify_all().unwrap();
     assert_eq!(t.data_block_codec(0).unwrap().0, 1);
-    let h = t.index_entries().next().unwrap().1;
+    let h = t.index_entries().unwrap().into_iter().next().unwrap().1;
     let bytes = std::fs::read(&path).unwrap();
     bytes[h.offset as usize..(h.offset + h.size + 5) as usize].to_vec()
 }

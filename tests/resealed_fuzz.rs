@@ -610,7 +610,12 @@ impl Layout {
         let payload = |h: BlockHandle| &good[h.offset as usize..(h.offset + h.size) as usize];
         let l = Layout {
             footer,
-            data: t.index_entries().map(|(_, h)| h).collect(),
+            data: t
+                .index_entries()
+                .unwrap()
+                .into_iter()
+                .map(|(_, h)| h)
+                .collect(),
             filter: t.filter_handle(),
             parts: t.filter_partitions().to_vec(),
             prefix: t.prefix_filter_handle(),

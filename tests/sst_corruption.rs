@@ -235,7 +235,12 @@ fn block_copied_to_another_offset_fails() {
     let es = uniform_entries();
     let good = build_from(&path, ChecksumType::Crc32, 1, &es);
     let t = Table::open(&path, TableOpenOptions::default()).unwrap();
-    let handles: Vec<_> = t.index_entries().map(|(_, h)| h).collect();
+    let handles: Vec<_> = t
+        .index_entries()
+        .unwrap()
+        .into_iter()
+        .map(|(_, h)| h)
+        .collect();
     drop(t);
     let (a, b) = handles
         .iter()
@@ -257,6 +262,8 @@ fn block_copied_to_another_offset_fails() {
     let t = Table::open(&path, TableOpenOptions::default()).unwrap();
     let victim = t
         .index_entries()
+        .unwrap()
+        .into_iter()
         .find(|(_, h)| *h == a)
         .map(|(k, _)| k.to_vec())
         .unwrap();
@@ -287,7 +294,14 @@ fn structural_damage_behind_valid_checksums_is_corruption() {
     let good = build(&path, ChecksumType::Crc32, 16);
     let t = Table::open(&path, TableOpenOptions::default()).unwrap();
     let index = t.footer().index;
-    let first_key_len = t.index_entries().next().unwrap().0.len();
+    let first_key_len = t
+        .index_entries()
+        .unwrap()
+        .into_iter()
+        .next()
+        .unwrap()
+        .0
+        .len();
     drop(t);
     let open = |bytes: &[u8]| {
         std::fs::write(&path, bytes).unwrap();
@@ -335,7 +349,7 @@ fn structural_damage_behind_valid_checksums_is_corruption() {
 
     // Unknown format version and checksum type (checked before the checksum).
     let mut bad = good.clone();
-    bad[f + 36] = 4;
+    bad[f + 36] = bloomlsm::sst::FORMAT_VERSION as u8 + 1;
     assert!(
         open(&bad)
             .unwrap_err()
@@ -392,7 +406,12 @@ fn build_compressed(
             "{c} block {i}"
         );
     }
-    let handles = t.index_entries().map(|(_, h)| h).collect();
+    let handles = t
+        .index_entries()
+        .unwrap()
+        .into_iter()
+        .map(|(_, h)| h)
+        .collect();
     (good, handles)
 }
 
@@ -543,6 +562,8 @@ fn compressed_block_lengths_are_checked_before_allocating() {
             let t = Table::open(&path, TableOpenOptions::default()).unwrap();
             let victim = t
                 .index_entries()
+                .unwrap()
+                .into_iter()
                 .find(|(_, x)| *x == h)
                 .map(|(k, _)| k.to_vec())
                 .unwrap();
@@ -575,7 +596,7 @@ fn unknown_block_types_are_corruption() {
     let path1 = dir.path().join("v1.sst");
     let good1 = build(&path1, ChecksumType::Crc32, 16);
     let t = Table::open(&path1, TableOpenOptions::default()).unwrap();
-    let h = t.index_entries().next().unwrap().1;
+    let h = t.index_entries().unwrap().into_iter().next().unwrap().1;
     drop(t);
     let mut bad = good1.clone();
     reseal_as(&mut bad, h.offset, h.size, 1, |_| {});
@@ -876,7 +897,12 @@ fn build_partitioned(path: &Path, es: &Entries, policy: FilterPolicy) -> Layout 
         index: t.filter_handle().unwrap(),
         properties: BlockHandle::new(props_at, f.metaindex.offset - 5 - props_at),
         metaindex: f.metaindex,
-        data: t.index_entries().map(|(_, h)| h).collect(),
+        data: t
+            .index_entries()
+            .unwrap()
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect(),
     }
 }
 

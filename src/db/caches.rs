@@ -32,7 +32,8 @@ impl Caches {
             cache: self.blocks.clone(),
             fs: Some(opts.fs.clone()),
             read_mode: opts.read_mode,
-            filter_on_demand: opts.filter_memory_budget.is_some(),
+            filter_on_demand: opts.metadata_memory_budget.is_some(),
+            index_on_demand: opts.metadata_memory_budget.is_some(),
             table_cache: Some(self.tables.clone()),
         }
     }

@@ -125,7 +125,8 @@ impl Inner {
                 if f.filter_pinned() {
                     l.filter_pinned_bytes += bytes;
                 }
-                s.index_bytes += f.table.index_memory_bytes() as u64;
+                s.index_bytes += f.table.index_full_memory_bytes() as u64;
+                s.index_pinned_bytes += f.table.index_memory_bytes() as u64;
                 match usable {
                     Some(x) => l.filtered_keys += x.key_count,
                     None => l.unfiltered_files += 1,
@@ -172,6 +173,7 @@ impl Inner {
             s.total.add(&l.io);
             s.levels.push(l);
         }
+        s.metadata_memory_bytes = s.filter_pinned_bytes + s.index_pinned_bytes;
         s
     }
 
@@ -199,6 +201,8 @@ impl Inner {
                     filter_usable: usable.is_some(),
                     filter_pinned: f.filter_pinned(),
                     filter_partitions: info.map_or(0, |x| x.partitions),
+                    index_partitions: f.table.index_partitions(),
+                    index_pinned: f.table.index_pinned(),
                     probe_chance,
                     predicted_fpr: f.predicted_fpr(),
                     io: f.io.load(),

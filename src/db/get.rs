@@ -497,6 +497,9 @@ impl Inner {
             filter_block_reads: r.filter_blocks_read,
             filter_cache_hits: r.filter_cache_hits,
             filter_bytes_read: r.filter_bytes_read,
+            index_block_reads: r.index_blocks_read,
+            index_cache_hits: r.index_cache_hits,
+            index_bytes_read: r.index_bytes_read,
             ..IoCounters::ZERO
         };
         f.io.add(&c);

@@ -7,6 +7,9 @@
 //!     | [range tombstones] | index | properties | metaindex | footer
 //! ```
 //!
+//! The index is one block, or with `index_partition_bytes` index
+//! partitions followed by a top-level index over them (format version 4).
+//!
 //! Each block is followed by its 5-byte trailer. The filter is built at
 //! [`finish`](TableBuilder::finish) from the collected user-key hashes, so
 //! the builder holds 8 bytes per distinct user key in memory (and, for a
@@ -35,9 +38,10 @@ use super::block::BlockBuilder;
 use super::compression::{Compression, Compressor};
 use super::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_UNCOMPRESSED, BlockHandle, ChecksumType, FORMAT_VERSION,
-    FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
-    META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PREFIX_FILTER, META_PROPERTIES,
-    META_RANGE_FILTER, META_RANGE_TOMBSTONES, RANGE_FILTER_SEED, block_trailer, show_key,
+    FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_PARTITIONED_FILTER, FORMAT_VERSION_UNCOMPRESSED,
+    Footer, KeyFormat, META_FILTER_PARTITIONS_PREFIX, META_FILTER_PREFIX, META_PREFIX_FILTER,
+    META_PROPERTIES, META_RANGE_FILTER, META_RANGE_TOMBSTONES, RANGE_FILTER_SEED, block_trailer,
+    show_key,
 };
 use super::properties::TableProperties;
 use super::table::StoredBlock;
@@ -69,6 +73,13 @@ pub struct TableBuilderOptions {
     /// (a format version 3 table), so that a reader that does not keep the
     /// filter in memory reads one small partition per probe.
     pub filter_partition_bytes: usize,
+    /// Target bytes of one index partition; 0 (the default) writes the
+    /// index as one block. An index larger than this is written as
+    /// partitions of about this size plus a top-level index over them (a
+    /// format version 4 table), so that a reader that does not keep the
+    /// index in memory reads one small partition per lookup (RocksDB's
+    /// two-level index, `kTwoLevelIndexSearch`).
+    pub index_partition_bytes: usize,
     /// The prefix extractor; `Some` writes a prefix filter block over the
     /// distinct prefixes of the user keys (default `None`).
     pub prefix_extractor: Option<PrefixExtractor>,
@@ -86,6 +97,7 @@ crate::options::setters!(TableBuilderOptions {
     creation_time: Option<u64>,
     compression: Compression,
     filter_partition_bytes: usize,
+    index_partition_bytes: usize,
     prefix_extractor: Option<PrefixExtractor>,
     range_filter_bits_per_key: Option<f64>,
 });
@@ -101,6 +113,7 @@ impl Default for TableBuilderOptions {
             creation_time: None,
             compression: Compression::None,
             filter_partition_bytes: 0,
+            index_partition_bytes: 0,
             prefix_extractor: None,
             range_filter_bits_per_key: None,
         }
@@ -136,7 +149,10 @@ pub struct TableBuilder {
     opts: TableBuilderOptions,
     offset: u64,
     data: BlockBuilder,
+    /// The index, or with `index_partition_bytes` its partition being filled.
     index: BlockBuilder,
+    /// The index partitions cut so far: each one's payload and last key.
+    index_parts: Vec<(Vec<u8>, Vec<u8>)>,
     last_key: Vec<u8>,
     smallest_key: Vec<u8>,
     hashes: Vec<u64>,
@@ -203,6 +219,7 @@ impl TableBuilder {
             data: BlockBuilder::new(opts.restart_interval),
             // Index keys are binary-searched one by one: no prefix compression.
             index: BlockBuilder::new(1),
+            index_parts: Vec::new(),
             opts,
             offset: 0,
             last_key: Vec::new(),
@@ -504,6 +521,12 @@ impl TableBuilder {
         // block whose last key is >= k, and only that block.
         self.index.add(&self.last_key, &handle.encode());
         self.data_blocks += 1;
+        let part = self.opts.index_partition_bytes;
+        if part > 0 && self.index.size_estimate() >= part {
+            let payload = self.index.finish().to_vec();
+            self.index.reset();
+            self.index_parts.push((payload, self.last_key.clone()));
+        }
     }
 
     /// Writes the last data block, the filter, index, properties and metaindex
@@ -574,8 +597,7 @@ impl TableBuilder {
             meta.push((META_RANGE_TOMBSTONES.to_string(), h));
         }
 
-        let mut index = std::mem::replace(&mut self.index, BlockBuilder::new(1));
-        let index_handle = self.write_block(false, index.finish(), BLOCK_TYPE_UNCOMPRESSED)?;
+        let (index_handle, index_size, index_partitions) = self.write_index()?;
 
         let fmt = self.opts.key_format;
         let creation_time = self.opts.creation_time.unwrap_or_else(|| {
@@ -590,8 +612,10 @@ impl TableBuilder {
             Vec::new()
         };
         let compression = self.opts.compression;
-        let format_version = if filter_partitions > 0 {
+        let format_version = if index_partitions > 0 {
             FORMAT_VERSION
+        } else if filter_partitions > 0 {
+            FORMAT_VERSION_PARTITIONED_FILTER
         } else if compression == Compression::None {
             FORMAT_VERSION_UNCOMPRESSED
         } else {
@@ -610,7 +634,8 @@ impl TableBuilder {
             data_raw_size: self.data_raw_size,
             data_raw_max: self.data_raw_max,
             compression,
-            index_size: index_handle.size + BLOCK_TRAILER_LEN as u64,
+            index_size,
+            index_partitions,
             filter_size,
             filter_partitions,
             filter_policy: self.opts.filter.map(|p| p.name().to_string()),
@@ -665,6 +690,37 @@ impl TableBuilder {
             file: file.0,
             summary,
         })
+    }
+}
+
+impl TableBuilder {
+    /// Writes the index: one block, or (two partitions or more cut by
+    /// `index_partition_bytes`) the partitions back to back and then the
+    /// top-level index, one entry per partition: its last key and its
+    /// handle. Returns the handle the footer names, the index's bytes with
+    /// trailers, and its partitions (0 for one block).
+    fn write_index(&mut self) -> Result<(BlockHandle, u64, u64)> {
+        let mut index = std::mem::replace(&mut self.index, BlockBuilder::new(1));
+        let mut parts = std::mem::take(&mut self.index_parts);
+        if !index.is_empty() {
+            parts.push((index.finish().to_vec(), self.last_key.clone()));
+        }
+        // One partition holds the whole index: its bytes are the one block's.
+        if parts.len() <= 1 {
+            let payload = parts.pop().map_or_else(|| index.finish().to_vec(), |p| p.0);
+            let h = self.write_block(false, &payload, BLOCK_TYPE_UNCOMPRESSED)?;
+            return Ok((h, h.size + BLOCK_TRAILER_LEN as u64, 0));
+        }
+        let mut size = 0;
+        let mut top = BlockBuilder::new(1);
+        for (payload, last_key) in &parts {
+            let h = self.write_block(false, payload, BLOCK_TYPE_UNCOMPRESSED)?;
+            size += h.size + BLOCK_TRAILER_LEN as u64;
+            top.add(last_key, &h.encode());
+        }
+        let h = self.write_block(false, top.finish(), BLOCK_TYPE_UNCOMPRESSED)?;
+        size += h.size + BLOCK_TRAILER_LEN as u64;
+        Ok((h, size, parts.len() as u64))
     }
 }
 
@@ -779,7 +835,12 @@ mod tests {
             let (fa, fb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
             // Each block's payload and type byte are the same; the checksums
             // are xxh3 now.
-            for ((_, ha), (_, hb)) in ta.index_entries().zip(tb.index_entries()) {
+            for ((_, ha), (_, hb)) in ta
+                .index_entries()
+                .unwrap()
+                .into_iter()
+                .zip(tb.index_entries().unwrap())
+            {
                 assert_eq!(ha, hb, "{c}");
                 let r = ha.offset as usize..(ha.offset + ha.size + 1) as usize;
                 assert!(fa[r.clone()] == fb[r], "{c}: block at {}", ha.offset);
@@ -842,6 +903,8 @@ mod tests {
             let third = Table::open(&a, TableOpenOptions::default())
                 .unwrap()
                 .index_entries()
+                .unwrap()
+                .into_iter()
                 .nth(2)
                 .unwrap()
                 .1;

@@ -9,10 +9,13 @@ use crate::key;
 
 /// Magic number at the very end of every table: the bytes `b"bloomSST"`.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"bloomSST");
-/// The newest table format version this build writes and reads: 3, the
-/// version of a table whose filter is partitioned (its blocks may also be
-/// compressed, as in version 2).
-pub const FORMAT_VERSION: u32 = 3;
+/// The newest table format version this build writes and reads: 4, the
+/// version of a table whose index is partitioned (two-level); its filter may
+/// be whole or partitioned, and its data blocks compressed, as in version 2.
+pub const FORMAT_VERSION: u32 = 4;
+/// The format version of a table whose filter is partitioned and whose
+/// index is one block (its data blocks may be compressed, as in version 2).
+pub const FORMAT_VERSION_PARTITIONED_FILTER: u32 = 3;
 /// The format version of a table built with compression and a whole filter
 /// block (its data blocks may be stored compressed, and its properties
 /// record how).

@@ -36,7 +36,7 @@ pub use compression::Compression;
 pub use filter_block::FilterInfo;
 pub use format::{
     BlockHandle, ChecksumType, FORMAT_VERSION, FORMAT_VERSION_COMPRESSED,
-    FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
+    FORMAT_VERSION_PARTITIONED_FILTER, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
 };
 pub use properties::TableProperties;
 pub use table::{

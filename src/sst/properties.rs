@@ -48,8 +48,13 @@ pub struct TableProperties {
     /// [`Compression::None`]). A block that did not shrink enough is stored
     /// raw even so; its type byte says which.
     pub compression: Compression,
-    /// Bytes of the index block including its trailer (`index.size`).
+    /// Bytes of the index block including its trailer (`index.size`); for
+    /// a partitioned index, every partition and the top-level index block,
+    /// trailers included.
     pub index_size: u64,
+    /// Partitions of a two-level index (`index.partitions`, format version
+    /// 4 only); 0 for an index of one block.
+    pub index_partitions: u64,
     /// Bytes of the filter block including its trailer (`filter.size`, 0 if none).
     pub filter_size: u64,
     /// Partitions of the filter (`filter.partitions`, format version 3
@@ -111,6 +116,8 @@ pub mod names {
     pub const FILTER_SIZE: &str = "filter.size";
     /// `format.version`: varint64.
     pub const FORMAT_VERSION: &str = "format.version";
+    /// `index.partitions`: varint64 (format version 4 only).
+    pub const INDEX_PARTITIONS: &str = "index.partitions";
     /// `index.size`: varint64 bytes.
     pub const INDEX_SIZE: &str = "index.size";
     /// `key.format`: `plain` or `internal`.
@@ -171,6 +178,9 @@ impl TableProperties {
             m.insert(FILTER_SIZE, varint(self.filter_size));
         }
         m.insert(FORMAT_VERSION, varint(u64::from(self.format_version)));
+        if self.index_partitions > 0 {
+            m.insert(INDEX_PARTITIONS, varint(self.index_partitions));
+        }
         m.insert(INDEX_SIZE, varint(self.index_size));
         m.insert(KEY_FORMAT, self.key_format.name().as_bytes().to_vec());
         m.insert(KEY_LARGEST, self.largest_key.clone());
@@ -246,16 +256,34 @@ impl TableProperties {
             } else {
                 (0.0, 0, 0, 0)
             };
-        // Version 3 is the version of a partitioned filter: the two go together.
+        // Version 3 is the version of a partitioned filter, version 4 of a
+        // partitioned index (whose filter may be either): each goes with
+        // its property, of 2 or more partitions.
         let filter_partitions = match m.get(FILTER_PARTITIONS.as_bytes()) {
             None => 0,
             Some(_) => num(FILTER_PARTITIONS)?,
         };
+        let index_partitions = match m.get(INDEX_PARTITIONS.as_bytes()) {
+            None => 0,
+            Some(_) => num(INDEX_PARTITIONS)?,
+        };
         let version = small(FORMAT_VERSION)?;
-        if (version >= 3) != (filter_policy.is_some() && filter_partitions >= 2) {
+        let filter_parted = filter_policy.is_some() && filter_partitions >= 2;
+        let filter_ok = if version >= 4 {
+            filter_partitions == 0 || filter_parted
+        } else {
+            (version == 3) == filter_parted
+        };
+        if !filter_ok {
             return Err(err(format!(
                 "format version {version} with {filter_partitions} filter partitions \
                  (version 3 is a table with a partitioned filter, of 2 or more)"
+            )));
+        }
+        if (version >= 4) != (index_partitions >= 2) {
+            return Err(err(format!(
+                "format version {version} with {index_partitions} index partitions \
+                 (version 4 is a table with a partitioned index, of 2 or more)"
             )));
         }
         let deletions = match m.get(DELETIONS.as_bytes()) {
@@ -298,6 +326,7 @@ impl TableProperties {
             data_raw_max,
             compression,
             index_size: num(INDEX_SIZE)?,
+            index_partitions,
             filter_size,
             filter_partitions,
             filter_policy,
@@ -332,6 +361,7 @@ mod tests {
             data_raw_max: 0,
             compression: Compression::None,
             index_size: 30,
+            index_partitions: 0,
             filter_size: 89,
             filter_partitions: 0,
             filter_policy: Some("blocked512".into()),
@@ -371,6 +401,25 @@ mod tests {
         r.data_raw_size = 1234;
         r.data_raw_max = 600;
         assert_eq!(roundtrip(&r), r);
+        // Version 4: a partitioned index, with a whole or partitioned filter.
+        for filter_partitions in [0, 3] {
+            let mut v = r.clone();
+            v.format_version = 4;
+            v.index_partitions = 5;
+            v.filter_partitions = filter_partitions;
+            assert_eq!(roundtrip(&v), v);
+            // Its partitions go with its version, both ways.
+            for (version, parts) in [(4, 0), (4, 1), (3, 5), (2, 5)] {
+                let mut w = v.clone();
+                w.format_version = version;
+                w.index_partitions = parts;
+                let block = Block::new(Bytes::from(w.encode())).unwrap();
+                assert!(
+                    TableProperties::decode(&block).is_err(),
+                    "{version} {parts}"
+                );
+            }
+        }
         // ... and required.
         let block = Block::new(Bytes::from(r.encode())).unwrap();
         let mut b = BlockBuilder::new(1);
@@ -408,6 +457,7 @@ mod tests {
             FILTER_PROBES,
             FILTER_SIZE,
             FORMAT_VERSION,
+            INDEX_PARTITIONS,
             INDEX_SIZE,
             KEY_FORMAT,
             KEY_LARGEST,

@@ -225,9 +225,10 @@ pub struct StatsArgs {
     /// Also print one line per file.
     #[arg(long)]
     pub files: bool,
-    /// Open the store with this filter memory budget in bytes (suffixes
-    /// K, M, G: KiB, MiB, GiB): the filters the store would keep in memory
-    /// are shown (`--files`), and --probe reads the others on demand.
+    /// Open the store with this metadata memory budget in bytes, filters
+    /// and index partitions (suffixes K, M, G: KiB, MiB, GiB): the filters
+    /// the store would keep in memory are shown (`--files`), and --probe
+    /// reads the others on demand.
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub filter_budget: Option<u64>,
     /// Print one JSON object (fields below).
@@ -1040,7 +1041,7 @@ fn load(a: &LoadArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
 
 fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     check_store(&a.dir)?;
-    let mut opts = Options::default().filter_memory_budget(a.filter_budget);
+    let mut opts = Options::default().metadata_memory_budget(a.filter_budget);
     files.apply(&mut opts);
     let db = Db::open_read_only(&a.dir, opts)?;
     warn_wal_damage(&a.dir, &db.stats(), false);
@@ -1141,10 +1142,18 @@ fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult 
             bytes(b)
         ),
     };
+    let indexes = if s.index_pinned_bytes == s.index_bytes {
+        bytes(s.index_bytes)
+    } else {
+        format!(
+            "{} of {} (the rest read on demand)",
+            bytes(s.index_pinned_bytes),
+            bytes(s.index_bytes)
+        )
+    };
     writeln!(
         out,
-        "memory: filters {filters}, indexes {}, memtables {}",
-        bytes(s.index_bytes),
+        "memory: filters {filters}, indexes {indexes}, memtables {}",
         bytes(s.memtable_bytes)
     )?;
     if s.wal_tail_bytes_dropped > 0 {

@@ -228,7 +228,7 @@ JSON (--json): one object:
   data_raw_bytes (before compression, with trailers), compression (\"none\", \"lz4\",
   \"zstd:LEVEL\"), compression_ratio (data_raw_bytes / data_bytes; null without data
   blocks), compressed_blocks (data blocks stored compressed), index_bytes,
-  index_memory_bytes,
+  index_memory_bytes, index_partitions (0: an index of one block),
   filter      null if none; {policy, usable, reason (null if usable), bits_per_key_requested,
               probes, keys, memory_bytes, bits_per_key, predicted_fpr, offset, size}
   smallest_key, largest_key   null for an empty table; {key} for plain keys,

@@ -8,8 +8,9 @@
 //! next to predicted (log scale). Bottom panel: the cost frontier — each
 //! configuration's measured FPR against its filter memory, labelled with what
 //! its filters cost in CPU to build (ns per key) and to probe (ns); with
-//! `--filter-budget`, beside it, the blocks read per missing get against the
-//! filter memory held (the budget curve, measured and predicted). Below,
+//! `--filter-budget`, beside it, the blocks read per missing and per present
+//! get against the filter and index memory held (the budget curve, measured
+//! and, for missing gets, predicted). Below,
 //! one latency CDF panel per configuration: each read phase's latency (log
 //! scale) against the fraction of operations at most that slow, on a
 //! "nines" axis (90%, 99%, 99.9%, ...) so that the tail is as wide as the
@@ -67,9 +68,9 @@ pub struct Chart<'a> {
 pub struct BudgetCurve {
     /// The configuration's name.
     pub name: String,
-    /// `(filter bytes in memory, measured blocks read per missing get,
-    /// predicted)`, by budget.
-    pub points: Vec<(f64, f64, f64)>,
+    /// `(filter and index bytes in memory, measured blocks read per missing
+    /// get, predicted, measured blocks read per present get)`, by budget.
+    pub points: Vec<(f64, f64, f64, f64)>,
 }
 
 /// A configuration's latency distributions, one per read phase.
@@ -493,9 +494,10 @@ pub fn curve_color(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-/// The budget curves: blocks read per missing get (filter + data, log)
-/// against the filter memory held (MiB), measured (solid, dots) and as the
-/// allocation's model predicts (dashed).
+/// The budget curves: blocks read per missing get (filter + index + data,
+/// log) against the filter and index memory held (MiB), measured (solid,
+/// dots) and as the allocation's model predicts (dashed), and per present
+/// get, measured (thin, crosses).
 fn budget_panel(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     chart_data: &Chart<'_>,
@@ -510,7 +512,7 @@ fn budget_panel(
         * 1.05;
     let ys: Vec<f64> = curves
         .iter()
-        .flat_map(|c| c.points.iter().flat_map(|p| [p.1, p.2]))
+        .flat_map(|c| c.points.iter().flat_map(|p| [p.1, p.2, p.3]))
         .filter(|v| *v > 0.0)
         .collect();
     let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
@@ -523,7 +525,7 @@ fn budget_panel(
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!(
-                "Blocks read per missing get under a filter memory budget ({})",
+                "Blocks read per get under a metadata memory budget ({})",
                 chart_data.io
             ),
             ("sans-serif", 18),
@@ -534,8 +536,8 @@ fn budget_panel(
         .build_cartesian_2d(0.0..xmax, (ymin..ymax).log_scale())?;
     chart
         .configure_mesh()
-        .x_desc("filter memory held (MiB)")
-        .y_desc("filter + data blocks read per missing get")
+        .x_desc("filter + index memory held (MiB)")
+        .y_desc("filter + index + data blocks read per get")
         .y_label_formatter(&|v| sig3(*v))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
@@ -545,7 +547,7 @@ fn budget_panel(
             c.points.iter().map(|p| (mib(p.0), p.1.max(ymin))).collect();
         chart
             .draw_series(LineSeries::new(measured.clone(), color.stroke_width(2)))?
-            .label(format!("{} measured", c.name))
+            .label(format!("{} missing, measured", c.name))
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
@@ -559,10 +561,22 @@ fn budget_panel(
                 4,
                 color.stroke_width(1),
             ))?
-            .label(format!("{} predicted", c.name))
+            .label(format!("{} missing, predicted", c.name))
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(1))
             });
+        let present: Vec<(f64, f64)> = c.points.iter().map(|p| (mib(p.0), p.3.max(ymin))).collect();
+        chart
+            .draw_series(LineSeries::new(present.clone(), color.stroke_width(1)))?
+            .label(format!("{} present, measured", c.name))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(1))
+            });
+        chart.draw_series(
+            present
+                .iter()
+                .map(|&p| Cross::new(p, 4, color.stroke_width(2))),
+        )?;
     }
     chart
         .configure_series_labels()

@@ -208,7 +208,8 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
     let f = t.footer();
     let fmt = t.key_format();
     let codec = Codec::new(a.hex);
-    let sizes: Vec<u64> = t.index_entries().map(|(_, h)| h.size).collect();
+    let entries = t.index_entries()?;
+    let sizes: Vec<u64> = entries.iter().map(|(_, h)| h.size).collect();
     let data_total: u64 = sizes.iter().map(|s| s + BLOCK_TRAILER_LEN as u64).sum();
     let limit = a.limit.unwrap_or(u64::MAX);
     // Each block's type byte and uncompressed size (a 1- to 6-byte read each).
@@ -237,6 +238,7 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
             "compressed_blocks": compressed,
             "index_bytes": p.index_size,
             "index_memory_bytes": t.index_memory_bytes(),
+            "index_partitions": t.index_partitions(),
             "filter": filter_json(&t),
             "smallest_key": (p.entries > 0).then(|| key_json(codec, fmt, t.smallest_key())),
             "largest_key": (p.entries > 0).then(|| key_json(codec, fmt, t.largest_key())),
@@ -244,8 +246,8 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
             "created_utc": utc_date(p.creation_time, true),
         });
         if a.blocks {
-            v["blocks"] = t
-                .index_entries()
+            v["blocks"] = entries
+                .iter()
                 .zip(&codecs)
                 .take(limit as usize)
                 .map(|((k, h), (ty, raw))| {
@@ -389,11 +391,7 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
             "{:>6}  {:>10}  {:>6}  {:<4}  {:>6}  last key",
             "block", "offset", "size", "type", "raw"
         )?;
-        for (i, ((k, h), (ty, raw))) in t
-            .index_entries()
-            .zip(&codecs)
-            .enumerate()
-            .take(limit as usize)
+        for (i, ((k, h), (ty, raw))) in entries.iter().zip(&codecs).enumerate().take(limit as usize)
         {
             writeln!(
                 out,

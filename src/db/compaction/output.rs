@@ -161,6 +161,7 @@ pub(super) fn builder_options(
         compression,
         key_format: KeyFormat::Internal,
         filter_partition_bytes: opts.filter_partition_bytes,
+        index_partition_bytes: opts.index_partition_bytes,
         prefix_extractor: opts.prefix_extractor,
         range_filter_bits_per_key: opts.range_filter_bits_per_key,
         ..TableBuilderOptions::default()
@@ -605,7 +606,7 @@ pub(super) fn shard_bounds(c: &Compaction, max_subcompactions: usize, target: u6
     }
     let mut samples: Vec<&[u8]> = c
         .all_inputs()
-        .flat_map(|f| f.table.index_entries().map(|(k, _)| key::user_key(k)))
+        .flat_map(|f| f.table.index_sample_keys().map(key::user_key))
         .collect();
     samples.sort_unstable();
     let mut bounds: Vec<Vec<u8>> = Vec::new();

@@ -106,6 +106,13 @@ impl FileHandle {
         }
     }
 
+    /// Holds the table's index partitions in memory (read from the file
+    /// if not yet), or drops them. An index that cannot be read stays on
+    /// demand: the lookups that need it report the damage.
+    fn set_index_pinned(&self, pin: bool) {
+        let _ = self.table.pin_index(pin);
+    }
+
     /// Modelled FPR of this file's filter (1.0 without a usable one).
     pub fn predicted_fpr(&self) -> f64 {
         self.predicted_fpr
@@ -478,40 +485,65 @@ impl Version {
             .collect()
     }
 
-    /// Chooses which files' filters are held in memory under `budget`
-    /// bytes (`None`: no budget; every table keeps the filter it opened
-    /// with). Holding file f's filter saves, per missing-key lookup, the
-    /// filter-block read a probe of f would otherwise make, times the
-    /// chance p_f that the lookup probes f ([`Version::probe_chances`]).
-    /// Files are taken in decreasing p_f per byte of filter; one that does
-    /// not fit in what is left is skipped, and smaller ones after it may
-    /// still be taken. A missing key probes one file per level whatever the level's
-    /// size, so the files of L0 and of the small upper levels save the most
-    /// per byte and the last, largest level's the least.
-    /// Call before [`Version::sort`], which indexes the filters held.
-    pub fn pin_filters(&self, budget: Option<u64>) {
+    /// Chooses which files' filters and index partitions are held in
+    /// memory under `budget` bytes (`None`: no budget; every table keeps
+    /// the filter and index it opened with). What every table always holds
+    /// (an index of one block, a partitioned index's top level) counts
+    /// first; the rest of the budget goes to the candidates that save the
+    /// most reads per byte, per lookup of a key drawn like the store's keys,
+    /// present or missing counted alike (docs/design.md, "Metadata under a
+    /// memory budget"):
+    ///
+    /// - file f's filter saves the filter-block read of each probe of f:
+    ///   `p_f` per lookup, the chance its key falls in f's range
+    ///   ([`Version::probe_chances`]);
+    /// - f's index partitions save the partition read of each lookup that
+    ///   gets past the filter: a missing key with chance `p_f · fpr_f`
+    ///   (`p_f` without a usable filter), a present one when f holds it,
+    ///   with chance `e_f / N`, f's share of the store's entries; the mean
+    ///   of the two.
+    ///
+    /// Candidates are taken in decreasing reads saved per byte; one that
+    /// does not fit in what is left is skipped, and smaller ones after it
+    /// may still be taken. Call before [`Version::sort`], which indexes the
+    /// filters held.
+    pub fn pin_metadata(&self, budget: Option<u64>) {
         let Some(budget) = budget else { return };
         let chances = self.probe_chances();
-        // (probe chance per byte, level, filter bytes, file)
-        let mut candidates: Vec<(f64, usize, u64, &Arc<FileHandle>)> = Vec::new();
+        let total: u64 = self.levels.iter().flatten().map(|f| f.meta.entries).sum();
+        let mut resident = 0u64;
+        // (reads saved per byte, level, bytes, file, is the index)
+        let mut candidates: Vec<(f64, usize, u64, &Arc<FileHandle>, bool)> = Vec::new();
         for (level, files) in self.levels.iter().enumerate() {
             for (f, &p) in files.iter().zip(&chances[level]) {
-                let Some(info) = f.table.filter_info().filter(|i| i.is_usable()) else {
-                    continue;
-                };
-                let bytes = info.memory_bytes as u64;
-                candidates.push((p / bytes.max(1) as f64, level, bytes, f));
+                resident += f.table.index_resident_bytes() as u64;
+                let filter = f.table.filter_info().filter(|i| i.is_usable());
+                if let Some(info) = filter {
+                    let bytes = info.memory_bytes as u64;
+                    candidates.push((p / bytes.max(1) as f64, level, bytes, f, false));
+                }
+                let bytes = f.table.index_partitions_memory_bytes() as u64;
+                if bytes > 0 {
+                    let miss = p * filter.map_or(1.0, |_| f.predicted_fpr());
+                    let hit = f.meta.entries as f64 / total.max(1) as f64;
+                    let saved = (miss + hit) / 2.0;
+                    candidates.push((saved / bytes as f64, level, bytes, f, true));
+                }
             }
         }
         // Ties (a level's files): upper levels first, then key order.
         candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut used = 0u64;
-        for (_, _, bytes, f) in candidates {
-            let pin = used + bytes <= budget;
+        let mut used = resident;
+        for (_, _, bytes, f, index) in candidates {
+            let pin = used.saturating_add(bytes) <= budget;
             if pin {
                 used += bytes;
             }
-            f.set_pinned(pin);
+            if index {
+                f.set_index_pinned(pin);
+            } else {
+                f.set_pinned(pin);
+            }
         }
     }
 

@@ -52,6 +52,8 @@ pub struct Design {
     pub filters: FilterOptions,
     /// [`Options::filter_partition_bytes`].
     pub filter_partition_bytes: usize,
+    /// [`Options::index_partition_bytes`].
+    pub index_partition_bytes: usize,
     /// [`Options::prefix_extractor`].
     pub prefix_extractor: Option<PrefixExtractor>,
     /// [`Options::range_filter_bits_per_key`].
@@ -80,6 +82,7 @@ impl Design {
         Design {
             filters: opts.filters.clone(),
             filter_partition_bytes: opts.filter_partition_bytes,
+            index_partition_bytes: opts.index_partition_bytes,
             prefix_extractor: opts.prefix_extractor,
             range_filter_bits_per_key: opts.range_filter_bits_per_key,
             compression: opts.compression.clone(),
@@ -97,6 +100,7 @@ impl Design {
     pub fn apply(&self, opts: &mut Options) {
         opts.filters = self.filters.clone();
         opts.filter_partition_bytes = self.filter_partition_bytes;
+        opts.index_partition_bytes = self.index_partition_bytes;
         opts.prefix_extractor = self.prefix_extractor;
         opts.range_filter_bits_per_key = self.range_filter_bits_per_key;
         opts.compression = self.compression.clone();
@@ -131,6 +135,14 @@ impl Design {
             v.push((
                 "filter.partition_bytes".into(),
                 self.filter_partition_bytes.to_string(),
+            ));
+        }
+        // Only when set, as above: a build from before partitioned indexes
+        // reads the OPTIONS of a store that does not use them.
+        if self.index_partition_bytes != 0 {
+            v.push((
+                "index.partition_bytes".into(),
+                self.index_partition_bytes.to_string(),
             ));
         }
         // Only when set, as above.
@@ -299,6 +311,7 @@ impl OptionsFile {
                 "compression" => opts.compression.default = Compression::parse(v).map_err(&err)?,
                 "block_size" => opts.block_size = num(v)? as usize,
                 "filter.partition_bytes" => opts.filter_partition_bytes = num(v)? as usize,
+                "index.partition_bytes" => opts.index_partition_bytes = num(v)? as usize,
                 "prefix_extractor" => {
                     opts.prefix_extractor =
                         Some(PrefixExtractor::parse(v).map_err(|e| err(e.to_string()))?)

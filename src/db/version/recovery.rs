@@ -78,7 +78,7 @@ pub(crate) fn recover(dir: &Path, opts: &Options, caches: Caches) -> Result<Reco
     snapshot.last_sequence = last_sequence;
     let manifest = Manifest::create(fs, dir, manifest_number, &snapshot.snapshot_edit())?;
     let mut vs = VersionSet::new(manifest, snapshot, version);
-    vs.filter_budget = opts.filter_memory_budget;
+    vs.metadata_budget = opts.metadata_memory_budget;
 
     let mut edit = VersionEdit::new();
     let mut opened: Vec<Arc<FileHandle>> = Vec::new();
@@ -427,7 +427,7 @@ fn open_tables(
             version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), table)));
         }
     }
-    version.pin_filters(opts.filter_memory_budget);
+    version.pin_metadata(opts.metadata_memory_budget);
     version.sort();
     Ok(version)
 }

@@ -243,9 +243,9 @@ pub(crate) struct VersionSet {
     /// A failed MANIFEST append: the file's tail is unknown, so no edit may
     /// follow it.
     failed: Option<Error>,
-    /// [`crate::Options::filter_memory_budget`]: each new version chooses
-    /// the filters held in memory under it.
-    pub(crate) filter_budget: Option<u64>,
+    /// [`crate::Options::metadata_memory_budget`]: each new version chooses
+    /// the filters and index partitions held in memory under it.
+    pub(crate) metadata_budget: Option<u64>,
 }
 
 impl VersionSet {
@@ -260,7 +260,7 @@ impl VersionSet {
             state: settled(&state),
             pointers: vec![Vec::new(); levels],
             failed: None,
-            filter_budget: None,
+            metadata_budget: None,
         }
     }
 
@@ -274,7 +274,7 @@ impl VersionSet {
             state: settled(&state),
             pointers: vec![Vec::new(); levels],
             failed: None,
-            filter_budget: None,
+            metadata_budget: None,
         }
     }
 
@@ -401,10 +401,10 @@ impl VersionSet {
             v.replace_level(level, files.iter().map(|m| m.number), &added)
                 .map_err(|n| refused(format!("file {n} has no open table")))?;
         }
-        // A filter budget weighs every file against every other: each
+        // A metadata budget weighs every file against every other: each
         // version chooses afresh, and every level's index follows.
-        if self.filter_budget.is_some() {
-            v.pin_filters(self.filter_budget);
+        if self.metadata_budget.is_some() {
+            v.pin_metadata(self.metadata_budget);
             v.sort();
         }
 

@@ -1,12 +1,13 @@
 //! Point lookups: [`Table::get`] and its variants, which read at most one
-//! data block, and [`TableGet`], what a lookup found and what it cost.
+//! data block (and one index partition, for a partitioned index not held in
+//! memory), and [`TableGet`], what a lookup found and what it cost.
 
 use bytes::Bytes;
 
 use crate::error::Result;
 use crate::filter::key_hash;
 
-use super::{DATA, ReadStats, Table};
+use super::{DATA, IndexCursor, ReadStats, Table};
 
 /// The outcome of [`Table::get`], with what it cost, for the engine's accounting.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,6 +41,14 @@ pub struct TableGet {
     pub filter_bytes_read: u64,
     /// Filter blocks served by the block cache (0 or 1).
     pub filter_cache_hits: u64,
+    /// Index partitions read from disk for a partitioned index not held in
+    /// memory (0 or 1).
+    pub index_blocks_read: u64,
+    /// Bytes of those index partitions (trailer included; whole sectors
+    /// with direct reads).
+    pub index_bytes_read: u64,
+    /// Index partitions served by the block cache (0 or 1).
+    pub index_cache_hits: u64,
 }
 
 impl TableGet {
@@ -63,6 +72,9 @@ impl TableGet {
         self.blocks_read += io.blocks_read;
         self.cache_hits += io.cache_hits;
         self.bytes_read += io.bytes_read;
+        self.index_blocks_read += io.index_blocks_read;
+        self.index_cache_hits += io.index_cache_hits;
+        self.index_bytes_read += io.index_bytes_read;
     }
 }
 
@@ -86,7 +98,7 @@ impl Table {
         filter_says: Option<bool>,
     ) -> Result<TableGet> {
         let uk = self.props.key_format.user_key(key);
-        if self.index.is_empty()
+        if self.data_blocks() == 0
             || uk < &self.props.smallest_user_key[..]
             || uk > &self.props.largest_user_key[..]
         {
@@ -107,10 +119,8 @@ impl Table {
         hash: u64,
         filter_says: Option<bool>,
     ) -> Result<TableGet> {
-        let fmt = self.props.key_format;
         let mut r = TableGet::default();
-        let uk = fmt.user_key(key);
-        if self.index.is_empty() {
+        if self.data_blocks() == 0 {
             r.key_range_skipped = true;
             return Ok(r);
         }
@@ -133,17 +143,27 @@ impl Table {
                 return Ok(r);
             }
         }
-        let i = self.find_block(key);
-        if i == self.index.len() {
-            // Past the largest key, e.g. an older sequence of the last user key.
-            r.user_key_found = fmt.user_key(self.index_key(i - 1)) == uk;
-            return Ok(r);
-        }
         let mut io = ReadStats::default();
-        let block = self.data_block(i, &mut io);
+        let found = self.get_from_blocks(key, &mut r, &mut io);
         r.add_io(&io);
-        let block = block?;
-        let h = self.index[i].handle;
+        found?;
+        Ok(r)
+    }
+
+    /// The data-block part of a lookup: the block the index names for
+    /// `key`, searched; what it finds goes into `r`, what it reads into `io`.
+    fn get_from_blocks(&self, key: &[u8], r: &mut TableGet, io: &mut ReadStats) -> Result<()> {
+        let fmt = self.props.key_format;
+        let uk = fmt.user_key(key);
+        let mut cur = IndexCursor::default();
+        let i = self.find_block(key, &mut cur, io)?;
+        if i == self.data_blocks() {
+            // Past the largest key, e.g. an older sequence of the last user key.
+            r.user_key_found = fmt.user_key(&self.props.largest_key) == uk;
+            return Ok(());
+        }
+        let h = self.block_handle(i, &mut cur, io)?;
+        let block = self.data_block(h, io)?;
         let mut it = block.iter(fmt);
         let found = it.seek(key).map_err(|e| self.block_error(h, DATA, e))?;
         if !found {
@@ -153,7 +173,7 @@ impl Table {
         }
         let prev_match = match it.prev_user_key_match() {
             Some(m) => m,
-            None => i > 0 && fmt.user_key(self.index_key(i - 1)) == uk,
+            None => i > 0 && self.block_user_key_is(i - 1, uk, &mut cur, io)?,
         };
         if fmt.user_key(it.key()) == uk {
             r.user_key_found = true;
@@ -161,7 +181,7 @@ impl Table {
         } else {
             r.user_key_found = prev_match;
         }
-        Ok(r)
+        Ok(())
     }
 
     /// Convenience for tests and tools: [`get`](Self::get) with the hash

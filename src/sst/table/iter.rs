@@ -11,7 +11,7 @@ use crate::sst::block::BlockIter;
 use crate::sst::format::BlockHandle;
 
 use super::read::Readahead;
-use super::{DATA, ReadStats, Table};
+use super::{DATA, IndexCursor, ReadStats, Table};
 
 impl Table {
     /// All entries in table order.
@@ -42,6 +42,8 @@ pub struct TableIter<T: Deref<Target = Table>> {
     io: ReadStats,
     /// Set for a sequential pass ([`TableIter::sequential`]).
     readahead: Option<Readahead>,
+    /// The index partition in use (a partitioned index).
+    cursor: IndexCursor,
 }
 
 impl<T: Deref<Target = Table>> TableIter<T> {
@@ -57,6 +59,7 @@ impl<T: Deref<Target = Table>> TableIter<T> {
             done: false,
             io: ReadStats::default(),
             readahead: None,
+            cursor: IndexCursor::default(),
         }
     }
 
@@ -71,7 +74,7 @@ impl<T: Deref<Target = Table>> TableIter<T> {
         }
     }
 
-    /// Data-block I/O so far.
+    /// Data-block (and index-partition) I/O so far.
     pub fn read_stats(&self) -> ReadStats {
         self.io
     }
@@ -80,11 +83,12 @@ impl<T: Deref<Target = Table>> TableIter<T> {
         let t = &*self.table;
         // Dropped first: its chunk may then be reused for the next one.
         self.block = None;
+        let h = t.block_handle(i, &mut self.cursor, &mut self.io)?;
         let block = match &mut self.readahead {
-            Some(ra) => t.data_block_ahead(i, ra, &mut self.io)?,
-            None => t.data_block(i, &mut self.io)?,
+            Some(ra) => t.data_block_ahead(h, ra, &mut self.io)?,
+            None => t.data_block(h, &mut self.io)?,
         };
-        self.block = Some((block.iter(t.props.key_format), t.index[i].handle));
+        self.block = Some((block.iter(t.props.key_format), h));
         self.next_block = i + 1;
         Ok(())
     }
@@ -93,8 +97,10 @@ impl<T: Deref<Target = Table>> TableIter<T> {
         if !self.started {
             self.started = true;
             if let Some(target) = self.start.take() {
-                let i = self.table.find_block(&target);
-                if i == self.table.index.len() {
+                let i = self
+                    .table
+                    .find_block(&target, &mut self.cursor, &mut self.io)?;
+                if i == self.table.data_blocks() {
                     return Ok(None);
                 }
                 self.load(i)?;
@@ -118,7 +124,7 @@ impl<T: Deref<Target = Table>> TableIter<T> {
                 }
                 self.block = None;
             }
-            if self.next_block >= self.table.index.len() {
+            if self.next_block >= self.table.data_blocks() {
                 return Ok(None);
             }
             self.load(self.next_block)?;
@@ -203,6 +209,8 @@ mod tests {
         // A flipped byte in a block of a later chunk: Corruption at that block.
         let h = t
             .index_entries()
+            .unwrap()
+            .into_iter()
             .map(|(_, h)| h)
             .find(|h| h.offset > 2 * READAHEAD_BYTES as u64)
             .unwrap();

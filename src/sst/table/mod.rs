@@ -2,8 +2,9 @@
 //!
 //! [`Table::open`] reads and verifies the footer, metaindex, properties, filter
 //! and index blocks and keeps the index and the filter in memory for the
-//! table's whole life. A lookup then costs at most one data-block read, and a
-//! lookup the filter rejects costs none. All reads are positional
+//! table's whole life (unless opened to read them on demand). A lookup then
+//! costs at most one data-block read, and a lookup the filter rejects costs
+//! none. All reads are positional
 //! (`read_exact_at`), so a `&Table` is shared by many threads without a lock.
 //!
 //! This file holds the [`Table`] type, its in-memory index, its accessors and
@@ -16,6 +17,8 @@
 //! - `read.rs`: reading one block: bounds, checksum, decompression, the block
 //!   cache and the sequential pass's readahead; [`ReadStats`].
 //! - `filter.rs`: reading the table's filter, whole or one partition on demand.
+//! - `index.rs`: the index, one block or partitions under a top level, and
+//!   finding a key's data block through it.
 //! - `get.rs`: point lookups ([`Table::get`], [`TableGet`]).
 //! - `verify.rs`: [`Table::verify_all`], every block read back and checked.
 //! - `stored.rs`: [`Table::stored_blocks`], the data blocks as stored, for a
@@ -23,14 +26,12 @@
 //! - `iter.rs`: [`TableIter`], the forward scan.
 //! - `rev_iter.rs`: `TableRevIter`, the backward scan.
 
-use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::filter::{Filter, PrefixFilter, RangeFilter};
 use crate::fs::{FileSystem, ReadMode};
-use crate::key;
 
 use super::block::{BlockError, BlockIter};
 use super::cache::BlockCache;
@@ -43,6 +44,7 @@ use super::table_cache::TableCache;
 mod file;
 mod filter;
 mod get;
+mod index;
 mod iter;
 mod open;
 mod read;
@@ -53,6 +55,7 @@ mod test_tables;
 mod verify;
 
 pub use get::TableGet;
+pub(crate) use index::IndexCursor;
 pub use iter::TableIter;
 pub use read::{READAHEAD_BYTES, ReadStats};
 pub(crate) use rev_iter::TableRevIter;
@@ -81,6 +84,13 @@ pub struct TableOpenOptions {
     /// store's filter memory budget opens its tables this way and pins the
     /// filters it chooses itself ([`Table::load_filter`]).
     pub filter_on_demand: bool,
+    /// Do not keep a partitioned index's partitions in memory: they are
+    /// read and checked at open, then dropped, and each lookup reads the
+    /// partition it needs through the block cache. The store's metadata
+    /// memory budget opens its tables this way and pins the indexes it
+    /// chooses itself ([`Table::pin_index`]). An index of one block is
+    /// always held.
+    pub index_on_demand: bool,
     /// The bound on the table files held open at once: past it, the file
     /// of a table not read lately is closed, and reopened (checked to be
     /// the same file) by the next read that needs it. The index, the
@@ -95,16 +105,9 @@ crate::options::setters!(TableOpenOptions {
     fs: Option<Arc<dyn FileSystem>>,
     read_mode: ReadMode,
     filter_on_demand: bool,
+    index_on_demand: bool,
     table_cache: Option<Arc<TableCache>>,
 });
-
-/// One in-memory index entry: the last key of a data block and its handle.
-#[derive(Clone, Copy, Debug)]
-struct IndexEntry {
-    /// End of the key in `Table::index_keys` (the start is the previous end).
-    key_end: usize,
-    handle: BlockHandle,
-}
 
 /// An open SSTable.
 pub struct Table {
@@ -115,13 +118,13 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     footer: Footer,
     props: TableProperties,
-    /// All index keys back to back (one allocation instead of one per block).
-    index_keys: Vec<u8>,
-    index: Vec<IndexEntry>,
-    /// [`key::prefix`] of each index key's user key: `find_block` searches
-    /// these (a dense array, a few cache lines for the whole search) and
-    /// compares whole keys only among prefix ties.
-    index_prefix: Vec<u64>,
+    /// The index block, or a partitioned index's top level (one entry per
+    /// partition: its last key and its handle).
+    index: index::IndexBlock,
+    /// A partitioned index's partitions (`None` for an index of one block).
+    partitions: Option<index::Partitions>,
+    /// Where the last data block's trailer ends.
+    data_end: u64,
     /// The filter, when held in memory.
     filter: Option<Filter>,
     filter_name: Option<String>,
@@ -148,7 +151,7 @@ impl std::fmt::Debug for Table {
             .field("file_id", &self.file_id)
             .field("file_size", &self.file_size)
             .field("entries", &self.props.entries)
-            .field("data_blocks", &self.index.len())
+            .field("data_blocks", &self.props.data_blocks)
             .field("filter", &self.filter)
             .finish()
     }
@@ -186,33 +189,6 @@ impl Table {
     /// Advances a block iterator, mapping errors to corruption at file offsets.
     fn block_step(&self, it: &mut BlockIter, h: BlockHandle, what: &str) -> Result<bool> {
         it.advance().map_err(|e| self.block_error(h, what, e))
-    }
-
-    // ------------------------------------------------------------ index
-
-    fn index_key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.index[i - 1].key_end };
-        &self.index_keys[start..self.index[i].key_end]
-    }
-
-    /// Index of the first data block whose last key is `>= key`.
-    fn find_block(&self, key: &[u8]) -> usize {
-        let fmt = self.props.key_format;
-        // Blocks whose last key's prefix is below the key's end before the
-        // key; above it, after: compare whole keys only within the tie.
-        let kp = key::prefix(fmt.user_key(key));
-        let p = &self.index_prefix;
-        let mut lo = p.partition_point(|&x| x < kp);
-        let mut hi = lo + p[lo..].partition_point(|&x| x == kp);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if fmt.compare(self.index_key(mid), key) == Ordering::Less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
     }
 
     // ------------------------------------------------------------ accessors
@@ -258,14 +234,10 @@ impl Table {
         self.props.entries
     }
 
-    /// Number of data blocks.
+    /// Number of data blocks (as many as the index has entries: checked at
+    /// open).
     pub fn data_blocks(&self) -> usize {
-        self.index.len()
-    }
-
-    /// The last key and handle of each data block, in order (for `sst dump`).
-    pub fn index_entries(&self) -> impl Iterator<Item = (&[u8], BlockHandle)> + '_ {
-        (0..self.index.len()).map(|i| (self.index_key(i), self.index[i].handle))
+        self.props.data_blocks as usize
     }
 
     /// The file's size in bytes.
@@ -351,13 +323,6 @@ impl Table {
         self.range_filter_handle
     }
 
-    /// Bytes of memory held by the in-memory index.
-    pub fn index_memory_bytes(&self) -> usize {
-        self.index_keys.capacity()
-            + self.index.capacity() * std::mem::size_of::<IndexEntry>()
-            + self.index_prefix.capacity() * std::mem::size_of::<u64>()
-    }
-
     /// Bytes of memory held by the filter (0 without one).
     pub fn filter_memory_bytes(&self) -> usize {
         self.filter.as_ref().map_or(0, Filter::memory_bytes)
@@ -418,28 +383,40 @@ mod tests {
         for _ in 0..3000 {
             keys.insert(random_key());
         }
+        let probes: Vec<Vec<u8>> = (0..3000).map(|_| random_key()).collect();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.sst");
-        let opts = TableBuilderOptions {
-            block_size: 64,
-            ..Default::default()
-        };
-        let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
-        for k in &keys {
-            b.add(k, b"v").unwrap();
-        }
-        b.finish().unwrap();
-        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
-        assert!(t.data_blocks() > 100);
-        let scan = |k: &[u8]| (0..t.index.len()).find(|&i| t.index_key(i) >= k);
-        for k in keys.iter().cloned().chain((0..3000).map(|_| random_key())) {
-            assert_eq!(
-                Some(t.find_block(&k)).filter(|&i| i < t.index.len()),
-                scan(&k)
-            );
-        }
-        for k in &keys {
-            assert_eq!(t.get_unhashed(k).unwrap().entry.unwrap().0, &k[..]);
+        // One index block, and partitions of a few entries each, held or
+        // read on demand.
+        for (index_partition_bytes, on_demand) in [(0, false), (200, false), (200, true)] {
+            let opts = TableBuilderOptions {
+                block_size: 64,
+                index_partition_bytes,
+                ..Default::default()
+            };
+            let mut b = TableBuilder::new(File::create(&path).unwrap(), &path, opts);
+            for k in &keys {
+                b.add(k, b"v").unwrap();
+            }
+            b.finish().unwrap();
+            let open = TableOpenOptions::default().index_on_demand(on_demand);
+            let t = Table::open(&path, open).unwrap();
+            assert!(t.data_blocks() > 100);
+            assert_eq!(t.index_partitions() > 10, index_partition_bytes > 0);
+            assert_eq!(t.index_pinned(), !on_demand);
+            let entries = t.index_entries().unwrap();
+            assert_eq!(entries.len(), t.data_blocks());
+            let scan = |k: &[u8]| entries.iter().position(|e| &e.0[..] >= k);
+            let mut cur = IndexCursor::default();
+            let mut io = ReadStats::default();
+            for k in keys.iter().chain(&probes) {
+                let i = t.find_block(k, &mut cur, &mut io).unwrap();
+                assert_eq!(Some(i).filter(|&i| i < t.data_blocks()), scan(k));
+            }
+            for k in &keys {
+                assert_eq!(t.get_unhashed(k).unwrap().entry.unwrap().0, &k[..]);
+            }
+            t.verify_all().unwrap();
         }
     }
 

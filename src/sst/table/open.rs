@@ -2,7 +2,6 @@
 //! blocks and refuses a table whose parts disagree with each other, so that
 //! every later read can trust the in-memory index and properties.
 
-use std::cmp::Ordering;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -12,7 +11,6 @@ use crate::fs::{RealFs, open_read_in};
 use crate::range_tombstone::Fragments;
 
 use super::file::TableFile;
-use crate::key;
 
 use crate::sst::compression::Compression;
 use crate::sst::filter_block::{self, FilterInfo};
@@ -24,7 +22,7 @@ use crate::sst::format::{
 use crate::sst::properties::TableProperties;
 
 use super::read::read_at;
-use super::{IndexEntry, Table, TableOpenOptions};
+use super::{Table, TableOpenOptions};
 
 /// The blocks the metaindex names.
 struct MetaBlocks {
@@ -80,9 +78,9 @@ impl Table {
             cache: opts.cache,
             footer,
             props: placeholder_properties(),
-            index_keys: Vec::new(),
-            index: Vec::new(),
-            index_prefix: Vec::new(),
+            index: Default::default(),
+            partitions: None,
+            data_end: 0,
             filter: None,
             filter_name: None,
             filter_handle: None,
@@ -110,7 +108,7 @@ impl Table {
         if let Some(filter) = filter {
             table.read_filter(filter, opts.filter_on_demand)?;
         }
-        table.read_index()?;
+        table.read_index(opts.index_on_demand)?;
         if let Some(h) = prefix {
             table.prefix_filter = Some(table.read_prefix_filter(h)?);
             table.prefix_filter_handle = Some(h);
@@ -407,74 +405,6 @@ impl Table {
         }
         Ok(parts)
     }
-
-    /// The index block, decoded into memory once: every entry's handle
-    /// within the data, its keys in order, as many as the properties' data
-    /// blocks, the last one the properties' largest key.
-    fn read_index(&mut self) -> Result<()> {
-        let footer = self.footer;
-        let footer_offset = self.file_size - FOOTER_LEN as u64;
-        let ib = self.read_block(footer.index, "index")?;
-        let fmt = self.props.key_format;
-        let mut it = ib.iter(fmt);
-        let mut keys = Vec::new();
-        let mut index = Vec::new();
-        let mut prev_end = 0usize;
-        loop {
-            let at = footer.index.offset + it.next_offset() as u64;
-            if !self.block_step(&mut it, footer.index, "index")? {
-                break;
-            }
-            let h = BlockHandle::decode_exact(it.value_slice())
-                .ok_or_else(|| self.corruption(at, "index entry value is not a block handle"))?;
-            if h.end_with_trailer().is_none_or(|e| e > footer_offset) {
-                return Err(self.corruption(
-                    at,
-                    format!(
-                        "index entry points past the end of the data: offset {} size {}",
-                        h.offset, h.size
-                    ),
-                ));
-            }
-            if !index.is_empty() && fmt.compare(&keys[prev_end..], it.key()) != Ordering::Less {
-                return Err(self.corruption(at, "index keys out of order"));
-            }
-            prev_end = keys.len();
-            keys.extend_from_slice(it.key());
-            index.push(IndexEntry {
-                key_end: keys.len(),
-                handle: h,
-            });
-        }
-        let p = &self.props;
-        if index.len() as u64 != p.data_blocks {
-            return Err(self.corruption(
-                footer.index.offset,
-                format!(
-                    "index has {} entries, properties say {} data blocks",
-                    index.len(),
-                    p.data_blocks
-                ),
-            ));
-        }
-        if !index.is_empty() && keys[prev_end..] != p.largest_key[..] {
-            return Err(self.corruption(
-                footer.index.offset,
-                "last index key differs from the largest key in the properties",
-            ));
-        }
-        keys.shrink_to_fit();
-        index.shrink_to_fit();
-        self.index_prefix = (0..index.len())
-            .map(|i| {
-                let start = if i == 0 { 0 } else { index[i - 1].key_end };
-                key::prefix(fmt.user_key(&keys[start..index[i].key_end]))
-            })
-            .collect();
-        self.index_keys = keys;
-        self.index = index;
-        Ok(())
-    }
 }
 
 /// Properties that stand in until the properties block is read.
@@ -493,6 +423,7 @@ fn placeholder_properties() -> TableProperties {
         data_raw_max: 0,
         compression: Compression::None,
         index_size: 0,
+        index_partitions: 0,
         filter_size: 0,
         filter_partitions: 0,
         filter_policy: None,

@@ -26,6 +26,13 @@ pub struct ReadStats {
     /// trailers included: the I/O, not the decompressed size; with direct
     /// reads, the whole sectors read ([`ReadableFile::transfer_len`]).
     pub bytes_read: u64,
+    /// Index partitions read from the file, for a partitioned index not
+    /// held in memory.
+    pub index_blocks_read: u64,
+    /// Index partitions served by the block cache.
+    pub index_cache_hits: u64,
+    /// Bytes of the index partitions read, trailers included.
+    pub index_bytes_read: u64,
 }
 
 /// Bytes a sequential pass reads at once (RocksDB's compactions read ahead
@@ -127,9 +134,9 @@ impl Table {
         Block::new(data).map_err(|e| self.block_error(h, what, e))
     }
 
-    /// Data block `i`, from the cache or the file (verified, then cached).
-    pub(super) fn data_block(&self, i: usize, io: &mut ReadStats) -> Result<Block> {
-        let h = self.index[i].handle;
+    /// The data block at `h`, from the cache or the file (verified, then
+    /// cached).
+    pub(super) fn data_block(&self, h: BlockHandle, io: &mut ReadStats) -> Result<Block> {
         let cache = self.cache.as_deref().filter(|c| c.is_enabled());
         if let Some(c) = cache
             && let Some(data) = c.get(self.file_id, h.offset)
@@ -150,7 +157,7 @@ impl Table {
         Ok(block)
     }
 
-    /// Data block `i` for a sequential pass (a compaction's input): cut out of
+    /// The data block at `h` for a sequential pass (a compaction's input): cut out of
     /// `ra`, a chunk of [`READAHEAD_BYTES`] read at once, so a table costs
     /// one read per chunk instead of one per block. The block cache is
     /// neither consulted nor filled (RocksDB's compactions read with
@@ -158,11 +165,11 @@ impl Table {
     /// ends, and their blocks would push out the ones readers use.
     pub(super) fn data_block_ahead(
         &self,
-        i: usize,
+        h: BlockHandle,
         ra: &mut Readahead,
         io: &mut ReadStats,
     ) -> Result<Block> {
-        self.stored_block_ahead(i, ra, io)
+        self.stored_block_ahead(h, ra, io)
             .map(|(_, _, block)| block)
     }
 
@@ -171,11 +178,10 @@ impl Table {
     /// its trailer), whose checksum was verified, and its type byte.
     pub(super) fn stored_block_ahead(
         &self,
-        i: usize,
+        h: BlockHandle,
         ra: &mut Readahead,
         io: &mut ReadStats,
     ) -> Result<(Bytes, u8, Block)> {
-        let h = self.index[i].handle;
         let data_end = self.file_size - FOOTER_LEN as u64;
         let end = match h.end_with_trailer() {
             Some(e) if e <= data_end => e,
@@ -193,11 +199,7 @@ impl Table {
         if !(ra.offset <= h.offset && end <= ra.offset + ra.buf.len() as u64) {
             // From this block to the end of the data blocks (the last
             // block's end is known: the index is in memory), at most a chunk.
-            let blocks_end = self.index[self.index.len() - 1]
-                .handle
-                .end_with_trailer()
-                .unwrap_or(end)
-                .clamp(end, data_end);
+            let blocks_end = self.data_end.clamp(end, data_end);
             let len = (blocks_end - h.offset)
                 .min(READAHEAD_BYTES as u64)
                 .max(need as u64) as usize;
@@ -234,11 +236,11 @@ impl Table {
     /// (for `sst dump`; [`verify_all`](Self::verify_all) checks). A prefix
     /// that is not a varint32 is corruption.
     pub fn data_block_codec(&self, i: usize) -> Result<(u8, u64)> {
-        let h = self
-            .index
-            .get(i)
-            .ok_or_else(|| Error::invalid(format!("no data block {i}")))?
-            .handle;
+        if i >= self.data_blocks() {
+            return Err(Error::invalid(format!("no data block {i}")));
+        }
+        let mut cur = super::IndexCursor::default();
+        let h = self.block_handle(i, &mut cur, &mut ReadStats::default())?;
         let file = self.file.get()?;
         let mut t = [0u8; 1];
         read_at(

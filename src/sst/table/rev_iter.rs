@@ -9,7 +9,7 @@ use bytes::Bytes;
 use crate::error::Result;
 
 use super::iter::fuse;
-use super::{ReadStats, Table};
+use super::{IndexCursor, ReadStats, Table};
 
 /// A table's entries in *descending* table order, from the last key `<= upper`
 /// (or the table's last key). Restart points let a block be read forward only,
@@ -28,6 +28,8 @@ pub(crate) struct TableRevIter<T: Deref<Target = Table>> {
     buf: Vec<(Bytes, Bytes)>,
     done: bool,
     io: ReadStats,
+    /// The index partition in use (a partitioned index).
+    cursor: IndexCursor,
 }
 
 impl<T: Deref<Target = Table>> TableRevIter<T> {
@@ -42,6 +44,7 @@ impl<T: Deref<Target = Table>> TableRevIter<T> {
             buf: Vec::new(),
             done: false,
             io: ReadStats::default(),
+            cursor: IndexCursor::default(),
         }
     }
 
@@ -54,8 +57,8 @@ impl<T: Deref<Target = Table>> TableRevIter<T> {
     fn load(&mut self, i: usize, upper: Option<&[u8]>) -> Result<()> {
         let t = &*self.table;
         let fmt = t.props.key_format;
-        let block = t.data_block(i, &mut self.io)?;
-        let h = t.index[i].handle;
+        let h = t.block_handle(i, &mut self.cursor, &mut self.io)?;
+        let block = t.data_block(h, &mut self.io)?;
         let mut it = block.iter(fmt);
         self.buf.clear();
         while t.block_step(&mut it, h, "data")? {
@@ -72,16 +75,20 @@ impl<T: Deref<Target = Table>> TableRevIter<T> {
     fn step(&mut self) -> Result<Option<(Bytes, Bytes)>> {
         if !self.started {
             self.started = true;
-            let n = self.table.index.len();
+            let n = self.table.data_blocks();
             if n == 0 {
                 return Ok(None);
             }
             let upper = self.upper.take();
             // The first block whose last key is >= upper holds the last key
             // <= upper, or the block before it does; past every block: the last.
-            let i = upper
-                .as_deref()
-                .map_or(n - 1, |u| self.table.find_block(u).min(n - 1));
+            let i = match upper.as_deref() {
+                Some(u) => {
+                    let t = &*self.table;
+                    t.find_block(u, &mut self.cursor, &mut self.io)?.min(n - 1)
+                }
+                None => n - 1,
+            };
             self.load(i, upper.as_deref())?;
         }
         loop {

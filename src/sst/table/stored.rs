@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::sst::block::{Block, BlockError};
 use crate::sst::format::BlockHandle;
 
+use super::index::IndexCursor;
 use super::read::Readahead;
 use super::{DATA, ReadStats, Table};
 
@@ -23,7 +24,7 @@ use super::{DATA, ReadStats, Table};
 #[derive(Debug)]
 pub struct StoredBlock<'a> {
     table: &'a Table,
-    index: usize,
+    handle: BlockHandle,
     stored: Bytes,
     block_type: u8,
     block: Block,
@@ -53,7 +54,7 @@ impl<'a> StoredBlock<'a> {
 
     /// Where the block lies in its table.
     pub fn handle(&self) -> BlockHandle {
-        self.table.index[self.index].handle
+        self.handle
     }
 
     /// The error for `e`, a fault found while decoding the block's entries:
@@ -68,6 +69,8 @@ impl<'a> StoredBlock<'a> {
 pub struct StoredBlocks<'a> {
     table: &'a Table,
     next: usize,
+    /// Where the index was last read (a two-level index's partition).
+    cursor: IndexCursor,
     readahead: Readahead,
     io: ReadStats,
     done: bool,
@@ -84,18 +87,23 @@ impl<'a> Iterator for StoredBlocks<'a> {
     type Item = Result<StoredBlock<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done || self.next >= self.table.index.len() {
+        if self.done || self.next >= self.table.data_blocks() {
             return None;
         }
         let i = self.next;
         self.next += 1;
         let r = self
             .table
-            .stored_block_ahead(i, &mut self.readahead, &mut self.io);
+            .block_handle(i, &mut self.cursor, &mut self.io)
+            .and_then(|h| {
+                self.table
+                    .stored_block_ahead(h, &mut self.readahead, &mut self.io)
+                    .map(|b| (h, b))
+            });
         Some(match r {
-            Ok((stored, block_type, block)) => Ok(StoredBlock {
+            Ok((handle, (stored, block_type, block))) => Ok(StoredBlock {
                 table: self.table,
-                index: i,
+                handle,
                 stored,
                 block_type,
                 block,
@@ -115,6 +123,7 @@ impl Table {
         StoredBlocks {
             table: self,
             next: 0,
+            cursor: IndexCursor::default(),
             readahead: Readahead::default(),
             io: ReadStats::default(),
             done: false,

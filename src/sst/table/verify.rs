@@ -56,12 +56,26 @@ impl Table {
             (Some(Ok(rf)), Some(h)) => Some((rf, h)),
             _ => None,
         };
+        // Every index block that points at data blocks, read back from
+        // disk: the one block, or each partition of a partitioned index.
+        let index_blocks = self.index_blocks()?;
+        if self.partitions.is_some() {
+            for p in 0..self.index.len() {
+                let h = self.index.handle(p);
+                let what = format!("index partition {p}");
+                self.read_block(h, &what)?
+                    .check_restarts()
+                    .map_err(|e| self.block_error(h, &what, e))?;
+            }
+        }
+        let blocks = index_blocks
+            .iter()
+            .flat_map(|b| (0..b.len()).map(move |j| (b.key(j), b.handle(j))));
         let fmt = self.props.key_format;
         let mut entries = 0u64;
         let mut prev_key: Option<Vec<u8>> = None;
         let mut expect_offset = 0u64;
-        for i in 0..self.index.len() {
-            let h = self.index[i].handle;
+        for (i, (index_key, h)) in blocks.enumerate() {
             if h.offset != expect_offset {
                 return Err(self.corruption(
                     h.offset,
@@ -131,7 +145,7 @@ impl Table {
                 prev_key = Some(key.to_vec());
                 n += 1;
             }
-            if n == 0 || prev_key.as_deref() != Some(self.index_key(i)) {
+            if n == 0 || prev_key.as_deref() != Some(index_key) {
                 return Err(
                     self.corruption(h.offset, "data block's last key differs from its index key")
                 );

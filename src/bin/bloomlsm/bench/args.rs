@@ -190,11 +190,12 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(1..=MAX_KEYS))]
     pub sweep_probes: u64,
     /// After each filtered configuration's study, reopen its store under
-    /// filter memory budgets — fractions of its filter bytes, e.g.
-    /// `0,0.1,0.5,1`; without a value `0,0.02,0.05,0.1,0.2,0.4,0.7,1` — and
-    /// look the missing keys up again: the filters that do not fit are read
-    /// on demand, one partition per probe. Prints I/O per missing get
-    /// against filter memory (and `--plot` draws it).
+    /// metadata memory budgets — fractions of its filter and index bytes,
+    /// e.g. `0,0.1,0.5,1`; without a value `0,0.02,0.05,0.1,0.2,0.4,0.7,1`
+    /// — and look the missing keys, then present keys, up again: the
+    /// filters and index partitions that do not fit are read on demand, one
+    /// partition per probe. Prints I/O per get (filter, index and data
+    /// blocks) against the metadata held (and `--plot` draws it).
     #[arg(long, value_name = "F,F,...", num_args = 0..=1, require_equals = false,
           default_missing_value = budget::DEFAULT_FRACTIONS,
           value_delimiter = ',', value_parser = budget::parse_fraction)]
@@ -204,6 +205,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "BYTES",
           value_parser = clap::value_parser!(u64).range(0..=1 << 24))]
     pub filter_partition_bytes: Option<u64>,
+    /// Index partition size of the stores built (0: one index block per
+    /// table). Default 4096 with --filter-budget, otherwise 0.
+    #[arg(long, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(0..=1 << 24))]
+    pub index_partition_bytes: Option<u64>,
     /// Load the keys once per configuration, each store with its own filters
     /// from the start, instead of once for the whole study (each
     /// configuration's store then made from that load by rebuilding its
@@ -219,6 +225,15 @@ impl BenchArgs {
     /// The filter partition size of the studied stores.
     pub fn partition_bytes(&self) -> usize {
         match self.filter_partition_bytes {
+            Some(b) => b as usize,
+            None if self.filter_budget.is_some() => budget::DEFAULT_PARTITION_BYTES,
+            None => 0,
+        }
+    }
+
+    /// The index partition size of the studied stores.
+    pub fn index_partition_bytes(&self) -> usize {
+        match self.index_partition_bytes {
             Some(b) => b as usize,
             None if self.filter_budget.is_some() => budget::DEFAULT_PARTITION_BYTES,
             None => 0,

@@ -126,7 +126,14 @@ fn chart<'a>(args: &BenchArgs, sweep: &'a [SweepPoint], rows: &[BenchRow]) -> pl
                 points: r
                     .budget
                     .iter()
-                    .map(|p| (p.pinned_bytes as f64, p.io(), p.predicted_io()))
+                    .map(|p| {
+                        (
+                            p.metadata_bytes() as f64,
+                            p.io(),
+                            p.predicted_io(),
+                            p.present.io(),
+                        )
+                    })
                     .collect(),
             })
             .collect(),

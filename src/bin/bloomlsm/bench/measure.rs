@@ -222,6 +222,8 @@ pub fn run_config(
     // single load, not those of the filter rebuild.
     load.set_writes(&mut missing);
     let s = &missing;
+    // Every filter and index held whole (the study opens without a budget).
+    let metadata_bytes = s.filter_bytes + s.index_bytes;
     let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
     let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
     let row = BenchRow {
@@ -250,7 +252,7 @@ pub fn run_config(
     db.close()?;
     let mut row = row;
     if row.filter_bytes > 0 {
-        row.budget = budget::sweep(args, config, &dir, row.filter_bytes)?;
+        row.budget = budget::sweep(args, config, &dir, metadata_bytes)?;
     }
     if !keep {
         let _ = std::fs::remove_dir_all(&dir);

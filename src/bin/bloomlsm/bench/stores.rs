@@ -143,12 +143,13 @@ pub fn store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
 }
 
 /// The options of `config`'s store: [`bench_options`] with the run's
-/// compression and filter partition size.
+/// compression and filter and index partition sizes.
 pub fn store_options(args: &BenchArgs, config: &BenchConfig) -> CliResult<Options> {
     let mut opts = bench_options(config.filters.clone(), args.io);
     args.compression
         .apply(&mut opts.compression, opts.max_levels)?;
     opts.filter_partition_bytes = args.partition_bytes();
+    opts.index_partition_bytes = args.index_partition_bytes();
     args.files.apply(&mut opts);
     Ok(opts)
 }

@@ -194,9 +194,10 @@ fn write_budget(out: &mut dyn Write, args: &BenchArgs, rows: &[BenchRow]) -> Cli
     writeln!(out)?;
     writeln!(
         out,
-        "Under a filter memory budget ({}, block cache off, filter partitions of {}): missing gets again",
+        "Under a metadata memory budget ({}, block cache off, filter partitions of {}, index partitions of {}): missing gets, then present gets",
         args.io_name(),
-        bytes(args.partition_bytes() as u64)
+        bytes(args.partition_bytes() as u64),
+        bytes(args.index_partition_bytes() as u64)
     )?;
     let sweeps = rows
         .iter()
@@ -205,7 +206,7 @@ fn write_budget(out: &mut dyn Write, args: &BenchArgs, rows: &[BenchRow]) -> Cli
     out.write_all(budget::table(sweeps).render().as_bytes())?;
     writeln!(
         out,
-        "budget: fraction of the store's filter bytes allowed in memory; in memory: filter bytes the store kept there (files by probe chance per byte: L0 and the small levels first). filter reads: filter blocks read per missing get (one partition per probe of a filter not in memory); pred: the store's probe chance of each such file (the share of all its keys that lie in the file's range), summed. data reads: as in the first table. I/O per miss: filter + data reads. device B: bytes that reached the device per get."
+        "budget: fraction of the store's metadata bytes (every filter and index held whole) allowed in memory; in memory: filter and index bytes the store kept there (by reads saved per byte: L0 and the small levels' filters first; index top levels always), split in filters and indexes. filter reads: filter blocks read per missing get (one partition per probe of a filter not in memory); pred: the store's probe chance of each such file (the share of all its keys that lie in the file's range), summed. index reads: index partitions read per missing get (a filter positive of a file whose index is not in memory). data reads: as in the first table. I/O per miss: filter + index + data reads per missing get; per hit: the same per present get; per get: their mean. mean and percentiles: missing gets. device B: bytes that reached the device per missing get."
     )?;
     Ok(())
 }
