@@ -28,6 +28,7 @@ fn options(budget: Option<u64>, cache: usize) -> Options {
         .target_file_size(16 << 10)
         .level1_max_bytes(48 << 10)
         .level_size_multiplier(4)
+        .dynamic_level_bytes(false)
         .block_size(256)
         .block_cache_capacity(cache)
         .compression(CompressionOptions::none())
