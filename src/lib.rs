@@ -106,7 +106,9 @@ pub mod workload;
 
 pub use bytes::Bytes;
 pub use db::iter::ScanRange;
-pub use db::{CheckpointReport, Db, DbIter, IngestReport, Snapshot, WriteBatch, WriteOptions};
+pub use db::{
+    CheckpointReport, Db, DbIter, IngestReport, Keyspace, Snapshot, WriteBatch, WriteOptions,
+};
 pub use error::{Error, Result};
 pub use filter::PrefixExtractor;
 pub use filter::{

@@ -2594,3 +2594,71 @@ fn bench_db_bench_range_tombstones() {
         5000
     );
 }
+
+/// `db keyspaces` creates, lists and drops keyspaces, and the `db` commands
+/// act on the one `--keyspace` names.
+#[test]
+fn db_keyspaces_and_the_keyspace_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("s");
+    let d = d.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let o = bloomlsm(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        stdout(&o)
+    };
+    ok(&["db", "put", d, "k", "in default"]);
+    let o = ok(&[
+        "db",
+        "keyspaces",
+        d,
+        "--create",
+        "users",
+        "--filter",
+        "ribbon:8",
+    ]);
+    assert_eq!(o, "default\nusers\n");
+    ok(&["db", "put", d, "k", "in users", "--keyspace", "users"]);
+    ok(&["db", "put", d, "k2", "v", "--keyspace", "users"]);
+    assert_eq!(
+        ok(&["db", "get", d, "k", "--keyspace", "users"]),
+        "in users\n"
+    );
+    assert_eq!(ok(&["db", "get", d, "k"]), "in default\n");
+    assert_eq!(
+        ok(&["db", "scan", d, "--keyspace", "users", "--keys-only"]),
+        "k\nk2\n"
+    );
+    ok(&["db", "delete", d, "k2", "--keyspace", "users"]);
+    ok(&["db", "delete-range", d, "a", "z", "--keyspace", "default"]);
+    assert_eq!(ok(&["db", "scan", d]), "");
+    ok(&["db", "compact", d, "--keyspace", "users"]);
+    let o = ok(&["db", "stats", d, "--keyspace", "users", "--json"]);
+    assert!(o.contains("ribbon"), "{o}");
+    assert_eq!(
+        json(ok(&["db", "keyspaces", d, "--json"]).trim())["keyspaces"],
+        serde_json::json!(["default", "users"])
+    );
+    // Unknown keyspaces, design flags beside --keyspace, dropping the
+    // default keyspace: one-line errors.
+    for args in [
+        &["db", "get", d, "k", "--keyspace", "nope"][..],
+        &[
+            "db",
+            "put",
+            d,
+            "k",
+            "v",
+            "--keyspace",
+            "users",
+            "--filter",
+            "bloom:10",
+        ],
+        &["db", "keyspaces", d, "--drop", "default"],
+        &["db", "keyspaces", d, "--create", "users"],
+    ] {
+        assert_one_line_error(&bloomlsm(args));
+    }
+    assert_eq!(ok(&["db", "keyspaces", d, "--drop", "users"]), "default\n");
+    assert_one_line_error(&bloomlsm(&["db", "get", d, "k", "--keyspace", "users"]));
+}

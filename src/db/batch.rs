@@ -10,6 +10,10 @@
 //! ```
 //!
 //! A range deletion's key is the start of the half-open range `[key, end)`.
+//! An operation on a keyspace other than the default one has bit `0x80` set
+//! in its kind byte, and the keyspace's id (a varint, never 0) follows the
+//! kind byte; a batch on the default keyspace alone is encoded as it always
+//! was.
 //!
 //! The batch's operations get the consecutive sequence numbers
 //! `seq, seq + 1, …, seq + count - 1`, in order. The batch keeps its encoded
@@ -26,6 +30,10 @@ pub const BATCH_HEADER_LEN: usize = 12;
 
 /// The op kind byte of a range deletion (after `Deletion` 0 and `Value` 1).
 const RANGE_DELETION: u8 = 2;
+
+/// Set in the kind byte of an operation on a keyspace other than the
+/// default one: its id follows the kind byte.
+const IN_KEYSPACE: u8 = 0x80;
 
 /// One operation of a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,9 +143,63 @@ impl WriteBatch {
     /// assert_eq!(batch.len(), 3);
     /// ```
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        self.rep.push(ValueKind::Value as u8);
-        put_length_prefixed(&mut self.rep, key.as_ref());
-        put_length_prefixed(&mut self.rep, value.as_ref());
+        self.put_to(0, key.as_ref(), value.as_ref());
+    }
+
+    /// Adds "set `key` to `value` in `keyspace`": one batch may span
+    /// keyspaces, and is applied atomically across them (RocksDB's
+    /// `Put(column_family, …)`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// let users = db.create_keyspace("users", bloomlsm::Options::default())?;
+    /// let mut batch = bloomlsm::WriteBatch::new();
+    /// batch.put_in(&users, "u1", "ann");
+    /// batch.put("count", "1"); // the default keyspace
+    /// db.write(batch)?; // both, or neither after a crash
+    /// assert_eq!(users.get("u1")?.as_deref(), Some(&b"ann"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) {
+        self.put_to(keyspace.id(), key.as_ref(), value.as_ref());
+    }
+
+    /// Adds "delete `key` in `keyspace`" ([`WriteBatch::put_in`]).
+    pub fn delete_in(&mut self, keyspace: &crate::Keyspace, key: impl AsRef<[u8]>) {
+        self.delete_to(keyspace.id(), key.as_ref());
+    }
+
+    /// Adds "delete every key in `[start, end)` of `keyspace`"
+    /// ([`WriteBatch::put_in`], [`WriteBatch::delete_range`]).
+    pub fn delete_range_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) {
+        self.delete_range_to(keyspace.id(), start.as_ref(), end.as_ref());
+    }
+
+    /// The kind byte of an operation on keyspace `id`, and the id after it.
+    fn op_header(&mut self, kind: u8, id: u32) {
+        if id == 0 {
+            self.rep.push(kind);
+        } else {
+            self.rep.push(kind | IN_KEYSPACE);
+            crate::coding::put_varint64(&mut self.rep, u64::from(id));
+        }
+    }
+
+    pub(crate) fn put_to(&mut self, id: u32, key: &[u8], value: &[u8]) {
+        self.op_header(ValueKind::Value as u8, id);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
         self.bump_count();
     }
 
@@ -150,8 +212,12 @@ impl WriteBatch {
     /// assert_eq!(batch.len(), 2); // applied in order: apple ends up absent
     /// ```
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
-        self.rep.push(ValueKind::Deletion as u8);
-        put_length_prefixed(&mut self.rep, key.as_ref());
+        self.delete_to(0, key.as_ref());
+    }
+
+    pub(crate) fn delete_to(&mut self, id: u32, key: &[u8]) {
+        self.op_header(ValueKind::Deletion as u8, id);
+        put_length_prefixed(&mut self.rep, key);
         self.bump_count();
     }
 
@@ -169,9 +235,13 @@ impl WriteBatch {
     /// assert_eq!(batch.len(), 3);
     /// ```
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
-        self.rep.push(RANGE_DELETION);
-        put_length_prefixed(&mut self.rep, start.as_ref());
-        put_length_prefixed(&mut self.rep, end.as_ref());
+        self.delete_range_to(0, start.as_ref(), end.as_ref());
+    }
+
+    pub(crate) fn delete_range_to(&mut self, id: u32, start: &[u8], end: &[u8]) {
+        self.op_header(RANGE_DELETION, id);
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
         self.bump_count();
     }
 
@@ -227,7 +297,26 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// The operations in the order they were added.
+    /// The operations in the order they were added, each with the id of
+    /// its keyspace (0: the default keyspace).
+    pub fn iter_keyspaces(&self) -> KeyspaceOps<'_> {
+        KeyspaceOps(self.iter())
+    }
+
+    /// The ids of the keyspaces other than the default one that the batch
+    /// writes to, ascending, each once.
+    pub(crate) fn keyspace_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .iter_keyspaces()
+            .map(|(id, _)| id)
+            .filter(|&id| id != 0)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// The operations in the order they were added (of every keyspace).
     pub fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             d: Decoder::new(&self.rep[BATCH_HEADER_LEN..]),
@@ -258,7 +347,14 @@ impl WriteBatch {
         }
         for _ in 0..count {
             let at = d.pos();
-            let kind = d.u8().map_err(|w| bad(at, w))?;
+            let mut kind = d.u8().map_err(|w| bad(at, w))?;
+            if kind & IN_KEYSPACE != 0 {
+                kind &= !IN_KEYSPACE;
+                match d.varint64().map_err(|w| bad(d.pos(), w))? {
+                    1..=0xffff_ffff => {}
+                    _ => return Err(bad(at, "operation's keyspace id out of range")),
+                }
+            }
             if kind == RANGE_DELETION {
                 let start = d.length_prefixed().map_err(|w| bad(d.pos(), w))?;
                 let end = d.length_prefixed().map_err(|w| bad(d.pos(), w))?;
@@ -287,10 +383,9 @@ pub struct BatchIter<'a> {
     left: usize,
 }
 
-impl<'a> Iterator for BatchIter<'a> {
-    type Item = BatchOp<'a>;
-
-    fn next(&mut self) -> Option<BatchOp<'a>> {
+impl<'a> BatchIter<'a> {
+    /// The next operation and the id of its keyspace.
+    fn next_op(&mut self) -> Option<(u32, BatchOp<'a>)> {
         if self.left == 0 {
             return None;
         }
@@ -298,21 +393,29 @@ impl<'a> Iterator for BatchIter<'a> {
         // The encoding was built by put/delete or validated by decode, so a
         // failure here is a bug; stop rather than panic in release builds.
         let op = (|| {
-            let kind = self.d.u8()?;
+            let mut kind = self.d.u8()?;
+            let mut id = 0;
+            if kind & IN_KEYSPACE != 0 {
+                kind &= !IN_KEYSPACE;
+                id = u32::try_from(self.d.varint64()?).map_err(|_| "keyspace id")?;
+            }
             let key = self.d.length_prefixed()?;
-            Ok::<_, &str>(if kind == ValueKind::Value as u8 {
-                BatchOp::Put {
-                    key,
-                    value: self.d.length_prefixed()?,
-                }
-            } else if kind == RANGE_DELETION {
-                BatchOp::DeleteRange {
-                    start: key,
-                    end: self.d.length_prefixed()?,
-                }
-            } else {
-                BatchOp::Delete { key }
-            })
+            Ok::<_, &str>((
+                id,
+                if kind == ValueKind::Value as u8 {
+                    BatchOp::Put {
+                        key,
+                        value: self.d.length_prefixed()?,
+                    }
+                } else if kind == RANGE_DELETION {
+                    BatchOp::DeleteRange {
+                        start: key,
+                        end: self.d.length_prefixed()?,
+                    }
+                } else {
+                    BatchOp::Delete { key }
+                },
+            ))
         })();
         debug_assert!(op.is_ok(), "write batch encoding is validated");
         match op {
@@ -323,9 +426,33 @@ impl<'a> Iterator for BatchIter<'a> {
             }
         }
     }
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = BatchOp<'a>;
+
+    fn next(&mut self) -> Option<BatchOp<'a>> {
+        self.next_op().map(|(_, op)| op)
+    }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (0, Some(self.left))
+    }
+}
+
+/// Iterator over the operations of a [`WriteBatch`] with their keyspaces'
+/// ids ([`WriteBatch::iter_keyspaces`]).
+pub struct KeyspaceOps<'a>(BatchIter<'a>);
+
+impl<'a> Iterator for KeyspaceOps<'a> {
+    type Item = (u32, BatchOp<'a>);
+
+    fn next(&mut self) -> Option<(u32, BatchOp<'a>)> {
+        self.0.next_op()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
     }
 }
 
@@ -418,6 +545,74 @@ mod tests {
                     assert_eq!(b.iter().count(), b.len());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn keyspace_operations_round_trip_and_default_ones_keep_their_bytes() {
+        let mut plain = WriteBatch::new();
+        plain.put(b"k", b"v");
+        let mut zero = WriteBatch::new();
+        zero.put_to(0, b"k", b"v");
+        assert_eq!(
+            plain.encoded(),
+            zero.encoded(),
+            "keyspace 0 is the old encoding"
+        );
+
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.put_to(7, b"b", b"2");
+        b.delete_to(300, b"c");
+        b.delete_range_to(u32::MAX, b"d", b"e");
+        b.set_sequence(50);
+        let d = WriteBatch::decode(b.encoded()).unwrap();
+        let ops: Vec<_> = d.iter_keyspaces().collect();
+        assert_eq!(
+            ops[0],
+            (
+                0,
+                BatchOp::Put {
+                    key: b"a",
+                    value: b"1"
+                }
+            )
+        );
+        assert_eq!(
+            ops[1],
+            (
+                7,
+                BatchOp::Put {
+                    key: b"b",
+                    value: b"2"
+                }
+            )
+        );
+        assert_eq!(ops[2], (300, BatchOp::Delete { key: b"c" }));
+        assert_eq!(
+            ops[3],
+            (
+                u32::MAX,
+                BatchOp::DeleteRange {
+                    start: b"d",
+                    end: b"e"
+                }
+            )
+        );
+        assert_eq!(d.keyspace_ids(), vec![7, 300, u32::MAX]);
+        assert_eq!(d.iter().count(), 4);
+
+        // A keyspace id of 0 written with the flag, or past 32 bits, is damage.
+        for id in [0u64, 1 << 32] {
+            let mut rep = vec![0u8; BATCH_HEADER_LEN];
+            rep[8] = 1;
+            rep.push(ValueKind::Deletion as u8 | IN_KEYSPACE);
+            crate::coding::put_varint64(&mut rep, id);
+            put_length_prefixed(&mut rep, b"k");
+            assert!(
+                WriteBatch::decode(&rep).unwrap_err().is_corruption(),
+                "id {id}"
+            );
         }
     }
 

@@ -142,6 +142,12 @@ impl Inner {
         if let Some(e) = &self.state().bg_error {
             return Err(e.duplicate());
         }
+        if !self.children().is_empty() {
+            return Err(Error::invalid(
+                "a checkpoint copies the default keyspace alone: this store has other keyspaces \
+                 (drop them first)",
+            ));
+        }
         let tmp = temp_dir(target).ok_or_else(|| {
             Error::invalid(format!(
                 "checkpoint into {}: the path names no directory",

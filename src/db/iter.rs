@@ -390,6 +390,8 @@ pub struct DbIter {
     /// The range tombstones of the scan's range.
     tombstones: Fragments,
     failed: bool,
+    /// An error to yield first (a scan of a dropped keyspace).
+    error: Option<Error>,
 }
 
 /// Whether `k` lies above the lower bound `lo`.
@@ -441,7 +443,14 @@ impl DbIter {
             back_done: false,
             pending: None,
             failed: false,
+            error: None,
         }
+    }
+
+    /// This iterator, yielding `e` once and then nothing.
+    pub(crate) fn failing(mut self, e: Error) -> Self {
+        self.error = Some(e);
+        self
     }
 
     /// Moves the front end: the next [`next`](Iterator::next) yields the
@@ -525,6 +534,9 @@ impl Iterator for DbIter {
         if self.failed || self.front_done {
             return None;
         }
+        if let Some(e) = self.error.take() {
+            return Some(self.fail(e));
+        }
         if self.closed() {
             return Some(self.fail(Error::Closed));
         }
@@ -565,6 +577,9 @@ impl DoubleEndedIterator for DbIter {
     fn next_back(&mut self) -> Option<Self::Item> {
         if self.failed || self.back_done {
             return None;
+        }
+        if let Some(e) = self.error.take() {
+            return Some(self.fail(e));
         }
         if self.closed() {
             return Some(self.fail(Error::Closed));

@@ -8,7 +8,8 @@
 //! room), `get.rs` (get, multi_get, the probe of one file), `run.rs` (flushes
 //! and compactions, run and installed), `ingest.rs` (atomic bulk loads) and
 //! `counters.rs` (what is counted, and [`Stats`]), `checkpoint.rs` (a
-//! copy of the store as of one moment). The parts they use are
+//! copy of the store as of one moment), `keyspace.rs` (named keyspaces:
+//! each an engine of its own sharing the store's WAL). The parts they use are
 //! folders: `memtable/` (memtable, skip list, arena), `version/` (versions,
 //! the version set and its MANIFEST, recovery, file names, the OPTIONS file)
 //! and `compaction/` (picking, writing outputs, table files, filter
@@ -29,6 +30,7 @@ mod ingest;
 mod inject;
 mod io_pool;
 pub(crate) mod iter;
+mod keyspace;
 #[doc(hidden)]
 pub mod log;
 pub(crate) mod memtable;
@@ -57,6 +59,7 @@ pub use checkpoint::CheckpointReport;
 pub use filename::FileKind;
 pub use ingest::IngestReport;
 pub use iter::DbIter;
+pub use keyspace::Keyspace;
 #[doc(hidden)]
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 #[doc(hidden)]
@@ -68,11 +71,11 @@ pub use write::WriteOptions;
 
 use memtable::{LookupResult, MemTable};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -155,6 +158,16 @@ struct Inner {
     /// Table files created ahead for compactions, and their clean-up run
     /// behind them, on the files thread (with `background_compaction`).
     table_files: Arc<TableFiles>,
+    /// The keyspace this engine holds: 0 for the store itself (its default
+    /// keyspace, and the owner of the WAL), another id for a keyspace's
+    /// engine in its own directory.
+    ks_id: u32,
+    /// A keyspace's store, told when a flush may free logs (unset for the
+    /// store itself).
+    parent: OnceLock<Weak<Inner>>,
+    /// The store's other keyspaces by id (empty in a keyspace's engine).
+    /// Locked after the store's writer and state, never before them.
+    children: RwLock<BTreeMap<u32, Arc<keyspace::Child>>>,
 }
 
 struct Writer {
@@ -322,6 +335,11 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_with(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
+        Db::write_to(&self.inner, batch, options)
+    }
+
+    /// [`Db::write_with`] on the store `inner`.
+    fn write_to(inner: &Arc<Inner>, batch: WriteBatch, options: WriteOptions) -> Result<()> {
         let mut user_bytes = 0;
         for op in batch.iter() {
             user_bytes += (op.key().len() + op.value().len()) as u64;
@@ -332,14 +350,17 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        self.inner.write_queued(batch, options.sync)?;
+        if let Some(e) = inner.unknown_keyspace(&batch) {
+            return Err(e);
+        }
+        inner.write_queued(batch, options.sync)?;
         // Counted once acknowledged: the denominator of write amplification.
-        self.inner
+        inner
             .counters
             .user_bytes_written
             .fetch_add(user_bytes, Ordering::Relaxed);
-        let now = self.inner.opened_at.elapsed().as_millis() as u64;
-        self.inner.last_write_ms.fetch_max(now, Ordering::Relaxed);
+        let now = inner.opened_at.elapsed().as_millis() as u64;
+        inner.last_write_ms.fetch_max(now, Ordering::Relaxed);
         Ok(())
     }
 
@@ -609,7 +630,7 @@ impl Db {
         self.inner.reset_stats();
     }
 
-    /// Checks every block of every live file.
+    /// Checks every block of every live file, of every keyspace.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -620,8 +641,12 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn verify(&self) -> Result<()> {
-        for f in self.inner.super_version().version.levels.iter().flatten() {
-            f.table.verify_all()?;
+        let children = self.inner.children();
+        let engines = std::iter::once(&self.inner).chain(children.values().map(|c| c.inner()));
+        for inner in engines {
+            for f in inner.super_version().version.levels.iter().flatten() {
+                f.table.verify_all()?;
+            }
         }
         Ok(())
     }

@@ -44,9 +44,11 @@ impl Db {
         let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
         let caches = Caches::new(&opts);
 
-        let rec = recovery::recover(&dir, &opts, caches.clone())?;
+        let open_keyspace =
+            |id: u32, name: &str| keyspace::recover_keyspace(&dir, &opts, &caches, id, name, false);
+        let rec = recovery::recover(&dir, &opts, caches.clone(), true, &open_keyspace)?;
         design.record(fs.as_ref(), &dir, &opts, new_store)?;
-        Db::start(dir, opts, caches, Some(lock), rec)
+        Db::start(dir, opts, caches, Some(lock), rec, 0)
     }
 
     /// Opens the store in `path` for reading only: without the lock (a
@@ -72,21 +74,30 @@ impl Db {
         check_options(&opts)?;
         opts.read_mode = settle_read_mode(&dir, &opts)?;
         let caches = Caches::new(&opts);
-        let rec = recovery::recover_read_only(&dir, &opts, caches.clone())?;
-        Db::start(dir, opts, caches, None, rec)
+        let open_keyspace =
+            |id: u32, name: &str| keyspace::recover_keyspace(&dir, &opts, &caches, id, name, true);
+        let rec = recovery::recover_read_only(&dir, &opts, caches.clone(), &open_keyspace)?;
+        Db::start(dir, opts, caches, None, rec, 0)
     }
 
-    /// Builds the handle around a recovered store; a writable one (with a
-    /// WAL) also gets the flush thread and, with `background_compaction`, the
-    /// compaction thread.
+    /// Builds the handle around a recovered store, or keyspace `ks_id`'s
+    /// engine; a writable one also gets the flush thread and, with
+    /// `background_compaction`, the compaction thread. The store's keyspaces
+    /// are started with it.
     pub(super) fn start(
         dir: PathBuf,
         opts: Options,
         caches: Caches,
         lock: Option<Box<dyn FileLock>>,
-        o: recovery::Recovered,
+        mut o: recovery::Recovered,
+        ks_id: u32,
     ) -> Result<Db> {
-        let writable = o.wal.is_some();
+        let writable = o.writable;
+        let mut children = BTreeMap::new();
+        for k in std::mem::take(&mut o.keyspaces) {
+            let child = keyspace::Child::start(k, o.last_sequence)?;
+            children.insert(child.id, Arc::new(child));
+        }
         let mem = Arc::new(o.mem);
         let version = o.vs.current().clone();
         let levels = opts.max_levels;
@@ -127,7 +138,13 @@ impl Db {
             snapshots: SnapshotList::default(),
             table_files,
             opts,
+            ks_id,
+            parent: OnceLock::new(),
+            children: RwLock::new(children),
         });
+        for c in inner.children().values() {
+            let _ = c.inner().parent.set(Arc::downgrade(&inner));
+        }
         let mut bg = Vec::new();
         if writable {
             // A panic that escapes a thread's work (each flush and
@@ -192,6 +209,15 @@ impl Db {
         for h in threads.unwrap_or_default() {
             let _ = h.join();
         }
+        // The keyspaces' threads stop before the log and MANIFEST syncs:
+        // a flush of theirs ends with a MANIFEST edit of the store's.
+        let mut children_closed = Ok(());
+        for c in inner.children().values() {
+            let r = c.shutdown();
+            if children_closed.is_ok() {
+                children_closed = r;
+            }
+        }
         let sync = inner
             .writer
             .lock()
@@ -203,7 +229,7 @@ impl Db {
         if let Some(e) = &inner.state().bg_error {
             return Err(e.duplicate());
         }
-        sync
+        sync.and(children_closed)
     }
 }
 

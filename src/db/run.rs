@@ -229,11 +229,19 @@ impl Inner {
         )?;
         filename::sync_dir_in(self.fs(), &self.dir)?;
         let mut st = self.state();
-        let flushed_wal = st.imm[0].wal;
-        // The next frozen memtable's log, or the active one's.
-        let log_number = st.imm.get(1).map_or(st.wal_number, |f| f.wal);
         let mut edit = VersionEdit::new();
-        edit.log_number = Some(log_number);
+        let old_log_number = st.vs.log_number();
+        let mut log_number = old_log_number;
+        if self.ks_id == 0 {
+            // The next frozen memtable's log, or the active one's, unless
+            // another keyspace still needs an older one.
+            log_number = self.log_need(st.imm.get(1).map_or(st.wal_number, |f| f.wal));
+            edit.log_number = Some(log_number);
+        }
+        if self.ks_id != 0 || !st.vs.keyspaces().is_empty() {
+            // Logs may outlive this flush: replay skips what it wrote.
+            edit.flushed_sequence = Some(st.imm[0].last_seq);
+        }
         let opened: Vec<Arc<FileHandle>> = fh.into_iter().collect();
         for fh in &opened {
             edit.new_files.push((0, fh.meta.clone()));
@@ -258,9 +266,12 @@ impl Inner {
         self.install(&st, mem_now);
         drop(st);
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
-        let _ = self
-            .fs()
-            .remove_file(&filename::log_file(&self.dir, flushed_wal));
+        if self.ks_id == 0 {
+            self.delete_logs(old_log_number, log_number);
+        } else {
+            // The store's logs this keyspace held back may go now.
+            self.retire_logs()?;
+        }
         Ok(true)
     }
 

@@ -77,27 +77,56 @@ pub(crate) fn op_outside_limits(op: &BatchOp<'_>) -> Option<String> {
 }
 
 impl Inner {
-    /// Makes sure the active memtable has room, freezing it if full; applies
-    /// the L0 slowdown and stop rules.
-    pub(super) fn make_room(&self, w: &mut Writer) -> Result<()> {
+    /// Makes sure the active memtable, and that of each keyspace in
+    /// `children` (the other keyspaces a batch writes to), has room,
+    /// freezing them all if one is full; applies the L0 slowdown and stop
+    /// rules of each.
+    pub(super) fn make_room(
+        &self,
+        w: &mut Writer,
+        children: &[Arc<keyspace::Child>],
+    ) -> Result<()> {
         let mut delayed = false;
-        loop {
+        let mut full = self.room(&w.mem, &mut delayed)?;
+        for c in children {
+            let k = c.inner();
+            let mem = k
+                .writer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .mem
+                .clone();
+            full |= k.room(&mem, &mut delayed)?;
+        }
+        if full {
             let mut st = self.state();
+            self.freeze_memtable(w, &mut st)?;
+            self.cv.notify_all();
+        }
+        Ok(())
+    }
+
+    /// For this engine's active memtable `mem`: applies the L0 slowdown
+    /// (once per write, `delayed`) and waits while writes must stall.
+    /// Returns whether `mem` is full and may be frozen.
+    pub(super) fn room(&self, mem: &MemTable, delayed: &mut bool) -> Result<bool> {
+        loop {
+            let st = self.state();
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
             let l0 = st.vs.current().levels[0].len();
             let compacting = self.opts.background_compaction;
-            if compacting && !delayed && l0 >= self.opts.l0_slowdown_trigger {
+            if compacting && !*delayed && l0 >= self.opts.l0_slowdown_trigger {
                 // Give compaction some CPU, once per write, before stopping.
                 drop(st);
                 self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(1));
-                delayed = true;
+                *delayed = true;
                 continue;
             }
-            if w.mem.approximate_memory_bytes() < self.opts.write_buffer_size {
-                return Ok(());
+            if mem.approximate_memory_bytes() < self.opts.write_buffer_size {
+                return Ok(false);
             }
             if st.imm.len() >= MAX_IMMUTABLE || (compacting && l0 >= self.opts.l0_stop_trigger) {
                 self.counters.stalls.fetch_add(1, Ordering::Relaxed);
@@ -109,15 +138,16 @@ impl Inner {
                 drop(g);
                 continue;
             }
-            self.freeze_memtable(w, &mut st)?;
-            self.cv.notify_all();
-            return Ok(());
+            return Ok(true);
         }
     }
 
     /// Freezes the active memtable (it joins the flush queue) and starts a
     /// new one with a new log. The old log is synced first, so a frozen
-    /// memtable's writes are on disk whatever the sync mode.
+    /// memtable's writes are on disk whatever the sync mode. Every other
+    /// keyspace's non-empty memtable is frozen with it: a memtable then
+    /// holds writes of one log only, which is deleted once every memtable
+    /// frozen from it is flushed.
     /// Any failure poisons the store: the log switch may be half done.
     pub(super) fn freeze_memtable(&self, w: &mut Writer, st: &mut State) -> Result<()> {
         let r = self.switch_memtable(w, st);
@@ -155,6 +185,7 @@ impl Inner {
             wal: st.wal_number,
             last_seq: seq,
         });
+        self.freeze_children(st.wal_number, seq);
         st.wal_number = number;
         self.install(st, w.mem.clone());
         Ok(())
@@ -253,7 +284,19 @@ impl Inner {
         if w.wal.is_none() {
             return Err(Error::ReadOnly);
         }
-        if let Err(e) = self.make_room(&mut w) {
+        let children: Vec<Arc<keyspace::Child>> = {
+            let ids = batch.keyspace_ids();
+            if ids.is_empty() {
+                Vec::new()
+            } else {
+                // A keyspace dropped since the batch was checked: its
+                // operations are logged (replay skips them) and applied to
+                // nothing, as if written just before the drop.
+                let all = self.children();
+                ids.iter().filter_map(|id| all.get(id).cloned()).collect()
+            }
+        };
+        if let Err(e) = self.make_room(&mut w, &children) {
             self.poison("making room for a write", &e);
             return Err(e);
         }
@@ -280,8 +323,21 @@ impl Inner {
             self.poison("a WAL write", &e);
             return Err(e);
         }
-        w.mem.insert_batch(&batch);
         let last = first + batch.len() as u64 - 1;
+        if children.is_empty() {
+            w.mem.insert_batch(&batch);
+        } else {
+            w.mem.insert_batch_in(&batch, 0, 0);
+            for c in &children {
+                let k = c.inner();
+                let kw = k.writer.lock().unwrap_or_else(|p| p.into_inner());
+                kw.mem.insert_batch_in(&batch, c.id, 0);
+                k.last_seq.fetch_max(last, Ordering::AcqRel);
+                // Its filters are rebuilt when its writes pause.
+                let now = k.opened_at.elapsed().as_millis() as u64;
+                k.last_write_ms.fetch_max(now, Ordering::Relaxed);
+            }
+        }
         self.last_seq.store(last, Ordering::Release);
         Ok(())
     }

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use bloomlsm::workload::SplitMix64;
-use bloomlsm::{Db, FileStats, LevelStats, Options, Stats, WalRecovery};
+use bloomlsm::{Db, FileStats, Keyspace, LevelStats, Options, Stats, WalRecovery};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -54,6 +54,8 @@ pub enum DbCommand {
         #[arg(long)]
         hex: bool,
         #[command(flatten)]
+        keyspace: KeyspaceArg,
+        #[command(flatten)]
         design: DesignArgs,
     },
     /// Remove every key in [START, END) with one range tombstone (the store
@@ -69,6 +71,8 @@ pub enum DbCommand {
         /// START and END are hex.
         #[arg(long)]
         hex: bool,
+        #[command(flatten)]
+        keyspace: KeyspaceArg,
         #[command(flatten)]
         design: DesignArgs,
     },
@@ -97,6 +101,27 @@ pub enum DbCommand {
         /// The store's directory.
         dir: PathBuf,
         #[command(flatten)]
+        keyspace: KeyspaceArg,
+        #[command(flatten)]
+        design: DesignArgs,
+    },
+    /// List the store's keyspaces, after creating (with the design flags)
+    /// or dropping one.
+    #[command(after_help = help::DB_KEYSPACES)]
+    Keyspaces {
+        /// The store's directory.
+        dir: PathBuf,
+        /// Create this keyspace, with the design the flags give (the
+        /// defaults without flags).
+        #[arg(long, value_name = "NAME", conflicts_with = "drop")]
+        create: Option<String>,
+        /// Drop this keyspace and delete its files.
+        #[arg(long, value_name = "NAME")]
+        drop: Option<String>,
+        /// Print one JSON object (fields below).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
         design: DesignArgs,
     },
     /// Copy the store as of now into a new directory (hard links where
@@ -111,6 +136,34 @@ pub enum DbCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The `--keyspace` flag of the `db` commands.
+#[derive(Debug, Args)]
+pub struct KeyspaceArg {
+    /// The keyspace to read or write (`db keyspaces` lists them); the
+    /// default keyspace without the flag.
+    #[arg(long, value_name = "NAME")]
+    pub keyspace: Option<String>,
+}
+
+impl KeyspaceArg {
+    /// The keyspace in `db`: the named one, or the default keyspace.
+    pub fn of(&self, db: &Db) -> CliResult<Keyspace> {
+        Ok(db.keyspace(self.keyspace.as_deref().unwrap_or("default"))?)
+    }
+
+    /// Refuses design flags with `--keyspace`: a keyspace's design is set
+    /// when it is created (`db keyspaces --create`).
+    pub fn check_design(&self, design: &DesignArgs) -> CliResult {
+        if self.keyspace.is_some() && design.any() {
+            return Err(CliError::usage(
+                "the design flags change the default keyspace's design; a keyspace's design is \
+                 set when it is created (db keyspaces DIR --create NAME with the flags)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Arguments of `db put`.
@@ -134,6 +187,8 @@ pub struct PutArgs {
     #[arg(long)]
     pub create: bool,
     #[command(flatten)]
+    pub keyspace: KeyspaceArg,
+    #[command(flatten)]
     pub design: DesignArgs,
 }
 
@@ -153,6 +208,8 @@ pub struct GetArgs {
     /// Print one JSON object (fields below).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
 }
 
 /// Arguments of `db scan`.
@@ -184,6 +241,8 @@ pub struct ScanArgs {
     /// Print one JSON object per entry per line (fields below).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
 }
 
 /// Arguments of `db load`.
@@ -234,6 +293,8 @@ pub struct StatsArgs {
     /// Print one JSON object (fields below).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
 }
 
 /// A byte count: digits, optionally followed by K, M or G (binary units).
@@ -262,12 +323,14 @@ impl DbCommand {
                 dir,
                 key,
                 hex,
+                keyspace,
                 design,
             } => {
                 let k = parse_bytes(Codec::new(*hex), "key", key)?;
                 check_key(&k)?;
+                keyspace.check_design(design)?;
                 let db = open(dir, NewStore::Refuse, design, files)?;
-                db.delete(k)?;
+                keyspace.of(&db)?.delete(k)?;
                 Ok(db.close()?)
             }
             DbCommand::DeleteRange {
@@ -275,6 +338,7 @@ impl DbCommand {
                 start,
                 end,
                 hex,
+                keyspace,
                 design,
             } => {
                 let s = parse_bytes(Codec::new(*hex), "start", start)?;
@@ -286,26 +350,88 @@ impl DbCommand {
                         "empty range: START {start:?} is not below END {end:?}"
                     )));
                 }
+                keyspace.check_design(design)?;
                 let db = open(dir, NewStore::Refuse, design, files)?;
-                db.delete_range(s, e)?;
+                keyspace.of(&db)?.delete_range(s, e)?;
                 Ok(db.close()?)
             }
             DbCommand::Scan(a) => scan(a, files, out),
             DbCommand::Load(a) => load(a, files, out),
             DbCommand::Stats(a) => stats(a, files, out),
             DbCommand::Verify { dir, json } => verify(dir, *json, files, out),
-            DbCommand::Compact { dir, design } => {
+            DbCommand::Compact {
+                dir,
+                keyspace,
+                design,
+            } => {
+                keyspace.check_design(design)?;
                 let db = open(dir, NewStore::Refuse, design, files)?;
-                writeln!(out, "before: {}", shape_line(&db.stats()))?;
+                let ks = keyspace.of(&db)?;
+                writeln!(out, "before: {}", shape_line(&ks.stats()))?;
                 let t = Instant::now();
-                db.compact()?;
-                writeln!(out, "after:  {}", shape_line(&db.stats()))?;
+                ks.compact()?;
+                writeln!(out, "after:  {}", shape_line(&ks.stats()))?;
                 writeln!(out, "compacted in {:.2} s", t.elapsed().as_secs_f64())?;
                 Ok(db.close()?)
             }
+            DbCommand::Keyspaces {
+                dir,
+                create,
+                drop,
+                json,
+                design,
+            } => keyspaces(
+                dir,
+                create.as_deref(),
+                drop.as_deref(),
+                *json,
+                design,
+                files,
+                out,
+            ),
             DbCommand::Checkpoint { dir, target, json } => checkpoint(dir, target, *json, out),
         }
     }
+}
+
+/// `db keyspaces`: lists the store's keyspaces (read-only) or, with
+/// `--create` or `--drop`, opens it for writing to change them first.
+fn keyspaces(
+    dir: &Path,
+    create: Option<&str>,
+    drop: Option<&str>,
+    json: bool,
+    design: &DesignArgs,
+    files: &OpenFilesArg,
+    out: &mut dyn Write,
+) -> CliResult {
+    if create.is_none() && design.any() {
+        return Err(CliError::usage(
+            "the design flags of db keyspaces are the design of the keyspace --create makes",
+        ));
+    }
+    let db = if create.is_some() || drop.is_some() {
+        open(dir, NewStore::Refuse, &DesignArgs::default(), files)?
+    } else {
+        open_for_reading(dir, files)?
+    };
+    if let Some(name) = create {
+        let mut opts = Options::default();
+        design.apply_flags(&mut opts)?;
+        db.create_keyspace(name, opts)?;
+    }
+    if let Some(name) = drop {
+        db.drop_keyspace(name)?;
+    }
+    let names = db.keyspace_names();
+    db.close()?;
+    if json {
+        return write_json(out, &json!({ "keyspaces": names }));
+    }
+    for n in names {
+        writeln!(out, "{n}")?;
+    }
+    Ok(())
 }
 
 /// `db checkpoint`: refuses a target that exists or whose parent does not
@@ -603,8 +729,14 @@ fn put(a: &PutArgs, files: &OpenFilesArg) -> CliResult {
         (None, None) => return Err(CliError::usage("a value, - or --value-file is needed")),
     };
     check_record(&key, &value).map_err(|what| CliError::from(bloomlsm::Error::invalid(what)))?;
-    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design, files)?;
-    db.put(key, value)?;
+    a.keyspace.check_design(&a.design)?;
+    let new = if a.keyspace.keyspace.is_some() {
+        NewStore::Refuse
+    } else {
+        NewStore::with_flag(a.create)
+    };
+    let db = open(&a.dir, new, &a.design, files)?;
+    a.keyspace.of(&db)?.put(key, value)?;
     Ok(db.close()?)
 }
 
@@ -613,7 +745,7 @@ fn get(a: &GetArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     let k = parse_bytes(codec, "key", &a.key)?;
     check_key(&k)?;
     let db = open_for_reading(&a.dir, files)?;
-    let v = db.get(&k)?;
+    let v = a.keyspace.of(&db)?.get(&k)?;
     if a.json {
         write_json(
             out,
@@ -759,7 +891,7 @@ pub fn level_table(s: &Stats, checked: Option<&[Option<f64>]>) -> TextTable {
 }
 
 /// Looks up `n` keys inside the store's key ranges (see `StatsArgs::probe`).
-fn probe_in_ranges(db: &Db, n: u64, seed: u64) -> CliResult {
+fn probe_in_ranges(db: &Keyspace, n: u64, seed: u64) -> CliResult {
     let files = db.file_stats();
     let total: u64 = files.iter().map(|f| f.entries).sum();
     if total == 0 {
@@ -848,11 +980,12 @@ fn scan(a: &ScanArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
     }
     let prefix = bound("--prefix", &a.prefix)?;
     let db = open_for_reading(&a.dir, files)?;
+    let ks = a.keyspace.of(&db)?;
     let lo = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
     let hi = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let it = match &prefix {
-        Some(p) => db.scan_prefix(p),
-        None => db.scan((lo, hi)),
+        Some(p) => ks.scan_prefix(p),
+        None => ks.scan((lo, hi)),
     };
     let it: Box<dyn Iterator<Item = bloomlsm::Result<_>>> = if a.reverse {
         Box::new(it.rev())
@@ -1045,16 +1178,18 @@ fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult 
     files.apply(&mut opts);
     let db = Db::open_read_only(&a.dir, opts)?;
     warn_wal_damage(&a.dir, &db.stats(), false);
-    db.reset_stats();
+    let ks = a.keyspace.of(&db)?;
+    ks.reset_stats();
     if let Some(n) = a.probe {
-        probe_in_ranges(&db, n, a.seed)?;
+        probe_in_ranges(&ks, n, a.seed)?;
     }
-    let s = db.stats();
-    let all_files = db.file_stats();
+    let s = ks.stats();
+    let all_files = ks.file_stats();
     let checked = checked_fpr(&all_files, s.levels.len());
     let files = if a.files { all_files } else { Vec::new() };
-    let design = db.options().filters.clone();
-    let compression = db.options().compression.clone();
+    let design = ks.options().filters.clone();
+    let compression = ks.options().compression.clone();
+    drop(ks);
     db.close()?;
     if a.json {
         let levels: Vec<Value> = s

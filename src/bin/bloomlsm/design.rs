@@ -164,6 +164,11 @@ impl DesignArgs {
         if let Some(file) = options_file::read(opts.fs.as_ref(), dir)? {
             file.design.apply(opts);
         }
+        self.apply_flags(opts)
+    }
+
+    /// Changes the design of `opts` as the flags say.
+    pub fn apply_flags(&self, opts: &mut Options) -> CliResult {
         let f: &mut FilterOptions = &mut opts.filters;
         if let Some(Spec(p)) = &self.filter {
             f.policy = *p;

@@ -447,6 +447,27 @@ JSON (--json): one object: {\"store\": DIR, \"checkpoint\": TARGET, \"tables\": 
     exit_status!()
 );
 
+/// `bloomlsm db keyspaces`.
+pub const DB_KEYSPACES: &str = concat!(
+    "Examples:
+  bloomlsm db keyspaces /tmp/s
+  bloomlsm db keyspaces /tmp/s --create users --filter ribbon:8 --compression lz4
+  bloomlsm db keyspaces /tmp/s --drop users
+  bloomlsm db put /tmp/s u1 ann --keyspace users
+
+Prints the store's keyspaces, one name a line, \"default\" first. A keyspace is a key
+space of its own in the store, with its own filter and compression design (the flags
+given to --create, kept in its directory's OPTIONS file); put, get, delete,
+delete-range, scan, stats and compact act on the one --keyspace names (the default
+keyspace without it). --create and --drop open the store for writing; a drop deletes
+the keyspace's files.
+
+JSON (--json): one object: {\"keyspaces\": [NAME, ...]}.
+",
+    wal_warning!(),
+    exit_status!()
+);
+
 /// `bloomlsm db compact`.
 pub const DB_COMPACT: &str = concat!(
     "Examples:

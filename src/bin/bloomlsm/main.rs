@@ -69,7 +69,7 @@ enum Command {
     #[command(after_help = help::TOP)]
     Db {
         #[command(subcommand)]
-        command: DbCommand,
+        command: Box<DbCommand>,
         #[command(flatten)]
         files: open_files::OpenFilesArg,
     },

@@ -225,26 +225,57 @@ impl MemTable {
     /// none of the batch before the store publishes its sequence numbers, so
     /// the order is invisible to them.
     pub fn insert_batch(&self, batch: &WriteBatch) {
+        self.insert_batch_in(batch, 0, 0);
+    }
+
+    /// [`Self::insert_batch`] for the operations of keyspace `id` (0: the
+    /// default keyspace) with sequence numbers above `after` (replay skips
+    /// what the keyspace's tables hold); the other operations keep their
+    /// sequence numbers and are left out. Returns how many it inserted.
+    pub fn insert_batch_in(&self, batch: &WriteBatch, id: u32, after: u64) -> usize {
         let mut splice = self.list.splice();
-        if batch.len() == 1 {
+        if batch.len() == 1 && after < batch.sequence() {
             // A lone put (most `Db::put`s): nothing to order, nothing to
             // allocate.
-            for op in batch.iter() {
+            let mut n = 0;
+            for (_, op) in batch.iter_keyspaces().filter(|(k, _)| *k == id) {
                 match op.kind() {
                     Some(kind) => {
                         self.insert_with(op.key(), batch.sequence(), kind, op.value(), &mut splice)
                     }
                     None => self.insert_range_tombstone(op.key(), op.value(), batch.sequence()),
                 }
+                n += 1;
             }
-            return;
+            return n;
         }
-        let ops: Vec<_> = batch.iter().collect();
+        // Each operation with its sequence number (its place in the batch);
+        // `None` for another keyspace's, or one the keyspace's tables hold.
+        let ops: Vec<Option<BatchOp<'_>>> = batch
+            .iter_keyspaces()
+            .enumerate()
+            .map(|(i, (k, op))| (k == id && batch.sequence() + i as u64 > after).then_some(op))
+            .collect();
+        let mut n = 0;
         for (i, op) in ops.iter().enumerate() {
-            if let BatchOp::DeleteRange { start, end } = *op {
-                self.insert_range_tombstone(start, end, batch.sequence() + i as u64);
+            match op {
+                Some(BatchOp::DeleteRange { start, end }) => {
+                    self.insert_range_tombstone(start, end, batch.sequence() + i as u64);
+                    n += 1;
+                }
+                Some(_) => n += 1,
+                None => {}
             }
         }
+        let ops: Vec<BatchOp<'_>> = ops
+            .into_iter()
+            .map(|op| {
+                op.unwrap_or(BatchOp::DeleteRange {
+                    start: &[],
+                    end: &[],
+                })
+            })
+            .collect();
         // Internal-key order: user key up, then newest (last in the batch)
         // first; sorted on each key's first 8 bytes, then the rest.
         let mut order: Vec<(u64, u32)> = ops
@@ -267,6 +298,7 @@ impl MemTable {
                 self.insert_with(op.key(), seq, kind, op.value(), &mut splice);
             }
         }
+        n
     }
 
     /// The newest version of `user_key` with sequence ≤ `snapshot_seq`, or

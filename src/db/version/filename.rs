@@ -88,6 +88,18 @@ pub fn lock_file(dir: &Path) -> PathBuf {
     dir.join("LOCK")
 }
 
+/// `dir/keyspace-NNNNNN`: the directory of keyspace `id` (its tables,
+/// MANIFEST and OPTIONS; the store's WAL serves it).
+pub fn keyspace_dir(dir: &Path, id: u32) -> PathBuf {
+    dir.join(format!("keyspace-{id:06}"))
+}
+
+/// The keyspace id a directory entry named `keyspace-NNNNNN` belongs to.
+pub fn parse_keyspace_dir(name: &str) -> Option<u32> {
+    let n = parse_number(name.strip_prefix("keyspace-")?)?;
+    u32::try_from(n).ok().filter(|&id| id > 0)
+}
+
 /// Parses a canonical `NNNNNN` number (at least six digits, no superfluous
 /// leading zeros beyond the padding).
 fn parse_number(digits: &str) -> Option<u64> {

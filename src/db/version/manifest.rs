@@ -59,7 +59,14 @@ mod tag {
     pub const DELETED_FILE: u64 = 5;
     pub const NEW_FILE: u64 = 6;
     pub const NEW_LOG: u64 = 7;
+    pub const NEW_KEYSPACE: u64 = 8;
+    pub const DROPPED_KEYSPACE: u64 = 9;
+    pub const NEXT_KEYSPACE: u64 = 10;
+    pub const FLUSHED_SEQUENCE: u64 = 11;
 }
+
+/// The longest keyspace name a manifest holds, in bytes.
+pub const MAX_KEYSPACE_NAME: usize = 255;
 
 /// The filter an SSTable was built with, as recorded in the manifest. Kept as
 /// a name rather than a [`FilterKind`] so a manifest naming a filter this build
@@ -128,6 +135,17 @@ pub struct VersionEdit {
     /// synced). A tracked log stays required until the log number passes it:
     /// recovery refuses a store missing one.
     pub new_logs: Vec<u64>,
+    /// Keyspaces created: `(id, name)` (a store's MANIFEST only).
+    pub new_keyspaces: Vec<(u32, String)>,
+    /// Keyspaces dropped, by id (a store's MANIFEST only).
+    pub dropped_keyspaces: Vec<u32>,
+    /// The id the next keyspace created gets (ids are never reused).
+    pub next_keyspace: Option<u32>,
+    /// Every write of this MANIFEST's keyspace at or below this sequence is
+    /// in its tables, and none above it: replay skips the logged writes at
+    /// or below it. Written once the store has keyspaces, and by every
+    /// keyspace's flush.
+    pub flushed_sequence: Option<u64>,
 }
 
 impl VersionEdit {
@@ -178,6 +196,24 @@ impl VersionEdit {
         for &n in &self.new_logs {
             put_varint64(&mut b, tag::NEW_LOG);
             put_varint64(&mut b, n);
+        }
+        for (id, name) in &self.new_keyspaces {
+            put_varint64(&mut b, tag::NEW_KEYSPACE);
+            put_varint64(&mut b, u64::from(*id));
+            put_length_prefixed(&mut b, name.as_bytes());
+        }
+        for &id in &self.dropped_keyspaces {
+            put_varint64(&mut b, tag::DROPPED_KEYSPACE);
+            put_varint64(&mut b, u64::from(id));
+        }
+        for (t, v) in [
+            (tag::NEXT_KEYSPACE, self.next_keyspace.map(u64::from)),
+            (tag::FLUSHED_SEQUENCE, self.flushed_sequence),
+        ] {
+            if let Some(v) = v {
+                put_varint64(&mut b, t);
+                put_varint64(&mut b, v);
+            }
         }
         b
     }
@@ -230,6 +266,32 @@ impl VersionEdit {
                     e.new_files.push((level, f));
                 }
                 tag::NEW_LOG => e.new_logs.push(c(d.varint64())?),
+                tag::NEW_KEYSPACE => {
+                    let id = decode_keyspace_id(&mut d).map_err(bad)?;
+                    let name = d.length_prefixed().map_err(bad)?;
+                    let name =
+                        std::str::from_utf8(name).map_err(|_| bad("keyspace name is not UTF-8"))?;
+                    if name.is_empty() || name.len() > MAX_KEYSPACE_NAME {
+                        return Err(bad("keyspace name is empty or too long"));
+                    }
+                    e.new_keyspaces.push((id, name.to_string()));
+                }
+                tag::DROPPED_KEYSPACE => e
+                    .dropped_keyspaces
+                    .push(decode_keyspace_id(&mut d).map_err(bad)?),
+                tag::NEXT_KEYSPACE => {
+                    let id = decode_keyspace_id(&mut d).map_err(bad)?;
+                    if e.next_keyspace.replace(id).is_some() {
+                        return Err(bad("version edit sets the next keyspace twice"));
+                    }
+                }
+                tag::FLUSHED_SEQUENCE => {
+                    let s = c(d.varint64())?;
+                    if s > key::MAX_SEQUENCE {
+                        return Err(bad("flushed sequence exceeds the 56-bit maximum"));
+                    }
+                    set(&mut e.flushed_sequence, s, "flushed sequence")?
+                }
                 _ => return Err(bad(&format!("unknown version edit tag {t}"))),
             }
         }
@@ -239,6 +301,15 @@ impl VersionEdit {
     /// [`VersionEdit::decode_in`] with a placeholder file name.
     pub fn decode(data: &[u8]) -> Result<VersionEdit> {
         Self::decode_in(data, Path::new("<version edit>"), 0)
+    }
+}
+
+/// A keyspace id: 1 up to `u32::MAX` (0 is the default keyspace, which no
+/// edit names).
+fn decode_keyspace_id(d: &mut Decoder<'_>) -> std::result::Result<u32, &'static str> {
+    match u32::try_from(d.varint64()?) {
+        Ok(id) if id > 0 => Ok(id),
+        _ => Err("keyspace id out of range"),
     }
 }
 
@@ -306,6 +377,13 @@ pub struct RecoveredState {
     /// Write-ahead logs the manifest tracks (all at or above `log_number`),
     /// ascending: each must exist.
     pub logs: Vec<u64>,
+    /// The store's keyspaces besides the default one, by id.
+    pub keyspaces: std::collections::BTreeMap<u32, String>,
+    /// The id the next keyspace gets (1 for a store that never had one).
+    pub next_keyspace: u32,
+    /// [`VersionEdit::flushed_sequence`] (0 when never recorded: replay
+    /// skips nothing).
+    pub flushed_sequence: u64,
 }
 
 impl RecoveredState {
@@ -317,6 +395,9 @@ impl RecoveredState {
             next_file_number: 1,
             last_sequence: 0,
             logs: Vec::new(),
+            keyspaces: std::collections::BTreeMap::new(),
+            next_keyspace: 1,
+            flushed_sequence: 0,
         }
     }
 
@@ -335,6 +416,16 @@ impl RecoveredState {
                 .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f.clone())))
                 .collect(),
             new_logs: self.logs.clone(),
+            // Absent for a store that never had keyspaces: its snapshot is
+            // what it was before keyspaces existed.
+            new_keyspaces: self
+                .keyspaces
+                .iter()
+                .map(|(&id, name)| (id, name.clone()))
+                .collect(),
+            dropped_keyspaces: Vec::new(),
+            next_keyspace: (self.next_keyspace > 1).then_some(self.next_keyspace),
+            flushed_sequence: (self.flushed_sequence > 0).then_some(self.flushed_sequence),
         }
     }
 }
@@ -813,9 +904,15 @@ mod tests {
             prop::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..5),
             prop::collection::vec((0..NUM_LEVELS, arb_file()), 0..5),
             prop::collection::vec(any::<u64>(), 0..3),
+            (
+                prop::collection::vec((1..=u32::MAX, "[a-z]{1,12}"), 0..3),
+                prop::collection::vec(1..=u32::MAX, 0..3),
+                prop::option::of(1..=u32::MAX),
+                prop::option::of(0u64..=key::MAX_SEQUENCE),
+            ),
         )
             .prop_map(
-                |(comparator, log_number, next_file_number, last_sequence, d, n, logs)| {
+                |(comparator, log_number, next_file_number, last_sequence, d, n, logs, ks)| {
                     VersionEdit {
                         comparator,
                         log_number,
@@ -824,6 +921,10 @@ mod tests {
                         deleted_files: d,
                         new_files: n,
                         new_logs: logs,
+                        new_keyspaces: ks.0,
+                        dropped_keyspaces: ks.1,
+                        next_keyspace: ks.2,
+                        flushed_sequence: ks.3,
                     }
                 },
             )

@@ -18,12 +18,14 @@
 //!   holding no complete record (the tail the default mode drops).
 //!
 //! Only then does it write: a new MANIFEST holding the recovered state (so
-//! every number used below is reserved), the replayed writes as an L0 table,
-//! a new log, one edit naming both, and finally the deletion of files the new
-//! MANIFEST does not need.
+//! every number used below is reserved), each keyspace's replayed writes as
+//! an L0 table in its directory (recorded in its MANIFEST as flushed), the
+//! default keyspace's as an L0 table, a new log, one edit naming both, and
+//! finally the deletion of files the new MANIFEST does not need and of the
+//! directories of keyspaces it does not name.
 
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::db::caches::Caches;
@@ -52,11 +54,54 @@ pub(crate) struct Recovered {
     pub wal_tail_dropped: u64,
     /// Damaged log records skipped ([`WalRecovery::SkipDamagedRecords`]).
     pub wal_salvaged: u64,
+    /// Whether the store takes writes (a keyspace's engine does, without a
+    /// WAL of its own).
+    pub writable: bool,
+    /// The store's other keyspaces, recovered with it.
+    pub keyspaces: Vec<KeyspaceRecovery>,
+}
+
+/// One keyspace of a store, recovered: its engine's own recovery (from its
+/// directory, which holds no log) and what the store's logs held for it.
+pub(crate) struct KeyspaceRecovery {
+    pub id: u32,
+    pub name: String,
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub caches: Caches,
+    pub rec: Recovered,
+}
+
+/// Recovers keyspace `id`, named `name`, of the store being recovered
+/// (`open.rs` knows its options and caches).
+pub(crate) type OpenKeyspace<'a> = &'a dyn Fn(u32, &str) -> Result<KeyspaceRecovery>;
+
+/// Each keyspace's flushed sequence (replay skips its writes at or below it)
+/// and memtable size, by id.
+fn replay_routes(keyspaces: &[KeyspaceRecovery]) -> BTreeMap<u32, (u64, usize)> {
+    keyspaces
+        .iter()
+        .map(|k| {
+            let flushed = k.rec.vs.flushed_sequence();
+            (k.id, (flushed, k.opts.write_buffer_size))
+        })
+        .collect()
 }
 
 /// Recovers the store in `dir` (see the module docs). The caller holds the
 /// directory lock.
-pub(crate) fn recover(dir: &Path, opts: &Options, caches: Caches) -> Result<Recovered> {
+///
+/// `wal`: the store has logs (a keyspace's engine has none: the store's logs
+/// hold its writes). `open_keyspace` recovers each keyspace the MANIFEST
+/// names; the logs' writes to it are flushed into its directory before the
+/// store's log number passes them.
+pub(crate) fn recover(
+    dir: &Path,
+    opts: &Options,
+    caches: Caches,
+    wal: bool,
+    open_keyspace: OpenKeyspace<'_>,
+) -> Result<Recovered> {
     let fs = opts.fs.as_ref();
     let state = match read_manifest(dir, opts)? {
         Some((state, manifest_number)) => {
@@ -66,7 +111,12 @@ pub(crate) fn recover(dir: &Path, opts: &Options, caches: Caches) -> Result<Reco
         None => RecoveredState::empty(),
     };
     let version = open_tables(dir, opts, &state, &caches, None)?;
-    let replay = replay_logs(dir, opts, &state)?;
+    let mut keyspaces = state
+        .keyspaces
+        .iter()
+        .map(|(&id, name)| open_keyspace(id, name))
+        .collect::<Result<Vec<_>>>()?;
+    let mut replay = replay_logs(dir, opts, &state, &replay_routes(&keyspaces))?;
     let last_sequence = replay.last_sequence.max(state.last_sequence);
     keep_cut_logs(fs, dir, &replay.cut_logs)?;
 
@@ -80,7 +130,18 @@ pub(crate) fn recover(dir: &Path, opts: &Options, caches: Caches) -> Result<Reco
     let mut vs = VersionSet::new(manifest, snapshot, version);
     vs.metadata_budget = opts.metadata_memory_budget;
 
+    // Each keyspace's writes reach its tables (and its MANIFEST records
+    // them flushed) before this store's log number passes their logs.
+    for k in &mut keyspaces {
+        if let Some(mem) = replay.others.remove(&k.id) {
+            flush_replayed(k, &mem, last_sequence)?;
+        }
+    }
+
     let mut edit = VersionEdit::new();
+    if !keyspaces.is_empty() {
+        edit.flushed_sequence = Some(last_sequence);
+    }
     let mut opened: Vec<Arc<FileHandle>> = Vec::new();
     if !replay.mem.is_empty() {
         let number = vs.new_file_number(last_sequence)?;
@@ -100,23 +161,93 @@ pub(crate) fn recover(dir: &Path, opts: &Options, caches: Caches) -> Result<Reco
             opened.push(fh);
         }
     }
-    let wal_number = vs.new_file_number(last_sequence)?;
-    let wal = Wal::create_in(fs, dir, wal_number)?;
-    // The table and the log exist before an edit names them (the new
-    // table's entry is synced with the log's).
-    edit.log_number = Some(wal_number);
-    edit.new_logs.push(wal_number);
-    vs.log_and_apply(edit, &opened, last_sequence)?;
+    let wal = if wal {
+        let wal_number = vs.new_file_number(last_sequence)?;
+        let wal = Wal::create_in(fs, dir, wal_number)?;
+        // The table and the log exist before an edit names them (the new
+        // table's entry is synced with the log's).
+        edit.log_number = Some(wal_number);
+        edit.new_logs.push(wal_number);
+        Some(wal)
+    } else {
+        None
+    };
+    if wal.is_some() || !opened.is_empty() {
+        vs.log_and_apply(edit, &opened, last_sequence)?;
+    }
 
     delete_obsolete(fs, dir, &vs, manifest_number)?;
+    if wal.is_some() {
+        delete_dropped_keyspaces(fs, dir, &vs)?;
+    }
     Ok(Recovered {
         vs,
-        wal: Some(wal),
+        wal,
         mem: MemTable::for_write_buffer(opts.write_buffer_size),
         last_sequence,
         wal_tail_dropped: replay.tail_dropped,
         wal_salvaged: replay.salvaged,
+        writable: true,
+        keyspaces,
     })
+}
+
+/// Writes what the logs held for keyspace `k` as an L0 table of its own and
+/// records it, with every write up to `last_sequence` flushed, in the
+/// keyspace's MANIFEST.
+fn flush_replayed(k: &mut KeyspaceRecovery, mem: &MemTable, last_sequence: u64) -> Result<()> {
+    let vs = &mut k.rec.vs;
+    let mut edit = VersionEdit::new();
+    let mut opened: Vec<Arc<FileHandle>> = Vec::new();
+    if !mem.is_empty() {
+        let number = vs.new_file_number(last_sequence)?;
+        if let Some(fh) = crate::db::run::flush_memtable(
+            &k.dir,
+            &k.opts,
+            mem,
+            number,
+            vs.current(),
+            &crate::db::compaction::Retention::default(),
+            k.caches.clone(),
+        )? {
+            edit.new_files.push((0, fh.meta.clone()));
+            opened.push(fh);
+        }
+        filename::sync_dir_in(k.opts.fs.as_ref(), &k.dir)?;
+    }
+    edit.flushed_sequence = Some(last_sequence);
+    vs.log_and_apply(edit, &opened, last_sequence)?;
+    k.rec.last_sequence = k.rec.last_sequence.max(last_sequence);
+    Ok(())
+}
+
+/// Removes the directories of keyspaces the MANIFEST does not name: dropped
+/// ones (the MANIFEST's edit is durable before the directory goes) and ones
+/// whose creation a crash cut short before their edit.
+fn delete_dropped_keyspaces(fs: &dyn FileSystem, dir: &Path, vs: &VersionSet) -> Result<()> {
+    let names = fs
+        .list_dir(dir)
+        .map_err(|e| Error::io(format!("list {}", dir.display()), e))?;
+    for name in names {
+        let Some(id) = name.to_str().and_then(filename::parse_keyspace_dir) else {
+            continue;
+        };
+        if !vs.keyspaces().contains_key(&id) {
+            remove_keyspace_dir(fs, &dir.join(&name));
+        }
+    }
+    Ok(())
+}
+
+/// Deletes a keyspace's directory and the files in it (best effort: what
+/// stays is deleted at the next open).
+pub(crate) fn remove_keyspace_dir(fs: &dyn FileSystem, kdir: &Path) {
+    if let Ok(names) = fs.list_dir(kdir) {
+        for n in names {
+            let _ = fs.remove_file(&kdir.join(n));
+        }
+    }
+    let _ = fs.remove_dir(kdir);
 }
 
 /// Recovers the store in `dir` without creating, writing, renaming or
@@ -133,7 +264,12 @@ pub(crate) fn recover(dir: &Path, opts: &Options, caches: Caches) -> Result<Reco
 /// store did not change during the read that met it; if it changed during
 /// each of 1,000 reads, the open fails with an I/O error of kind
 /// `Interrupted`, never a false corruption.
-pub(crate) fn recover_read_only(dir: &Path, opts: &Options, caches: Caches) -> Result<Recovered> {
+pub(crate) fn recover_read_only(
+    dir: &Path,
+    opts: &Options,
+    caches: Caches,
+    open_keyspace: OpenKeyspace<'_>,
+) -> Result<Recovered> {
     let fs = opts.fs.as_ref();
     let mark = || -> Option<(u64, u64)> {
         let n = crate::db::manifest::read_current(fs, dir).ok()?;
@@ -159,14 +295,29 @@ pub(crate) fn recover_read_only(dir: &Path, opts: &Options, caches: Caches) -> R
             };
             check_files(fs, dir, &state, report.manifest_number, false)?;
             let version = open_tables(dir, opts, &state, &caches, Some(&mut opened))?;
-            let replay = replay_logs(dir, opts, &state)?;
+            let mut keyspaces = state
+                .keyspaces
+                .iter()
+                .map(|(&id, name)| open_keyspace(id, name))
+                .collect::<Result<Vec<_>>>()?;
+            let mut replay = replay_logs(dir, opts, &state, &replay_routes(&keyspaces))?;
+            let last_sequence = replay.last_sequence.max(state.last_sequence);
+            // The logs' writes to each keyspace stay in its memtable.
+            for k in &mut keyspaces {
+                if let Some(mem) = replay.others.remove(&k.id) {
+                    k.rec.mem = mem;
+                }
+                k.rec.last_sequence = k.rec.last_sequence.max(last_sequence);
+            }
             Ok(Recovered {
-                last_sequence: replay.last_sequence.max(state.last_sequence),
+                last_sequence,
                 wal: None,
                 mem: replay.mem,
                 wal_tail_dropped: replay.tail_dropped,
                 wal_salvaged: replay.salvaged,
                 vs: VersionSet::read_only(state, version),
+                writable: false,
+                keyspaces,
             })
         })();
         attempt += 1;
@@ -434,6 +585,8 @@ fn open_tables(
 
 struct Replay {
     mem: MemTable,
+    /// The writes to the other keyspaces, by id.
+    others: BTreeMap<u32, MemTable>,
     last_sequence: u64,
     tail_dropped: u64,
     salvaged: u64,
@@ -539,7 +692,17 @@ fn read_chunks(
 /// purpose). Under [`WalRecovery::AbsoluteConsistency`] a log whose end
 /// would be dropped is [`Error::Corruption`]; this runs before recovery
 /// writes or deletes anything, so the refused store is left as it was.
-fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Replay> {
+///
+/// Each operation goes to its keyspace's memtable: the default keyspace's,
+/// or one of `routes` (id to flushed sequence and memtable size), unless the
+/// keyspace's tables hold it (at or below its flushed sequence). The
+/// operations of a keyspace not in `routes` (dropped) are skipped.
+fn replay_logs(
+    dir: &Path,
+    opts: &Options,
+    state: &RecoveredState,
+    routes: &BTreeMap<u32, (u64, usize)>,
+) -> Result<Replay> {
     let salvage = opts.wal_recovery == WalRecovery::SkipDamagedRecords;
     let fs = opts.fs.as_ref();
     let mut logs: Vec<u64> = filename::list_store_files_in(fs, dir)?
@@ -568,6 +731,10 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
     }
     let mut out = Replay {
         mem: MemTable::for_write_buffer(opts.write_buffer_size),
+        others: routes
+            .iter()
+            .map(|(&id, &(_, size))| (id, MemTable::for_write_buffer(size)))
+            .collect(),
         last_sequence: 0,
         tail_dropped: 0,
         salvaged: 0,
@@ -606,7 +773,12 @@ fn replay_logs(dir: &Path, opts: &Options, state: &RecoveredState) -> Result<Rep
             if let Some(last) = batch.last_sequence() {
                 expect = Some(last + 1);
             }
-            out.mem.insert_batch(&batch);
+            out.mem.insert_batch_in(&batch, 0, state.flushed_sequence);
+            for id in batch.keyspace_ids() {
+                if let (Some(mem), Some(&(flushed, _))) = (out.others.get(&id), routes.get(&id)) {
+                    mem.insert_batch_in(&batch, id, flushed);
+                }
+            }
             Ok(())
         })?;
         if let Some(t) = report.tail_dropped {

@@ -58,6 +58,9 @@ pub(crate) struct Builder {
     next_file_number: Option<u64>,
     last_sequence: Option<u64>,
     logs: BTreeSet<u64>,
+    keyspaces: std::collections::BTreeMap<u32, String>,
+    next_keyspace: u32,
+    flushed_sequence: u64,
 }
 
 impl Builder {
@@ -73,6 +76,9 @@ impl Builder {
         b.next_file_number = Some(state.next_file_number);
         b.last_sequence = Some(state.last_sequence);
         b.logs = state.logs.iter().copied().collect();
+        b.keyspaces = state.keyspaces.clone();
+        b.next_keyspace = state.next_keyspace;
+        b.flushed_sequence = state.flushed_sequence;
         b
     }
 
@@ -87,6 +93,28 @@ impl Builder {
         }
         if let Some(s) = e.last_sequence {
             self.last_sequence = Some(s);
+        }
+        if let Some(s) = e.flushed_sequence {
+            self.flushed_sequence = s;
+        }
+        if let Some(n) = e.next_keyspace {
+            self.next_keyspace = self.next_keyspace.max(n);
+        }
+        for &id in &e.dropped_keyspaces {
+            if self.keyspaces.remove(&id).is_none() {
+                return Err(format!("edit drops keyspace {id}, which does not exist"));
+            }
+        }
+        for (id, name) in &e.new_keyspaces {
+            if self.keyspaces.values().any(|n| n == name) {
+                return Err(format!("edit creates keyspace {name:?} twice"));
+            }
+            if self.keyspaces.insert(*id, name.clone()).is_some() {
+                return Err(format!("edit creates keyspace {id} twice"));
+            }
+            // Ids are never reused: a dropped keyspace's logged writes must
+            // never replay into a new one.
+            self.next_keyspace = self.next_keyspace.max(id.saturating_add(1));
         }
         // Deletions first, so an edit may move a file between levels.
         for &(level, number) in &e.deleted_files {
@@ -203,6 +231,9 @@ impl Builder {
             next_file_number,
             last_sequence,
             logs: self.logs.into_iter().collect(),
+            next_keyspace: self.next_keyspace.max(1),
+            keyspaces: self.keyspaces,
+            flushed_sequence: self.flushed_sequence,
         })
     }
 
@@ -278,6 +309,11 @@ impl VersionSet {
         }
     }
 
+    /// Whether the store was opened read-only (every edit is refused).
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.manifest.is_none()
+    }
+
     /// The live version.
     pub(crate) fn current(&self) -> &Arc<Version> {
         &self.current
@@ -286,6 +322,22 @@ impl VersionSet {
     /// Logs numbered below this are contained in tables.
     pub(crate) fn log_number(&self) -> u64 {
         self.state.log_number()
+    }
+
+    /// The store's keyspaces besides the default one, by id.
+    pub(crate) fn keyspaces(&self) -> &std::collections::BTreeMap<u32, String> {
+        &self.state.keyspaces
+    }
+
+    /// Every write of this MANIFEST's keyspace at or below this sequence is
+    /// in its tables ([`VersionEdit::flushed_sequence`]).
+    pub(crate) fn flushed_sequence(&self) -> u64 {
+        self.state.flushed_sequence
+    }
+
+    /// The id the next keyspace created gets.
+    pub(crate) fn next_keyspace(&self) -> u32 {
+        self.state.next_keyspace.max(1)
     }
 
     /// A fresh file number, reserved in the MANIFEST before it is returned

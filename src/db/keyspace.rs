@@ -1,0 +1,651 @@
+//! Named keyspaces of one store (RocksDB's column families): each with its
+//! own options and filter design, its memtables and its tree of tables in a
+//! directory of its own (`keyspace-NNNNNN/`: tables, MANIFEST, OPTIONS), all
+//! sharing the store's one WAL, sequence numbers, writer queue and caches.
+//! A [`WriteBatch`] may span keyspaces and is applied atomically across
+//! them: it is one WAL record.
+//!
+//! A keyspace's engine is an [`Inner`] without a WAL: the store's writer
+//! logs each batch, then inserts each keyspace's operations into that
+//! keyspace's memtable. Every freeze freezes every non-empty memtable of
+//! every keyspace and starts a new log (`write.rs`), so a log is deleted once
+//! each keyspace has flushed what was frozen from it ([`Inner::retire_logs`]).
+//! Each keyspace's MANIFEST records the sequence its tables hold up to;
+//! replay skips the logged writes at or below it. The store's MANIFEST names
+//! the keyspaces: creating and dropping one is an edit there, durable before
+//! the call returns; a dropped keyspace's directory is deleted after its
+//! edit (or at the next open). See docs/design.md, "Keyspaces".
+
+use super::*;
+use crate::db::recovery::{KeyspaceRecovery, remove_keyspace_dir};
+
+/// The name of the store's default keyspace (the store itself, id 0).
+pub(crate) const DEFAULT_NAME: &str = "default";
+
+/// A keyspace the store holds open: its engine, with its threads.
+pub(crate) struct Child {
+    pub(crate) id: u32,
+    pub(crate) name: Arc<str>,
+    db: Db,
+    /// Set when the keyspace is dropped: every handle's call then fails.
+    dropped: Arc<AtomicBool>,
+}
+
+impl Child {
+    /// Starts the engine of a recovered keyspace; `last_sequence` is the
+    /// store's.
+    pub(crate) fn start(k: KeyspaceRecovery, last_sequence: u64) -> Result<Child> {
+        let (id, name) = (k.id, k.name);
+        let db = Db::start(k.dir, k.opts, k.caches, None, k.rec, id)?;
+        db.inner.last_seq.fetch_max(last_sequence, Ordering::AcqRel);
+        Ok(Child {
+            id,
+            name: name.into(),
+            db,
+            dropped: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.db.inner
+    }
+
+    /// Stops the engine's threads (its store is closing, or it is dropped).
+    pub(crate) fn shutdown(&self) -> Result<()> {
+        self.db.shutdown()
+    }
+}
+
+/// Recovers keyspace `id` of the store in `dir` from its directory, with the
+/// design its OPTIONS file records and the store's other options.
+pub(crate) fn recover_keyspace(
+    dir: &Path,
+    opts: &Options,
+    caches: &Caches,
+    id: u32,
+    name: &str,
+    read_only: bool,
+) -> Result<KeyspaceRecovery> {
+    let kdir = filename::keyspace_dir(dir, id);
+    let fs = opts.fs.clone();
+    if fs.file_len(&filename::current_file(&kdir)).is_err() {
+        return Err(Error::corruption(
+            &kdir,
+            0,
+            format!(
+                "the store's MANIFEST names keyspace {name:?} (id {id}); its directory holds no \
+                 CURRENT"
+            ),
+        ));
+    }
+    let mut kopts = opts.clone();
+    kopts.use_stored_design = true;
+    kopts.create_if_missing = false;
+    options_file::settle(fs.as_ref(), &kdir, &mut kopts)?;
+    open::check_options(&kopts)?;
+    let kcaches = caches.for_keyspace(id);
+    let none = |_: u32, _: &str| -> Result<KeyspaceRecovery> {
+        Err(Error::invalid("a keyspace holds no keyspaces"))
+    };
+    let rec = if read_only {
+        recovery::recover_read_only(&kdir, &kopts, kcaches.clone(), &none)?
+    } else {
+        recovery::recover(&kdir, &kopts, kcaches.clone(), false, &none)?
+    };
+    Ok(KeyspaceRecovery {
+        id,
+        name: name.to_string(),
+        dir: kdir,
+        opts: kopts,
+        caches: kcaches,
+        rec,
+    })
+}
+
+/// Why `name` cannot name a new keyspace, if it cannot.
+fn bad_name(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("an empty keyspace name".into())
+    } else if name.len() > manifest::MAX_KEYSPACE_NAME {
+        Some(format!(
+            "a keyspace name of {} bytes is over the {}-byte limit",
+            name.len(),
+            manifest::MAX_KEYSPACE_NAME
+        ))
+    } else if name == DEFAULT_NAME {
+        Some(format!("the keyspace {DEFAULT_NAME:?} always exists"))
+    } else {
+        name.chars()
+            .any(char::is_control)
+            .then(|| format!("keyspace name {name:?} holds a control character"))
+    }
+}
+
+/// A handle on one keyspace of a store ([`Db::create_keyspace`],
+/// [`Db::keyspace`]): cheap to clone, `Send + Sync`. Writes through it (and
+/// through [`WriteBatch::put_in`]) share the store's WAL and writer queue;
+/// reads see its own memtables and tables. Once the keyspace is dropped
+/// every call fails with [`Error::InvalidArgument`] naming it.
+///
+/// ```
+/// use bloomlsm::{Db, FilterOptions, FilterPolicy, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// let design = Options::default().filters(FilterOptions::uniform(Some(FilterPolicy::bloom(14.0))));
+/// let users = db.create_keyspace("users", design)?;
+/// users.put("u1", "ann")?;
+/// db.put("u1", "not a user")?; // the default keyspace: another key space
+/// assert_eq!(users.get("u1")?.as_deref(), Some(&b"ann"[..]));
+/// db.close()?;
+///
+/// let db = Db::open(dir.path(), Options::default())?;
+/// let users = db.keyspace("users")?; // its design came back with it
+/// assert_eq!(users.options().filters.policy, Some(FilterPolicy::bloom(14.0)));
+/// assert_eq!(db.keyspace_names(), ["default", "users"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Keyspace {
+    id: u32,
+    name: Arc<str>,
+    /// The store: the WAL and the writer queue.
+    store: Arc<Inner>,
+    /// The keyspace's engine (the store's own for the default keyspace).
+    inner: Arc<Inner>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Keyspace {
+    /// The keyspace's id in the store (0 for the default keyspace), as its
+    /// operations carry it in the WAL.
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `Ok` while the keyspace exists and its store is open.
+    fn check(&self) -> Result<()> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::invalid(format!(
+                "keyspace {:?} was dropped",
+                &*self.name
+            )));
+        }
+        if self.store.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn write_one(&self, f: impl FnOnce(&mut WriteBatch)) -> Result<()> {
+        self.check()?;
+        let mut b = WriteBatch::new();
+        f(&mut b);
+        Db::write_to(&self.store, b, WriteOptions::default())
+    }
+
+    /// Stores `value` under `key` in this keyspace ([`Db::put`]).
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.write_one(|b| b.put_to(self.id, key.as_ref(), value.as_ref()))
+    }
+
+    /// Removes `key` from this keyspace ([`Db::delete`]).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.write_one(|b| b.delete_to(self.id, key.as_ref()))
+    }
+
+    /// Removes every key in `[start, end)` of this keyspace
+    /// ([`Db::delete_range`]).
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.write_one(|b| b.delete_range_to(self.id, start.as_ref(), end.as_ref()))
+    }
+
+    /// The value of `key` in this keyspace, or `None` ([`Db::get`]).
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.check()?;
+        let key = key.as_ref();
+        check_key(key)?;
+        self.inner.get(key, None)
+    }
+
+    /// The values of `keys` in this keyspace ([`Db::multi_get`]).
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Bytes>>> {
+        self.check()?;
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        for k in &keys {
+            check_key(k)?;
+        }
+        self.inner.multi_get(&keys, None)
+    }
+
+    /// The live entries of this keyspace with keys in `range`, in key order
+    /// ([`Db::scan`]). On a dropped keyspace the iterator yields one error.
+    pub fn scan(&self, range: impl iter::ScanRange) -> DbIter {
+        let (start, end) = range.into_bounds();
+        let it = self.inner.scan(start, end, None, None);
+        match self.check() {
+            Ok(()) => it,
+            Err(e) => it.failing(e),
+        }
+    }
+
+    /// The live entries of this keyspace whose keys start with `prefix`
+    /// ([`Db::scan_prefix`]).
+    pub fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
+        let prefix = prefix.as_ref();
+        let (start, end) = iter::prefix_range(prefix);
+        let skip = iter::ScanPrefix::of(self.inner.opts.prefix_extractor, prefix);
+        let it = self.inner.scan(start, end, None, skip);
+        match self.check() {
+            Ok(()) => it,
+            Err(e) => it.failing(e),
+        }
+    }
+
+    /// Writes this keyspace's memtable to an L0 file and waits until it is
+    /// on disk ([`Db::flush`]). Every other keyspace's non-empty memtable is
+    /// frozen with it (they share the log that is retired).
+    pub fn flush(&self) -> Result<()> {
+        self.check()?;
+        self.store.flush_keyspace(&self.inner)
+    }
+
+    /// Flushes, then merges this keyspace's levels ([`Db::compact`]).
+    pub fn compact(&self) -> Result<()> {
+        self.flush()?;
+        self.inner.compact_all()
+    }
+
+    /// Counters and the shape of this keyspace ([`Db::stats`]); once it is
+    /// dropped, as it was when dropped.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Zeroes this keyspace's lookup counters ([`Db::reset_stats`]).
+    pub fn reset_stats(&self) {
+        self.inner.reset_stats();
+    }
+
+    /// Per-file shape and counters of this keyspace ([`Db::file_stats`]).
+    pub fn file_stats(&self) -> Vec<FileStats> {
+        self.inner.file_stats()
+    }
+
+    /// The options in force for this keyspace: its own design (the one
+    /// given to [`Db::create_keyspace`], kept in its directory's OPTIONS
+    /// file) and the store's other options.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+}
+
+impl Db {
+    /// Creates the keyspace `name` with the design of `options` (filters,
+    /// compression, file and level sizes, prefix extractor, range filter:
+    /// what the store's OPTIONS file records, kept for the keyspace across
+    /// reopens); its memtable size and triggers follow `options` until the
+    /// store is reopened, then the store's. Durable when this returns.
+    /// Refused: an existing name, `"default"`, an empty name or one over 255
+    /// bytes or holding a control character, and a store open read-only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// let logs = db.create_keyspace("logs", bloomlsm::Options::default())?;
+    /// logs.put("2024-01-01", "started")?;
+    /// assert!(db.create_keyspace("logs", bloomlsm::Options::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_keyspace(&self, name: &str, options: Options) -> Result<Keyspace> {
+        if let Some(why) = bad_name(name) {
+            return Err(Error::invalid(why));
+        }
+        let inner = &self.inner;
+        let w = inner.open_writer()?;
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        let id = {
+            let st = inner.state();
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            if st.vs.keyspaces().values().any(|n| n == name) {
+                return Err(Error::invalid(format!("keyspace {name:?} already exists")));
+            }
+            st.vs.next_keyspace()
+        };
+        let fs = inner.opts.fs.clone();
+        let kdir = filename::keyspace_dir(&inner.dir, id);
+        // A directory left by a creation that failed before its edit.
+        remove_keyspace_dir(fs.as_ref(), &kdir);
+        fs.create_dir_all(&kdir)
+            .map_err(|e| Error::io(format!("create {}", kdir.display()), e))?;
+        let mut kopts = options;
+        kopts.fs = fs.clone();
+        kopts.read_mode = inner.opts.read_mode;
+        kopts.create_if_missing = true;
+        kopts.use_stored_design = true;
+        open::check_options(&kopts)?;
+        let design = options_file::settle(fs.as_ref(), &kdir, &mut kopts)?;
+        let kcaches = inner.caches.for_keyspace(id);
+        let none = |_: u32, _: &str| -> Result<KeyspaceRecovery> {
+            Err(Error::invalid("a keyspace holds no keyspaces"))
+        };
+        let rec = recovery::recover(&kdir, &kopts, kcaches.clone(), false, &none)?;
+        design.record(fs.as_ref(), &kdir, &kopts, true)?;
+        filename::sync_dir_in(fs.as_ref(), &inner.dir)?;
+        let seq = inner.last_seq.load(Ordering::Acquire);
+        let child = Child::start(
+            KeyspaceRecovery {
+                id,
+                name: name.to_string(),
+                dir: kdir,
+                opts: kopts,
+                caches: kcaches,
+                rec,
+            },
+            seq,
+        )?;
+        let _ = child.inner().parent.set(Arc::downgrade(inner));
+        // The keyspace exists once this edit is durable. It records the
+        // default keyspace's flushed sequence too: from now on logs may
+        // outlive the default keyspace's flushes.
+        let mut st = inner.state();
+        let edit = VersionEdit {
+            new_keyspaces: vec![(id, name.to_string())],
+            next_keyspace: Some(id.saturating_add(1)),
+            flushed_sequence: Some(st.flushed_seq),
+            ..VersionEdit::default()
+        };
+        if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
+            drop(st);
+            let _ = child.shutdown();
+            inner.poison("creating a keyspace", &e);
+            return Err(e);
+        }
+        drop(st);
+        let child = Arc::new(child);
+        inner
+            .children
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, child.clone());
+        drop(w);
+        Ok(Keyspace::of_child(inner, &child))
+    }
+
+    /// A handle on the keyspace `name` (`"default"` is the store's own).
+    /// An unknown name is [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// db.create_keyspace("users", bloomlsm::Options::default())?;
+    /// let users = db.keyspace("users")?;
+    /// let default = db.keyspace("default")?;
+    /// default.put("k", "v")?;
+    /// assert_eq!(db.get("k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(db.keyspace("nope").is_err());
+    /// # drop(users);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        let inner = &self.inner;
+        if name == DEFAULT_NAME {
+            return Ok(Keyspace {
+                id: 0,
+                name: DEFAULT_NAME.into(),
+                store: inner.clone(),
+                inner: inner.clone(),
+                dropped: Arc::new(AtomicBool::new(false)),
+            });
+        }
+        let children = inner.children();
+        match children.values().find(|c| &*c.name == name) {
+            Some(c) => Ok(Keyspace::of_child(inner, c)),
+            None => Err(Error::invalid(format!("no keyspace named {name:?}"))),
+        }
+    }
+
+    /// Drops the keyspace `name`: durable when this returns (an edit of the
+    /// store's MANIFEST), then its files are deleted. Handles on it fail
+    /// from then on. The default keyspace cannot be dropped; an unknown name
+    /// is [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// let tmp = db.create_keyspace("tmp", bloomlsm::Options::default())?;
+    /// tmp.put("k", "v")?;
+    /// db.drop_keyspace("tmp")?;
+    /// assert!(tmp.get("k").is_err()); // "keyspace \"tmp\" was dropped"
+    /// assert!(db.drop_keyspace("default").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        if name == DEFAULT_NAME {
+            return Err(Error::invalid(format!(
+                "the {DEFAULT_NAME:?} keyspace cannot be dropped"
+            )));
+        }
+        let inner = &self.inner;
+        let w = inner.open_writer()?;
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        let Some(child) = inner
+            .children()
+            .values()
+            .find(|c| &*c.name == name)
+            .cloned()
+        else {
+            return Err(Error::invalid(format!("no keyspace named {name:?}")));
+        };
+        {
+            let mut st = inner.state();
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            let edit = VersionEdit {
+                dropped_keyspaces: vec![child.id],
+                ..VersionEdit::default()
+            };
+            let seq = inner.last_seq.load(Ordering::Acquire);
+            if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
+                drop(st);
+                inner.poison("dropping a keyspace", &e);
+                return Err(e);
+            }
+        }
+        child.dropped.store(true, Ordering::Release);
+        inner
+            .children
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&child.id);
+        drop(w);
+        // Its engine stops; its frozen memtables no longer hold logs back.
+        let _ = child.shutdown();
+        let dir = child.inner().dir.clone();
+        remove_keyspace_dir(inner.fs(), &dir);
+        let _ = filename::sync_dir_in(inner.fs(), &inner.dir);
+        inner.retire_logs()
+    }
+
+    /// The names of the store's keyspaces: `"default"` first, then the
+    /// others in the order they were created.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        std::iter::once(DEFAULT_NAME.to_string())
+            .chain(self.inner.children().values().map(|c| c.name.to_string()))
+            .collect()
+    }
+}
+
+impl Keyspace {
+    fn of_child(store: &Arc<Inner>, c: &Arc<Child>) -> Keyspace {
+        Keyspace {
+            id: c.id,
+            name: c.name.clone(),
+            store: store.clone(),
+            inner: c.inner().clone(),
+            dropped: c.dropped.clone(),
+        }
+    }
+}
+
+impl Inner {
+    /// The store's other keyspaces, by id (a copy: the lock is not held).
+    pub(crate) fn children(&self) -> BTreeMap<u32, Arc<Child>> {
+        self.children
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Why `batch` cannot be written, if it names a keyspace the store does
+    /// not hold (dropped, or another store's).
+    pub(crate) fn unknown_keyspace(&self, batch: &WriteBatch) -> Option<Error> {
+        let ids = batch.keyspace_ids();
+        if ids.is_empty() {
+            return None;
+        }
+        let children = self.children.read().unwrap_or_else(|p| p.into_inner());
+        ids.iter().find(|id| !children.contains_key(id)).map(|id| {
+            Error::invalid(format!(
+                "the batch writes to keyspace {id}, which was dropped (or is another store's)"
+            ))
+        })
+    }
+
+    /// Freezes every keyspace's non-empty memtable (the store's log is
+    /// being switched: `wal` is the log they were written to). The caller
+    /// holds the store's writer lock and its state.
+    pub(crate) fn freeze_children(&self, wal: u64, seq: u64) {
+        for c in self.children().values() {
+            let k = c.inner();
+            let mut kw = k.writer.lock().unwrap_or_else(|p| p.into_inner());
+            if kw.mem.is_empty() {
+                continue;
+            }
+            let mut kst = k.state();
+            let frozen = std::mem::replace(
+                &mut kw.mem,
+                Arc::new(MemTable::for_write_buffer(k.opts.write_buffer_size)),
+            );
+            kst.imm.push(Frozen {
+                mem: frozen,
+                wal,
+                last_seq: seq,
+            });
+            k.install(&kst, kw.mem.clone());
+            drop(kst);
+            k.cv.notify_all();
+        }
+    }
+
+    /// The oldest log any keyspace still needs: its oldest frozen
+    /// memtable's, or the active log (`default_need` for the default
+    /// keyspace). The caller holds the store's state.
+    pub(crate) fn log_need(&self, default_need: u64) -> u64 {
+        self.children()
+            .values()
+            .filter_map(|c| c.inner().state().imm.first().map(|f| f.wal))
+            .fold(default_need, u64::min)
+    }
+
+    /// Advances the store's log number to the oldest log a keyspace still
+    /// needs, and deletes the logs below it (after a keyspace's flush, or a
+    /// drop). On a keyspace's engine, asks its store.
+    pub(crate) fn retire_logs(&self) -> Result<()> {
+        if self.ks_id != 0 {
+            return match self.parent.get().and_then(Weak::upgrade) {
+                Some(p) => p.retire_logs(),
+                None => Ok(()),
+            };
+        }
+        let mut st = self.state();
+        if st.vs.is_read_only() {
+            return Ok(());
+        }
+        let default_need = st.imm.first().map_or(st.wal_number, |f| f.wal);
+        let need = self.log_need(default_need);
+        let old = st.vs.log_number();
+        if need <= old {
+            return Ok(());
+        }
+        let edit = VersionEdit {
+            log_number: Some(need),
+            ..VersionEdit::default()
+        };
+        let seq = self.last_seq.load(Ordering::Acquire);
+        if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
+            drop(st);
+            self.poison("retiring logs", &e);
+            return Err(e);
+        }
+        drop(st);
+        self.delete_logs(old, need);
+        Ok(())
+    }
+
+    /// Deletes the logs numbered in `[from, to)` (those that exist).
+    pub(crate) fn delete_logs(&self, from: u64, to: u64) {
+        if to.saturating_sub(from) > 1024 {
+            // Far apart: list the directory rather than try each number.
+            if let Ok(files) = filename::list_store_files_in(self.fs(), &self.dir) {
+                for (kind, n, path) in files {
+                    if kind == FileKind::Log && (from..to).contains(&n) {
+                        let _ = self.fs().remove_file(&path);
+                    }
+                }
+            }
+            return;
+        }
+        for n in from..to {
+            let _ = self.fs().remove_file(&filename::log_file(&self.dir, n));
+        }
+    }
+
+    /// Freezes keyspace `k`'s memtable (with every other keyspace's) if it
+    /// holds anything, and waits until `k` has flushed it.
+    pub(crate) fn flush_keyspace(&self, k: &Arc<Inner>) -> Result<()> {
+        if k.ks_id == 0 {
+            return self.flush();
+        }
+        let mut w = self.open_writer()?;
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        let empty = k
+            .writer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .mem
+            .is_empty();
+        if !empty {
+            let mut st = self.state();
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            self.freeze_memtable(&mut w, &mut st)?;
+        }
+        drop(w);
+        k.wait_for_flushes()
+    }
+}
