@@ -366,20 +366,18 @@ impl Db {
         // The keyspace exists once this edit is durable. It records the
         // default keyspace's flushed sequence too: from now on logs may
         // outlive the default keyspace's flushes.
-        let mut st = inner.state();
+        let st = inner.state();
         let edit = VersionEdit {
             new_keyspaces: vec![(id, name.to_string())],
             next_keyspace: Some(id.saturating_add(1)),
             flushed_sequence: Some(st.flushed_seq),
             ..VersionEdit::default()
         };
-        if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
-            drop(st);
-            let _ = child.shutdown();
-            inner.poison("creating a keyspace", &e);
-            return Err(e);
-        }
-        drop(st);
+        inner
+            .log_edit_or_poison(st, edit, seq, "creating a keyspace")
+            .inspect_err(|_| {
+                let _ = child.shutdown();
+            })?;
         let child = Arc::new(child);
         inner
             .children
@@ -458,7 +456,7 @@ impl Db {
             return Err(Error::invalid(format!("no keyspace named {name:?}")));
         };
         {
-            let mut st = inner.state();
+            let st = inner.state();
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
@@ -467,11 +465,7 @@ impl Db {
                 ..VersionEdit::default()
             };
             let seq = inner.last_seq.load(Ordering::Acquire);
-            if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
-                drop(st);
-                inner.poison("dropping a keyspace", &e);
-                return Err(e);
-            }
+            inner.log_edit_or_poison(st, edit, seq, "dropping a keyspace")?;
         }
         child.dropped.store(true, Ordering::Release);
         inner
@@ -579,7 +573,7 @@ impl Inner {
                 None => Ok(()),
             };
         }
-        let mut st = self.state();
+        let st = self.state();
         if st.vs.is_read_only() {
             return Ok(());
         }
@@ -594,12 +588,7 @@ impl Inner {
             ..VersionEdit::default()
         };
         let seq = self.last_seq.load(Ordering::Acquire);
-        if let Err(e) = st.vs.log_and_apply(edit, &[], seq) {
-            drop(st);
-            self.poison("retiring logs", &e);
-            return Err(e);
-        }
-        drop(st);
+        self.log_edit_or_poison(st, edit, seq, "retiring logs")?;
         self.delete_logs(old, need);
         Ok(())
     }

@@ -726,6 +726,22 @@ impl Inner {
         }
     }
 
+    /// Logs `edit`, which adds and removes no table, to the MANIFEST under
+    /// `st`, then releases `st`. A failed MANIFEST write leaves the edit's
+    /// fate on disk unknown: the store is poisoned (`during` says by what)
+    /// and the error returned, for the reopen to judge.
+    fn log_edit_or_poison(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        edit: VersionEdit,
+        seq: u64,
+        during: &str,
+    ) -> Result<()> {
+        let r = st.vs.log_and_apply(edit, &[], seq);
+        drop(st);
+        r.inspect_err(|e| self.poison(during, e))
+    }
+
     /// Runs one flush or compaction, `work`, on whichever thread calls it
     /// (a background thread or the caller of `flush`, `compact`,
     /// `maintain`). A failure poisons the store before the work lock the
