@@ -1742,6 +1742,42 @@ fn bench_single_load_agrees_with_reload() {
     assert_eq!(once[0]["bytes_compacted"], once[2]["bytes_compacted"]);
 }
 
+/// A load longer than `--stepwise-keys` and two copy windows (sixteen
+/// 2 MiB memtables each: about 4,200 keys of 8,000 bytes) puts its first
+/// keys in with the store's own compaction thread, then the rest step by
+/// step: every key is in the
+/// store, once, whether one configuration loads its own store or two share
+/// one load, and every existing key is found (the study checks each one).
+#[test]
+fn bench_bulk_load_keeps_every_key() {
+    for configs in ["blocked10", "none,blocked10"] {
+        let o = bloomlsm(&[
+            "bench",
+            "--keys",
+            "12000",
+            "--value-size",
+            "8000",
+            "--stepwise-keys",
+            "0",
+            "--lookups",
+            "2000",
+            "--configs",
+            configs,
+            "--json",
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{o:?}");
+        let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+        assert_eq!(rows.len(), configs.split(',').count());
+        for r in &rows {
+            let shape = r["shape"].as_array().unwrap();
+            let keys: u64 = shape.iter().map(|l| l["keys"].as_u64().unwrap()).sum();
+            assert_eq!(keys, 12000, "{configs}: {shape:?}");
+            assert!(shape.iter().any(|l| l["level"] != 0), "{shape:?}");
+        }
+    }
+}
+
 #[test]
 fn bench_reports_disk_bytes_ratio_and_write_amplification() {
     let run = |c: &str| {
