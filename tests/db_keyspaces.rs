@@ -264,6 +264,50 @@ fn each_keyspace_keeps_its_own_design() {
     );
     assert_eq!(ribbon.get("r7").unwrap().as_deref(), Some(&b"v"[..]));
     assert_eq!(bloom.get("r7").unwrap(), None);
+    // Its memtable size and L0 triggers came back too; the store's follow
+    // the options it is opened with.
+    let (given, store) = (design(0), options::manual());
+    assert_ne!(given.write_buffer_size, store.write_buffer_size);
+    let o = ribbon.options();
+    assert_eq!(
+        (
+            o.write_buffer_size,
+            o.l0_compaction_trigger,
+            o.l0_slowdown_trigger,
+            o.l0_stop_trigger
+        ),
+        (
+            given.write_buffer_size,
+            given.l0_compaction_trigger,
+            given.l0_slowdown_trigger,
+            given.l0_stop_trigger
+        )
+    );
+    assert_eq!(db.options().write_buffer_size, store.write_buffer_size);
+    db.close().unwrap();
+    // A keyspace's OPTIONS from before these were recorded: the store's
+    // options apply, as they did.
+    let kdir = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir() && p.join("OPTIONS").exists())
+        .unwrap();
+    let path = kdir.join("OPTIONS");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("keyspace.write_buffer_size = "), "{text}");
+    let mut f = bloomlsm::db::options_file::OptionsFile::decode(text.as_bytes(), &path).unwrap();
+    f.tuning = Default::default();
+    std::fs::write(&path, f.encode()).unwrap();
+    let db = Db::open(dir.path(), store.clone()).unwrap();
+    for name in ["ribbon", "bloom"] {
+        let o = db.keyspace(name).unwrap().options().clone();
+        let want = if kdir.ends_with("keyspace-000001") == (name == "ribbon") {
+            store.write_buffer_size
+        } else {
+            design(u64::from(name == "bloom")).write_buffer_size
+        };
+        assert_eq!(o.write_buffer_size, want, "{name}");
+    }
 }
 
 fn logs(dir: &Path) -> usize {

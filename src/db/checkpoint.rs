@@ -274,6 +274,7 @@ impl Inner {
             Some(f) => f,
             None => options_file::OptionsFile {
                 design: options_file::Design::of(&part.opts),
+                tuning: options_file::Tuning::default(),
                 history: Vec::new(),
                 unknown_families: Vec::new(),
             },

@@ -57,7 +57,8 @@ impl Child {
 }
 
 /// Recovers keyspace `id` of the store in `dir` from its directory, with the
-/// design its OPTIONS file records and the store's other options.
+/// design, memtable size and L0 triggers its OPTIONS file records and the
+/// store's other options.
 pub(crate) fn recover_keyspace(
     dir: &Path,
     opts: &Options,
@@ -379,9 +380,9 @@ impl Keyspace {
 impl Db {
     /// Creates the keyspace `name` with the design of `options` (filters,
     /// compression, file and level sizes, prefix extractor, range filter:
-    /// what the store's OPTIONS file records, kept for the keyspace across
-    /// reopens); its memtable size and triggers follow `options` until the
-    /// store is reopened, then the store's. Durable when this returns.
+    /// what the store's OPTIONS file records) and its memtable size and L0
+    /// triggers, all kept in the keyspace's OPTIONS file across reopens;
+    /// its other options follow the store's. Durable when this returns.
     /// Refused: an existing name, `"default"`, an empty name or one over 255
     /// bytes or holding a control character, and a store open read-only.
     ///
@@ -431,6 +432,11 @@ impl Db {
         };
         let rec = recovery::recover(&kdir, &kopts, kcaches.clone(), false, &none)?;
         design.record(fs.as_ref(), &kdir, &kopts, true)?;
+        // Its memtable size and L0 triggers too: they apply at every open.
+        let mut file = options_file::read(fs.as_ref(), &kdir)?
+            .ok_or_else(|| Error::corruption(&kdir, 0, "a new keyspace's OPTIONS is missing"))?;
+        file.tuning = options_file::Tuning::of(&kopts);
+        options_file::write(fs.as_ref(), &kdir, &file)?;
         filename::sync_dir_in(fs.as_ref(), &inner.dir)?;
         let seq = inner.last_seq.load(Ordering::Acquire);
         let child = Child::start(
