@@ -2698,3 +2698,31 @@ fn db_keyspaces_and_the_keyspace_flag() {
     assert_eq!(ok(&["db", "keyspaces", d, "--drop", "users"]), "default\n");
     assert_one_line_error(&bloomlsm(&["db", "get", d, "k", "--keyspace", "users"]));
 }
+
+/// `db checkpoint` of a store with keyspaces: the copy holds every
+/// keyspace, and the `--keyspace` commands read it.
+#[test]
+fn db_checkpoint_copies_every_keyspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("s");
+    let d = d.to_str().unwrap();
+    let c = dir.path().join("c");
+    let c = c.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let o = bloomlsm(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        stdout(&o)
+    };
+    ok(&["db", "put", d, "k", "in default"]);
+    ok(&["db", "keyspaces", d, "--create", "users"]);
+    ok(&["db", "put", d, "k", "in users", "--keyspace", "users"]);
+    let o = json(ok(&["db", "checkpoint", d, c, "--json"]).trim());
+    assert_eq!(o["tables"], 2, "{o}");
+    ok(&["db", "put", d, "k", "later", "--keyspace", "users"]);
+    assert_eq!(
+        ok(&["db", "get", c, "k", "--keyspace", "users"]),
+        "in users\n"
+    );
+    assert_eq!(ok(&["db", "get", c, "k"]), "in default\n");
+    assert_eq!(ok(&["db", "keyspaces", c]), "default\nusers\n");
+}
