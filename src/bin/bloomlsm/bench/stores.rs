@@ -468,6 +468,58 @@ impl KeyWriter {
         range: std::ops::Range<u64>,
         label: &str,
     ) -> CliResult {
+        self.batches(args, range, label, |w, keys| {
+            // `stats` walks every table: once, for the first batch only.
+            let before = w.per_batch.is_none().then(|| db.stats().memtable_bytes);
+            db.write(w.batch(args, keys))?;
+            if let Some(b) = before {
+                w.per_batch = Some(db.stats().memtable_bytes.saturating_sub(b).max(1));
+            }
+            Ok(())
+        })
+    }
+
+    /// Writes keys `range` and runs what is then due; `after_maintain` is
+    /// called with the next key after each flush and compaction run (the
+    /// last one with `range.end`).
+    pub(super) fn write(
+        &mut self,
+        args: &BenchArgs,
+        db: &Db,
+        range: std::ops::Range<u64>,
+        label: &str,
+        mut after_maintain: impl FnMut(&Db, u64) -> CliResult,
+    ) -> CliResult {
+        self.batches(args, range.clone(), label, |w, keys| {
+            let next = keys.start;
+            let batch = w.batch(args, keys);
+            let before = db.stats().memtable_bytes;
+            if let Some(b) = w.per_batch
+                && before + b >= w.wbs
+            {
+                db.maintain()?;
+                after_maintain(db, next)?;
+            }
+            let base = db.stats().memtable_bytes;
+            db.write(batch)?;
+            if w.per_batch.is_none() {
+                w.per_batch = Some(db.stats().memtable_bytes.saturating_sub(base).max(1));
+            }
+            Ok(())
+        })?;
+        db.maintain()?;
+        after_maintain(db, range.end)
+    }
+
+    /// Calls `write` with each batch's keys, `BATCH_KEYS` at a time, under a
+    /// progress bar.
+    fn batches(
+        &mut self,
+        args: &BenchArgs,
+        range: std::ops::Range<u64>,
+        label: &str,
+        mut write: impl FnMut(&mut Self, std::ops::Range<u64>) -> CliResult,
+    ) -> CliResult {
         let pb = progress(
             Some(range.end - range.start),
             args.quiet,
@@ -476,12 +528,7 @@ impl KeyWriter {
         let mut i = range.start;
         while i < range.end {
             let end = (i + BATCH_KEYS).min(range.end);
-            // `stats` walks every table: once, for the first batch only.
-            let before = self.per_batch.is_none().then(|| db.stats().memtable_bytes);
-            db.write(self.batch(args, i..end))?;
-            if let Some(b) = before {
-                self.per_batch = Some(db.stats().memtable_bytes.saturating_sub(b).max(1));
-            }
+            write(self, i..end)?;
             pb.inc(end - i);
             i = end;
         }
@@ -501,47 +548,6 @@ impl KeyWriter {
             }
         }
         batch
-    }
-
-    /// Writes keys `range` and runs what is then due; `after_maintain` is
-    /// called with the next key after each flush and compaction run (the
-    /// last one with `range.end`).
-    pub(super) fn write(
-        &mut self,
-        args: &BenchArgs,
-        db: &Db,
-        range: std::ops::Range<u64>,
-        label: &str,
-        mut after_maintain: impl FnMut(&Db, u64) -> CliResult,
-    ) -> CliResult {
-        let pb = progress(
-            Some(range.end - range.start),
-            args.quiet,
-            format!("{label}: load"),
-        );
-        let mut i = range.start;
-        while i < range.end {
-            let end = (i + BATCH_KEYS).min(range.end);
-            let batch = self.batch(args, i..end);
-            let before = db.stats().memtable_bytes;
-            if let Some(b) = self.per_batch
-                && before + b >= self.wbs
-            {
-                db.maintain()?;
-                after_maintain(db, i)?;
-            }
-            let base = db.stats().memtable_bytes;
-            db.write(batch)?;
-            if self.per_batch.is_none() {
-                self.per_batch = Some((db.stats().memtable_bytes - base).max(1));
-            }
-            pb.inc(end - i);
-            i = end;
-        }
-        db.maintain()?;
-        after_maintain(db, range.end)?;
-        pb.finish_and_clear();
-        Ok(())
     }
 }
 
