@@ -15,7 +15,7 @@
 //!    longer) and wait for the flush of each and of every memtable frozen
 //!    before it: every write acknowledged before the call is then in a
 //!    table.
-//! 3. Take the moment ([`Inner::take_moment`]): with the writer lock and
+//! 3. Take the moment (`Inner::take_moment`): with the writer lock and
 //!    every keyspace's state held, each keyspace's current version and the
 //!    sequence its tables hold exactly. A store without other keyspaces is
 //!    copied as of that sequence, with no log. With other keyspaces, which
