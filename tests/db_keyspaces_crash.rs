@@ -78,7 +78,7 @@ fn apply_op(
     }
     // With loads, most batches write to one keyspace: the keyspaces'
     // memtables a load flushes differ in size and age.
-    let only = (loads && i % 4 != 0).then_some((i % 3) as usize);
+    let only = (loads && !i.is_multiple_of(4)).then_some((i % 3) as usize);
     let mut b = WriteBatch::new();
     apply_batch(models, store.map(|(_, ks)| (&mut b, ks)), only, round, i);
     if let Some((db, _)) = store {
