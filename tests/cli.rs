@@ -949,21 +949,26 @@ fn put_reads_large_values_from_stdin_and_files() {
 /// A file of a store: name, bytes, modification time.
 type FileState = (String, Vec<u8>, std::time::SystemTime);
 
-/// Every file of a store directory with its bytes and modification time,
-/// plus the directory's own modification time (changed by any file created,
-/// renamed or deleted in it).
+/// Every file of a store directory with its bytes and modification time
+/// (those of a keyspace's directory as `keyspace-NNNNNN/NAME`, and the
+/// directory itself with no bytes), plus the directory's own modification
+/// time (changed by any file created, renamed or deleted in it).
 fn snapshot(dir: &Path) -> (Vec<FileState>, std::time::SystemTime) {
-    let mut files: Vec<FileState> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<FileState>) {
+        for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-                std::fs::metadata(&p).unwrap().modified().unwrap(),
-            )
-        })
-        .collect();
+            let name = format!("{prefix}{}", p.file_name().unwrap().to_string_lossy());
+            let modified = std::fs::metadata(&p).unwrap().modified().unwrap();
+            if p.is_dir() {
+                walk(&p, &format!("{name}/"), out);
+                out.push((name, Vec::new(), modified));
+            } else {
+                out.push((name, std::fs::read(&p).unwrap(), modified));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, "", &mut files);
     files.sort();
     (files, std::fs::metadata(dir).unwrap().modified().unwrap())
 }
@@ -2697,6 +2702,91 @@ fn db_keyspaces_and_the_keyspace_flag() {
     }
     assert_eq!(ok(&["db", "keyspaces", d, "--drop", "users"]), "default\n");
     assert_one_line_error(&bloomlsm(&["db", "get", d, "k", "--keyspace", "users"]));
+}
+
+/// `db load --keyspace` loads into an existing keyspace only; a name that
+/// is no keyspace of the store (for `load` and every writing command), a
+/// missing store, or design flags beside `--keyspace` fail with one line and
+/// exit status 2, and leave every file of the store as it was.
+#[test]
+fn db_load_into_a_keyspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let d = store.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let o = bloomlsm(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        stdout(&o)
+    };
+    ok(&["db", "put", d, "u1", "in default"]);
+    ok(&["db", "keyspaces", d, "--create", "users"]);
+    let input = dir.path().join("users.tsv");
+    let text: String = (0..500).map(|i| format!("u{i}\tuser {i}\n")).collect();
+    std::fs::write(&input, text).unwrap();
+    let o = ok(&[
+        "db",
+        "load",
+        d,
+        input.to_str().unwrap(),
+        "--keyspace",
+        "users",
+        "-q",
+    ]);
+    assert!(o.starts_with("loaded 500 records"), "{o}");
+    assert_eq!(
+        ok(&["db", "get", d, "u1", "--keyspace", "users"]),
+        "user 1\n"
+    );
+    assert_eq!(ok(&["db", "get", d, "u1"]), "in default\n");
+    let o = bloomlsm_stdin(
+        &["db", "load", d, "-", "--keyspace", "default", "-q"],
+        b"u2\tloaded into default\n",
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(ok(&["db", "get", d, "u2"]), "loaded into default\n");
+    assert_eq!(
+        ok(&["db", "get", d, "u2", "--keyspace", "users"]),
+        "user 2\n"
+    );
+
+    let missing = dir.path().join("missing");
+    let m = missing.to_str().unwrap();
+    let i = input.to_str().unwrap();
+    let before = snapshot(&store);
+    for args in [
+        &["db", "load", d, i, "--keyspace", "nope"][..],
+        &[
+            "db",
+            "load",
+            d,
+            i,
+            "--keyspace",
+            "users",
+            "--filter",
+            "bloom:10",
+        ],
+        &["db", "load", m, i, "--keyspace", "users"],
+        &["db", "put", d, "k", "v", "--keyspace", "nope"],
+        &["db", "delete", d, "k", "--keyspace", "nope"],
+        &["db", "delete-range", d, "a", "b", "--keyspace", "nope"],
+        &["db", "compact", d, "--keyspace", "nope"],
+        &["db", "get", d, "k", "--keyspace", "nope"],
+        &["db", "scan", d, "--keyspace", "nope"],
+        &["db", "stats", d, "--keyspace", "nope"],
+    ] {
+        let o = bloomlsm(args);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        if args.contains(&"nope") {
+            assert!(stderr(&o).contains("no keyspace \"nope\""), "{o:?}");
+        }
+    }
+    assert!(
+        snapshot(&store) == before,
+        "a refused command touched the store"
+    );
+    assert!(!missing.exists());
+    assert_eq!(ok(&["db", "keyspaces", d]), "default\nusers\n");
 }
 
 /// `db checkpoint` of a store with keyspaces: the copy holds every

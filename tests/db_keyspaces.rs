@@ -4,7 +4,10 @@
 //! maps taken with them; each keyspace's design surviving reopens; the log shared by
 //! all of them retired only once every keyspace has flushed it; and the
 //! refusals (a dropped keyspace's handle, a duplicate or reserved name, an
-//! unknown one).
+//! unknown one). Loads into a keyspace (`Keyspace::ingest`) against the
+//! models, with snapshots, reopens and the logs of other keyspaces; and
+//! `Keyspace::maintain` and `Keyspace::rebuild_filters` acting on their
+//! keyspace alone.
 
 mod common;
 
@@ -14,8 +17,8 @@ use std::path::Path;
 use bloomlsm::db::FileKind;
 use bloomlsm::workload::SplitMix64;
 use bloomlsm::{
-    Compression, CompressionOptions, Db, Error, FilterOptions, FilterPolicy, Keyspace, Options,
-    Snapshot, WriteBatch,
+    Compression, CompressionOptions, Db, Error, FilterKind, FilterOptions, FilterPolicy, Keyspace,
+    Options, Snapshot, WriteBatch,
 };
 use common::files::files_of;
 use common::model::{Model, apply, apply_range};
@@ -439,6 +442,9 @@ fn bad_keyspace_input_is_a_clear_error() {
     invalid(a.get_at(&snap, "k").map(drop), "was dropped");
     invalid(a.multi_get_at(&snap, &["k"]).map(drop), "was dropped");
     invalid(a.snapshot().map(drop), "was dropped");
+    invalid(a.maintain(), "was dropped");
+    invalid(a.rebuild_filters().map(drop), "was dropped");
+    invalid(a.ingest([Ok(("k", "v"))]).map(drop), "was dropped");
     assert!(a.scan_at(&snap, ..).next().unwrap().is_err());
     assert!(matches!(
         a.scan(..).next(),
@@ -450,4 +456,188 @@ fn bad_keyspace_input_is_a_clear_error() {
     assert_eq!(db.get("d").unwrap(), None);
     db.close().unwrap();
     invalid(a.put("k", "v"), "was dropped");
+}
+
+/// A load into one keyspace, its memtable empty, while the others hold
+/// writes in the log: the writes after the load and the other keyspaces'
+/// logged ones all come back at the reopen. Replay requires the logged
+/// sequence numbers to run on without a gap, and a load's are in no log.
+#[test]
+fn a_load_beside_other_keyspaces_logged_writes_reopens() {
+    for into in ["default", "a"] {
+        let dir = scratch_dir();
+        let db = Db::open(dir.path(), options::manual()).unwrap();
+        let a = db.create_keyspace("a", options::manual()).unwrap();
+        let b = db.create_keyspace("b", options::manual()).unwrap();
+        for name in ["default", "a", "b"] {
+            if name != into {
+                db.keyspace(name).unwrap().put("before", name).unwrap();
+            }
+        }
+        let target = db.keyspace(into).unwrap();
+        let report = target
+            .ingest((0..100).map(|i| Ok((format!("k{i:03}"), "loaded"))))
+            .unwrap();
+        assert_eq!(report.records, 100, "{into}");
+        db.put("after", "default").unwrap();
+        a.put("after", "a").unwrap();
+        b.put("after", "b").unwrap();
+        drop((a, b, target));
+        drop(db);
+        let db = Db::open(dir.path(), options::manual()).unwrap();
+        for name in ["default", "a", "b"] {
+            let ks = db.keyspace(name).unwrap();
+            let before = (name != into).then_some(name.as_bytes());
+            assert_eq!(ks.get("before").unwrap().as_deref(), before, "{into}");
+            assert_eq!(
+                ks.get("after").unwrap().as_deref(),
+                Some(name.as_bytes()),
+                "load into {into}: after, in {name}"
+            );
+            let loaded = ks.get("k042").unwrap();
+            assert_eq!(loaded.is_some(), name == into, "load into {into}: {name}");
+        }
+    }
+}
+
+/// Random loads into random keyspaces among writes, batches spanning
+/// keyspaces, flushes, snapshots and reopens, against one model each: a
+/// load's later value of a key wins, writes after a load are newer than it
+/// (also after a reopen), a snapshot from before a load does not see it,
+/// and a failed load (an error from its input, a key over the limits)
+/// leaves nothing.
+#[test]
+fn loads_into_keyspaces_match_the_models() {
+    let dir = scratch_dir();
+    let store = options::tiny();
+    let mut db = Db::open(dir.path(), store.clone()).unwrap();
+    let mut models: BTreeMap<String, Model> = BTreeMap::new();
+    models.insert("default".into(), Model::new());
+    for (i, n) in ["ks001", "ks002"].iter().enumerate() {
+        db.create_keyspace(n, design(i as u64)).unwrap();
+        models.insert(n.to_string(), Model::new());
+    }
+    let names: Vec<String> = models.keys().cloned().collect();
+    let mut rng = SplitMix64::new(0x10ad_5eed);
+    // At most one live snapshot, with the models as they were when taken.
+    let mut snaps: Vec<(Snapshot, BTreeMap<String, Model>)> = Vec::new();
+    for step in 0..300 {
+        let ctx = format!("step {step}");
+        let n = names[rng.below(names.len() as u64) as usize].clone();
+        let ks = db.keyspace(&n).unwrap();
+        match rng.below(20) {
+            0..=7 => {
+                let (k, v) = (key(&mut rng), format!("{ctx}-put"));
+                ks.put(&k, &v).unwrap();
+                apply(models.get_mut(&n).unwrap(), &k, Some(v.as_bytes()));
+            }
+            8..=10 => {
+                let mut batch = WriteBatch::new();
+                for j in 0..3 {
+                    let m = &names[rng.below(names.len() as u64) as usize];
+                    let (k, v) = (key(&mut rng), format!("{ctx}-b{j}"));
+                    batch.put_in(&db.keyspace(m).unwrap(), &k, &v);
+                    apply(models.get_mut(m).unwrap(), &k, Some(v.as_bytes()));
+                }
+                db.write(batch).unwrap();
+            }
+            11..=14 => {
+                let most = if rng.below(4) == 0 { 3000 } else { 60 };
+                let count = 1 + rng.below(most);
+                let records: Vec<(Vec<u8>, String)> = (0..count)
+                    .map(|j| (key(&mut rng), format!("{ctx}-load{j}")))
+                    .collect();
+                let report = ks.ingest(records.iter().map(|(k, v)| Ok((k, v)))).unwrap();
+                assert_eq!(report.records, count, "{ctx}");
+                assert!(report.tables >= 1 && report.bytes > 0, "{ctx}: {report:?}");
+                let m = models.get_mut(&n).unwrap();
+                for (k, v) in &records {
+                    apply(m, k, Some(v.as_bytes()));
+                }
+            }
+            15 => {
+                let bad = vec![
+                    Ok((b"k000".to_vec(), b"never".to_vec())),
+                    Err(Error::invalid("input ended early")),
+                ];
+                assert!(ks.ingest(bad).is_err(), "{ctx}");
+                let too_long = vec![(vec![b'k'; bloomlsm::db::MAX_KEY_LEN + 1], b"v".to_vec())];
+                assert!(ks.ingest(too_long.into_iter().map(Ok)).is_err(), "{ctx}");
+            }
+            16 => ks.flush().unwrap(),
+            17 => snaps = vec![(db.snapshot(), models.clone())],
+            18 => {
+                snaps.clear();
+                db.close().unwrap();
+                db = Db::open(dir.path(), store.clone()).unwrap();
+                check(&db, &models, &format!("{ctx} reopened"));
+            }
+            _ => check(&db, &models, &ctx),
+        }
+        check_snapshots(&db, &snaps, &ctx);
+    }
+    check(&db, &models, "end");
+    db.verify().unwrap();
+    drop(snaps);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), store).unwrap();
+    check(&db, &models, "end, reopened");
+    // Writes after the reopen are numbered above every load.
+    for n in &names {
+        let ks = db.keyspace(n).unwrap();
+        ks.put("k000", "last").unwrap();
+        assert_eq!(ks.get("k000").unwrap().as_deref(), Some(&b"last"[..]));
+    }
+}
+
+/// `Keyspace::maintain` flushes and compacts its keyspace alone, and
+/// `Keyspace::rebuild_filters` rebuilds its keyspace's filters (its own
+/// Monkey allocation) until none is due, leaving the default keyspace's as
+/// they are.
+#[test]
+fn maintain_and_rebuild_filters_act_on_their_keyspace() {
+    let dir = scratch_dir();
+    let store = options::small();
+    let db = Db::open(dir.path(), store.clone()).unwrap();
+    let monkey = store
+        .clone()
+        .filters(FilterOptions::monkey(FilterKind::Blocked512, 10.0));
+    let ks = db.create_keyspace("monkey", monkey).unwrap();
+    let mut rng = SplitMix64::new(0x3a1_7a17);
+    for round in 0..6 {
+        for i in 0..1500 {
+            let k = format!("k{:08}", rng.below(1 << 24));
+            ks.put(&k, format!("{round}-{i}-{}", "v".repeat(40)))
+                .unwrap();
+        }
+        db.put(format!("d{round}"), "v").unwrap();
+        ks.maintain().unwrap();
+        let s = ks.stats();
+        assert_eq!(s.memtable_bytes, 0, "round {round}");
+        assert!(
+            s.levels[0].files < store.l0_compaction_trigger,
+            "round {round}: {s}"
+        );
+    }
+    let s = ks.stats();
+    assert!(s.flushes >= 6 && s.compactions > 0, "{s}");
+    assert!(
+        s.levels
+            .iter()
+            .filter(|l| l.level > 0 && l.files > 0)
+            .count()
+            >= 2,
+        "{s}"
+    );
+    // The default keyspace was frozen with it (one log), never compacted.
+    assert_eq!(db.stats().compactions, 0);
+    // Compactions leave each file the allocation of its moment; the tree
+    // has grown since.
+    let rebuilt = ks.rebuild_filters().unwrap();
+    let s = ks.stats();
+    assert!(rebuilt > 0, "{s}");
+    assert_eq!(s.filter_rebuilds, rebuilt);
+    assert_eq!(ks.rebuild_filters().unwrap(), 0);
+    assert_eq!(db.stats().filter_rebuilds, 0);
+    db.close().unwrap();
 }

@@ -7,7 +7,12 @@
 //! parent SIGKILLs it at a random moment, reopens the store and checks that
 //! every acknowledged batch is whole in every keyspace, the one batch in
 //! flight is whole or absent in all of them together, and the keyspaces
-//! created and dropped by acknowledged calls are there or gone.
+//! created and dropped by acknowledged calls are there or gone. A second
+//! test runs the same child with every 25th batch replaced by a load
+//! ([`Keyspace::ingest`]) into one of the three keyspaces, and most other
+//! batches writing to one keyspace only: each
+//! acknowledged load is whole, the one in flight whole or absent, and the
+//! writes after a load are newer than it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,12 +41,58 @@ type Models = BTreeMap<&'static str, Model>;
 
 const SPACES: [&str; 3] = ["default", "a", "b"];
 
-/// Batch `i` of round `round`: in each keyspace a put, a delete or a range
-/// deletion of the same keys, with values naming round, batch and keyspace.
-/// A pure function of its arguments, so the parent rebuilds it.
+/// With loads, operation `i` of a round is a load when `i % LOAD_EVERY`
+/// is this.
+const LOAD_EVERY: u64 = 25;
+const LOAD_AT: u64 = 7;
+/// Records of a load (keys repeat: the later value wins).
+const LOAD_RECORDS: u64 = 40;
+
+/// Operation `i` of round `round` (with `loads`, every [`LOAD_EVERY`]th is a
+/// load): applied to `models`, and written to the store through `ks`
+/// when given. A pure function of its arguments, so the parent rebuilds it.
 fn apply_op(
     models: &mut Models,
+    store: Option<(&Db, &[Keyspace])>,
+    loads: bool,
+    round: u64,
+    i: u64,
+) {
+    if loads && i % LOAD_EVERY == LOAD_AT {
+        let s = ((i / LOAD_EVERY) % 3) as usize;
+        let mut rng = SplitMix64::new(SEED ^ (round << 32) ^ i);
+        let records: Vec<(Vec<u8>, Vec<u8>)> = (0..LOAD_RECORDS)
+            .map(|j| {
+                let k = format!("k{:03}", rng.below(KEYS)).into_bytes();
+                (k, format!("r{round}-i{i}-load{j}").into_bytes())
+            })
+            .collect();
+        let m = models.get_mut(SPACES[s]).unwrap();
+        for (k, v) in &records {
+            apply(m, k, Some(v));
+        }
+        if let Some((_, ks)) = store {
+            ks[s].ingest(records.into_iter().map(Ok)).unwrap();
+        }
+        return;
+    }
+    // With loads, most batches write to one keyspace: the keyspaces'
+    // memtables a load flushes differ in size and age.
+    let only = (loads && !i.is_multiple_of(4)).then_some((i % 3) as usize);
+    let mut b = WriteBatch::new();
+    apply_batch(models, store.map(|(_, ks)| (&mut b, ks)), only, round, i);
+    if let Some((db, _)) = store {
+        db.write(b).unwrap();
+    }
+}
+
+/// Batch `i` of round `round`: in each keyspace a put, a delete or a range
+/// deletion of the same keys, with values naming round, batch and keyspace.
+/// `only`: in that keyspace alone.
+fn apply_batch(
+    models: &mut Models,
     batch: Option<(&mut WriteBatch, &[Keyspace])>,
+    only: Option<usize>,
     round: u64,
     i: u64,
 ) {
@@ -51,6 +102,9 @@ fn apply_op(
     let end = format!("k{:03}", rng.below(KEYS)).into_bytes();
     let mut batch = batch;
     for (s, name) in SPACES.iter().enumerate() {
+        if only.is_some_and(|o| o != s) {
+            continue;
+        }
         let m = models.get_mut(name).unwrap();
         let v = format!("r{round}-i{i}-{name}").into_bytes();
         match kind {
@@ -83,8 +137,12 @@ fn keyspace_child_writer() {
     let Ok(spec) = std::env::var(ENV) else {
         return;
     };
-    let (dir, round) = spec.split_once(';').unwrap();
-    let round: u64 = round.parse().unwrap();
+    let mut parts = spec.split(';');
+    let (dir, round, loads) = (
+        parts.next().unwrap(),
+        parts.next().unwrap().parse::<u64>().unwrap(),
+        parts.next() == Some("loads"),
+    );
     let db = Db::open(dir, opts()).unwrap();
     for name in ["a", "b"] {
         if db.keyspace(name).is_err() {
@@ -104,9 +162,7 @@ fn keyspace_child_writer() {
     let ks: Vec<Keyspace> = SPACES.iter().map(|n| db.keyspace(n).unwrap()).collect();
     let mut scratch: Models = SPACES.iter().map(|n| (*n, Model::new())).collect();
     for i in 0..CHILD_MAX_OPS {
-        let mut b = WriteBatch::new();
-        apply_op(&mut scratch, Some((&mut b, &ks)), round, i);
-        db.write(b).unwrap();
+        apply_op(&mut scratch, Some((&db, &ks)), loads, round, i);
         println!("ACK {i}");
         if i % 97 == 13 {
             ks[(i % 3) as usize].flush().unwrap();
@@ -124,8 +180,16 @@ fn contents(ks: &Keyspace) -> Model {
 /// One round: the child runs until `kill_after` acks (and `delay_us`
 /// more), is killed, and the store is checked against `models`, which it
 /// then holds.
-fn crash_round(dir: &Path, models: &mut Models, round: u64, kill_after: u64, delay_us: u64) {
-    let spec = format!("{};{round}", dir.display());
+fn crash_round(
+    dir: &Path,
+    models: &mut Models,
+    loads: bool,
+    round: u64,
+    kill_after: u64,
+    delay_us: u64,
+) {
+    let mode = if loads { "loads" } else { "batches" };
+    let spec = format!("{};{round};{mode}", dir.display());
     let mut child = Child::spawn("keyspace_child_writer", &[(ENV, spec)]);
     let mut ready = false;
     let mut acked = 0u64;
@@ -178,10 +242,10 @@ fn crash_round(dir: &Path, models: &mut Models, round: u64, kill_after: u64, del
     // Every acknowledged batch, and the one in flight whole or not at all,
     // in every keyspace alike.
     for i in 0..acked {
-        apply_op(models, None, round, i);
+        apply_op(models, None, loads, round, i);
     }
     let mut with_flight = models.clone();
-    apply_op(&mut with_flight, None, round, acked);
+    apply_op(&mut with_flight, None, loads, round, acked);
     let got: Models = SPACES
         .iter()
         .map(|n| (*n, contents(&db.keyspace(n).unwrap())))
@@ -205,6 +269,20 @@ fn crash_round(dir: &Path, models: &mut Models, round: u64, kill_after: u64, del
     db.close().unwrap();
 }
 
+/// `stores` stores of `rounds` rounds each, killed at random moments.
+fn crash_rounds(loads: bool, stores: u64, rounds: u64, seed: u64) {
+    let mut rng = SplitMix64::new(seed);
+    for _ in 0..stores {
+        let dir = scratch_dir();
+        let mut models: Models = SPACES.iter().map(|n| (*n, Model::new())).collect();
+        for round in 0..rounds {
+            let kill_after = 1 + rng.below(600);
+            let delay_us = rng.below(2000);
+            crash_round(dir.path(), &mut models, loads, round, kill_after, delay_us);
+        }
+    }
+}
+
 #[test]
 fn batches_spanning_keyspaces_survive_sigkill_whole() {
     let (stores, rounds) = if common::long_mode() {
@@ -212,14 +290,15 @@ fn batches_spanning_keyspaces_survive_sigkill_whole() {
     } else {
         (3, 6)
     };
-    let mut rng = SplitMix64::new(SEED);
-    for _ in 0..stores {
-        let dir = scratch_dir();
-        let mut models: Models = SPACES.iter().map(|n| (*n, Model::new())).collect();
-        for round in 0..rounds {
-            let kill_after = 1 + rng.below(600);
-            let delay_us = rng.below(2000);
-            crash_round(dir.path(), &mut models, round, kill_after, delay_us);
-        }
-    }
+    crash_rounds(false, stores, rounds, SEED);
+}
+
+#[test]
+fn loads_into_keyspaces_survive_sigkill_whole() {
+    let (stores, rounds) = if common::long_mode() {
+        (10, 10)
+    } else {
+        (2, 6)
+    };
+    crash_rounds(true, stores, rounds, SEED ^ 0x10ad);
 }

@@ -1,18 +1,28 @@
-//! [`Db::ingest`]: a bulk load that reaches the store all at once or not at
-//! all, like RocksDB's `IngestExternalFile`.
+//! [`Db::ingest`] and [`Keyspace::ingest`](super::Keyspace::ingest): a bulk
+//! load that reaches the store all at once or not at all, like RocksDB's
+//! `IngestExternalFile`.
 //!
 //! The records are written into tables that no version names, under file
 //! numbers the MANIFEST reserves, and installed as L0 files by one MANIFEST
 //! edit. Until that edit is durable a crash leaves only unreferenced tables,
 //! which the next open deletes; once it is, every record is in the store.
 //!
-//! The load takes the writer lock for its whole length, so that its
+//! The load takes the store's writer lock for its whole length, so that its
 //! sequence numbers, given in input order after the store's last, are the
-//! newest: other writers wait for it. The memtables are flushed first, since
-//! a read takes any memtable entry to be newer than any table's. Records are
-//! sorted in memtables of [`CHUNK_BYTES`] each written as a run of tables;
-//! several runs are then merged into one run of disjoint tables, which a
-//! compaction can move down whole when nothing below overlaps it.
+//! newest in every keyspace: other writers wait for it. Every keyspace's
+//! memtables are flushed first and every log but the active, empty one
+//! retired: a read takes any memtable entry to be newer than any table's,
+//! and the load's sequence numbers are in no log, so a log holding writes
+//! from before the load and after it would read, at replay, as a log that
+//! lost the writes between. Records are sorted in memtables of
+//! [`CHUNK_BYTES`] each written as a run of tables; several runs are then
+//! merged into one run of disjoint tables, which a compaction can move down
+//! whole when nothing below overlaps it.
+//!
+//! A load into another keyspace is written and installed by that keyspace's
+//! engine the same way, under the store's writer lock. The store's MANIFEST
+//! records the load's last sequence number before the keyspace's MANIFEST
+//! installs its tables, so that no reopen numbers a write below them.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -21,7 +31,7 @@ use super::compaction::{self, FileNumbers, OutputSize, Retention};
 use super::memtable::MemTable;
 use super::merge::{MergeIter, Source};
 use super::version::FileHandle;
-use super::{Db, Inner, WriteBatch, filename, outside_write_limits};
+use super::{Db, Inner, State, Wal, WriteBatch, Writer, filename, outside_write_limits};
 use crate::db::manifest::VersionEdit;
 use crate::error::{Error, Result};
 use crate::key;
@@ -61,8 +71,11 @@ impl Db {
     /// `Ok` all of them are in the store, and if it fails, or the process
     /// dies at any moment before it returns, none of them is (module docs of
     /// `db::ingest` for how). A key given twice keeps its later value. The
-    /// records need not be sorted. Other writers wait until it is done; reads
+    /// records need not be sorted. Other writers, to every keyspace, wait
+    /// until it is done (every keyspace's memtable is flushed first); reads
     /// go on, and see the load whole, once it is installed.
+    /// [`Keyspace::ingest`](crate::Keyspace::ingest) loads into another
+    /// keyspace.
     ///
     /// An `Err` item ends the load with that error, nothing installed; so
     /// does a key or value outside the write limits
@@ -89,37 +102,66 @@ impl Db {
         K: AsRef<[u8]>,
         V: AsRef<[u8]>,
     {
-        self.inner.ingest(&mut records.into_iter())
+        self.inner
+            .ingest(&self.inner, &|| Ok(()), &mut records.into_iter())
     }
 }
 
 impl Inner {
-    fn ingest<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    /// Loads `records` into keyspace `k` of this store (the store itself
+    /// for the default keyspace). `live` is checked under the writer lock:
+    /// `Ok` while `k` exists.
+    pub(super) fn ingest<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         &self,
+        k: &Inner,
+        live: &dyn Fn() -> Result<()>,
         records: &mut dyn Iterator<Item = Result<(K, V)>>,
     ) -> Result<IngestReport> {
         let mut w = self.open_writer()?;
-        self.freeze_for_flush(&mut w)?;
-        self.wait_for_flushes()?;
+        live()?;
+        self.flush_all_for_load(&mut w)?;
         let first = self.last_seq.load(Ordering::Acquire) + 1;
         let mut written: Vec<Arc<FileHandle>> = Vec::new();
-        let loaded = self.write_runs(records, first, &mut written);
+        let loaded = k.write_runs(records, first, &mut written);
         let installed = loaded.and_then(|(report, runs)| {
             let files = if runs > 1 {
-                self.merge_runs(&written)
+                k.merge_runs(&written)
             } else {
                 Ok(std::mem::take(&mut written))
             }?;
-            self.install_load(files, first, report)
+            self.install_load(k, files, first, report)
         });
         // Tables of a failed load, and the runs a merge replaced: no version
         // names them.
         for f in written {
-            let _ = self
+            let _ = k
                 .fs()
-                .remove_file(&filename::table_file(&self.dir, f.number()));
+                .remove_file(&filename::table_file(&k.dir, f.number()));
         }
         installed
+    }
+
+    /// Flushes the memtables of every keyspace and retires every log but
+    /// the active one, which is left empty (the caller holds the writer
+    /// lock `w`): no logged write is older than the load that follows.
+    fn flush_all_for_load(&self, w: &mut Writer) -> Result<()> {
+        if w.wal.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        // A log holds more than the memtables show: writes to a keyspace
+        // dropped since.
+        if w.wal.as_ref().map_or(0, Wal::size) > 0 {
+            let mut st = self.state();
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            self.freeze_memtable(w, &mut st)?;
+        }
+        self.wait_for_flushes()?;
+        for c in self.children().values() {
+            c.inner().wait_for_flushes()?;
+        }
+        self.retire_logs()
     }
 
     /// Sorts `records` into chunks, each written as a run of tables into
@@ -216,10 +258,17 @@ impl Inner {
         self.write_run(MergeIter::new(sources))
     }
 
-    /// Installs `files` in L0 by one MANIFEST edit that also records the
-    /// load's last sequence number, then makes the load visible.
+    /// Installs `files` in L0 of keyspace `k` by one MANIFEST edit of its
+    /// that also records the load's last sequence number, then makes the
+    /// load visible. For a keyspace other than the store's own, the store's
+    /// MANIFEST records that sequence number first: a reopen after a crash
+    /// between the two edits then numbers new writes above the load's
+    /// tables (or above numbers no table uses). The store's last sequence
+    /// moves only once the tables are installed: a snapshot taken meanwhile
+    /// does not see the load appear.
     fn install_load(
         &self,
+        k: &Inner,
         files: Vec<Arc<FileHandle>>,
         first: u64,
         mut report: IngestReport,
@@ -228,34 +277,58 @@ impl Inner {
             return Ok(report);
         }
         let last = first + report.records - 1;
-        filename::sync_dir_in(self.fs(), &self.dir)?;
-        let mut edit = VersionEdit::new();
-        for f in &files {
-            edit.new_files.push((0, f.meta.clone()));
-        }
-        let mut st = self.state();
-        if let Err(e) = st.vs.log_and_apply(edit, &files, last) {
+        filename::sync_dir_in(k.fs(), &k.dir)?;
+        let installed = if std::ptr::eq(self, k) {
+            k.install_tables(&mut self.state(), &files, last)
+        } else {
+            let st = self.state();
+            self.log_edit_or_poison(
+                st,
+                VersionEdit::new(),
+                last,
+                "recording a load's sequence numbers",
+            )?;
+            let r = k.install_tables(&mut k.state(), &files, last);
+            // Used, or (if the install failed, its edit's fate unknown)
+            // given up: the store's MANIFEST holds them.
+            self.last_seq.store(last, Ordering::Release);
+            r
+        };
+        if let Err(e) = installed {
             // The edit's fate on disk is unknown: poisoned, as any failed
             // MANIFEST write; the tables stay for the reopen to judge.
-            drop(st);
-            self.poison("installing a load", &e);
+            k.poison("installing a load", &e);
             return Err(e);
         }
+        k.cv.notify_all();
+        report.tables = files.len();
+        report.bytes = files.iter().map(|f| f.meta.file_size).sum();
+        k.counters
+            .bytes_flushed
+            .fetch_add(report.bytes, Ordering::Relaxed);
+        Ok(report)
+    }
+
+    /// Logs the edit adding `files` (a load up to sequence `last`) to L0
+    /// under this engine's state `st`, and installs the version it makes.
+    fn install_tables(&self, st: &mut State, files: &[Arc<FileHandle>], last: u64) -> Result<()> {
+        let mut edit = VersionEdit::new();
+        for f in files {
+            edit.new_files.push((0, f.meta.clone()));
+        }
+        if self.ks_id != 0 || !st.vs.keyspaces().is_empty() {
+            // Logs may outlive the load: replay skips what it holds.
+            edit.flushed_sequence = Some(last);
+        }
+        st.vs.log_and_apply(edit, files, last)?;
         let mem_now = self.super_version().mem.clone();
-        self.install(&st, mem_now);
+        self.install(st, mem_now);
         self.last_seq.store(last, Ordering::Release);
         // The memtables were flushed first: the load is the newest.
         st.flushed_seq = last;
         let now = self.opened_at.elapsed().as_millis() as u64;
         self.last_write_ms.fetch_max(now, Ordering::Relaxed);
-        drop(st);
-        self.cv.notify_all();
-        report.tables = files.len();
-        report.bytes = files.iter().map(|f| f.meta.file_size).sum();
-        self.counters
-            .bytes_flushed
-            .fetch_add(report.bytes, Ordering::Relaxed);
-        Ok(report)
+        Ok(())
     }
 }
 

@@ -349,8 +349,57 @@ impl Keyspace {
 
     /// Flushes, then merges this keyspace's levels ([`Db::compact`]).
     pub fn compact(&self) -> Result<()> {
-        self.flush()?;
-        self.inner.compact_all()
+        self.check()?;
+        self.store.compact_keyspace(&self.inner)
+    }
+
+    /// Flushes this keyspace's memtable, then runs, on the calling thread,
+    /// every compaction of this keyspace that is due, until none is
+    /// ([`Db::maintain`]).
+    pub fn maintain(&self) -> Result<()> {
+        self.check()?;
+        self.store.maintain_keyspace(&self.inner)
+    }
+
+    /// Rebuilds, on the calling thread, the filters of this keyspace's
+    /// files whose level's filter allocation moved since they were written,
+    /// with this keyspace's own filter design; returns how many files it
+    /// rewrote ([`Db::rebuild_filters`]).
+    pub fn rebuild_filters(&self) -> Result<u64> {
+        self.check()?;
+        self.inner.rebuild_filters()
+    }
+
+    /// Writes `records` (key, value) into this keyspace as one atomic load
+    /// ([`Db::ingest`]): all of them or, after an error or a crash, none.
+    /// Its sequence numbers are taken under the store's writer lock, after
+    /// every keyspace's memtable is flushed: the load is ordered with the
+    /// writes to every keyspace, and a snapshot taken before it does not
+    /// see it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// let users = db.create_keyspace("users", bloomlsm::Options::default())?;
+    /// let before = db.snapshot();
+    /// let records = (0..1000).map(|i| Ok((format!("u{i:04}"), format!("user {i}"))));
+    /// assert_eq!(users.ingest(records)?.records, 1000);
+    /// assert_eq!(users.get("u0999")?.as_deref(), Some(&b"user 999"[..]));
+    /// assert_eq!(users.get_at(&before, "u0999")?, None);
+    /// assert_eq!(db.get("u0999")?, None); // the default keyspace
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ingest<K, V>(
+        &self,
+        records: impl IntoIterator<Item = Result<(K, V)>>,
+    ) -> Result<IngestReport>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        self.check()?;
+        self.store
+            .ingest(&self.inner, &|| self.check(), &mut records.into_iter())
     }
 
     /// Counters and the shape of this keyspace ([`Db::stats`]); once it is
@@ -697,6 +746,21 @@ impl Inner {
         for n in from..to {
             let _ = self.fs().remove_file(&filename::log_file(&self.dir, n));
         }
+    }
+
+    /// Flushes keyspace `k` (this store for the default keyspace), then
+    /// merges its levels ([`Db::compact`], [`Keyspace::compact`]).
+    pub(crate) fn compact_keyspace(&self, k: &Arc<Inner>) -> Result<()> {
+        self.flush_keyspace(k)?;
+        k.compact_all()
+    }
+
+    /// Flushes keyspace `k`, then runs its due compactions on the calling
+    /// thread until none is ([`Db::maintain`], [`Keyspace::maintain`]).
+    pub(crate) fn maintain_keyspace(&self, k: &Arc<Inner>) -> Result<()> {
+        self.flush_keyspace(k)?;
+        while k.compact_once(false)? {}
+        Ok(())
     }
 
     /// Freezes keyspace `k`'s memtable (with every other keyspace's) if it

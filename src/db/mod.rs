@@ -528,8 +528,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compact(&self) -> Result<()> {
-        self.inner.flush()?;
-        self.inner.compact_all()
+        self.inner.compact_keyspace(&self.inner)
     }
 
     /// Runs, on the calling thread, every flush and compaction that is due,
@@ -549,9 +548,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn maintain(&self) -> Result<()> {
-        self.inner.flush()?;
-        while self.inner.compact_once(false)? {}
-        Ok(())
+        self.inner.maintain_keyspace(&self.inner)
     }
 
     /// Rebuilds, on the calling thread, the filters of the files whose

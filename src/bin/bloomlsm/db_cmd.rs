@@ -22,7 +22,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
+use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN, Manifest};
+use bloomlsm::fs::RealFs;
 use bloomlsm::workload::SplitMix64;
 use bloomlsm::{Db, FileStats, Keyspace, LevelStats, Options, Stats, WalRecovery};
 use clap::{Args, Subcommand};
@@ -141,16 +142,64 @@ pub enum DbCommand {
 /// The `--keyspace` flag of the `db` commands.
 #[derive(Debug, Args)]
 pub struct KeyspaceArg {
-    /// The keyspace to read or write (`db keyspaces` lists them); the
-    /// default keyspace without the flag.
+    /// The keyspace to read or write, which must exist (`db keyspaces` lists
+    /// them, `db keyspaces DIR --create NAME` makes one); the default
+    /// keyspace without the flag.
     #[arg(long, value_name = "NAME")]
     pub keyspace: Option<String>,
 }
 
 impl KeyspaceArg {
+    /// The keyspace's name: the flag's, or the default keyspace's.
+    fn name(&self) -> &str {
+        self.keyspace.as_deref().unwrap_or("default")
+    }
+
+    /// The usage error of a name that is no keyspace of the store in `dir`.
+    fn unknown(&self, dir: &Path) -> CliError {
+        let d = dir.display();
+        CliError::usage(format!(
+            "{d} has no keyspace {:?} (db keyspaces {d} lists them; --create NAME makes one)",
+            self.name()
+        ))
+    }
+
     /// The keyspace in `db`: the named one, or the default keyspace.
     pub fn of(&self, db: &Db) -> CliResult<Keyspace> {
-        Ok(db.keyspace(self.keyspace.as_deref().unwrap_or("default"))?)
+        if !db.keyspace_names().iter().any(|n| n == self.name()) {
+            return Err(self.unknown(db.path()));
+        }
+        Ok(db.keyspace(self.name())?)
+    }
+
+    /// Fails (a usage error) unless `dir` holds a store with the keyspace
+    /// the flag names, as its MANIFEST records. A writing command checks
+    /// this before it opens the store, which writes files (a new MANIFEST
+    /// and log): a mistyped name changes nothing.
+    pub fn check_exists(&self, dir: &Path) -> CliResult {
+        let Some(name) = self.keyspace.as_deref() else {
+            return Ok(());
+        };
+        check_store(dir)?;
+        if name == "default" {
+            return Ok(());
+        }
+        let (state, _) = Manifest::recover(&RealFs, dir)?;
+        if state.keyspaces.values().any(|n| n == name) {
+            Ok(())
+        } else {
+            Err(self.unknown(dir))
+        }
+    }
+
+    /// Where `put` and `load` may make a new store: with `--keyspace`,
+    /// nowhere (the keyspace must exist).
+    pub fn new_store(&self, create: bool) -> NewStore {
+        if self.keyspace.is_some() {
+            NewStore::Refuse
+        } else {
+            NewStore::with_flag(create)
+        }
     }
 
     /// Refuses design flags with `--keyspace`: a keyspace's design is set
@@ -263,6 +312,8 @@ pub struct LoadArgs {
     #[arg(long)]
     pub create: bool,
     #[command(flatten)]
+    pub keyspace: KeyspaceArg,
+    #[command(flatten)]
     pub design: DesignArgs,
 }
 
@@ -329,6 +380,7 @@ impl DbCommand {
                 let k = parse_bytes(Codec::new(*hex), "key", key)?;
                 check_key(&k)?;
                 keyspace.check_design(design)?;
+                keyspace.check_exists(dir)?;
                 let db = open(dir, NewStore::Refuse, design, files)?;
                 keyspace.of(&db)?.delete(k)?;
                 Ok(db.close()?)
@@ -351,6 +403,7 @@ impl DbCommand {
                     )));
                 }
                 keyspace.check_design(design)?;
+                keyspace.check_exists(dir)?;
                 let db = open(dir, NewStore::Refuse, design, files)?;
                 keyspace.of(&db)?.delete_range(s, e)?;
                 Ok(db.close()?)
@@ -365,6 +418,7 @@ impl DbCommand {
                 design,
             } => {
                 keyspace.check_design(design)?;
+                keyspace.check_exists(dir)?;
                 let db = open(dir, NewStore::Refuse, design, files)?;
                 let ks = keyspace.of(&db)?;
                 writeln!(out, "before: {}", shape_line(&ks.stats()))?;
@@ -731,12 +785,8 @@ fn put(a: &PutArgs, files: &OpenFilesArg) -> CliResult {
     };
     check_record(&key, &value).map_err(|what| CliError::from(bloomlsm::Error::invalid(what)))?;
     a.keyspace.check_design(&a.design)?;
-    let new = if a.keyspace.keyspace.is_some() {
-        NewStore::Refuse
-    } else {
-        NewStore::with_flag(a.create)
-    };
-    let db = open(&a.dir, new, &a.design, files)?;
+    a.keyspace.check_exists(&a.dir)?;
+    let db = open(&a.dir, a.keyspace.new_store(a.create), &a.design, files)?;
     a.keyspace.of(&db)?.put(key, value)?;
     Ok(db.close()?)
 }
@@ -1073,6 +1123,9 @@ fn load_pass(
 }
 
 fn load(a: &LoadArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
+    a.keyspace.check_design(&a.design)?;
+    // A mistyped keyspace fails before the input is read.
+    a.keyspace.check_exists(&a.dir)?;
     let codec = Codec::new(a.hex);
     let stdin = a.file.as_os_str() == "-";
     let name = if stdin {
@@ -1110,10 +1163,11 @@ fn load(a: &LoadArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
         )));
     }
 
-    let db = open(&a.dir, NewStore::with_flag(a.create), &a.design, files)?;
+    let db = open(&a.dir, a.keyspace.new_store(a.create), &a.design, files)?;
+    let ks = a.keyspace.of(&db)?;
     let pb = progress(Some(check.records), a.quiet, format!("loading {name}"));
     let start = Instant::now();
-    // The second pass feeds `Db::ingest`, which installs the whole load with
+    // The second pass feeds `Keyspace::ingest`, which installs the whole load with
     // one MANIFEST edit, or nothing: a line that no longer parses (the file
     // changed since the check) or a read error fails the load before that.
     let mut done = LoadPass::default();
@@ -1144,7 +1198,7 @@ fn load(a: &LoadArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
             }
         })
     });
-    let loaded = db.ingest(records);
+    let loaded = ks.ingest(records);
     pb.finish_and_clear();
     if let Some(first) = changed {
         return Err(CliError::data(format!(

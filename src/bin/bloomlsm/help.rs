@@ -11,7 +11,8 @@ Exit status:
   1  the answer is no: db get found no such key; sst verify / db verify found a bad file,
      or db verify found that opening the store drops writes from a write-ahead log
   2  usage error: bad arguments, a store directory that is missing, not a directory or
-     not a store, or a bad output path (nothing was written)
+     not a store, a --keyspace that names no keyspace of it, or a bad output path
+     (nothing was written)
   3  bad input data: a bad db load line, an empty key, a key or value over the store's
      limits (nothing was written)
   4  failure: I/O error, corruption met, store locked by a writer
@@ -356,6 +357,7 @@ pub const DB_LOAD: &str = concat!(
     "Examples:
   bloomlsm db load /tmp/s keys.tsv
   bloomlsm db scan /tmp/a | bloomlsm db load /tmp/b -
+  bloomlsm db load /tmp/s users.tsv --keyspace users
   seq 1 20000 | awk '{printf \"k%05d\\tv%d\\n\", $1, $1}' > keys.tsv   (a file to try)
 Each line is `KEY<TAB>VALUE`, or a bare KEY (empty value); empty lines are skipped.
 The whole input is checked before anything is written: a bad line fails the load
@@ -363,6 +365,10 @@ with `FILE:LINE: what` (exit status 3) and the store is left as it was. The reco
 are then written as tables that the store takes in with one MANIFEST edit: a load
 that fails, or is interrupted or killed at any moment, leaves none of them; other
 writers wait until it is done.
+With --keyspace NAME the records go into that keyspace, which must exist: a load does
+not create one, since a keyspace's design is set when it is made (db keyspaces DIR
+--create NAME with the design flags), and a mistyped name is refused (exit status 2)
+with nothing written. The store must exist too.
 ",
     new_store!(),
     key_forms!(),
@@ -458,8 +464,8 @@ pub const DB_KEYSPACES: &str = concat!(
 Prints the store's keyspaces, one name a line, \"default\" first. A keyspace is a key
 space of its own in the store, with its own filter and compression design (the flags
 given to --create, kept in its directory's OPTIONS file); put, get, delete,
-delete-range, scan, stats and compact act on the one --keyspace names (the default
-keyspace without it). --create and --drop open the store for writing; a drop deletes
+delete-range, scan, load, stats and compact act on the one --keyspace names (the
+default keyspace without it), which must exist. --create and --drop open the store for writing; a drop deletes
 the keyspace's files.
 
 JSON (--json): one object: {\"keyspaces\": [NAME, ...]}.
