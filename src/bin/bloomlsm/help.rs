@@ -173,7 +173,7 @@ line per get; --miss-fraction F sends that fraction of their reads to absent key
 --json objects: benchmark, distribution, miss_fraction, ops, micros_per_op, ops_per_sec,
   reads, found, scanned, records, by_op {KIND: {ops, p50_us, ..., p9999_us}}, gets,
   filter_checks, false_positives, measured_fpr, predicted_fpr, block_reads_per_get,
-  store_bytes_per_get, device_bytes_per_op.
+  block_reads_per_missing_get, store_bytes_per_get, device_bytes_per_op.
 Every read workload adds a Storage line: read requests and bytes per op, the requests
 its filters saved per get, and USD per million ops at --price-per-million-gets (JSON:
   read_requests, read_requests_per_op, read_request_bytes_per_op, requests_saved_per_get,

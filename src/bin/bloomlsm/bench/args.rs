@@ -101,7 +101,9 @@ pub struct BenchArgs {
     /// fast builds for short-lived files),
     /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
     /// average), `monkey-bloomB`, `monkey-ribbonB`, `monkey-hybridB` (the
-    /// hybrid's two families under one Monkey budget); B may be fractional, e.g.
+    /// hybrid's two families under one Monkey budget), `workloadB` (blocked512
+    /// with the workload-aware allocation at B bits/key on average: each
+    /// written file sized by the lookups its key range saw); B may be fractional, e.g.
     /// `blocked12.5`. The default includes ribbon10 (blocked10's memory) and
     /// ribbon7 (blocked10's FPR).
     #[arg(long, default_value = DEFAULT_CONFIGS, value_delimiter = ',', value_parser = parse_config)]

@@ -269,6 +269,9 @@ pub fn run(
     let gets = stats.gets.max(1) as f64;
     let blocks_per_get = (stats.gets > 0).then(|| stats.total.block_reads as f64 / gets);
     let store_bytes_per_get = (stats.gets > 0).then(|| stats.total.bytes_read as f64 / gets);
+    let missing = stats.gets.saturating_sub(stats.gets_found);
+    let blocks_per_missing_get =
+        (missing > 0).then(|| stats.missing_get_block_reads as f64 / missing as f64);
     // With writes, compactions read in the same process: no device figure.
     let device_per_op = if w.writes() {
         None
@@ -310,6 +313,7 @@ pub fn run(
                 "measured_fpr": measured,
                 "predicted_fpr": predicted,
                 "block_reads_per_get": blocks_per_get,
+                "block_reads_per_missing_get": blocks_per_missing_get,
                 "store_bytes_per_get": store_bytes_per_get,
                 "device_bytes_per_op": device_per_op,
         });
@@ -363,6 +367,9 @@ pub fn run(
         blocks_per_get.unwrap_or(0.0),
         store_bytes_per_get.unwrap_or(0.0),
     );
+    if let Some(b) = blocks_per_missing_get {
+        line.push_str(&format!(", {b:.4} data blocks/missing get"));
+    }
     if let Some(d) = device_per_op {
         line.push_str(&format!(", {d:.1} device bytes/op"));
     }
