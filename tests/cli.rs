@@ -1742,6 +1742,42 @@ fn bench_single_load_agrees_with_reload() {
     assert_eq!(once[0]["bytes_compacted"], once[2]["bytes_compacted"]);
 }
 
+/// A load longer than `--stepwise-keys` and two copy windows (sixteen
+/// 2 MiB memtables each: about 4,200 keys of 8,000 bytes) puts its first
+/// keys in with the store's own compaction thread, then the rest step by
+/// step: every key is in the
+/// store, once, whether one configuration loads its own store or two share
+/// one load, and every existing key is found (the study checks each one).
+#[test]
+fn bench_bulk_load_keeps_every_key() {
+    for configs in ["blocked10", "none,blocked10"] {
+        let o = bloomlsm(&[
+            "bench",
+            "--keys",
+            "12000",
+            "--value-size",
+            "8000",
+            "--stepwise-keys",
+            "0",
+            "--lookups",
+            "2000",
+            "--configs",
+            configs,
+            "--json",
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{o:?}");
+        let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+        assert_eq!(rows.len(), configs.split(',').count());
+        for r in &rows {
+            let shape = r["shape"].as_array().unwrap();
+            let keys: u64 = shape.iter().map(|l| l["keys"].as_u64().unwrap()).sum();
+            assert_eq!(keys, 12000, "{configs}: {shape:?}");
+            assert!(shape.iter().any(|l| l["level"] != 0), "{shape:?}");
+        }
+    }
+}
+
 #[test]
 fn bench_reports_disk_bytes_ratio_and_write_amplification() {
     let run = |c: &str| {
@@ -2661,4 +2697,32 @@ fn db_keyspaces_and_the_keyspace_flag() {
     }
     assert_eq!(ok(&["db", "keyspaces", d, "--drop", "users"]), "default\n");
     assert_one_line_error(&bloomlsm(&["db", "get", d, "k", "--keyspace", "users"]));
+}
+
+/// `db checkpoint` of a store with keyspaces: the copy holds every
+/// keyspace, and the `--keyspace` commands read it.
+#[test]
+fn db_checkpoint_copies_every_keyspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("s");
+    let d = d.to_str().unwrap();
+    let c = dir.path().join("c");
+    let c = c.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let o = bloomlsm(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        stdout(&o)
+    };
+    ok(&["db", "put", d, "k", "in default"]);
+    ok(&["db", "keyspaces", d, "--create", "users"]);
+    ok(&["db", "put", d, "k", "in users", "--keyspace", "users"]);
+    let o = json(ok(&["db", "checkpoint", d, c, "--json"]).trim());
+    assert_eq!(o["tables"], 2, "{o}");
+    ok(&["db", "put", d, "k", "later", "--keyspace", "users"]);
+    assert_eq!(
+        ok(&["db", "get", c, "k", "--keyspace", "users"]),
+        "in users\n"
+    );
+    assert_eq!(ok(&["db", "get", c, "k"]), "in default\n");
+    assert_eq!(ok(&["db", "keyspaces", c]), "default\nusers\n");
 }

@@ -7,7 +7,10 @@
 //! checkpoints beside its writers: the source reopens with every
 //! acknowledged write, and each checkpoint directory either opens whole or
 //! does not exist (its temporary directory is refused by `Db::open` and
-//! removed by the next checkpoint).
+//! removed by the next checkpoint). Each runs on a store of one keyspace
+//! and on one of three keyspaces, whose batches span them: a checkpoint
+//! holds every keyspace as of one moment (each writer's prefix is a prefix
+//! across the keyspaces).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,7 +21,7 @@ use bloomlsm::{Db, Error, Options, WriteBatch};
 
 mod common;
 use common::child::Child;
-use common::model::{Model, scan_all};
+use common::model::Model;
 use common::scratch_dir;
 
 /// Keys per writer.
@@ -47,9 +50,44 @@ fn op_rng(seed: u64, w: u64) -> SplitMix64 {
     SplitMix64::new(seed.wrapping_mul(0x9E37_79B9).wrapping_add(w))
 }
 
-fn write_op(db: &Db, op: &[(Vec<u8>, Option<Vec<u8>>)]) -> bloomlsm::Result<()> {
+/// The keyspaces of a store with several: a key's number picks its
+/// keyspace, so a writer's operation of two or three keys often spans them.
+const SPACES: [&str; 3] = ["default", "ks1", "ks2"];
+
+/// The keyspace key `k` is written to when the store has several.
+fn space_of(k: &[u8]) -> &'static str {
+    let s = std::str::from_utf8(k).unwrap();
+    let n: usize = s[s.find('k').unwrap() + 1..].parse().unwrap();
+    SPACES[n % SPACES.len()]
+}
+
+/// Opens the store in `dir`, creating the keyspaces of [`SPACES`] when
+/// `spaced` and missing.
+fn open_store(dir: &Path, spaced: bool) -> Db {
+    let db = Db::open(dir, options()).unwrap_or_else(|e| panic!("open {}: {e}", dir.display()));
+    if spaced {
+        for name in &SPACES[1..] {
+            if db.keyspace(name).is_err() {
+                db.create_keyspace(name, options()).unwrap();
+            }
+        }
+    }
+    db
+}
+
+/// Writes `op` as one batch: to the default keyspace, or when `spaced` to
+/// each key's keyspace ([`space_of`]).
+fn write_op(db: &Db, op: &[(Vec<u8>, Option<Vec<u8>>)], spaced: bool) -> bloomlsm::Result<()> {
     let mut b = WriteBatch::new();
     for (k, v) in op {
+        if spaced {
+            let ks = db.keyspace(space_of(k))?;
+            match v {
+                Some(v) => b.put_in(&ks, k, v),
+                None => b.delete_in(&ks, k),
+            }
+            continue;
+        }
         match v {
             Some(v) => b.put(k, v),
             None => b.delete(k),
@@ -102,7 +140,20 @@ fn read_store(dir: &Path) -> Model {
     let db = Db::open_read_only(dir, Options::default())
         .unwrap_or_else(|e| panic!("open {}: {e}", dir.display()));
     db.verify().unwrap();
-    scan_all(&db).into_iter().collect()
+    read_all(&db)
+}
+
+/// Every keyspace of `db`, in one model (their keys never meet).
+fn read_all(db: &Db) -> Model {
+    let mut all = Model::new();
+    for name in db.keyspace_names() {
+        for e in db.keyspace(&name).unwrap().scan(..) {
+            let (k, v) = e.unwrap();
+            assert!(name == "default" || space_of(&k) == name, "{name}: {k:?}");
+            all.insert(k.to_vec(), v.to_vec());
+        }
+    }
+    all
 }
 
 fn options() -> Options {
@@ -125,11 +176,21 @@ fn options() -> Options {
 /// every write.
 #[test]
 fn checkpoints_under_writers_hold_acknowledged_prefixes() {
+    under_writers(0xC4EC_0001, false);
+}
+
+/// As above, with batches spanning three keyspaces: each checkpoint holds
+/// them all as of one moment.
+#[test]
+fn checkpoints_of_keyspaces_under_writers_hold_acknowledged_prefixes() {
+    under_writers(0xC4EC_0002, true);
+}
+
+fn under_writers(seed: u64, spaced: bool) {
     const WRITERS: u64 = 4;
     const OPS: u64 = 3000;
-    let seed = 0xC4EC_0001;
     let root = scratch_dir();
-    let db = Db::open(root.path().join("db"), options()).unwrap();
+    let db = open_store(&root.path().join("db"), spaced);
     let acked: Vec<AtomicU64> = (0..WRITERS).map(|_| AtomicU64::new(0)).collect();
     let stop = AtomicBool::new(false);
     let mut taken: Vec<(PathBuf, Model)> = Vec::new();
@@ -142,7 +203,7 @@ fn checkpoints_under_writers_hold_acknowledged_prefixes() {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    write_op(db, &gen_op(&mut rng, w, i)).unwrap();
+                    write_op(db, &gen_op(&mut rng, w, i), spaced).unwrap();
                     acked.store(i + 1, Ordering::Release);
                 }
             });
@@ -163,6 +224,8 @@ fn checkpoints_under_writers_hold_acknowledged_prefixes() {
             assert!(report.tables > 0, "{report:?}");
             assert_eq!(report.linked, report.tables, "tmpfs makes hard links");
             assert_eq!((report.copied, report.bytes_copied), (0, 0));
+            // The active log, copied up to the moment's length, at least.
+            assert_eq!(report.logs > 0, spaced, "{report:?}");
             assert!(!temp_dir(&dir).unwrap().exists());
             let got = read_store(&dir);
             for w in 0..WRITERS {
@@ -180,8 +243,10 @@ fn checkpoints_under_writers_hold_acknowledged_prefixes() {
     });
     // The source goes on: every write is there, and a full compaction
     // deletes the tables the checkpoints link to.
-    db.compact().unwrap();
-    let source: Model = scan_all(&db).into_iter().collect();
+    for name in db.keyspace_names() {
+        db.keyspace(&name).unwrap().compact().unwrap();
+    }
+    let source = read_all(&db);
     for w in 0..WRITERS {
         let n = acked[w as usize].load(Ordering::Acquire);
         assert_eq!(prefixes(&source, seed, w, n, n), [n], "source, writer {w}");
@@ -191,7 +256,9 @@ fn checkpoints_under_writers_hold_acknowledged_prefixes() {
         assert_eq!(&read_store(dir), want, "{} after compaction", dir.display());
         // A checkpoint is a store: writable on its own.
         let copy = Db::open(dir, Options::default()).unwrap();
-        assert_eq!(&scan_all(&copy).into_iter().collect::<Model>(), want);
+        assert_eq!(&read_all(&copy), want);
+        let names = if spaced { &SPACES[..] } else { &SPACES[..1] };
+        assert_eq!(copy.keyspace_names(), names);
         copy.put("w0k9999", "new").unwrap();
         copy.compact().unwrap();
         copy.close().unwrap();
@@ -363,16 +430,18 @@ const CHILD_WRITERS: u64 = 3;
 /// `ckpt0`, `ckpt1`, ... one after another. Prints `ACK w i` per
 /// acknowledged operation, `BEGIN c` with each writer's acknowledged count
 /// before checkpoint `c`, and `CKPT c` once it returned. Only runs when the
-/// parent sets `ENV` ("root|seed").
+/// parent sets `ENV` ("root|seed|spaced" or "root|seed|single").
 #[test]
 #[ignore = "run by the crash test as a child process"]
 fn child_checkpointer() {
     let Ok(spec) = std::env::var(ENV) else {
         return;
     };
-    let (root, seed) = spec.split_once('|').unwrap();
+    let mut f = spec.split('|');
+    let (root, seed, spaced) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
     let (root, seed) = (PathBuf::from(root), seed.parse::<u64>().unwrap());
-    let db = Db::open(root.join("db"), options()).unwrap();
+    let spaced = spaced == "spaced";
+    let db = open_store(&root.join("db"), spaced);
     // The harness's "test child_checkpointer ... " has no newline: the
     // first line printed here ends it.
     println!("OPEN");
@@ -386,7 +455,7 @@ fn child_checkpointer() {
             s.spawn(move || {
                 let mut rng = op_rng(seed, w);
                 for i in 0..1_000_000 {
-                    write_op(db, &gen_op(&mut rng, w, i)).unwrap();
+                    write_op(db, &gen_op(&mut rng, w, i), spaced).unwrap();
                     acked.store(i + 1, Ordering::Release);
                     println!("ACK {w} {i}");
                 }
@@ -445,16 +514,28 @@ impl Seen {
 /// reopened source into the same target.
 #[test]
 fn crash_during_checkpoints() {
+    crash_rounds(0xC4EC_1000, false);
+}
+
+/// As above, on a store of three keyspaces written by batches spanning
+/// them: a checkpoint that opens holds all of them as of one moment.
+#[test]
+fn crash_during_checkpoints_of_keyspaces() {
+    crash_rounds(0xC4EC_2000, true);
+}
+
+fn crash_rounds(first_seed: u64, spaced: bool) {
     let rounds = if common::long_mode() { 200 } else { 20 };
     // Kills during a checkpoint; of those, the ones that left its
     // temporary directory, and the ones after its rename.
     let (mut mid, mut left_temp, mut whole) = (0, 0, 0);
     for round in 0..rounds {
-        let seed = 0xC4EC_1000 + round;
+        let seed = first_seed + round;
         let root = scratch_dir();
         let r = root.path();
         let mut rng = SplitMix64::new(seed);
-        let spec = format!("{}|{seed}", r.display());
+        let mode = if spaced { "spaced" } else { "single" };
+        let spec = format!("{}|{seed}|{mode}", r.display());
         let mut child = Child::spawn("child_checkpointer", &[(ENV, spec)]);
         let mut seen = Seen {
             acked: vec![0; CHILD_WRITERS as usize],
@@ -493,7 +574,7 @@ fn crash_during_checkpoints() {
         // flight).
         let db = Db::open(r.join("db"), options()).unwrap_or_else(|e| panic!("{ctx}: {e}"));
         db.verify().unwrap();
-        let source: Model = scan_all(&db).into_iter().collect();
+        let source = read_all(&db);
         for w in 0..CHILD_WRITERS {
             let n = acked[w as usize];
             let p = prefixes(&source, seed, w, n, n + 1);

@@ -1,6 +1,7 @@
 //! Named keyspaces: random writes, batches spanning keyspaces, flushes,
 //! compactions, creates, drops and reopens against one `BTreeMap` per
-//! keyspace; each keyspace's design surviving reopens; the log shared by
+//! keyspace, and snapshots read in every keyspace against copies of the
+//! maps taken with them; each keyspace's design surviving reopens; the log shared by
 //! all of them retired only once every keyspace has flushed it; and the
 //! refusals (a dropped keyspace's handle, a duplicate or reserved name, an
 //! unknown one).
@@ -14,7 +15,7 @@ use bloomlsm::db::FileKind;
 use bloomlsm::workload::SplitMix64;
 use bloomlsm::{
     Compression, CompressionOptions, Db, Error, FilterOptions, FilterPolicy, Keyspace, Options,
-    WriteBatch,
+    Snapshot, WriteBatch,
 };
 use common::files::files_of;
 use common::model::{Model, apply, apply_range};
@@ -58,6 +59,32 @@ fn check(db: &Db, models: &BTreeMap<String, Model>, ctx: &str) {
     }
 }
 
+/// Each live snapshot reads, in every keyspace the store holds, what the
+/// models held when it was taken (nothing in a keyspace created since).
+fn check_snapshots(db: &Db, snaps: &[(Snapshot, BTreeMap<String, Model>)], ctx: &str) {
+    for (i, (snap, then)) in snaps.iter().enumerate() {
+        for name in db.keyspace_names() {
+            let ks = db.keyspace(&name).unwrap();
+            let empty = Model::new();
+            let want = then.get(&name).unwrap_or(&empty);
+            let got: Vec<(Vec<u8>, Vec<u8>)> = ks
+                .scan_at(snap, ..)
+                .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())))
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let want_entries: Vec<_> = want.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            assert_eq!(got, want_entries, "{ctx}: snapshot {i}, keyspace {name}");
+            for k in [b"k000".to_vec(), b"k100".to_vec(), b"k199".to_vec()] {
+                assert_eq!(
+                    ks.get_at(snap, &k).unwrap().as_deref(),
+                    want.get(&k).map(|v| &v[..]),
+                    "{ctx}: snapshot {i}, keyspace {name}"
+                );
+            }
+        }
+    }
+}
+
 fn key(rng: &mut SplitMix64) -> Vec<u8> {
     format!("k{:03}", rng.below(200)).into_bytes()
 }
@@ -75,6 +102,8 @@ fn run_model(seed: u64, steps: usize, store: Options) {
     let mut models: BTreeMap<String, Model> = BTreeMap::new();
     models.insert("default".into(), Model::new());
     let mut next_name = 0u64;
+    // Live snapshots, each with the models as they were when taken.
+    let mut snaps: Vec<(Snapshot, BTreeMap<String, Model>)> = Vec::new();
     for step in 0..steps {
         let names: Vec<String> = models.keys().cloned().collect();
         let pick = |rng: &mut SplitMix64| names[rng.below(names.len() as u64) as usize].clone();
@@ -146,15 +175,37 @@ fn run_model(seed: u64, steps: usize, store: Options) {
                 models.remove(&n);
                 assert!(matches!(ks.get("k"), Err(Error::InvalidArgument(_))));
             }
-            91..=95 => {
+            91..=92 => {
+                // Snapshots do not survive a reopen.
+                snaps.clear();
                 db.close().unwrap();
                 db = Db::open(dir.path(), store.clone()).unwrap();
                 check(&db, &models, &format!("{ctx} reopened"));
             }
-            _ => check(&db, &models, &ctx),
+            93..=95 => {
+                let snap = match rng.below(2) {
+                    0 => db.snapshot(),
+                    _ => db.keyspace(&pick(&mut rng)).unwrap().snapshot().unwrap(),
+                };
+                snaps.push((snap, models.clone()));
+                if snaps.len() > 3 {
+                    snaps.remove(rng.below(snaps.len() as u64) as usize);
+                }
+            }
+            _ => {
+                check(&db, &models, &ctx);
+                check_snapshots(&db, &snaps, &ctx);
+            }
         }
     }
     check(&db, &models, "end");
+    check_snapshots(&db, &snaps, "end");
+    // Compacted in every keyspace, the snapshots still read as taken.
+    for name in db.keyspace_names() {
+        db.keyspace(&name).unwrap().compact().unwrap();
+    }
+    check_snapshots(&db, &snaps, "end, compacted");
+    drop(snaps);
     db.close().unwrap();
     let db = Db::open(dir.path(), store).unwrap();
     check(&db, &models, "end, reopened");
@@ -213,6 +264,50 @@ fn each_keyspace_keeps_its_own_design() {
     );
     assert_eq!(ribbon.get("r7").unwrap().as_deref(), Some(&b"v"[..]));
     assert_eq!(bloom.get("r7").unwrap(), None);
+    // Its memtable size and L0 triggers came back too; the store's follow
+    // the options it is opened with.
+    let (given, store) = (design(0), options::manual());
+    assert_ne!(given.write_buffer_size, store.write_buffer_size);
+    let o = ribbon.options();
+    assert_eq!(
+        (
+            o.write_buffer_size,
+            o.l0_compaction_trigger,
+            o.l0_slowdown_trigger,
+            o.l0_stop_trigger
+        ),
+        (
+            given.write_buffer_size,
+            given.l0_compaction_trigger,
+            given.l0_slowdown_trigger,
+            given.l0_stop_trigger
+        )
+    );
+    assert_eq!(db.options().write_buffer_size, store.write_buffer_size);
+    db.close().unwrap();
+    // A keyspace's OPTIONS from before these were recorded: the store's
+    // options apply, as they did.
+    let kdir = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir() && p.join("OPTIONS").exists())
+        .unwrap();
+    let path = kdir.join("OPTIONS");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("keyspace.write_buffer_size = "), "{text}");
+    let mut f = bloomlsm::db::options_file::OptionsFile::decode(text.as_bytes(), &path).unwrap();
+    f.tuning = Default::default();
+    std::fs::write(&path, f.encode()).unwrap();
+    let db = Db::open(dir.path(), store.clone()).unwrap();
+    for name in ["ribbon", "bloom"] {
+        let o = db.keyspace(name).unwrap().options().clone();
+        let want = if kdir.ends_with("keyspace-000001") == (name == "ribbon") {
+            store.write_buffer_size
+        } else {
+            design(u64::from(name == "bloom")).write_buffer_size
+        };
+        assert_eq!(o.write_buffer_size, want, "{name}");
+    }
 }
 
 fn logs(dir: &Path) -> usize {
@@ -325,6 +420,12 @@ fn bad_keyspace_input_is_a_clear_error() {
     invalid(db.drop_keyspace("nope"), "no keyspace named");
     invalid(db.keyspace("nope").map(drop), "no keyspace named");
     invalid(a.put("", "v"), "empty key");
+    // A snapshot of another store.
+    let other_dir = scratch_dir();
+    let other = Db::open(other_dir.path(), options::manual()).unwrap();
+    invalid(a.get_at(&other.snapshot(), "k").map(drop), "another store");
+    assert!(a.scan_at(&other.snapshot(), ..).next().unwrap().is_err());
+    let snap = a.snapshot().unwrap();
 
     let mut batch = WriteBatch::new();
     batch.put_in(&a, "k", "v");
@@ -335,6 +436,10 @@ fn bad_keyspace_input_is_a_clear_error() {
     invalid(a.get("k").map(drop), "was dropped");
     invalid(a.flush(), "was dropped");
     invalid(a.compact(), "was dropped");
+    invalid(a.get_at(&snap, "k").map(drop), "was dropped");
+    invalid(a.multi_get_at(&snap, &["k"]).map(drop), "was dropped");
+    invalid(a.snapshot().map(drop), "was dropped");
+    assert!(a.scan_at(&snap, ..).next().unwrap().is_err());
     assert!(matches!(
         a.scan(..).next(),
         Some(Err(Error::InvalidArgument(_)))

@@ -240,7 +240,7 @@ fn wal_batches_and_manifest_edits() {
 
 #[test]
 fn options_files() {
-    use bloomlsm::db::options_file::{Design, OptionsFile};
+    use bloomlsm::db::options_file::{Design, OptionsFile, Tuning};
     let mut seeds = Vec::new();
     for (i, filters) in [
         bloomlsm::FilterOptions::default(),
@@ -260,6 +260,12 @@ fn options_files() {
         let f = OptionsFile {
             unknown_families: Vec::new(),
             design: Design::of(&opts),
+            // A keyspace's file records its memtable size and triggers.
+            tuning: if i == 1 {
+                Tuning::of(&opts)
+            } else {
+                Tuning::default()
+            },
             history: (0..i).map(|h| format!("{h} changed")).collect(),
         };
         seeds.push(f.encode());

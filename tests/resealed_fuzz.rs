@@ -7,25 +7,36 @@
 //! Areas, each a test with fixed seeds:
 //!
 //! * **SSTables** (`Table::open`, `get`, `iter`, `iter_from`, `verify_all`),
-//!   four designs: whole blocked512 filter; Ribbon + LZ4; partitioned
-//!   blocked512; Bloom + zstd with xxh3 checksums and restart interval 1.
+//!   six designs: whole blocked512 filter; Ribbon + LZ4; fuse16 with a
+//!   range filter; partitioned blocked512; Bloom + zstd with xxh3 checksums
+//!   and restart interval 1; a two-level index (format version 4) over LZ4
+//!   blocks with a partitioned filter. Half the trials read the filter and
+//!   the index partitions on demand (checked again at each read).
 //!   Mutants: bytes of a data block (and its restart array, entry order,
 //!   entry lengths, block type), of the filter block, a filter partition or
 //!   the partition index, the prefix filter block (Ribbon + LZ4 tables have
 //!   a 4-byte fixed prefix extractor), the range filter block (fuse16
 //!   tables, and the store's, have range filters at 10 bits per key), the
-//!   index, the properties, the metaindex (each
+//!   index (the top level of a two-level one) and its partitions, the
+//!   properties, the metaindex (each
 //!   resealed in place), the footer's fields (footer checksum recomputed),
-//!   and *entry-level* mutants of the index, properties and metaindex:
-//!   decoded, entries changed (values, names, handles, order, count), and
-//!   the table's tail written again with every handle, `index.size` and the
-//!   footer made to match, so the mutant gets past the block structure to
-//!   `TableProperties::decode` and the open's cross-checks.
+//!   and *entry-level* mutants of the index, an index partition, the
+//!   properties and the metaindex: decoded, entries changed (values, names,
+//!   handles, order, count), and the table written again from that block on
+//!   with every handle (the top level's too, and its key for the partition
+//!   half the time), `index.size` and the footer made to match, so the
+//!   mutant gets past the block structure to `TableProperties::decode` and
+//!   the open's cross-checks.
 //!   One test per part of the table (data blocks, filters, properties;
-//!   index + metaindex + footer), each over the four designs.
+//!   index + metaindex + footer), each over the six designs.
 //! * **A store's SSTables** through `Db::open`: the same mutants (those that
 //!   keep the file's size), then forward and *reverse* scans, bounded scans
-//!   both ways (which seek), gets and `Db::verify`.
+//!   both ways (which seek), gets and `Db::verify`. A second store has
+//!   two-level indexes (64-byte partitions, some read on demand under a
+//!   metadata budget) and range tombstones in two L0 tables over the data
+//!   they delete: its range-tombstone blocks are mutated as bytes or as
+//!   decoded tombstones (sequence numbers, starts and ends, order, count;
+//!   those of the block's size), its indexes and metaindexes as above.
 //! * **The MANIFEST** through `Db::open`: version edits mutated as decoded
 //!   fields (`VersionEdit::decode` / `encode`: counters and comparator; new
 //!   and deleted files and logs) or as bytes; records dropped, repeated,
@@ -54,16 +65,23 @@
 //! checksum can legitimately cause after a successful open (stale, lost or
 //! resurrected keys, tables deleted as leftovers, a lookup and a scan that
 //! disagree because a table sits on another level or a key's sequence
-//! number changed) is counted and printed, not failed.
+//! number changed) is counted and printed, not failed. A resealed
+//! range-tombstone block can only hide versions: the pairs a store returns
+//! must still all have been written, in order, whatever `Db::verify` says;
+//! what it hides (lost keys, older versions, a lookup that stops at a
+//! tombstone whose sequence number no longer covers the versions below) is
+//! counted.
 //!
-//! The default run makes about 7,000 mutants in 10 tests (600 filters,
-//! 1,200 data blocks, 1,000 properties, 1,000 index/metaindex/footer,
-//! 300 + 200 of a store's tables, 300 + 150 + 150 MANIFEST, 400 WAL).
-//! `BLOOMLSM_LONG=1` makes 25 times as many. Four bugs these sweeps found
+//! The default run makes about 7,500 mutants in 11 tests (900 filters,
+//! 1,800 data blocks, 1,500 properties, 1,500 index/metaindex/footer,
+//! 300 + 200 + 300 of a store's tables, 300 + 150 + 150 MANIFEST, 400 WAL).
+//! `BLOOMLSM_LONG=1` makes 25 times as many. Five bugs these sweeps found
 //! (a restart point at a block's entries end, a user-key range property
 //! differing from the key range, writes past the last sequence number, a
-//! next-file number near the limit) are fixed; each has a test below that
-//! reduces it to one mutant.
+//! next-file number near the limit, a metaindex that no longer names the
+//! range-tombstone block) are fixed; each has a test that reduces it to one
+//! mutant, below or, for the last, `a_lost_range_tombstone_block_is_refused`
+//! in src/sst/table/open.rs.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -524,6 +542,7 @@ struct TableConfig {
     filter: Option<FilterPolicy>,
     compression: Compression,
     partition_bytes: usize,
+    index_partition_bytes: usize,
     restart_interval: usize,
     checksum: ChecksumType,
     keys: usize,
@@ -567,6 +586,7 @@ fn build_table(path: &Path, cfg: &TableConfig, es: &Entries) {
         .creation_time(Some(1_700_000_000))
         .compression(cfg.compression)
         .filter_partition_bytes(cfg.partition_bytes)
+        .index_partition_bytes(cfg.index_partition_bytes)
         .prefix_extractor(cfg.prefix)
         .range_filter_bits_per_key(cfg.range_bits);
     let mut b = TableBuilder::new(File::create(path).unwrap(), path, opts);
@@ -589,10 +609,17 @@ struct Layout {
     prefix: Option<BlockHandle>,
     /// The range filter block.
     range: Option<BlockHandle>,
+    /// The range-tombstone block (a store's table with range deletions).
+    tombstones: Option<BlockHandle>,
+    /// The index partitions of a two-level index (format version 4).
+    index_parts: Vec<BlockHandle>,
+    /// The index, or the top level of a two-level one.
     index: BlockHandle,
     props: BlockHandle,
     meta: BlockHandle,
     index_entries: Entries,
+    /// The entries of each index partition.
+    index_part_entries: Vec<Entries>,
     props_entries: Entries,
     meta_entries: Entries,
     /// Keys of the table (for realistic replacement values).
@@ -608,6 +635,16 @@ impl Layout {
         let props_at = index.offset + index.size + 5;
         let props = BlockHandle::new(props_at, footer.metaindex.offset - 5 - props_at);
         let payload = |h: BlockHandle| &good[h.offset as usize..(h.offset + h.size) as usize];
+        let index_entries = block_entries(payload(index));
+        let meta_entries = block_entries(payload(footer.metaindex));
+        let index_parts: Vec<BlockHandle> = if t.index_partitions() > 0 {
+            index_entries
+                .iter()
+                .map(|(_, v)| BlockHandle::decode_exact(v).unwrap())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let l = Layout {
             footer,
             data: t
@@ -620,12 +657,21 @@ impl Layout {
             parts: t.filter_partitions().to_vec(),
             prefix: t.prefix_filter_handle(),
             range: t.range_filter_handle(),
+            tombstones: meta_entries
+                .iter()
+                .find(|(k, _)| k == b"range_tombstones")
+                .map(|(_, v)| BlockHandle::decode_exact(v).unwrap()),
+            index_part_entries: index_parts
+                .iter()
+                .map(|&h| block_entries(payload(h)))
+                .collect(),
+            index_parts,
             index,
             props,
             meta: footer.metaindex,
-            index_entries: block_entries(payload(index)),
+            index_entries,
             props_entries: block_entries(payload(props)),
-            meta_entries: block_entries(payload(footer.metaindex)),
+            meta_entries,
             keys: t.iter().map(|e| e.unwrap().0.to_vec()).step_by(7).collect(),
             good: good.clone(),
         };
@@ -641,7 +687,46 @@ impl Layout {
             "{}: the tail does not rebuild",
             path.display()
         );
+        if !l.index_parts.is_empty() {
+            let parts: Vec<Entries> = l.index_part_entries.clone();
+            let keys: Vec<Vec<u8>> = l.index_entries.iter().map(|(k, _)| k.clone()).collect();
+            assert!(
+                l.rebuild_index(&parts, &keys) == good,
+                "{}: the two-level index does not rebuild",
+                path.display()
+            );
+        }
         l
+    }
+
+    /// Bytes of the index partitions, trailers included (0: one block).
+    fn index_parts_bytes(&self) -> u64 {
+        self.index_parts
+            .first()
+            .map_or(0, |h| self.index.offset - h.offset)
+    }
+
+    /// The table with its two-level index written again from `parts` (the
+    /// entries of each partition) and the top level's keys `keys`: the
+    /// partitions back to back where they were, the top level's handles,
+    /// `index.size`, the metaindex and the footer made to match.
+    fn rebuild_index(&self, parts: &[Entries], keys: &[Vec<u8>]) -> Vec<u8> {
+        let ck = self.footer.checksum;
+        let start = self.index_parts[0].offset;
+        let mut out = self.good[..start as usize].to_vec();
+        let handles: Vec<BlockHandle> = parts
+            .iter()
+            .map(|es| append_block(&mut out, ck, &encode_block(es, 1)))
+            .collect();
+        let top: Entries = keys
+            .iter()
+            .zip(&handles)
+            .map(|(k, h)| (k.clone(), h.encode()))
+            .collect();
+        let top = encode_block(&top, 1);
+        let size = out.len() as u64 - start + top.len() as u64 + 5;
+        let props = with_value(&self.props_entries, b"index.size", varint(size));
+        self.rebuild_tail_after(out, &top, &encode_block(&props, 1), None)
     }
 
     fn payload(&self, h: BlockHandle) -> &[u8] {
@@ -654,6 +739,8 @@ impl Layout {
         v.extend(&self.parts);
         v.extend(self.prefix);
         v.extend(self.range);
+        v.extend(self.tombstones);
+        v.extend(&self.index_parts);
         v.extend([self.index, self.props, self.meta]);
         v
     }
@@ -662,8 +749,19 @@ impl Layout {
     /// written back to back after the filter, the metaindex's `properties`
     /// handle (unless `meta` is given) and the footer made to match.
     fn rebuild_tail(&self, index: &[u8], props: &[u8], meta: Option<&[u8]>) -> Vec<u8> {
+        let out = self.good[..self.index.offset as usize].to_vec();
+        self.rebuild_tail_after(out, index, props, meta)
+    }
+
+    /// [`Layout::rebuild_tail`] after the bytes `out`.
+    fn rebuild_tail_after(
+        &self,
+        mut out: Vec<u8>,
+        index: &[u8],
+        props: &[u8],
+        meta: Option<&[u8]>,
+    ) -> Vec<u8> {
         let ck = self.footer.checksum;
-        let mut out = self.good[..self.index.offset as usize].to_vec();
         let ih = append_block(&mut out, ck, index);
         let ph = append_block(&mut out, ck, props);
         let meta = match meta {
@@ -921,6 +1019,133 @@ fn mutate_entries(rng: &mut Rng, es: &mut Entries, tail: Tail, l: &Layout) -> St
     d.join("; ")
 }
 
+/// `(start, end, seq)` of each range tombstone, as the block lists them.
+type Tombstones = Vec<(Vec<u8>, Vec<u8>, u64)>;
+
+/// The range-tombstone block's entries (docs/format.md §6.1), if it decodes.
+fn decode_tombstones(p: &[u8]) -> Option<Tombstones> {
+    let (n, mut at) = get_varint(p)?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let mut lp = [Vec::new(), Vec::new()];
+        for x in &mut lp {
+            let (len, a) = get_varint(p.get(at..)?)?;
+            let s = at + a;
+            *x = p.get(s..s.checked_add(len as usize)?)?.to_vec();
+            at = s + len as usize;
+        }
+        let seq = u64::from_le_bytes(p.get(at..at + 8)?.try_into().ok()?);
+        at += 8;
+        let [start, end] = lp;
+        out.push((start, end, seq));
+    }
+    (at == p.len()).then_some(out)
+}
+
+/// The range-tombstone block of `ts`, with `count` as its count.
+fn encode_tombstones(ts: &Tombstones, count: u64) -> Vec<u8> {
+    let mut out = varint(count);
+    for (start, end, seq) in ts {
+        put_varint(&mut out, start.len() as u64);
+        out.extend_from_slice(start);
+        put_varint(&mut out, end.len() as u64);
+        out.extend_from_slice(end);
+        out.extend_from_slice(&seq.to_le_bytes());
+    }
+    out
+}
+
+/// A numeric property of table `l`.
+fn prop_number(l: &Layout, name: &[u8]) -> Option<u64> {
+    let v = &l.props_entries.iter().find(|(k, _)| k[..] == name[..])?.1;
+    get_varint(v).map(|x| x.0)
+}
+
+/// Entry-level change of decoded range tombstones: `(what was done, the
+/// count to write)`.
+fn mutate_tombstones(rng: &mut Rng, ts: &mut Tombstones, l: &Layout) -> (String, u64) {
+    let n = ts.len();
+    let j = rng.below(n);
+    // The table's user keys (internal keys without their 8-byte trailer).
+    let user_keys: Vec<Vec<u8>> = l
+        .keys
+        .iter()
+        .map(|k| k[..k.len().saturating_sub(8)].to_vec())
+        .collect();
+    let mut count = n as u64;
+    let d = match rng.below(10) {
+        _ if n == 0 => {
+            count = 1;
+            "count 0 -> 1".to_string()
+        }
+        0..=2 => {
+            let s = ts[j].2;
+            let max = prop_number(l, b"seq.max").unwrap_or(s);
+            let other = ts[rng.below(n)].2;
+            let new = rng.pick(&[
+                0,
+                1,
+                s.wrapping_sub(1),
+                s + 1,
+                max,
+                max + 1,
+                other,
+                MAX_SEQUENCE,
+                MAX_SEQUENCE + 1,
+                u64::MAX,
+            ]);
+            ts[j].2 = new;
+            format!("tombstone {j}: seq {s} -> {new}")
+        }
+        3..=5 => {
+            let end = rng.one_in(2);
+            let old = if end { &ts[j].1 } else { &ts[j].0 }.clone();
+            let new = match rng.below(5) {
+                0 | 1 => rng.pick(&user_keys),
+                2 => {
+                    let o = rng.below(n);
+                    rng.pick(&[ts[o].0.clone(), ts[o].1.clone()])
+                }
+                3 => {
+                    let mut k = old.clone();
+                    if let Some(b) = k.last_mut() {
+                        *b = b.wrapping_add(rng.pick(&[1, 255]));
+                    }
+                    k
+                }
+                _ => Vec::new(),
+            };
+            let what = if end { "end" } else { "start" };
+            let d = format!("tombstone {j}: {what} {} -> {}", show(&old), show(&new));
+            if end {
+                ts[j].1 = new;
+            } else {
+                ts[j].0 = new;
+            }
+            d
+        }
+        6 if n > 1 => {
+            let j = j.min(n - 2);
+            ts.swap(j, j + 1);
+            format!("tombstones {j} and {} swapped", j + 1)
+        }
+        7 => {
+            let t = ts[j].clone();
+            ts[j] = (t.1, t.0, t.2);
+            format!("tombstone {j}: start and end swapped")
+        }
+        8 => {
+            ts[j].1 = ts[j].0.clone();
+            format!("tombstone {j}: end = start")
+        }
+        _ => {
+            count = rng.pick(&[n as u64 + 1, n as u64 - 1, 0, u64::MAX]);
+            format!("count {n} -> {count}")
+        }
+    };
+    (d, count)
+}
+
 /// A structural change of an uncompressed data block (its size kept).
 fn mutate_data_structure(rng: &mut Rng, p: &mut [u8]) -> String {
     let Some((spans, ro)) = entry_spans(p) else {
@@ -984,13 +1209,16 @@ enum Area {
     Filters,
     /// The properties block.
     Properties,
-    /// The index, the metaindex and the footer.
+    /// The index (the partitions and the top level of a two-level one),
+    /// the metaindex and the footer.
     Index,
+    /// The range-tombstone block.
+    Tombstones,
 }
 
-/// A mutant of the table `l` in one of `areas`: `(bytes, what was done, a
-/// data block changed)`.
-fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, bool) {
+/// A mutant of the table `l` in one of `areas`: `(bytes, what was done,
+/// what kind of block changed)`.
+fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, Damaged) {
     #[derive(Clone, Copy)]
     enum Part {
         Data,
@@ -999,6 +1227,8 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
         PartitionIndex,
         PrefixFilter,
         RangeFilter,
+        Tombstones,
+        IndexPartition,
         Index,
         Props,
         Meta,
@@ -1011,13 +1241,21 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
             Area::Filters if l.parts.is_empty() => parts.extend(l.filter.map(|_| Part::Filter)),
             Area::Filters => parts.extend([Part::Partition, Part::Partition, Part::PartitionIndex]),
             Area::Properties => parts.push(Part::Props),
-            Area::Index => parts.extend([
-                Part::Index,
-                Part::Index,
-                Part::Meta,
-                Part::Meta,
-                Part::Footer,
-            ]),
+            Area::Index => {
+                parts.extend([
+                    Part::Index,
+                    Part::Index,
+                    Part::Meta,
+                    Part::Meta,
+                    Part::Footer,
+                ]);
+                if !l.index_parts.is_empty() {
+                    parts.extend([Part::IndexPartition; 3]);
+                }
+            }
+            // As often as the other blocks of the area together.
+            Area::Tombstones if l.tombstones.is_some() => parts.extend([Part::Tombstones; 8]),
+            Area::Tombstones => {}
         }
     }
     if areas.contains(&Area::Filters) && l.prefix.is_some() {
@@ -1045,7 +1283,7 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
             (
                 bytes,
                 format!("data block {i} (type {ty}) at {}: {d}", h.offset),
-                true,
+                Damaged::TableData,
             )
         }
         p @ (Part::Filter
@@ -1074,7 +1312,60 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                 };
                 mutate_fixed(rng, &mut p[from..])
             });
-            (bytes, format!("{name} at {}: {d}", h.offset), false)
+            (
+                bytes,
+                format!("{name} at {}: {d}", h.offset),
+                Damaged::TableMeta,
+            )
+        }
+        Part::Tombstones => {
+            let h = l.tombstones.unwrap();
+            let old = l.payload(h);
+            if entries_mode && let Some(mut ts) = decode_tombstones(old) {
+                let (d, count) = mutate_tombstones(rng, &mut ts, l);
+                let new = encode_tombstones(&ts, count);
+                // Only mutants of the block's size: a store's MANIFEST
+                // records the table's.
+                if new.len() == old.len() {
+                    reseal(&mut bytes, ck, h, 0, |p| {
+                        p.copy_from_slice(&new);
+                        String::new()
+                    });
+                    let what = format!("range tombstones at {}: {d}", h.offset);
+                    return (bytes, what, Damaged::TableTombstones);
+                }
+            }
+            let d = reseal(&mut bytes, ck, h, 0, |p| mutate_fixed(rng, p));
+            let what = format!("range-tombstone block bytes at {}: {d}", h.offset);
+            (bytes, what, Damaged::TableTombstones)
+        }
+        Part::IndexPartition => {
+            let p = rng.below(l.index_parts.len());
+            let h = l.index_parts[p];
+            if !entries_mode {
+                let d = reseal(&mut bytes, ck, h, 0, |x| mutate_fixed(rng, x));
+                let what = format!("index partition {p} bytes: {d}");
+                return (bytes, what, Damaged::TableMeta);
+            }
+            let mut parts = l.index_part_entries.clone();
+            let d = mutate_entries(rng, &mut parts[p], Tail::Index, l);
+            let mut keys: Vec<Vec<u8>> = l.index_entries.iter().map(|(k, _)| k.clone()).collect();
+            // Half the time the top level follows the partition's last key,
+            // as a writer would have it, so the open's cross-check of the
+            // two passes and the checks behind it are reached.
+            let follow = rng.one_in(2);
+            if follow && let Some((k, _)) = parts[p].last() {
+                keys[p] = k.clone();
+            }
+            let what = format!(
+                "index partition {p} entries: {d}{}",
+                if follow {
+                    "; top-level key follows"
+                } else {
+                    ""
+                }
+            );
+            (l.rebuild_index(&parts, &keys), what, Damaged::TableMeta)
         }
         p @ (Part::Index | Part::Props | Part::Meta) => {
             let (h, tail) = match p {
@@ -1084,7 +1375,11 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
             };
             if !entries_mode {
                 let d = reseal(&mut bytes, ck, h, 0, |p| mutate_fixed(rng, p));
-                return (bytes, format!("{tail:?} block bytes: {d}"), false);
+                return (
+                    bytes,
+                    format!("{tail:?} block bytes: {d}"),
+                    Damaged::TableMeta,
+                );
             }
             let index = l.payload(l.index);
             let props = l.payload(l.props);
@@ -1093,10 +1388,12 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                     let mut es = l.index_entries.clone();
                     let d = mutate_entries(rng, &mut es, tail, l);
                     let ib = encode_block(&es, 1);
-                    // `index.size` follows the block, as a writer would
-                    // have it (the open checks the index, not its size).
+                    // `index.size` follows the block (and the partitions
+                    // before it), as a writer would have it (the open
+                    // checks the index, not its size).
+                    let size = l.index_parts_bytes() + ib.len() as u64 + 5;
                     let props = encode_block(
-                        &with_value(&l.props_entries, b"index.size", varint(ib.len() as u64 + 5)),
+                        &with_value(&l.props_entries, b"index.size", varint(size)),
                         1,
                     );
                     (l.rebuild_tail(&ib, &props, None), d)
@@ -1112,7 +1409,7 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                     (l.rebuild_tail(index, props, Some(&encode_block(&es, 1))), d)
                 }
             };
-            (bytes, format!("{tail:?} entries: {d}"), false)
+            (bytes, format!("{tail:?} entries: {d}"), Damaged::TableMeta)
         }
         Part::Footer => {
             let at = l.good.len() - 52;
@@ -1135,7 +1432,7 @@ fn table_mutant(rng: &mut Rng, l: &Layout, areas: &[Area]) -> (Vec<u8>, String, 
                 let sum = c.checksum(&[&f[..40]]) ^ offset_mix(at as u64);
                 f[40..44].copy_from_slice(&sum.to_le_bytes());
             }
-            (bytes, format!("footer: {d}"), false)
+            (bytes, format!("footer: {d}"), Damaged::TableMeta)
         }
     }
 }
@@ -1173,7 +1470,11 @@ fn check_table(
     rng: &mut Rng,
     notes: &mut Notes,
 ) -> Result<&'static str, String> {
-    let opts = TableOpenOptions::default().filter_on_demand(on_demand);
+    // On demand: the filter and the index partitions are read (and
+    // checked again) when a lookup needs them, not held from the open.
+    let opts = TableOpenOptions::default()
+        .filter_on_demand(on_demand)
+        .index_on_demand(on_demand);
     let t = match Table::open(path, opts) {
         Ok(t) => t,
         Err(e) => {
@@ -1344,13 +1645,15 @@ fn check_table(
 }
 
 /// The table designs: whole blocked512 filter; Ribbon + LZ4 (format 2);
-/// partitioned blocked512 (format 3); Bloom + zstd, xxh3 checksums, restart
-/// interval 1.
+/// fuse16 with a range filter; partitioned blocked512 (format 3); Bloom +
+/// zstd, xxh3 checksums, restart interval 1; a two-level index over LZ4
+/// blocks with a partitioned filter (format 4).
 fn designs() -> Vec<(&'static str, TableConfig)> {
     let base = TableConfig {
         filter: Some(FilterPolicy::blocked512(10.0)),
         compression: Compression::None,
         partition_bytes: 0,
+        index_partition_bytes: 0,
         restart_interval: 16,
         checksum: ChecksumType::Crc32,
         keys: 120,
@@ -1400,6 +1703,16 @@ fn designs() -> Vec<(&'static str, TableConfig)> {
                 restart_interval: 1,
                 checksum: ChecksumType::Xxh3,
                 keys: 100,
+                ..base.clone()
+            },
+        ),
+        (
+            "two-level index+lz4",
+            TableConfig {
+                compression: Compression::Lz4,
+                partition_bytes: 64,
+                index_partition_bytes: 64,
+                keys: 200,
                 ..base
             },
         ),
@@ -1418,6 +1731,11 @@ fn table_area(test: &str, seed: u64, areas: &[Area], n: usize) {
         assert!(l.data.len() >= 4, "{design}: {} data blocks", l.data.len());
         assert_eq!(l.filter.is_some(), cfg.filter.is_some(), "{design}");
         assert_eq!(!l.parts.is_empty(), cfg.partition_bytes > 0, "{design}");
+        assert_eq!(
+            l.index_parts.len() >= 2,
+            cfg.index_partition_bytes > 0,
+            "{design}"
+        );
         let mut rng = Rng::new(seed);
         for on_demand in [false, true] {
             let mut notes = Notes::new();
@@ -1429,11 +1747,12 @@ fn table_area(test: &str, seed: u64, areas: &[Area], n: usize) {
         for i in 0..trials(n) {
             let s = trial_seed(seed, i);
             let mut rng = Rng::new(s);
-            let (bytes, what, data_touched) = table_mutant(&mut rng, &l, areas);
+            let (bytes, what, damaged) = table_mutant(&mut rng, &l, areas);
+            let data_touched = damaged == Damaged::TableData;
             let on_demand = rng.one_in(2);
             std::fs::write(&path, &bytes).unwrap();
             let what =
-                format!("{design} trial {i} (seed {s:#x}, filter on demand {on_demand}): {what}");
+                format!("{design} trial {i} (seed {s:#x}, metadata on demand {on_demand}): {what}");
             tally.run(&what, |notes| {
                 check_table(&path, &ex, on_demand, data_touched, &mut rng, notes)
             });
@@ -1511,34 +1830,50 @@ struct Store {
     /// Keys to look up: all ever written, and some never written.
     lookups: Vec<Vec<u8>>,
     last_sequence_in_manifest: u64,
+    /// The options the store is written and opened with.
+    opts: Options,
 }
 
 impl Store {
     fn build(seed: u64) -> Store {
+        Store::build_with(seed, db_options(), 0)
+    }
+
+    /// A store written with `opts`; with `range_deletes` (0: none), one
+    /// operation in `range_deletes` of the last 150 before the WAL's deletes
+    /// a range of up to 6 keys, and they are flushed as two L0 tables
+    /// (tombstones above the data they delete) instead of maintained.
+    fn build_with(seed: u64, opts: Options, range_deletes: usize) -> Store {
         let dir = common::scratch_dir();
         let mut rng = Rng::new(seed);
         let mut ver = 0u64;
         let mut model = BTreeMap::new();
         let mut written = Pairs::new();
-        let mut batch_op = |rng: &mut Rng, b: &mut WriteBatch, keys: usize, deletes: usize| {
-            let k = dkey(rng.below(keys));
-            ver += 1;
-            if rng.one_in(deletes) {
-                b.delete(&k);
-                model.remove(&k);
-            } else {
-                let v = dval(&k, ver);
-                b.put(&k, &v);
-                written.insert((k.clone(), v.clone()));
-                model.insert(k, v);
-            }
-        };
+        let mut batch_op =
+            |rng: &mut Rng, b: &mut WriteBatch, keys: usize, deletes: usize, ranges: usize| {
+                let i = rng.below(keys);
+                let k = dkey(i);
+                ver += 1;
+                if ranges > 0 && rng.one_in(ranges) {
+                    let end = dkey(i + 1 + rng.below(6));
+                    b.delete_range(&k, &end);
+                    model.retain(|m: &Vec<u8>, _| *m < k || *m >= end);
+                } else if rng.one_in(deletes) {
+                    b.delete(&k);
+                    model.remove(&k);
+                } else {
+                    let v = dval(&k, ver);
+                    b.put(&k, &v);
+                    written.insert((k.clone(), v.clone()));
+                    model.insert(k, v);
+                }
+            };
         {
-            let db = Db::open(dir.path(), db_options()).unwrap();
+            let db = Db::open(dir.path(), opts.clone()).unwrap();
             for _ in 0..3 {
                 for _ in 0..400 {
                     let mut b = WriteBatch::new();
-                    batch_op(&mut rng, &mut b, 500, 7);
+                    batch_op(&mut rng, &mut b, 500, 7, 0);
                     db.write(b).unwrap();
                 }
                 db.maintain().unwrap();
@@ -1547,20 +1882,26 @@ impl Store {
         }
         // A write buffer that holds everything below: no flush runs in
         // the background, so the files are the same on every run.
-        let opts = db_options().write_buffer_size(256 << 10);
-        let db = Db::open(dir.path(), opts).unwrap();
-        for _ in 0..150 {
+        let db = Db::open(dir.path(), opts.clone().write_buffer_size(256 << 10)).unwrap();
+        for j in 0..150 {
             let mut b = WriteBatch::new();
-            batch_op(&mut rng, &mut b, 500, 9);
+            batch_op(&mut rng, &mut b, 500, 9, range_deletes);
             db.write(b).unwrap();
+            if range_deletes > 0 && j == 74 {
+                db.flush().unwrap();
+            }
         }
-        db.maintain().unwrap();
+        if range_deletes > 0 {
+            db.flush().unwrap();
+        } else {
+            db.maintain().unwrap();
+        }
         // The WAL: batches of several operations, one of ~40 KiB.
         for i in 0..12 {
             let mut b = WriteBatch::new();
             let n = if i == 6 { 900 } else { 1 + rng.below(12) };
             for _ in 0..n {
-                batch_op(&mut rng, &mut b, 520, 5);
+                batch_op(&mut rng, &mut b, 520, 5, 0);
             }
             db.write(b).unwrap();
         }
@@ -1585,6 +1926,7 @@ impl Store {
             written,
             lookups: lookups.into_iter().collect(),
             last_sequence_in_manifest: 0,
+            opts,
         };
         assert_eq!(
             st.files("log").len(),
@@ -1708,6 +2050,10 @@ enum Damaged {
     TableData,
     /// A table's other blocks.
     TableMeta,
+    /// A table's range-tombstone block: it can hide versions (keys lost,
+    /// older versions shown, lookups and scans that disagree), never make
+    /// a pair that was not written, nor disorder a scan.
+    TableTombstones,
     /// The MANIFEST or the WAL (every table intact).
     Log,
 }
@@ -1770,7 +2116,7 @@ fn check_db(
     notes: &mut Notes,
 ) -> Result<&'static str, String> {
     let before = snapshot(dir);
-    let db = match Db::open(dir, db_options()) {
+    let db = match Db::open(dir, st.opts.clone()) {
         Ok(db) => db,
         Err(e) => {
             let after = snapshot(dir);
@@ -1799,7 +2145,10 @@ fn check_db(
         notes.push(("opened and deleted tables".into(), deleted.join(" ")));
     }
     let r = read_store(&db, st, trial)?;
-    let strict = matches!(damaged, Damaged::Log | Damaged::Nothing);
+    let strict = matches!(
+        damaged,
+        Damaged::Log | Damaged::Nothing | Damaged::TableTombstones
+    );
     let allowed = |k: &[u8], v: &[u8]| {
         let p = (k.to_vec(), v.to_vec());
         st.written.contains(&p) || extra.contains(&p)
@@ -1901,7 +2250,10 @@ fn check_db(
                 // level holding the key, then disagrees with a scan, which
                 // merges by sequence number. Counted; the key is written
                 // below, and that write must show both ways.
-                if matches!(damaged, Damaged::Log | Damaged::TableData) {
+                if matches!(
+                    damaged,
+                    Damaged::Log | Damaged::TableData | Damaged::TableTombstones
+                ) {
                     notes.push(("get and scan disagree".into(), d));
                     disagree.push(k.clone());
                     if disagree.len() == 2 {
@@ -1973,7 +2325,7 @@ fn check_db(
     if let Err(e) = db.close() {
         notes.push(("close failed".into(), e.to_string()));
     }
-    let db = Db::open(dir, db_options())
+    let db = Db::open(dir, st.opts.clone())
         .map_err(|e| format!("the store opened the mutant, then refused its own state: {e}"))?;
     read_back(&db, &w, "put, closed, reopened, then")?;
     drop(db);
@@ -2033,9 +2385,13 @@ fn store_trial(
 
 // ---------------------------------------------------------------- store tables
 
-/// `n` mutants in `areas` of the store's tables (one table each).
+/// `n` mutants in `areas` of the tables of store `seed` (one table each).
 fn store_tables_area(test: &str, seed: u64, areas: &[Area], n: usize) {
-    let st = Store::build(seed);
+    store_tables_area_of(test, &Store::build(seed), seed, areas, n);
+}
+
+/// `n` mutants in `areas` of `st`'s tables (one table each).
+fn store_tables_area_of(test: &str, st: &Store, seed: u64, areas: &[Area], n: usize) {
     let tables: Vec<(PathBuf, Layout)> = st
         .files("sst")
         .into_iter()
@@ -2057,6 +2413,12 @@ fn store_tables_area(test: &str, seed: u64, areas: &[Area], n: usize) {
     };
     let mut picks: Vec<usize> = (0..tables.len()).collect();
     picks.extend((0..tables.len()).filter(|&i| uncompressed(&tables[i].1)));
+    // Tables with range tombstones three times as often, when their block
+    // is a target.
+    if areas.contains(&Area::Tombstones) {
+        let with = (0..tables.len()).filter(|&i| tables[i].1.tombstones.is_some());
+        picks.extend(with.flat_map(|i| [i, i]));
+    }
     assert!(
         picks.len() > tables.len(),
         "a table with uncompressed blocks"
@@ -2067,7 +2429,7 @@ fn store_tables_area(test: &str, seed: u64, areas: &[Area], n: usize) {
         let mut rng = Rng::new(s);
         let (path, l) = &tables[rng.pick(&picks)];
         // Only mutants of the table's size: the manifest records it.
-        let Some((bytes, d, data)) = (0..20)
+        let Some((bytes, d, damaged)) = (0..20)
             .map(|_| table_mutant(&mut rng, l, areas))
             .find(|m| m.0.len() == l.good.len())
         else {
@@ -2075,13 +2437,8 @@ fn store_tables_area(test: &str, seed: u64, areas: &[Area], n: usize) {
         };
         let name = path.file_name().unwrap().to_owned();
         let what = format!("{test} trial {i} (seed {s:#x}): {name:?}: {d}");
-        store_trial(&mut tally, &st, i, &what, |dir| {
+        store_trial(&mut tally, st, i, &what, |dir| {
             std::fs::write(dir.join(&name), &bytes).unwrap();
-            let damaged = if data {
-                Damaged::TableData
-            } else {
-                Damaged::TableMeta
-            };
             (Pairs::new(), damaged)
         });
     }
@@ -2097,6 +2454,34 @@ fn store_table_data_resealed() {
 fn store_table_metadata_resealed() {
     let areas = [Area::Filters, Area::Properties, Area::Index];
     store_tables_area("store table metadata", 0xdb2, &areas, 200);
+}
+
+/// A store whose tables have two-level indexes (partitions of 64 bytes,
+/// some read on demand under a metadata budget) and range tombstones: its
+/// tombstone blocks and indexes (partitions, top level), metaindexes and
+/// footers resealed.
+#[test]
+fn store_table_tombstones_and_index_partitions_resealed() {
+    let opts = db_options()
+        .index_partition_bytes(64)
+        .metadata_memory_budget(Some(8 << 10));
+    let st = Store::build_with(0xdb3, opts, 12);
+    let tables: Vec<Layout> = st.files("sst").iter().map(|p| Layout::of(p)).collect();
+    let with_tombstones = tables.iter().filter(|l| l.tombstones.is_some()).count();
+    let two_level = tables.iter().filter(|l| !l.index_parts.is_empty()).count();
+    eprintln!(
+        "{} tables, {with_tombstones} with range tombstones, {two_level} with two-level indexes",
+        tables.len()
+    );
+    assert!(with_tombstones >= 2 && two_level >= 2);
+    let areas = [Area::Tombstones, Area::Index];
+    store_tables_area_of(
+        "store table tombstones and index partitions",
+        &st,
+        0xdb3,
+        &areas,
+        300,
+    );
 }
 
 // ---------------------------------------------------------------- manifest

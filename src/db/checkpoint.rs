@@ -11,19 +11,28 @@
 //!    second checkpoint into the same target fails instead of sharing it),
 //!    and the [`INCOMPLETE`] marker is written and synced first of all, so
 //!    that [`Db::open`] refuses the directory until `CURRENT` exists.
-//! 2. Freeze the memtable (writers wait for a WAL switch, no longer) and
-//!    wait for the flush of it and of every memtable frozen before it: every
-//!    write acknowledged before the call is then in a table.
-//! 3. With compactions held off (the compaction lock, not the writer lock),
-//!    take the current version and the sequence it holds exactly, then give
-//!    each of its tables a hard link in the temporary directory; a table
-//!    that cannot be linked ([`link_refused`]: another file system) is
-//!    opened for reading instead. Links and open descriptors both keep the
-//!    files' bytes after a compaction deletes their names, so compactions
-//!    resume before any copying.
-//! 4. Copy the opened tables (each fsynced), copy `OPTIONS`, write a MANIFEST
-//!    describing exactly that version (no write-ahead log: the checkpoint's
-//!    writes are all in its tables) and point `CURRENT` at it.
+//! 2. Freeze every keyspace's memtable (writers wait for a WAL switch, no
+//!    longer) and wait for the flush of each and of every memtable frozen
+//!    before it: every write acknowledged before the call is then in a
+//!    table.
+//! 3. Take the moment (`Inner::take_moment`): with the writer lock and
+//!    every keyspace's state held, each keyspace's current version and the
+//!    sequence its tables hold exactly. A store without other keyspaces is
+//!    copied as of that sequence, with no log. With other keyspaces, which
+//!    flush apart, the moment is the store's last sequence: the logs the
+//!    store still needs hold each keyspace's writes above its tables'; each
+//!    gets a hard link (or is opened, where links are refused), the active
+//!    one is opened to be copied up to its length at the moment. Then,
+//!    with no lock held, each table gets a hard link in the temporary
+//!    directory (`keyspace-NNNNNN/` for another keyspace's); a table that
+//!    cannot be linked ([`link_refused`]: another file system) is opened
+//!    for reading instead. The versions taken keep their tables' files
+//!    until each has its link or descriptor: a table deletes its file when
+//!    its last holder drops it, so compactions go on meanwhile.
+//! 4. Per keyspace, the store's last: copy the opened tables (each
+//!    fsynced), copy `OPTIONS`, write a MANIFEST describing exactly that
+//!    version (and for the store, the logs and the keyspaces) and point
+//!    `CURRENT` at it.
 //! 5. Remove the marker, sync the directory, rename it to the target and
 //!    sync the parent directory.
 //!
@@ -50,10 +59,16 @@ pub struct CheckpointReport {
     pub bytes_copied: u64,
     /// Bytes of all the checkpoint's tables.
     pub bytes: u64,
+    /// Write-ahead logs in the checkpoint: none for a store without other
+    /// keyspaces; otherwise the store's logs still needed, each given a
+    /// hard link, but the active one copied up to its length at the
+    /// checkpoint's moment.
+    pub logs: usize,
     /// The checkpoint holds exactly the writes with sequence numbers up to
-    /// this one: every write acknowledged before the call, and perhaps some
-    /// made during it (each writer's writes in order, none without the
-    /// writes before it).
+    /// this one, in every keyspace: every write acknowledged before the
+    /// call, and perhaps some made during it (each writer's writes in order,
+    /// none without the writes before it; a batch spanning keyspaces whole
+    /// or not at all).
     pub sequence: u64,
 }
 
@@ -82,9 +97,12 @@ pub fn temp_dir(target: &Path) -> Option<PathBuf> {
 impl Db {
     /// Makes in `dir`, a directory that must not exist, a copy of the store
     /// as of one moment, which opens as a store of its own ([`Db::open`],
-    /// [`Db::open_read_only`]): it holds every write acknowledged before
-    /// the call, and of the writes made during it a prefix in sequence
-    /// order. Tables get hard links where the file system allows them
+    /// [`Db::open_read_only`]) with the same keyspaces: it holds every
+    /// write acknowledged before the call, and of the writes made during it
+    /// a prefix in sequence order, the same in every keyspace. A store with
+    /// other keyspaces is copied with the part of its WAL that holds the
+    /// writes its keyspaces have not flushed at that moment
+    /// ([`CheckpointReport::logs`]). Tables get hard links where the file system allows them
     /// (their bytes are shared, and the store's later compactions do not
     /// touch them), copies otherwise: [`CheckpointReport`] says which.
     /// Writers wait only while the memtable is switched for a flush; reads,
@@ -141,12 +159,6 @@ impl Inner {
         }
         if let Some(e) = &self.state().bg_error {
             return Err(e.duplicate());
-        }
-        if !self.children().is_empty() {
-            return Err(Error::invalid(
-                "a checkpoint copies the default keyspace alone: this store has other keyspaces \
-                 (drop them first)",
-            ));
         }
         let tmp = temp_dir(target).ok_or_else(|| {
             Error::invalid(format!(
@@ -216,117 +228,307 @@ impl Inner {
         filename::sync_dir_in(fs, tmp)?;
 
         self.flush_for_checkpoint()?;
-        let (state, copies, mut report) = self.link_tables(tmp)?;
-        for c in &copies {
-            copy_table(fs, c, &filename::table_file(tmp, c.number))?;
-            report.bytes_copied += c.size;
-        }
-        drop(copies);
-        let options = match options_file::read(fs, &self.dir)? {
-            Some(f) => f,
-            None => options_file::OptionsFile {
-                design: options_file::Design::of(&self.opts),
-                history: Vec::new(),
-                unknown_families: Vec::new(),
-            },
+        let moment = self.take_moment(tmp)?;
+        let mut report = CheckpointReport {
+            sequence: moment.sequence,
+            logs: moment.logs_linked + moment.log_copies.len(),
+            ..CheckpointReport::default()
         };
-        options_file::write(fs, tmp, &options)?;
-        // CURRENT last: until it exists the directory is no store.
-        Manifest::create(fs, tmp, state.next_file_number - 1, &state.snapshot_edit())?;
+        // Each keyspace's directory is whole before the store's CURRENT
+        // names it.
+        for part in moment.parts.iter().skip(1) {
+            let kdir = filename::keyspace_dir(tmp, part.id);
+            fs.create_dir_all(&kdir)
+                .map_err(io_err("create directory", &kdir))?;
+            self.fill_engine(part, &kdir, &moment, &mut report)?;
+            filename::sync_dir_in(fs, &kdir)?;
+        }
+        for c in &moment.log_copies {
+            let to = filename::log_file(tmp, c.number);
+            copy_file(fs, &*c.from, c.size, &to, &format!("log {}", c.number))?;
+        }
+        self.fill_engine(&moment.parts[0], tmp, &moment, &mut report)?;
         fs.remove_file(&marker).map_err(io_err("remove", &marker))?;
         filename::sync_dir_in(fs, tmp)?;
         Ok(report)
     }
 
-    /// Step 2 of the module docs: every write acknowledged before the call
-    /// reaches a table.
-    fn flush_for_checkpoint(&self) -> Result<()> {
-        let last = {
-            let mut w = self.open_writer()?;
-            self.freeze_for_flush(&mut w)?;
-            let st = self.state();
-            if let Some(e) = &st.bg_error {
-                return Err(e.duplicate());
-            }
-            st.imm.last().map(|f| f.mem.clone())
+    /// Fills `to` with the tables, OPTIONS and MANIFEST (`CURRENT` last) of
+    /// the keyspace `part` as of `moment`.
+    fn fill_engine(
+        &self,
+        part: &Part,
+        to: &Path,
+        moment: &Moment,
+        report: &mut CheckpointReport,
+    ) -> Result<()> {
+        let fs = self.fs();
+        let (mut state, copies) = link_tables(fs, part, to, report)?;
+        for c in &copies {
+            let path = filename::table_file(to, c.number);
+            copy_file(fs, &*c.from, c.size, &path, &format!("table {}", c.number))?;
+            report.bytes_copied += c.size;
+        }
+        drop(copies);
+        let options = match options_file::read(fs, &part.dir)? {
+            Some(f) => f,
+            None => options_file::OptionsFile {
+                design: options_file::Design::of(&part.opts),
+                tuning: options_file::Tuning::default(),
+                history: Vec::new(),
+                unknown_families: Vec::new(),
+            },
         };
-        let Some(last) = last else { return Ok(()) };
-        // Memtables are flushed oldest first: once `last` is gone, so are
-        // the ones frozen before it. Others frozen since need not wait.
-        self.wait_for_state(|st| !st.imm.iter().any(|f| Arc::ptr_eq(&f.mem, &last)))
+        options_file::write(fs, to, &options)?;
+        state.last_sequence = moment.sequence;
+        if part.id == 0 {
+            state.log_number = moment.log_number;
+            state.logs = moment.logs.clone();
+            state.keyspaces = moment.keyspaces.clone();
+            state.next_keyspace = moment.next_keyspace;
+            if !moment.logs.is_empty() {
+                state.flushed_sequence = part.flushed;
+                // Above every log's number, too.
+                let logs_max = moment.logs.iter().copied().max().unwrap_or(0);
+                state.next_file_number = state.next_file_number.max(logs_max + 2);
+            }
+        } else {
+            state.flushed_sequence = part.flushed;
+        }
+        // CURRENT last: until it exists the directory is no store.
+        Manifest::create(fs, to, state.next_file_number - 1, &state.snapshot_edit())?;
+        Ok(())
     }
 
-    /// Step 3 of the module docs: the state the checkpoint's MANIFEST
-    /// records, the tables still to copy, and the report so far.
-    fn link_tables(&self, tmp: &Path) -> Result<(RecoveredState, Vec<ToCopy>, CheckpointReport)> {
-        let fs = self.fs();
-        // No compaction or filter rebuild runs, so none deletes a file of
-        // the version taken here until each has a link or an open
-        // descriptor.
-        let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
-        let (version, sequence, next_file) = {
-            let st = self.state();
+    /// Step 2 of the module docs: every write acknowledged before the call
+    /// reaches a table, in every keyspace.
+    fn flush_for_checkpoint(&self) -> Result<()> {
+        let children = self.children();
+        let last = {
+            let mut w = self.open_writer()?;
+            if w.wal.is_none() {
+                return Err(Error::ReadOnly);
+            }
+            let any = !w.mem.is_empty()
+                || children.values().any(|c| {
+                    let kw = c.inner().writer.lock().unwrap_or_else(|p| p.into_inner());
+                    !kw.mem.is_empty()
+                });
+            let mut st = self.state();
             if let Some(e) = &st.bg_error {
                 return Err(e.duplicate());
             }
-            let v = st.vs.current().clone();
-            let next = v.file_numbers().max().unwrap_or(0) + 1;
-            (v, st.flushed_seq, next)
+            if any {
+                // Freezes every keyspace's non-empty memtable with it.
+                self.freeze_memtable(&mut w, &mut st)?;
+            }
+            let mut last = vec![(None, st.imm.last().map(|f| f.mem.clone()))];
+            drop(st);
+            for c in children.values() {
+                let mem = c.inner().state().imm.last().map(|f| f.mem.clone());
+                last.push((Some(c.clone()), mem));
+            }
+            last
         };
-        let mut state = RecoveredState::empty();
-        let mut report = CheckpointReport {
-            sequence,
-            ..CheckpointReport::default()
+        // Memtables are flushed oldest first: once `last` is gone, so are
+        // the ones frozen before it. Others frozen since need not wait.
+        for (child, mem) in last {
+            let Some(mem) = mem else { continue };
+            let gone = |st: &State| !st.imm.iter().any(|f| Arc::ptr_eq(&f.mem, &mem));
+            match child {
+                None => self.wait_for_state(gone)?,
+                Some(c) => c.inner().wait_for_state(gone)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 3 of the module docs: the moment the checkpoint holds. With the
+    /// writer lock and the state of every keyspace held: each keyspace's
+    /// version and the sequence its tables hold; with other keyspaces also
+    /// the store's last sequence, and the logs that hold the writes between
+    /// (given a hard link in `tmp` here, before a flush may delete them; the
+    /// active log is opened, to be copied up to its present length).
+    fn take_moment(&self, tmp: &Path) -> Result<Moment> {
+        let fs = self.fs();
+        let w = self.open_writer()?;
+        let st = self.state();
+        if let Some(e) = &st.bg_error {
+            return Err(e.duplicate());
+        }
+        // Under the writer lock the children are those the MANIFEST names.
+        let children = self.children();
+        let states: Vec<_> = children.values().map(|c| (c, c.inner().state())).collect();
+        let part = |id: u32, inner: &Inner, st: &State| Part {
+            id,
+            dir: inner.dir.clone(),
+            opts: inner.opts.clone(),
+            version: st.vs.current().clone(),
+            flushed: st.flushed_seq,
         };
-        let mut copies = Vec::new();
-        for (level, files) in version.levels.iter().enumerate() {
-            for f in files {
-                let meta = &f.meta;
-                state.levels[level].push(meta.clone());
-                report.tables += 1;
-                report.bytes += meta.file_size;
-                let from = filename::table_file(&self.dir, meta.number);
-                let to = filename::table_file(tmp, meta.number);
-                match fs.hard_link(&from, &to) {
-                    Ok(()) => report.linked += 1,
-                    Err(e) if link_refused(&e) => {
-                        copies.push(ToCopy {
-                            number: meta.number,
-                            size: meta.file_size,
-                            from: fs.open_read(&from).map_err(io_err("open", &from))?,
-                        });
-                        report.copied += 1;
-                    }
-                    Err(e) => {
-                        return Err(Error::io(
-                            format!("link {} to {}", from.display(), to.display()),
-                            e,
-                        ));
-                    }
+        let mut parts = vec![part(0, self, &st)];
+        for (c, kst) in &states {
+            if let Some(e) = &kst.bg_error {
+                return Err(e.duplicate());
+            }
+            parts.push(part(c.id, c.inner(), kst));
+        }
+        let mut moment = Moment {
+            sequence: st.flushed_seq,
+            parts,
+            log_number: 0,
+            logs: Vec::new(),
+            logs_linked: 0,
+            log_copies: Vec::new(),
+            keyspaces: st.vs.keyspaces().clone(),
+            next_keyspace: st.vs.next_keyspace(),
+        };
+        if children.is_empty() {
+            // One keyspace: its tables hold exactly the writes up to its
+            // flushed sequence, and the checkpoint needs no log.
+            moment.keyspaces.clear();
+            return Ok(moment);
+        }
+        // Keyspaces flush apart: each one's tables hold its writes up to
+        // its own flushed sequence, and the logs hold the rest up to the
+        // store's last sequence, which no write passes while the writer
+        // lock is held.
+        moment.sequence = self.last_seq.load(Ordering::Acquire);
+        moment.log_number = st.vs.log_number();
+        moment.logs = st.vs.logs().collect();
+        let active = w.wal.as_ref().map(|wal| (wal.number(), wal.size()));
+        for &n in &moment.logs {
+            let from = filename::log_file(&self.dir, n);
+            let open = |size: u64| -> Result<ToCopy> {
+                Ok(ToCopy {
+                    number: n,
+                    size,
+                    from: fs.open_read(&from).map_err(io_err("open", &from))?,
+                })
+            };
+            if let Some((number, size)) = active
+                && number == n
+            {
+                // Still being written: copied up to its length now.
+                moment.log_copies.push(open(size)?);
+                continue;
+            }
+            let to = filename::log_file(tmp, n);
+            match fs.hard_link(&from, &to) {
+                Ok(()) => moment.logs_linked += 1,
+                Err(e) if link_refused(&e) => {
+                    let size = fs.file_len(&from).map_err(io_err("size", &from))?;
+                    moment.log_copies.push(open(size)?);
+                }
+                Err(e) => {
+                    return Err(Error::io(
+                        format!("link {} to {}", from.display(), to.display()),
+                        e,
+                    ));
                 }
             }
         }
-        // L0 is listed newest first; the MANIFEST lists it oldest first.
-        state.levels[0].reverse();
-        // No write-ahead log: every write the checkpoint holds is in a
-        // table. The manifest takes the number after the tables'.
-        state.log_number = 0;
-        state.last_sequence = sequence;
-        state.next_file_number = next_file + 1;
-        Ok((state, copies, report))
+        drop(states);
+        drop(st);
+        drop(w);
+        Ok(moment)
     }
 }
 
-/// Copies the table `c` to `to`, fsynced, checking its length.
-fn copy_table(fs: &dyn FileSystem, c: &ToCopy, to: &Path) -> Result<()> {
+/// The moment a checkpoint holds ([`Inner::take_moment`]).
+struct Moment {
+    /// The checkpoint holds exactly the writes up to this sequence.
+    sequence: u64,
+    /// Each keyspace, the default one first.
+    parts: Vec<Part>,
+    /// The store's log number and tracked logs (none without keyspaces).
+    log_number: u64,
+    logs: Vec<u64>,
+    /// Logs given a hard link in the temporary directory.
+    logs_linked: usize,
+    /// Logs to copy: the active one up to its length then, and those hard
+    /// links were refused for.
+    log_copies: Vec<ToCopy>,
+    keyspaces: BTreeMap<u32, String>,
+    next_keyspace: u32,
+}
+
+/// One keyspace of a checkpoint's moment.
+struct Part {
+    id: u32,
+    /// Its directory in the store.
+    dir: PathBuf,
+    opts: Options,
+    /// Holding it keeps its tables' files, even once a compaction has
+    /// replaced them (a table deletes its file when its last holder drops
+    /// it).
+    version: Arc<Version>,
+    /// Its tables hold exactly its writes up to this sequence.
+    flushed: u64,
+}
+
+/// Gives each table of `part`'s version a hard link in `to`, or opens it to
+/// be copied where links are refused. Returns the state its MANIFEST
+/// records (levels and file numbers) and the tables still to copy.
+fn link_tables(
+    fs: &dyn FileSystem,
+    part: &Part,
+    to: &Path,
+    report: &mut CheckpointReport,
+) -> Result<(RecoveredState, Vec<ToCopy>)> {
+    let mut state = RecoveredState::empty();
+    let mut copies = Vec::new();
+    for (level, files) in part.version.levels.iter().enumerate() {
+        for f in files {
+            let meta = &f.meta;
+            state.levels[level].push(meta.clone());
+            report.tables += 1;
+            report.bytes += meta.file_size;
+            let from = filename::table_file(&part.dir, meta.number);
+            let dest = filename::table_file(to, meta.number);
+            match fs.hard_link(&from, &dest) {
+                Ok(()) => report.linked += 1,
+                Err(e) if link_refused(&e) => {
+                    copies.push(ToCopy {
+                        number: meta.number,
+                        size: meta.file_size,
+                        from: fs.open_read(&from).map_err(io_err("open", &from))?,
+                    });
+                    report.copied += 1;
+                }
+                Err(e) => {
+                    return Err(Error::io(
+                        format!("link {} to {}", from.display(), dest.display()),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+    // L0 is listed newest first; the MANIFEST lists it oldest first.
+    state.levels[0].reverse();
+    // The manifest takes the number after the tables'.
+    let next = part.version.file_numbers().max().unwrap_or(0) + 1;
+    state.next_file_number = next + 1;
+    Ok((state, copies))
+}
+
+/// Copies the first `size` bytes of `from` (`what`, for errors) to `to`,
+/// fsynced.
+fn copy_file(
+    fs: &dyn FileSystem,
+    from: &dyn ReadableFile,
+    size: u64,
+    to: &Path,
+    what: &str,
+) -> Result<()> {
     let mut out = fs.create_new(to).map_err(io_err("create", to))?;
-    let mut buf = vec![0u8; COPY_CHUNK.min(c.size as usize)];
+    let mut buf = vec![0u8; COPY_CHUNK.min(size as usize)];
     let mut at = 0u64;
-    while at < c.size {
-        let n = (c.size - at).min(COPY_CHUNK as u64) as usize;
-        c.from
-            .read_exact_at(&mut buf[..n], at)
-            .map_err(|e| Error::io(format!("read table {} at {at}", c.number), e))?;
+    while at < size {
+        let n = (size - at).min(COPY_CHUNK as u64) as usize;
+        from.read_exact_at(&mut buf[..n], at)
+            .map_err(|e| Error::io(format!("read {what} at {at}"), e))?;
         out.write_all(&buf[..n]).map_err(io_err("write", to))?;
         at += n as u64;
     }
@@ -377,6 +579,10 @@ fn remove_temp(fs: &dyn FileSystem, tmp: &Path) -> Result<()> {
                 let path = tmp.join(n);
                 fs.remove_file(&path).map_err(io_err("remove", &path))?;
             }
+            // A keyspace's directory: its files are a checkpoint's too.
+            Some(n) if filename::parse_keyspace_dir(n).is_some() => {
+                remove_temp(fs, &tmp.join(n))?;
+            }
             _ => foreign.push(name),
         }
     }
@@ -407,41 +613,59 @@ mod tests {
         }
     }
 
-    fn store(fs: &FaultFs, dir: &Path) -> Db {
+    /// A store of 400 keys; when `spaced`, every other one in the
+    /// keyspace "ks".
+    fn store(fs: &FaultFs, dir: &Path, spaced: bool) -> Db {
         let db = Db::open(dir, options(fs)).unwrap();
+        let ks = match db.keyspace("ks") {
+            Ok(ks) => Some(ks),
+            Err(_) if spaced => Some(db.create_keyspace("ks", options(fs)).unwrap()),
+            Err(_) => None,
+        };
         for i in 0..400u32 {
-            db.put(format!("key{i:05}"), format!("value{i}-{}", "x".repeat(40)))
-                .unwrap();
+            let (k, v) = (format!("key{i:05}"), format!("value{i}-{}", "x".repeat(40)));
+            match &ks {
+                Some(ks) if i % 2 == 1 => ks.put(k, v).unwrap(),
+                _ => db.put(k, v).unwrap(),
+            }
         }
         db.maintain().unwrap();
         db
     }
 
+    /// The keys of every keyspace of the store in `dir`.
     fn keys(dir: &Path) -> usize {
         let db = Db::open_read_only(dir, Options::default()).unwrap();
         db.verify().unwrap();
-        db.scan(..).count()
+        db.keyspace_names()
+            .iter()
+            .map(|n| db.keyspace(n).unwrap().scan(..).count())
+            .sum()
     }
 
     /// Where hard links are refused (another file system), every table is
     /// copied, and the report says so.
     #[test]
     fn tables_are_copied_where_links_are_refused() {
-        let root = tempfile::tempdir().unwrap();
-        let fs = FaultFs::new();
-        let db = store(&fs, &root.path().join("db"));
-        fs.refuse_links(true);
-        let target = root.path().join("copy");
-        let r = db.checkpoint(&target).unwrap();
-        assert!(r.tables > 1, "{r:?}");
-        assert_eq!((r.linked, r.copied), (0, r.tables));
-        assert_eq!(r.bytes_copied, r.bytes);
-        assert_eq!(keys(&target), 400);
-        fs.refuse_links(false);
-        let linked = root.path().join("linked");
-        let r = db.checkpoint(&linked).unwrap();
-        assert_eq!((r.linked, r.copied, r.bytes_copied), (r.tables, 0, 0));
-        db.close().unwrap();
+        for spaced in [false, true] {
+            let root = tempfile::tempdir().unwrap();
+            let fs = FaultFs::new();
+            let db = store(&fs, &root.path().join("db"), spaced);
+            fs.refuse_links(true);
+            let target = root.path().join("copy");
+            let r = db.checkpoint(&target).unwrap();
+            assert!(r.tables > 1, "{r:?}");
+            assert_eq!((r.linked, r.copied), (0, r.tables));
+            assert_eq!(r.bytes_copied, r.bytes);
+            assert_eq!(r.logs > 0, spaced, "{r:?}");
+            assert_eq!(keys(&target), 400);
+            fs.refuse_links(false);
+            let linked = root.path().join("linked");
+            let r = db.checkpoint(&linked).unwrap();
+            assert_eq!((r.linked, r.copied, r.bytes_copied), (r.tables, 0, 0));
+            assert_eq!(keys(&linked), 400);
+            db.close().unwrap();
+        }
     }
 
     /// A failure at any file operation of a checkpoint (after the target
@@ -449,10 +673,16 @@ mod tests {
     /// temporary directory, and the store keeps working.
     #[test]
     fn a_failed_operation_leaves_no_directory() {
+        for spaced in [false, true] {
+            failed_operations(spaced);
+        }
+    }
+
+    fn failed_operations(spaced: bool) {
         let root = tempfile::tempdir().unwrap();
         let fs = FaultFs::new();
         let dir = root.path().join("db");
-        drop(store(&fs, &dir));
+        drop(store(&fs, &dir, spaced));
         let kinds = [
             Op::Create,
             Op::Sync,
@@ -468,6 +698,10 @@ mod tests {
                 // Reopened each time: a failed flush poisons the store.
                 let db = Db::open(&dir, options(&fs)).unwrap();
                 db.put("more", format!("{i}-{nth}")).unwrap();
+                if spaced {
+                    let ks = db.keyspace("ks").unwrap();
+                    ks.put("more", format!("{i}-{nth}")).unwrap();
+                }
                 fs.arm(Fault {
                     op: Some(op),
                     nth,
@@ -479,7 +713,7 @@ mod tests {
                 // Succeeded (the failed operation was the store's own,
                 // and not fatal to it: a log's deletion): whole.
                 let Err(e) = r else {
-                    assert_eq!(keys(&target), 401);
+                    assert_eq!(keys(&target), 401 + usize::from(spaced));
                     continue;
                 };
                 assert!(!target.exists(), "{op:?} {nth}: {e}");
@@ -494,7 +728,7 @@ mod tests {
     fn a_poisoned_store_refuses() {
         let root = tempfile::tempdir().unwrap();
         let fs = FaultFs::new();
-        let db = store(&fs, &root.path().join("db"));
+        let db = store(&fs, &root.path().join("db"), false);
         fs.arm(Fault {
             op: Some(Op::Write),
             nth: 0,

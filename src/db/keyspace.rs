@@ -57,7 +57,8 @@ impl Child {
 }
 
 /// Recovers keyspace `id` of the store in `dir` from its directory, with the
-/// design its OPTIONS file records and the store's other options.
+/// design, memtable size and L0 triggers its OPTIONS file records and the
+/// store's other options.
 pub(crate) fn recover_keyspace(
     dir: &Path,
     opts: &Options,
@@ -256,6 +257,88 @@ impl Keyspace {
         }
     }
 
+    /// A snapshot of the store ([`Db::snapshot`]): it reads this keyspace
+    /// and every other one at the same moment ([`Keyspace::get_at`],
+    /// [`Keyspace::scan_at`]), and each keyspace's flushes and compactions
+    /// keep what it sees.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default())?;
+    /// let users = db.create_keyspace("users", bloomlsm::Options::default())?;
+    /// let logs = db.create_keyspace("logs", bloomlsm::Options::default())?;
+    /// let mut b = bloomlsm::WriteBatch::new();
+    /// b.put_in(&users, "u1", "ann");
+    /// b.put_in(&logs, "1", "u1 created");
+    /// db.write(b)?;
+    /// let snap = users.snapshot()?;
+    /// users.delete("u1")?;
+    /// logs.put("2", "u1 deleted")?;
+    /// users.compact()?; // keeps "ann" for the snapshot
+    /// assert_eq!(users.get_at(&snap, "u1")?.as_deref(), Some(&b"ann"[..]));
+    /// assert_eq!(logs.scan_at(&snap, ..).count(), 1);
+    /// assert_eq!(db.snapshot().sequence(), snap.sequence() + 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        self.check()?;
+        Ok(Snapshot::new(self.store.clone()))
+    }
+
+    /// `Ok` when `snapshot` is of this keyspace's store.
+    fn check_snapshot(&self, snapshot: &Snapshot) -> Result<()> {
+        if snapshot.is_of(&self.store) {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "the snapshot is of another store than keyspace {:?}",
+                &*self.name
+            )))
+        }
+    }
+
+    /// The value of `key` in this keyspace as of `snapshot` (taken by
+    /// [`Db::snapshot`] or [`Keyspace::snapshot`] of any keyspace of the
+    /// store), or `None`: [`Snapshot::get`] for this keyspace. A snapshot
+    /// of another store is [`Error::InvalidArgument`]; a keyspace created
+    /// after the snapshot reads empty at it.
+    pub fn get_at(&self, snapshot: &Snapshot, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.check()?;
+        self.check_snapshot(snapshot)?;
+        let key = key.as_ref();
+        check_key(key)?;
+        self.inner.get(key, Some(snapshot.sequence()))
+    }
+
+    /// The values of `keys` in this keyspace as of `snapshot`
+    /// ([`Keyspace::get_at`], [`Snapshot::multi_get`]).
+    pub fn multi_get_at<K: AsRef<[u8]>>(
+        &self,
+        snapshot: &Snapshot,
+        keys: &[K],
+    ) -> Result<Vec<Option<Bytes>>> {
+        self.check()?;
+        self.check_snapshot(snapshot)?;
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        for k in &keys {
+            check_key(k)?;
+        }
+        self.inner.multi_get(&keys, Some(snapshot.sequence()))
+    }
+
+    /// The live entries of this keyspace in `range` as of `snapshot`, in
+    /// key order ([`Keyspace::get_at`], [`Snapshot::scan`]). On a dropped
+    /// keyspace, or with a snapshot of another store, the iterator yields
+    /// one error.
+    pub fn scan_at(&self, snapshot: &Snapshot, range: impl iter::ScanRange) -> DbIter {
+        let (start, end) = range.into_bounds();
+        let it = self.inner.scan(start, end, Some(snapshot.sequence()), None);
+        match self.check().and_then(|()| self.check_snapshot(snapshot)) {
+            Ok(()) => it,
+            Err(e) => it.failing(e),
+        }
+    }
+
     /// Writes this keyspace's memtable to an L0 file and waits until it is
     /// on disk ([`Db::flush`]). Every other keyspace's non-empty memtable is
     /// frozen with it (they share the log that is retired).
@@ -297,9 +380,9 @@ impl Keyspace {
 impl Db {
     /// Creates the keyspace `name` with the design of `options` (filters,
     /// compression, file and level sizes, prefix extractor, range filter:
-    /// what the store's OPTIONS file records, kept for the keyspace across
-    /// reopens); its memtable size and triggers follow `options` until the
-    /// store is reopened, then the store's. Durable when this returns.
+    /// what the store's OPTIONS file records) and its memtable size and L0
+    /// triggers, all kept in the keyspace's OPTIONS file across reopens;
+    /// its other options follow the store's. Durable when this returns.
     /// Refused: an existing name, `"default"`, an empty name or one over 255
     /// bytes or holding a control character, and a store open read-only.
     ///
@@ -349,6 +432,11 @@ impl Db {
         };
         let rec = recovery::recover(&kdir, &kopts, kcaches.clone(), false, &none)?;
         design.record(fs.as_ref(), &kdir, &kopts, true)?;
+        // Its memtable size and L0 triggers too: they apply at every open.
+        let mut file = options_file::read(fs.as_ref(), &kdir)?
+            .ok_or_else(|| Error::corruption(&kdir, 0, "a new keyspace's OPTIONS is missing"))?;
+        file.tuning = options_file::Tuning::of(&kopts);
+        options_file::write(fs.as_ref(), &kdir, &file)?;
         filename::sync_dir_in(fs.as_ref(), &inner.dir)?;
         let seq = inner.last_seq.load(Ordering::Acquire);
         let child = Child::start(

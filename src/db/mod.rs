@@ -767,8 +767,19 @@ impl Inner {
     /// What a flush or compaction starting now keeps: the versions the live
     /// snapshots see. A snapshot taken later sees the newest version of every
     /// key already written, which is kept anyway.
+    /// The versions flushes and compactions keep: those the live snapshots
+    /// see. A keyspace's engine keeps those of its store's snapshots, which
+    /// read every keyspace at their sequence.
     fn retention(&self) -> Retention {
-        Retention::new(self.snapshots.sequences())
+        let mut seqs = self.snapshots.sequences();
+        if self.ks_id != 0
+            && let Some(store) = self.parent.get().and_then(Weak::upgrade)
+        {
+            seqs.extend(store.snapshots.sequences());
+            seqs.sort_unstable();
+            seqs.dedup();
+        }
+        Retention::new(seqs)
     }
 
     fn super_version(&self) -> Arc<SuperVersion> {

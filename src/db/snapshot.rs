@@ -96,6 +96,11 @@ impl Snapshot {
         Snapshot { inner, seq }
     }
 
+    /// Whether this is a snapshot of the store whose engine is `store`.
+    pub(super) fn is_of(&self, store: &Arc<Inner>) -> bool {
+        Arc::ptr_eq(&self.inner, store)
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);

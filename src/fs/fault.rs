@@ -295,6 +295,9 @@ impl ReadableFile for FaultReadable {
     fn transfer_len(&self, offset: u64, len: usize) -> u64 {
         self.inner.transfer_len(offset, len)
     }
+    fn advise(&self, advice: super::ReadAdvice) {
+        self.inner.advise(advice);
+    }
 }
 
 impl FileSystem for FaultFs {

@@ -208,6 +208,10 @@ impl ReadableFile for LatencyFile {
     fn transfer_len(&self, offset: u64, len: usize) -> u64 {
         self.inner.transfer_len(offset, len)
     }
+
+    fn advise(&self, advice: crate::fs::ReadAdvice) {
+        self.inner.advise(advice);
+    }
 }
 
 impl FileSystem for LatencyFs {

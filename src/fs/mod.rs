@@ -8,6 +8,10 @@
 //! [`FileSystem::open_read_direct`], module [`direct`]): each read then
 //! reaches the device instead of the page cache.
 //!
+//! A table file read through the page cache is advised random access
+//! ([`ReadAdvice`], [`ReadableFile::advise`]): point reads then bring in no
+//! readahead, and a forward scan asks for the stretch ahead itself.
+//!
 //! [`latency::LatencyFs`] wraps a file system so that each read request
 //! waits a fixed or sampled latency and is counted: a store studied as if
 //! its files were on remote storage.
@@ -51,6 +55,34 @@ pub trait ReadableFile: Send + Sync + fmt::Debug {
     fn transfer_len(&self, _offset: u64, len: usize) -> u64 {
         len as u64
     }
+    /// Tells the page cache how the file will be read ([`ReadAdvice`]).
+    /// Advice only: it changes no byte read, and a file that cannot take it
+    /// (a direct one, another system than Linux) ignores it.
+    fn advise(&self, advice: ReadAdvice) {
+        let _ = advice;
+    }
+}
+
+/// How a file read through the page cache will be read: advice for the
+/// kernel's readahead (`posix_fadvise`, Linux).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadAdvice {
+    /// Reads at scattered offsets (`POSIX_FADV_RANDOM`): each read brings in
+    /// its own pages and no readahead around them. A table's descriptor
+    /// takes it at open: a point read's 4 KiB block otherwise brings its
+    /// neighbours from the device too, into a page cache that may have no
+    /// room for them (docs/design.md, "Table files advise random access").
+    Random,
+    /// `len` bytes from `offset` will be read soon (`POSIX_FADV_WILLNEED`):
+    /// the kernel starts reading them now, whatever the descriptor's
+    /// advice. A forward scan gives it for the stretch of the file ahead.
+    WillNeed {
+        /// First byte.
+        offset: u64,
+        /// Bytes.
+        len: u64,
+    },
 }
 
 /// How table files are read: through the operating system's page cache, or
@@ -257,6 +289,23 @@ impl ReadableFile for RealReadable {
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
     }
+    #[cfg(target_os = "linux")]
+    fn advise(&self, advice: ReadAdvice) {
+        use std::os::fd::AsRawFd;
+        let (offset, len, flag) = match advice {
+            ReadAdvice::Random => (0, 0, libc::POSIX_FADV_RANDOM),
+            ReadAdvice::WillNeed { offset, len } => (offset, len, libc::POSIX_FADV_WILLNEED),
+        };
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+        else {
+            return;
+        };
+        // SAFETY: a plain system call on a descriptor this struct owns; it
+        // reads no memory of ours. Advice only: its result is ignored.
+        unsafe {
+            libc::posix_fadvise(self.0.as_raw_fd(), offset, len, flag);
+        }
+    }
 }
 
 /// Opens `path` for reading without access-time updates where the system
@@ -357,7 +406,12 @@ pub fn open_read_in(
     mode: ReadMode,
 ) -> io::Result<Arc<dyn ReadableFile>> {
     match mode {
-        ReadMode::Buffered => fs.open_read(path),
+        ReadMode::Buffered => {
+            let f = fs.open_read(path)?;
+            // Point reads take one block each: no readahead around them.
+            f.advise(ReadAdvice::Random);
+            Ok(f)
+        }
         ReadMode::Direct | ReadMode::DirectOrBuffered => fs.open_read_direct(path),
     }
 }

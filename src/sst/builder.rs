@@ -601,13 +601,15 @@ impl TableBuilder {
             meta.push((META_RANGE_FILTER.to_string(), h));
         }
 
+        let mut range_tombstones = None;
         if !self.range_tombstones.is_empty() {
-            let block = crate::range_tombstone::Fragments::new(
+            let frags = crate::range_tombstone::Fragments::new(
                 self.range_tombstones
                     .iter()
                     .map(|(a, b, s)| (&a[..], &b[..], *s)),
-            )
-            .encode();
+            );
+            range_tombstones = Some(frags.count() as u64);
+            let block = frags.encode();
             let h = self.write_block(false, &block, BLOCK_TYPE_UNCOMPRESSED)?;
             meta.push((META_RANGE_TOMBSTONES.to_string(), h));
         }
@@ -662,6 +664,7 @@ impl TableBuilder {
             creation_time,
             deletions: (fmt == KeyFormat::Internal).then_some(self.deletions),
             max_sequence: (fmt == KeyFormat::Internal).then_some(self.max_sequence),
+            range_tombstones,
         };
         let props_handle = self.write_block(false, &props.encode(), BLOCK_TYPE_UNCOMPRESSED)?;
         meta.push((META_PROPERTIES.to_string(), props_handle));

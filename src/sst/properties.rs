@@ -82,6 +82,12 @@ pub struct TableProperties {
     /// written before it was added lack it). Recovery checks that the
     /// manifest's last sequence is not below it.
     pub max_sequence: Option<u64>,
+    /// Range tombstones in the table's range-tombstone block
+    /// (`range_tombstones`), only in a table that has one (tables written
+    /// before the property was added lack it even so). The open refuses a
+    /// table whose metaindex names no such block, or a block of another
+    /// count: a lost metaindex entry would bring deleted keys back.
+    pub range_tombstones: Option<u64>,
 }
 
 /// Property names, in the bytewise order they are stored in.
@@ -126,6 +132,8 @@ pub mod names {
     pub const KEY_LARGEST: &str = "key.largest";
     /// `key.smallest`: raw key bytes.
     pub const KEY_SMALLEST: &str = "key.smallest";
+    /// `range_tombstones`: varint64 (tables with range tombstones only).
+    pub const RANGE_TOMBSTONES: &str = "range_tombstones";
     /// `raw.key.bytes`: varint64.
     pub const RAW_KEY_BYTES: &str = "raw.key.bytes";
     /// `raw.value.bytes`: varint64.
@@ -162,6 +170,9 @@ impl TableProperties {
         }
         if let Some(s) = self.max_sequence {
             m.insert(SEQ_MAX, varint(s));
+        }
+        if let Some(n) = self.range_tombstones {
+            m.insert(RANGE_TOMBSTONES, varint(n));
         }
         m.insert(ENTRIES, varint(self.entries));
         if let Some(p) = &self.filter_policy {
@@ -294,6 +305,10 @@ impl TableProperties {
             None => None,
             Some(_) => Some(num(SEQ_MAX)?),
         };
+        let range_tombstones = match m.get(RANGE_TOMBSTONES.as_bytes()) {
+            None => None,
+            Some(_) => Some(num(RANGE_TOMBSTONES)?),
+        };
         let format_version = small(FORMAT_VERSION)?;
         let data_size = num(DATA_SIZE)?;
         let (compression, data_raw_size, data_raw_max) =
@@ -338,6 +353,7 @@ impl TableProperties {
             creation_time: num(CREATION_TIME)?,
             deletions,
             max_sequence,
+            range_tombstones,
         })
     }
 }
@@ -373,6 +389,7 @@ mod tests {
             creation_time: 1_700_000_000,
             deletions: None,
             max_sequence: None,
+            range_tombstones: None,
         }
     }
 
@@ -393,6 +410,8 @@ mod tests {
         q.filter_size = 0;
         q.key_format = KeyFormat::Internal;
         q.deletions = Some(2);
+        assert_eq!(roundtrip(&q), q);
+        q.range_tombstones = Some(4);
         assert_eq!(roundtrip(&q), q);
         // Version 2: the compression properties are written and read back.
         let mut r = sample();

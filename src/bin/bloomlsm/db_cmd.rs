@@ -472,6 +472,7 @@ fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> Cli
                 "copied": r.copied,
                 "bytes": r.bytes,
                 "bytes_copied": r.bytes_copied,
+                "logs": r.logs,
                 "sequence": r.sequence,
             }),
         );

@@ -199,11 +199,68 @@ impl Design {
     }
 }
 
+/// A keyspace's memtable size and L0 triggers, as given to
+/// `Db::create_keyspace`: kept in its `OPTIONS` file (`keyspace.*` lines),
+/// they apply at every open. `None`: not recorded (a store's own file, or a
+/// keyspace's written before they were recorded), the options the store
+/// is opened with apply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// [`Options::write_buffer_size`].
+    pub write_buffer_size: Option<usize>,
+    /// [`Options::l0_compaction_trigger`].
+    pub l0_compaction_trigger: Option<usize>,
+    /// [`Options::l0_slowdown_trigger`].
+    pub l0_slowdown_trigger: Option<usize>,
+    /// [`Options::l0_stop_trigger`].
+    pub l0_stop_trigger: Option<usize>,
+}
+
+impl Tuning {
+    /// Every setting of `opts` a keyspace keeps.
+    pub fn of(opts: &Options) -> Tuning {
+        Tuning {
+            write_buffer_size: Some(opts.write_buffer_size),
+            l0_compaction_trigger: Some(opts.l0_compaction_trigger),
+            l0_slowdown_trigger: Some(opts.l0_slowdown_trigger),
+            l0_stop_trigger: Some(opts.l0_stop_trigger),
+        }
+    }
+
+    /// Sets the recorded settings in `opts`.
+    pub fn apply(&self, opts: &mut Options) {
+        let set = |to: &mut usize, v: Option<usize>| {
+            if let Some(v) = v {
+                *to = v;
+            }
+        };
+        set(&mut opts.write_buffer_size, self.write_buffer_size);
+        set(&mut opts.l0_compaction_trigger, self.l0_compaction_trigger);
+        set(&mut opts.l0_slowdown_trigger, self.l0_slowdown_trigger);
+        set(&mut opts.l0_stop_trigger, self.l0_stop_trigger);
+    }
+
+    /// `(key, value)` lines of the recorded settings, in file order.
+    fn lines(&self) -> Vec<(&'static str, usize)> {
+        [
+            ("keyspace.write_buffer_size", self.write_buffer_size),
+            ("keyspace.l0_compaction_trigger", self.l0_compaction_trigger),
+            ("keyspace.l0_slowdown_trigger", self.l0_slowdown_trigger),
+            ("keyspace.l0_stop_trigger", self.l0_stop_trigger),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+    }
+}
+
 /// An `OPTIONS` file's contents.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OptionsFile {
     /// The design new files follow.
     pub design: Design,
+    /// A keyspace's own memtable size and L0 triggers.
+    pub tuning: Tuning,
     /// Changes to the design, oldest first: `<unix seconds> <what>`.
     pub history: Vec<String>,
     /// Filter families the design names that this process has not
@@ -219,6 +276,9 @@ impl OptionsFile {
         let mut s = String::from("# bloomlsm OPTIONS: the design of the files this store writes\n");
         s.push_str(&format!("version = {VERSION}\n"));
         for (k, v) in self.design.lines() {
+            s.push_str(&format!("{k} = {v}\n"));
+        }
+        for (k, v) in self.tuning.lines() {
             s.push_str(&format!("{k} = {v}\n"));
         }
         let skip = self.history.len().saturating_sub(MAX_HISTORY);
@@ -263,6 +323,7 @@ impl OptionsFile {
         let mut seen: Vec<String> = Vec::new();
         let mut history = Vec::new();
         let mut unknown_families = Vec::new();
+        let mut tuning = Tuning::default();
         let mut version = None;
         let mut at = 0;
         for line in text.split_inclusive('\n') {
@@ -324,6 +385,14 @@ impl OptionsFile {
                 }
                 "compression" => opts.compression.default = Compression::parse(v).map_err(&err)?,
                 "block_size" => opts.block_size = num(v)? as usize,
+                "keyspace.write_buffer_size" => tuning.write_buffer_size = Some(num(v)? as usize),
+                "keyspace.l0_compaction_trigger" => {
+                    tuning.l0_compaction_trigger = Some(num(v)? as usize)
+                }
+                "keyspace.l0_slowdown_trigger" => {
+                    tuning.l0_slowdown_trigger = Some(num(v)? as usize)
+                }
+                "keyspace.l0_stop_trigger" => tuning.l0_stop_trigger = Some(num(v)? as usize),
                 "filter.partition_bytes" => opts.filter_partition_bytes = num(v)? as usize,
                 "index.partition_bytes" => opts.index_partition_bytes = num(v)? as usize,
                 "prefix_extractor" => {
@@ -394,10 +463,12 @@ impl OptionsFile {
                 return Err(bad(0, format!("OPTIONS does not set {k}")));
             }
         }
+        tuning.apply(&mut opts);
         opts.validate()
             .map_err(|e| bad(0, format!("OPTIONS holds a design no store can use: {e}")))?;
         Ok(OptionsFile {
             design: Design::of(&opts),
+            tuning,
             history,
             unknown_families,
         })
@@ -446,6 +517,7 @@ pub(crate) fn settle(fs: &dyn FileSystem, dir: &Path, opts: &mut Options) -> Res
             )));
         }
         f.design.apply(opts);
+        f.tuning.apply(opts);
     }
     Ok(Pending { stored })
 }
@@ -481,6 +553,7 @@ impl Pending {
             }
             None => OptionsFile {
                 unknown_families: Vec::new(),
+                tuning: Tuning::default(),
                 design,
                 history: vec![format!(
                     "{now} {}",
@@ -525,6 +598,11 @@ mod tests {
         OptionsFile {
             unknown_families: Vec::new(),
             design: Design::of(&opts),
+            tuning: Tuning {
+                write_buffer_size: Some(1 << 20),
+                l0_compaction_trigger: Some(3),
+                ..Tuning::default()
+            },
             history: vec!["1 created".into(), "2 changed: x".into()],
         }
     }

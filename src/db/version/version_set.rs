@@ -324,6 +324,12 @@ impl VersionSet {
         self.state.log_number()
     }
 
+    /// The logs the MANIFEST tracks, ascending: those at or above the log
+    /// number, each of which exists.
+    pub(crate) fn logs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.state.logs.iter().copied()
+    }
+
     /// The store's keyspaces besides the default one, by id.
     pub(crate) fn keyspaces(&self) -> &std::collections::BTreeMap<u32, String> {
         &self.state.keyspaces

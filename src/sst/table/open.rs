@@ -102,8 +102,18 @@ impl Table {
         } = table.read_metaindex()?;
         table.read_properties(props_handle)?;
         table.check_properties(filter.as_ref())?;
-        if let Some(h) = tombstones {
-            table.read_range_tombstones(h)?;
+        match (tombstones, table.props.range_tombstones) {
+            (Some(h), _) => table.read_range_tombstones(h)?,
+            (None, Some(n)) => {
+                return Err(table.corruption(
+                    props_handle.offset,
+                    format!(
+                        "the properties count {n} range tombstones, the metaindex names no \
+                         range-tombstone block"
+                    ),
+                ));
+            }
+            (None, None) => {}
         }
         if let Some(filter) = filter {
             table.read_filter(filter, opts.filter_on_demand)?;
@@ -214,6 +224,14 @@ impl Table {
         let raw = self.read_raw(h, WHAT)?;
         let f = Fragments::decode(&raw)
             .map_err(|(at, what)| self.corruption(h.offset + at as u64, what))?;
+        if let Some(n) = self.props.range_tombstones
+            && n != f.count() as u64
+        {
+            return Err(self.corruption(
+                h.offset,
+                format!("{} range tombstones, the properties count {n}", f.count()),
+            ));
+        }
         let max = f.tombstones().map(|t| t.2).max().unwrap_or(0);
         if self.props.max_sequence.is_some_and(|m| max > m) {
             return Err(self.corruption(
@@ -435,6 +453,7 @@ fn placeholder_properties() -> TableProperties {
         creation_time: 0,
         deletions: None,
         max_sequence: None,
+        range_tombstones: None,
     }
 }
 
@@ -552,6 +571,41 @@ mod tests {
             Table::open(&path, TableOpenOptions::default())
                 .unwrap_err()
                 .is_corruption()
+        );
+    }
+
+    /// A metaindex that no longer names the range-tombstone block (its
+    /// checksum resealed) would bring the deleted keys back: the
+    /// `range_tombstones` property makes the open refuse it.
+    #[test]
+    fn a_lost_range_tombstone_block_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mut bytes, _, _) = table_with_tombstones(dir.path());
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        assert_eq!(t.properties().range_tombstones, Some(5));
+        let mi = t.footer().metaindex;
+        drop(t);
+        let (s, e) = (mi.offset as usize, (mi.offset + mi.size) as usize);
+        let name = META_RANGE_TOMBSTONES.as_bytes();
+        let at = s + bytes[s..e]
+            .windows(name.len())
+            .position(|w| w == name)
+            .unwrap();
+        // Still the last name in order, now one the reader does not know.
+        bytes[at + name.len() - 1] = b'z';
+        let trailer = block_trailer(
+            ChecksumType::Crc32,
+            &bytes[s..e],
+            BLOCK_TYPE_UNCOMPRESSED,
+            mi.offset,
+        );
+        bytes[e..e + trailer.len()].copy_from_slice(&trailer);
+        std::fs::write(&path, &bytes).unwrap();
+        let err = Table::open(&path, TableOpenOptions::default()).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        assert!(
+            err.to_string().contains("no range-tombstone block"),
+            "{err}"
         );
     }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use bytes::{Bytes, BytesMut};
 
 use crate::error::{Error, Result};
-use crate::fs::ReadableFile;
+use crate::fs::{ReadAdvice, ReadableFile};
 use crate::sst::block::Block;
 use crate::sst::compression::{self, BLOCK_TYPE_NONE};
 use crate::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, get_varint32, verify_block};
@@ -38,6 +38,12 @@ pub struct ReadStats {
 /// Bytes a sequential pass reads at once (RocksDB's compactions read ahead
 /// 2 MiB; a merge of 20 L0 files on two shards holds 40 chunks).
 pub const READAHEAD_BYTES: usize = 256 << 10;
+
+/// The first stretch a forward scan advises the page cache to read ahead;
+/// each next one is twice as long, up to [`READAHEAD_BYTES`] (RocksDB's
+/// iterators' automatic readahead grows from 8 KiB the same way), so a
+/// short scan brings in little it does not read.
+pub(super) const SCAN_READAHEAD_START: u64 = 16 << 10;
 
 /// A chunk of a table's data blocks read at once, from file offset `offset`.
 #[derive(Default)]
@@ -155,6 +161,22 @@ impl Table {
             c.insert(self.file_id, h.offset, block.data().clone());
         }
         Ok(block)
+    }
+
+    /// Advises the page cache that the `len` bytes of data blocks from
+    /// `offset` on will be read soon ([`ReadAdvice::WillNeed`]), not past
+    /// the last data block. Returns the end of the stretch advised. A
+    /// forward scan's readahead, which the descriptor's random-access
+    /// advice leaves to the reader.
+    pub(super) fn advise_ahead(&self, offset: u64, len: u64) -> Result<u64> {
+        let end = self.data_end.min(offset.saturating_add(len));
+        if end > offset {
+            self.file.get()?.advise(ReadAdvice::WillNeed {
+                offset,
+                len: end - offset,
+            });
+        }
+        Ok(end)
     }
 
     /// The data block at `h` for a sequential pass (a compaction's input): cut out of

@@ -218,6 +218,14 @@ pub struct BenchArgs {
     /// filters): per-configuration load times and write amplification.
     #[arg(long)]
     pub reload: bool,
+    /// Write the load's last N keys step by step, every flush and compaction
+    /// on the caller's thread, and the keys before them with the store's
+    /// background compaction thread (faster on more than one core; the tree
+    /// then differs a little from run to run). A load of at most N keys
+    /// builds the same tree every run. At least the last 32 memtables of
+    /// keys go step by step whatever N is.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub stepwise_keys: u64,
     /// No progress bars, and nothing on stderr but errors.
     #[arg(long, short)]
     pub quiet: bool,

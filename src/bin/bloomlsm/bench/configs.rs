@@ -158,8 +158,9 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
 }
 
 /// The store options of the study: small buffers and levels so that 1M keys
-/// make a tree of at least four levels, compaction on the caller thread (same
-/// shape for every configuration), block cache off (every data-block read is
+/// make a tree of at least four levels, compaction on the caller thread (a
+/// shape that depends on the writes alone; a long load runs its first keys
+/// with the background thread instead, `stores::bulk_load`), block cache off (every data-block read is
 /// a real `pread`), tables read in `io` mode.
 pub fn bench_options(filters: FilterOptions, io: IoMode) -> Options {
     Options::default()

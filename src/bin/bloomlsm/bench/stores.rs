@@ -172,28 +172,72 @@ impl Load {
         }
     }
 
+    /// Adds the write counters of an earlier part of the load.
+    fn add_writes(&mut self, part: [u64; 3]) {
+        for (w, p) in self.writes.iter_mut().zip(part) {
+            *w += p;
+        }
+    }
+
     /// Sets the write counters of `s` to the load's.
     pub fn set_writes(&self, s: &mut bloomlsm::Stats) {
         [s.user_bytes_written, s.bytes_flushed, s.bytes_compacted] = self.writes;
     }
 }
 
-/// Loads `args.keys` keys into a store at `dir` with `config`'s filters,
-/// running every due flush and compaction on this thread so that the shape
-/// depends on the writes alone. Returns the open store and the load.
+/// Loads `args.keys` keys into a store at `dir` with `config`'s filters:
+/// all but the last keys with the store's own threads ([`bulk_load`]), then
+/// the rest running every due flush and compaction on this thread, so the
+/// store ends as a step-by-step load ends (and a load of fewer keys than
+/// [`bulk_end`] leaves has a shape that depends on the writes alone).
+/// Returns the open store and the load.
 pub fn load_store(args: &BenchArgs, config: &BenchConfig, dir: &Path) -> CliResult<(Db, Load)> {
     let opts = store_options(args, config)?;
-    // Creates the store's directory: not after an interruption removed it.
-    let db = interrupt::guard(|| Db::open(dir, opts))?;
     let start = Instant::now();
-    let mut writer = KeyWriter::new(args, &db);
-    writer.write(args, &db, 0..args.keys, &config.name, |_, _| Ok(()))?;
+    let mut writer = KeyWriter::from_options(args, &opts);
+    let bulk_end = bulk_end(args, &opts);
+    // Creates the store's directory: not after an interruption removed it.
+    let bulk = bulk_load(args, dir, &opts, &mut writer, 0..bulk_end, &config.name)?;
+    let db = interrupt::guard(|| Db::open(dir, opts))?;
+    writer.write(args, &db, bulk_end..args.keys, &config.name, |_, _| Ok(()))?;
     // The tree the load leaves, with the filters its allocation gives it
     // (configurations whose filters depend on the tree's shape).
     db.rebuild_filters()?;
     let secs = start.elapsed().as_secs_f64();
-    let load = Load::new(secs, &db.stats());
+    let mut load = Load::new(secs, &db.stats());
+    load.add_writes(bulk);
     Ok((db, load))
+}
+
+/// Where a load's keys stop going in with the store's own threads
+/// ([`bulk_load`]) and start going in step by step: `--stepwise-keys`
+/// before the end, and at least two copy windows ([`copy_window`]); 0 for a
+/// shorter load, which is then the same tree from run to run.
+pub(super) fn bulk_end(args: &BenchArgs, opts: &Options) -> u64 {
+    let stepwise = args.stepwise_keys.max(2 * copy_window(args, opts));
+    args.keys.saturating_sub(stepwise)
+}
+
+/// Writes keys `range` into the store at `dir` opened with its background
+/// compaction thread, so that the load's writes, flushes and compactions
+/// (and their waits on the device) overlap, then closes it. Returns its
+/// write counters, as [`Load::writes`].
+fn bulk_load(
+    args: &BenchArgs,
+    dir: &Path,
+    opts: &Options,
+    writer: &mut KeyWriter,
+    range: std::ops::Range<u64>,
+    label: &str,
+) -> CliResult<[u64; 3]> {
+    if range.is_empty() {
+        return Ok([0; 3]);
+    }
+    let db = interrupt::guard(|| Db::open(dir, opts.clone().background_compaction(true)))?;
+    writer.write_unmaintained(args, &db, range, label)?;
+    let s = db.stats();
+    db.close()?;
+    Ok([s.user_bytes_written, s.bytes_flushed, s.bytes_compacted])
 }
 
 /// The keys loaded once, without filters, for every configuration
@@ -223,8 +267,11 @@ impl Drop for Base {
 }
 
 /// Loads `args.keys` keys once, without filters, into a scratch store under
-/// `parent`, keeping a copy ([`Db::checkpoint`]) of every point where a
-/// compaction has just emptied L0 (and the memtable). The last such copy
+/// `parent`, keeping a copy ([`Db::checkpoint`]) of a point where a
+/// compaction has just emptied L0 (and the memtable): every such point of
+/// the load's last keys ([`copy_window`]), and one per eighth of the load
+/// before them, so the tail is short even if the window had none. The last
+/// copy
 /// is the [`Base`] each configuration starts from ([`refilter_store`]):
 /// every file of its levels ≥ 1 is then rebuilt with the configuration's
 /// filter, and the keys after it are written again with that filter, so the
@@ -250,28 +297,73 @@ pub fn load_base(args: &BenchArgs, parent: &Path) -> CliResult<Base> {
             writes: [0; 3],
         },
     };
+    let mut db = Some(db);
     let result = (|| -> CliResult {
-        take_copy(&db, &base.dir)?;
+        let open = db
+            .as_ref()
+            .ok_or_else(|| CliError::new("the load's store is closed"))?;
+        take_copy(open, &base.dir)?;
         let start = Instant::now();
-        let mut writer = KeyWriter::new(args, &db);
-        writer.write(args, &db, 0..args.keys, "single load", |db, next| {
-            let s = db.stats();
-            if s.memtable_bytes == 0 && s.levels.first().is_none_or(|l| l.files == 0) {
-                take_copy(db, &base.dir)?;
-                base.tail_from = next;
+        let mut writer = KeyWriter::from_options(args, &opts);
+        let window = copy_window(args, &opts);
+        let bulk_end = bulk_end(args, &opts);
+        let mut bulk = [0; 3];
+        if bulk_end > 0 {
+            if let Some(d) = db.take() {
+                d.close()?;
             }
-            Ok(())
-        })?;
-        base.load = Load::new(start.elapsed().as_secs_f64(), &db.stats());
+            bulk = bulk_load(
+                args,
+                &scratch,
+                &opts,
+                &mut writer,
+                0..bulk_end,
+                "single load",
+            )?;
+            db = Some(interrupt::guard(|| Db::open(&scratch, opts.clone()))?);
+        }
+        let open = db
+            .as_ref()
+            .ok_or_else(|| CliError::new("the load's store is closed"))?;
+        writer.write(
+            args,
+            open,
+            bulk_end..args.keys,
+            "single load",
+            |db, next| {
+                let s = db.stats();
+                let wanted = next + window >= args.keys || next - base.tail_from >= args.keys / 8;
+                if wanted && s.memtable_bytes == 0 && s.levels.first().is_none_or(|l| l.files == 0)
+                {
+                    take_copy(db, &base.dir)?;
+                    base.tail_from = next;
+                }
+                Ok(())
+            },
+        )?;
+        base.load = Load::new(start.elapsed().as_secs_f64(), &open.stats());
+        base.load.add_writes(bulk);
         base.per_batch = writer.per_batch;
         Ok(())
     })();
-    let closed = db.close();
+    let closed = db.map_or(Ok(()), Db::close);
     let _ = std::fs::remove_dir_all(&scratch);
     result?;
     closed?;
     base.db = Some(Db::open(&base.dir, opts)?);
     Ok(base)
+}
+
+/// The last keys of a load within which [`load_base`] copies the store at
+/// every moment L0 and the memtable are empty: sixteen memtables of keys,
+/// four times the writes after which an L0 compaction empties L0. A copy
+/// links every table of the store, so copying at every such moment of the
+/// load would cost the number of tables times the number of L0 compactions
+/// (at 10^8 keys about 4,700 tables and 1,400 L0 compactions).
+fn copy_window(args: &BenchArgs, opts: &Options) -> u64 {
+    let per_key = u64::from(args.value_size) + 16 + 16;
+    let memtable_keys = opts.write_buffer_size as u64 / per_key.max(1);
+    (4 * opts.l0_compaction_trigger as u64).max(1) * memtable_keys.max(1)
 }
 
 /// Replaces the copy at `dir` with a checkpoint of `db`.
@@ -342,6 +434,11 @@ const BATCH_KEYS: u64 = 1000;
 
 impl KeyWriter {
     pub(super) fn new(args: &BenchArgs, db: &Db) -> Self {
+        KeyWriter::from_options(args, db.options())
+    }
+
+    /// A writer for a store opened with `opts`.
+    fn from_options(args: &BenchArgs, opts: &Options) -> Self {
         KeyWriter {
             values: ValueSource::new(
                 args.seed ^ 0x7661_6c75,
@@ -349,7 +446,7 @@ impl KeyWriter {
                 args.value_size as usize,
             ),
             per_batch: None,
-            wbs: db.options().write_buffer_size as u64,
+            wbs: opts.write_buffer_size as u64,
             prefix_group: None,
         }
     }
@@ -360,6 +457,26 @@ impl KeyWriter {
             prefix_group: Some(group),
             ..KeyWriter::new(args, db)
         }
+    }
+
+    /// Writes keys `range` and leaves flushes and compactions to the store's
+    /// own threads (a store opened with background compaction).
+    pub(super) fn write_unmaintained(
+        &mut self,
+        args: &BenchArgs,
+        db: &Db,
+        range: std::ops::Range<u64>,
+        label: &str,
+    ) -> CliResult {
+        self.batches(args, range, label, |w, keys| {
+            // `stats` walks every table: once, for the first batch only.
+            let before = w.per_batch.is_none().then(|| db.stats().memtable_bytes);
+            db.write(w.batch(args, keys))?;
+            if let Some(b) = before {
+                w.per_batch = Some(db.stats().memtable_bytes.saturating_sub(b).max(1));
+            }
+            Ok(())
+        })
     }
 
     /// Writes keys `range` and runs what is then due; `after_maintain` is
@@ -373,42 +490,64 @@ impl KeyWriter {
         label: &str,
         mut after_maintain: impl FnMut(&Db, u64) -> CliResult,
     ) -> CliResult {
+        self.batches(args, range.clone(), label, |w, keys| {
+            let next = keys.start;
+            let batch = w.batch(args, keys);
+            let before = db.stats().memtable_bytes;
+            if let Some(b) = w.per_batch
+                && before + b >= w.wbs
+            {
+                db.maintain()?;
+                after_maintain(db, next)?;
+            }
+            let base = db.stats().memtable_bytes;
+            db.write(batch)?;
+            if w.per_batch.is_none() {
+                w.per_batch = Some(db.stats().memtable_bytes.saturating_sub(base).max(1));
+            }
+            Ok(())
+        })?;
+        db.maintain()?;
+        after_maintain(db, range.end)
+    }
+
+    /// Calls `write` with each batch's keys, `BATCH_KEYS` at a time, under a
+    /// progress bar.
+    fn batches(
+        &mut self,
+        args: &BenchArgs,
+        range: std::ops::Range<u64>,
+        label: &str,
+        mut write: impl FnMut(&mut Self, std::ops::Range<u64>) -> CliResult,
+    ) -> CliResult {
         let pb = progress(
             Some(range.end - range.start),
             args.quiet,
             format!("{label}: load"),
         );
-        let mut value = Vec::with_capacity(args.value_size as usize);
         let mut i = range.start;
         while i < range.end {
             let end = (i + BATCH_KEYS).min(range.end);
-            let mut batch = WriteBatch::new();
-            for j in i..end {
-                self.values.value(j, &mut value);
-                match self.prefix_group {
-                    Some(g) => batch.put(prefixed_key(args.seed, j, g), &value),
-                    None => batch.put(present_key(args.seed, j), &value),
-                }
-            }
-            let before = db.stats().memtable_bytes;
-            if let Some(b) = self.per_batch
-                && before + b >= self.wbs
-            {
-                db.maintain()?;
-                after_maintain(db, i)?;
-            }
-            let base = db.stats().memtable_bytes;
-            db.write(batch)?;
-            if self.per_batch.is_none() {
-                self.per_batch = Some((db.stats().memtable_bytes - base).max(1));
-            }
+            write(self, i..end)?;
             pb.inc(end - i);
             i = end;
         }
-        db.maintain()?;
-        after_maintain(db, range.end)?;
         pb.finish_and_clear();
         Ok(())
+    }
+
+    /// The batch of keys `keys` with their values.
+    fn batch(&mut self, args: &BenchArgs, keys: std::ops::Range<u64>) -> WriteBatch {
+        let mut value = Vec::with_capacity(args.value_size as usize);
+        let mut batch = WriteBatch::new();
+        for j in keys {
+            self.values.value(j, &mut value);
+            match self.prefix_group {
+                Some(g) => batch.put(prefixed_key(args.seed, j, g), &value),
+                None => batch.put(present_key(args.seed, j), &value),
+            }
+        }
+        batch
     }
 }
 

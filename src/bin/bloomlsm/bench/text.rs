@@ -43,13 +43,20 @@ pub fn write_header(
     )?;
     writeln!(
         out,
-        "store: write buffer {}, target file {}, L1 {} x{} per level, {} blocks, {}, block cache off, compaction on the caller thread",
+        "store: write buffer {}, target file {}, L1 {} x{} per level, {} blocks, {}, block cache off, {}",
         bytes(o.write_buffer_size as u64),
         bytes(o.target_file_size),
         bytes(o.level1_max_bytes),
         o.level_size_multiplier,
         bytes(o.block_size as u64),
-        describe_compression(&o.compression)
+        describe_compression(&o.compression),
+        match super::stores::bulk_end(args, o) {
+            0 => "compaction on the caller thread".to_string(),
+            n => format!(
+                "compaction in the background for the first {} keys, then on the caller thread",
+                count(n)
+            ),
+        }
     )?;
     writeln!(
         out,
