@@ -19,8 +19,8 @@ const HOT: u64 = 10_000;
 fn options() -> Options {
     common::options::manual()
         .write_buffer_size(256 << 10)
-        .target_file_size(128 << 10)
-        .level1_max_bytes(512 << 10)
+        .target_file_size(512 << 10)
+        .level1_max_bytes(2 << 20)
         .level_size_multiplier(4)
         .dynamic_level_bytes(false)
         .block_cache_capacity(0)
@@ -86,15 +86,14 @@ fn hot_and_cold(db: &Db, level: usize) -> (f64, f64, usize, usize) {
     )
 }
 
-/// A store that a full compaction rewrote holds the stated average to
-/// within 2%: the allocation's 1/16-bit grid and blocked512's rounding of
-/// each filter up to whole 512-bit lines.
-const TOLERANCE: f64 = 0.02;
-
-/// While writes go on, files written under earlier rates and tree shapes
-/// stay as they were, and each write takes only its share of their drift
-/// off its own files: within 3% (10.21 bits/key measured here).
-const RUNNING_TOLERANCE: f64 = 0.03;
+/// The store holds its stated average to within 1% whether a full
+/// compaction rewrote it or flushes and compactions go on: after each of
+/// them the new files get what the files kept leave of the budget, up to
+/// the allocation's 1/16-bit grid, blocked512's rounding of each filter up
+/// to whole 512-bit lines (half a line per file, 0.04 bits per key for the
+/// files of about 6,000 keys written here) and the versions a compaction
+/// drops (it plans for every entry of its inputs).
+const TOLERANCE: f64 = 0.01;
 
 #[test]
 fn hot_ranges_get_more_bits_and_the_store_keeps_its_average() {
@@ -123,10 +122,7 @@ fn hot_ranges_get_more_bits_and_the_store_keeps_its_average() {
         read_skewed(&db, &mut rng, 10_000);
     }
     let avg = bits_per_key(&db);
-    assert!(
-        (avg - 10.0).abs() <= 10.0 * RUNNING_TOLERANCE,
-        "{avg} bits/key"
-    );
+    assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
     assert_eq!(db.stats().filter_rebuilds, 0);
 }
 
