@@ -54,7 +54,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "F", value_parser = parse_fraction, requires = "benchmarks")]
     pub miss_fraction: Option<f64>,
     /// Replace each YCSB workload's request distribution (zipfian for all
-    /// but ycsb-d's latest).
+    /// but ycsb-d's latest). `hotspot`: 80% of the requests for the records
+    /// whose keys are the lowest 20% of the key space (a range of the keys'
+    /// order, not of record numbers, which the keys hash), absent reads
+    /// beside them.
     #[arg(long, value_enum, value_name = "DIST", requires = "benchmarks")]
     pub request_distribution: Option<Distribution>,
     /// Write readwhilewriting's time series (one sample every
