@@ -45,7 +45,7 @@
 //! a file's rate moves after it is written (an output inherits an estimate;
 //! what it then sees is counted), so the files kept hold less or more than
 //! `μ*` gives them, in one direction for long stretches; taking off only
-//! the new files' share of that gap leaves most of it standing (9.4-9.6
+//! the new files' share of that gap leaves most of it standing (9.4-9.8
 //! bits per key for a store of 10, docs/filters.md). Bits move across levels
 //! (a flush's file of 1% of the keys may get 20 bits per key). Nothing is
 //! rewritten to reallocate: files are sized only when written.
