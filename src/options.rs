@@ -159,6 +159,16 @@ pub struct FilterOptions {
     /// bits are chosen on its family's model (`math::monkey_allocation_mixed`).
     /// Overrides the bits per key of `policy` and `per_level`.
     pub monkey_avg_bits_per_key: Option<f64>,
+    /// Workload-aware allocation (ElasticBF's idea, applied when files are
+    /// written): spend this many bits per key *on average* over the whole
+    /// store, giving each file a flush or compaction writes the bits that
+    /// minimise the expected wasted reads under the lookup rates observed
+    /// on its key range, inherited from the files it replaces
+    /// (docs/filters.md, "Workload-aware allocation"). Without history it
+    /// allocates as Monkey does, by each run's probe chance. Uses the
+    /// family of each level's policy as Monkey does; in `0.5..=40`; not
+    /// with `monkey_avg_bits_per_key`.
+    pub workload_avg_bits_per_key: Option<f64>,
 }
 
 impl Default for FilterOptions {
@@ -176,6 +186,7 @@ impl FilterOptions {
             per_level: Vec::new(),
             skip_last_level: false,
             monkey_avg_bits_per_key: None,
+            workload_avg_bits_per_key: None,
         }
     }
 
@@ -191,7 +202,59 @@ impl FilterOptions {
             per_level: Vec::new(),
             skip_last_level: false,
             monkey_avg_bits_per_key: Some(avg_bits_per_key),
+            workload_avg_bits_per_key: None,
         }
+    }
+
+    /// The workload-aware allocation of `kind` at `avg_bits_per_key` on
+    /// average over the store: each new file's bits follow the lookups
+    /// observed on its key range ([`FilterOptions::workload_avg_bits_per_key`]).
+    ///
+    /// ```
+    /// use bloomlsm::{FilterKind, FilterOptions};
+    /// let f = FilterOptions::workload_aware(FilterKind::Blocked512, 10.0);
+    /// assert_eq!(f.workload_avg_bits_per_key, Some(10.0));
+    /// assert_eq!(f.monkey_avg_bits_per_key, None);
+    /// ```
+    pub fn workload_aware(kind: FilterKind, avg_bits_per_key: f64) -> Self {
+        FilterOptions {
+            policy: Some(FilterPolicy::new(kind, avg_bits_per_key)),
+            per_level: Vec::new(),
+            skip_last_level: false,
+            monkey_avg_bits_per_key: None,
+            workload_avg_bits_per_key: Some(avg_bits_per_key),
+        }
+    }
+
+    /// The average bits per key of a Monkey or workload-aware allocation.
+    fn allocated_average(&self) -> Option<f64> {
+        self.monkey_avg_bits_per_key
+            .or(self.workload_avg_bits_per_key)
+    }
+
+    /// Checks the allocation's average: a number in `0.5..=40`, and at most
+    /// one of Monkey and the workload-aware allocation.
+    pub fn validate(&self) -> crate::Result<()> {
+        if self.monkey_avg_bits_per_key.is_some() && self.workload_avg_bits_per_key.is_some() {
+            return Err(crate::Error::invalid(
+                "filters: monkey_avg_bits_per_key and workload_avg_bits_per_key are exclusive",
+            ));
+        }
+        for (name, avg) in [
+            ("monkey_avg_bits_per_key", self.monkey_avg_bits_per_key),
+            ("workload_avg_bits_per_key", self.workload_avg_bits_per_key),
+        ] {
+            if let Some(b) = avg
+                && !(crate::filter::MIN_BITS_PER_KEY..=math::MONKEY_MAX_BITS).contains(&b)
+            {
+                return Err(crate::Error::invalid(format!(
+                    "filters: {name} must be in {}..={}; got {b}",
+                    crate::filter::MIN_BITS_PER_KEY,
+                    math::MONKEY_MAX_BITS
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// A hybrid design (RocksDB's `bloom_before_level`): `top` on the levels
@@ -213,6 +276,7 @@ impl FilterOptions {
             per_level: (0..first_bottom_level).map(|l| (l, Some(top))).collect(),
             skip_last_level: false,
             monkey_avg_bits_per_key: None,
+            workload_avg_bits_per_key: None,
         }
     }
 
@@ -247,7 +311,7 @@ impl FilterOptions {
     ) -> Option<FilterPolicy> {
         let override_at = |l: usize| self.per_level.iter().rev().find(|(x, _)| *x == l);
         if let Some((_, p)) = override_at(level)
-            && (self.monkey_avg_bits_per_key.is_none() || p.is_none())
+            && (self.allocated_average().is_none() || p.is_none())
         {
             return *p;
         }
@@ -255,7 +319,10 @@ impl FilterOptions {
             return None;
         }
         let base = self.policy.unwrap_or_default();
-        let Some(avg) = self.monkey_avg_bits_per_key else {
+        // The workload-aware allocation sizes each file when it is written
+        // (`db::compaction::allocation`); per level (an ingest, the family of
+        // a level) it allocates as Monkey does.
+        let Some(avg) = self.allocated_average() else {
             return self.policy;
         };
         // Under Monkey an override names its level's family; the allocation
@@ -568,6 +635,7 @@ impl Options {
     /// Checks that the options make sense.
     pub fn validate(&self) -> crate::Result<()> {
         let bad = |what: &str| Err(crate::Error::invalid(what));
+        self.filters.validate()?;
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096");
         }
@@ -643,6 +711,7 @@ setters!(FilterOptions {
     per_level: Vec<(usize, Option<FilterPolicy>)>,
     skip_last_level: bool,
     monkey_avg_bits_per_key: Option<f64>,
+    workload_avg_bits_per_key: Option<f64>,
 });
 
 setters!(Options {
@@ -796,6 +865,32 @@ mod tests {
         // Each level from the base down is `multiplier` times the one above.
         for l in base..6 {
             assert_eq!(t[l], t[l + 1] / 10);
+        }
+    }
+
+    #[test]
+    fn allocated_averages_are_checked() {
+        for bad in [0.0, -1.0, 0.25, f64::NAN, f64::INFINITY, 41.0, 1e9] {
+            for f in [
+                FilterOptions::workload_aware(FilterKind::Blocked512, bad),
+                FilterOptions::monkey(FilterKind::Blocked512, bad),
+            ] {
+                let e = Options::default().filters(f).validate().unwrap_err();
+                assert!(matches!(e, crate::Error::InvalidArgument(_)), "{bad}: {e}");
+            }
+        }
+        let mut both = FilterOptions::workload_aware(FilterKind::Blocked512, 10.0);
+        both.monkey_avg_bits_per_key = Some(10.0);
+        let e = Options::default().filters(both).validate().unwrap_err();
+        assert!(matches!(e, crate::Error::InvalidArgument(_)), "{e}");
+        let ok = FilterOptions::workload_aware(FilterKind::Ribbon, 0.5);
+        assert!(Options::default().filters(ok).validate().is_ok());
+        // Per level, the workload-aware design allocates as Monkey does.
+        let runs = [(0, 10_000), (1, 100_000), (2, 1_000_000)];
+        let w = FilterOptions::workload_aware(FilterKind::Blocked512, 10.0);
+        let m = FilterOptions::monkey(FilterKind::Blocked512, 10.0);
+        for l in 0..3 {
+            assert_eq!(w.policy_for(l, &runs, 2), m.policy_for(l, &runs, 2));
         }
     }
 

@@ -377,29 +377,31 @@ fn bench_ycsb_workloads() {
         }
     }
 
-    let o = bloomlsm(&[
-        "bench",
-        "--keys",
-        "60000",
-        "--lookups",
-        "2000",
-        "--benchmarks",
-        "fillrandom,ycsb-c",
-        "--request-distribution",
-        "uniform",
-        "--miss-fraction",
-        "1",
-        "--json",
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{o:?}");
-    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
-    assert_eq!(rows.len(), 2, "{rows:?}");
-    assert_eq!(rows[1]["benchmark"], "ycsb-c");
-    assert_eq!(rows[1]["distribution"], "uniform");
-    assert_eq!(rows[1]["found"], 0);
-    assert_eq!(rows[1]["by_op"]["read"]["ops"], 2000);
-    assert!(rows[1]["measured_fpr"].as_f64().unwrap() < 0.025);
+    for dist in ["uniform", "hotspot"] {
+        let o = bloomlsm(&[
+            "bench",
+            "--keys",
+            "60000",
+            "--lookups",
+            "2000",
+            "--benchmarks",
+            "fillrandom,ycsb-c",
+            "--request-distribution",
+            dist,
+            "--miss-fraction",
+            "1",
+            "--json",
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{o:?}");
+        let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[1]["benchmark"], "ycsb-c");
+        assert_eq!(rows[1]["distribution"], dist);
+        assert_eq!(rows[1]["found"], 0);
+        assert_eq!(rows[1]["by_op"]["read"]["ops"], 2000);
+        assert!(rows[1]["measured_fpr"].as_f64().unwrap() < 0.025);
+    }
 }
 
 /// readwhilewriting's time series as CSV, JSON and an SVG chart; the
@@ -690,6 +692,22 @@ fn bench_direct_io() {
     // Every missing get of `none` reads a block: bytes were counted.
     assert!(rows[0]["phases"][0]["store_bytes"].as_u64() > Some(300 * 4096));
     assert!(rows[1]["phases"][0]["device_bytes_saved_per_key"].as_f64() > Some(4096.0));
+    // The YCSB reads count the device bytes of each absent read on the
+    // reading thread.
+    let o = args(&[
+        "--benchmarks",
+        "fillrandom,ycsb-c",
+        "--miss-fraction",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows[1]["benchmark"], "ycsb-c", "{rows:?}");
+    if cfg!(target_os = "linux") {
+        let per = rows[1]["device_bytes_per_missing_get"].as_f64();
+        assert!(per >= Some(0.0), "{}", rows[1]);
+    }
 }
 
 #[test]
@@ -739,7 +757,7 @@ fn bad_arguments_fail_with_one_line() {
             "--benchmarks",
             "ycsb-a",
             "--request-distribution",
-            "hotspot",
+            "pareto",
         ],
         &["sst", "dump"],
         &["sst", "dump", "/nonexistent/x.sst"],

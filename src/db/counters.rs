@@ -8,6 +8,9 @@ use super::*;
 /// lookup counters since the last [`Db::reset_stats`]).
 pub(super) struct Counters {
     pub(super) gets: GetCounters,
+    /// Lookups counted before `Db::reset_stats` zeroed `gets`: with them,
+    /// the store's lookups since open ([`Inner::lookups`]).
+    pub(super) carried_gets: AtomicU64,
     /// Counts of files that compactions removed, per level they left.
     pub(super) retired_io: Vec<AtomicIo>,
     /// What flushes and compactions wrote into each level since open
@@ -37,6 +40,7 @@ impl Counters {
     pub(super) fn new(levels: usize, wal_tail_dropped: u64, wal_salvaged: u64) -> Self {
         Counters {
             gets: GetCounters::default(),
+            carried_gets: AtomicU64::new(0),
             retired_io: (0..levels).map(|_| AtomicIo::default()).collect(),
             level_writes: Mutex::new(vec![LevelWrites::default(); levels]),
             flushes: AtomicU64::new(0),
@@ -214,12 +218,25 @@ impl Inner {
 
     /// [`Db::reset_stats`].
     pub(super) fn reset_stats(&self) {
+        // The workload-aware allocation's history outlives the reset.
+        self.counters.carried_gets.fetch_add(
+            self.counters.gets.gets.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
         self.counters.gets.reset();
         for l in &self.counters.retired_io {
             l.reset();
         }
         for f in self.super_version().version.levels.iter().flatten() {
+            f.history.carry(&f.io.load());
             f.io.reset();
         }
+    }
+
+    /// The store's lookups since open, `reset_stats` or not: the clock of
+    /// the workload-aware allocation's rates.
+    pub(super) fn lookups(&self) -> u64 {
+        self.counters.carried_gets.load(Ordering::Relaxed)
+            + self.counters.gets.gets.load(Ordering::Relaxed)
     }
 }

@@ -241,8 +241,10 @@ impl Inner {
             &crate::range_tombstone::Fragments::default(),
             &|_, _| false,
             &[],
+            None,
             self.caches.clone(),
         )?;
+        crate::db::compaction::allocation::note_written(&out.files, self.lookups());
         Ok(out.files)
     }
 

@@ -2,6 +2,7 @@
 //! and installing its result with one MANIFEST edit.
 
 use super::*;
+use compaction::allocation;
 
 /// How long the store must go without a write before the compaction thread
 /// rebuilds filters ([`Inner::idle`]).
@@ -18,7 +19,9 @@ pub(super) enum Job {
 
 /// Writes `mem` as a table numbered `number`, keeping of each key the
 /// versions `retention` keeps (tombstones stay: older values may live in
-/// deeper levels).
+/// deeper levels). `lookups`: the store's lookups so far ([`Inner::lookups`]),
+/// for the workload-aware allocation.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn flush_memtable(
     dir: &Path,
     opts: &Options,
@@ -27,6 +30,7 @@ pub(crate) fn flush_memtable(
     v: &Version,
     retention: &Retention,
     caches: Caches,
+    lookups: u64,
 ) -> Result<Option<Arc<FileHandle>>> {
     /// A flush writes exactly one file ([`OutputSize::Whole`]).
     struct Fixed(u64);
@@ -40,6 +44,20 @@ pub(crate) fn flush_memtable(
     let policy = opts
         .filters
         .policy_for(0, &runs, v.last_nonempty_level().max(1));
+    // The new L0 file inherits the rate of the L0 files in place, each of
+    // which spans about the whole key space as it will.
+    let plan = workload_plan(opts, 0, policy, || {
+        let l0: Vec<(usize, &FileHandle)> = v.levels[0].iter().map(|f| (0, &**f)).collect();
+        let whole = allocation::Piece {
+            lo: b"",
+            hi: &[0xff; 8],
+            entries: mem.len() as u64,
+        };
+        (v, l0, Vec::new(), vec![whole], lookups)
+    });
+    let choose = plan
+        .as_ref()
+        .map(|(kind, plan)| move |lo: &[u8], hi: &[u8], n: u64| plan.policy(*kind, 0, lo, hi, n));
     let tombstones = mem.range_tombstones().unwrap_or_default();
     let out = compaction::write_outputs(
         dir,
@@ -54,9 +72,43 @@ pub(crate) fn flush_memtable(
         &tombstones,
         &|_, _| false,
         &[],
+        choose.as_ref().map(|c| c as &compaction::ChooseFilter<'_>),
         caches,
     )?;
+    if let Some((_, plan)) = &plan {
+        plan.record(&out.files);
+    } else {
+        allocation::note_written(&out.files, lookups);
+    }
     Ok(out.files.into_iter().next())
+}
+
+/// The workload-aware allocation's plan for a flush or compaction into
+/// `level`, whose level gets `policy`, when the store uses it
+/// ([`crate::FilterOptions::workload_aware`]) and the level has a filter:
+/// the family and the plan made from what `what` gives (the version, the
+/// files whose rates the outputs inherit, the files replaced, the pieces
+/// written, the store's lookups).
+#[allow(clippy::type_complexity)]
+fn workload_plan<'a>(
+    opts: &Options,
+    level: usize,
+    policy: Option<crate::filter::FilterPolicy>,
+    what: impl FnOnce() -> (
+        &'a Version,
+        Vec<(usize, &'a FileHandle)>,
+        Vec<u64>,
+        Vec<allocation::Piece<'a>>,
+        u64,
+    ),
+) -> Option<(crate::filter::FilterKind, allocation::Plan)> {
+    let avg = opts.filters.workload_avg_bits_per_key?;
+    let kind = policy?.kind();
+    let (v, sources, replaced, pieces, lookups) = what();
+    Some((
+        kind,
+        allocation::Plan::new(v, level, &sources, &replaced, &pieces, kind, avg, lookups),
+    ))
 }
 
 impl Inner {
@@ -226,6 +278,7 @@ impl Inner {
             &version,
             &self.retention(),
             self.caches.clone(),
+            self.lookups(),
         )?;
         filename::sync_dir_in(self.fs(), &self.dir)?;
         let mut st = self.state();
@@ -351,6 +404,7 @@ impl Inner {
                     v,
                     &one,
                     r.policy,
+                    None,
                     self,
                     &retention,
                     self.caches.clone(),
@@ -358,6 +412,7 @@ impl Inner {
             }
         };
         filename::sync_dir_in(self.fs(), &self.dir)?;
+        allocation::inherit(&r.file, &out.files, self.lookups());
         self.counters
             .bytes_compacted
             .fetch_add(out.bytes_written, Ordering::Relaxed);
@@ -453,6 +508,36 @@ impl Inner {
         runs.retain(|r| !(r.0 == c.level && c.level == 0));
         let last_level = v.last_nonempty_level().max(out_level);
         let policy = self.opts.filters.policy_for(out_level, &runs, last_level);
+        let lookups = self.lookups();
+        // The outputs inherit the rates of the files they replace; they are
+        // stood in for by the ranges of the output level's inputs (or the
+        // whole range), each with the entries of the inputs it covers.
+        let (lo, hi) = c.range();
+        let plan = workload_plan(&self.opts, out_level, policy, || {
+            let inputs: Vec<(usize, &FileHandle)> = c
+                .inputs
+                .iter()
+                .map(|f| (c.level, &**f))
+                .chain(c.next_inputs.iter().map(|f| (out_level, &**f)))
+                .collect();
+            let replaced = inputs.iter().map(|(_, f)| f.number()).collect();
+            let pieces = compaction_pieces(&c, &lo, &hi);
+            (&**v, inputs, replaced, pieces, lookups)
+        });
+        let choose = plan.as_ref().map(|(kind, plan)| {
+            move |lo: &[u8], hi: &[u8], n: u64| plan.policy(*kind, out_level, lo, hi, n)
+        });
+        let choose = choose.as_ref().map(|c| c as &compaction::ChooseFilter<'_>);
+        // Under the workload-aware allocation a file keeps its bits when it
+        // moves: only a file of another family is rewritten.
+        let same_filter = |f: &FileHandle| {
+            let have = f.meta.filter.as_ref().and_then(|m| m.policy());
+            if plan.is_some() {
+                have.map(|p| p.kind()) == policy.map(|p| p.kind())
+            } else {
+                have == policy
+            }
+        };
 
         // A move (`Compaction::move_only`): a file of a level >= 1 that meets
         // nothing below goes down with the files after it that meet nothing
@@ -474,9 +559,7 @@ impl Inner {
         let out_compression = self.opts.compression.for_level(out_level);
         let (moved, rewritten): (Vec<Arc<FileHandle>>, Vec<Arc<FileHandle>>) =
             c.inputs.iter().cloned().partition(|f| {
-                moving
-                    && f.meta.filter.as_ref().and_then(|m| m.policy()) == policy
-                    && f.table.compression() == out_compression
+                moving && same_filter(f) && f.table.compression() == out_compression
             });
         let wrote = !rewritten.is_empty() || !c.next_inputs.is_empty();
         let mut written: Vec<Arc<FileHandle>> = Vec::new();
@@ -490,6 +573,7 @@ impl Inner {
                     v,
                     c,
                     policy,
+                    choose,
                     self,
                     &retention,
                     self.caches.clone(),
@@ -516,6 +600,10 @@ impl Inner {
                 written = out.files;
             }
             filename::sync_dir_in(self.fs(), &self.dir)?;
+            match &plan {
+                Some((_, plan)) => plan.record(&written),
+                None => allocation::note_written(&written, lookups),
+            }
             self.counters
                 .bytes_compacted
                 .fetch_add(bytes_written, Ordering::Relaxed);
@@ -578,4 +666,54 @@ impl Inner {
             .unwrap_or_else(|p| p.into_inner())[level]
             .add(w);
     }
+}
+
+/// Stand-ins for what compaction `c` over `lo..=hi` writes: the ranges of
+/// the output level's inputs (or the whole range without any), each with
+/// its entries and its part of the upper inputs', scaled so that they hold
+/// every input entry.
+fn compaction_pieces<'c>(
+    c: &'c Compaction,
+    lo: &'c [u8],
+    hi: &'c [u8],
+) -> Vec<allocation::Piece<'c>> {
+    let total: u64 = c.all_inputs().map(|f| f.meta.entries).sum();
+    if c.next_inputs.is_empty() {
+        return vec![allocation::Piece {
+            lo,
+            hi,
+            entries: total,
+        }];
+    }
+    let mut pieces: Vec<(allocation::Piece<'c>, f64)> = c
+        .next_inputs
+        .iter()
+        .map(|n| {
+            let (a, b) = (n.smallest_user_key(), n.largest_user_key());
+            let above: f64 = c
+                .inputs
+                .iter()
+                .map(|u| {
+                    u.meta.entries as f64
+                        * crate::db::version::covered_part(
+                            u.smallest_user_key(),
+                            u.largest_user_key(),
+                            a,
+                            b,
+                        )
+                })
+                .sum();
+            let piece = allocation::Piece {
+                lo: a,
+                hi: b,
+                entries: 0,
+            };
+            (piece, n.meta.entries as f64 + above)
+        })
+        .collect();
+    let sum: f64 = pieces.iter().map(|(_, e)| e).sum();
+    for (p, e) in &mut pieces {
+        p.entries = (*e * total as f64 / sum.max(1.0)).round() as u64;
+    }
+    pieces.into_iter().map(|(p, _)| p).collect()
 }

@@ -254,6 +254,21 @@ impl TableBuilder {
         self.entries
     }
 
+    /// Replaces the filter policy before [`finish`](Self::finish): the
+    /// filter is built from the keys' hashes at the end, so its size can be
+    /// chosen once the table's key range and entries are known (the store's
+    /// workload-aware allocation does). A builder made without a filter
+    /// collected no hashes: giving it one is an [`Error::InvalidArgument`].
+    pub fn set_filter_policy(&mut self, policy: Option<FilterPolicy>) -> Result<()> {
+        if policy.is_some() && self.opts.filter.is_none() {
+            return Err(Error::invalid(
+                "a table builder made without a filter cannot be given one",
+            ));
+        }
+        self.opts.filter = policy;
+        Ok(())
+    }
+
     /// Bytes written so far plus the pending data block (excluding the filter,
     /// index and metadata still to come).
     pub fn estimated_file_size(&self) -> u64 {

@@ -170,10 +170,16 @@ With --json, one object per workload: benchmark, config, ops, micros_per_op, ops
   gets_range_deleted (gets); null where a workload has none.
 ycsb-a to ycsb-f (YCSB's core workloads, --lookups operations each) print one line, a
 percentiles line per operation kind (read, update, insert, scan, rmw) and the filters'
-line per get; --miss-fraction F sends that fraction of their reads to absent keys. Their
+line per get; --miss-fraction F sends that fraction of their reads to absent keys.
+--request-distribution hotspot sends 80% of the requests to the records whose keys are
+the lowest 20% of the key space (one range of the keys' order; record numbers are hashed
+into keys, so a range of them would spread over every file), its absent reads to keys
+beside the drawn records'. With --io direct the line adds the device bytes per absent
+read, counted on the reading thread. Their
 --json objects: benchmark, distribution, miss_fraction, ops, micros_per_op, ops_per_sec,
   reads, found, scanned, records, by_op {KIND: {ops, p50_us, ..., p9999_us}}, gets,
   filter_checks, false_positives, measured_fpr, predicted_fpr, block_reads_per_get,
+  block_reads_per_missing_get, device_bytes_per_missing_get (--io direct),
   store_bytes_per_get, device_bytes_per_op.
 Every read workload adds a Storage line: read requests and bytes per op, the requests
 its filters saved per get, and USD per million ops at --price-per-million-gets (JSON:

@@ -26,6 +26,31 @@ pub fn device_read_bytes() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// The calling thread's `read_bytes` (`/proc/thread-self/io`, Linux): what
+/// the device read for this thread alone, so the reads of one operation
+/// can be told from those of the store's background threads. The file is
+/// opened once and read again from its start for each count.
+pub struct ThreadDeviceBytes(std::fs::File);
+
+impl ThreadDeviceBytes {
+    /// Opens the calling thread's counters; `None` where there are none.
+    pub fn open() -> Option<Self> {
+        std::fs::File::open("/proc/thread-self/io").ok().map(Self)
+    }
+
+    /// Bytes the device has read for the thread that opened this so far.
+    pub fn read(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 512];
+        let n = self.0.read_at(&mut buf, 0).ok()?;
+        std::str::from_utf8(&buf[..n])
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("read_bytes:"))
+            .and_then(|v| v.trim().parse().ok())
+    }
+}
+
 /// Records one phase: call [`Recorder::time`] per operation, then
 /// [`Recorder::finish`].
 pub struct Recorder {

@@ -181,6 +181,7 @@ fn sized_table(dir: &Path, number: u64, lo: &str, hi: &str, bytes: u64) -> Arc<F
         &crate::range_tombstone::Fragments::default(),
         &|_, _| false,
         &[],
+        None,
         crate::db::caches::Caches::new(&Options::default()),
     )
     .unwrap();

@@ -194,6 +194,7 @@ mod tests {
             &Fragments::default(),
             &|_, _| false,
             &[],
+            None,
             Caches::new(opts),
         )
         .unwrap();
@@ -252,6 +253,7 @@ mod tests {
             &v,
             &one,
             Some(FilterPolicy::blocked512(10.0)),
+            None,
             &TestNumbers(AtomicU64::new(200)),
             &Retention::new(Vec::new()),
             Caches::new(&opts),

@@ -18,6 +18,7 @@
 //! instead ([`shape`]): L0 compacts into the *base level*, and the levels
 //! between L1 and the base stay empty.
 
+pub(crate) mod allocation;
 #[cfg(test)]
 mod datadriven_tests;
 pub(crate) mod filter_only;
@@ -30,7 +31,7 @@ mod tests;
 
 #[cfg(test)]
 pub(crate) use output::test_table;
-pub(crate) use output::{file_meta, run, write_outputs};
+pub(crate) use output::{ChooseFilter, file_meta, run, write_outputs};
 pub(crate) use pick::{extend_trivial_move, pick, scores, shape, whole_or_next};
 
 use std::path::Path;
@@ -83,7 +84,7 @@ impl Compaction {
     }
 
     /// The whole user-key range of the inputs.
-    fn range(&self) -> (Vec<u8>, Vec<u8>) {
+    pub(crate) fn range(&self) -> (Vec<u8>, Vec<u8>) {
         let lo = self
             .all_inputs()
             .map(|f| f.smallest_user_key())

@@ -55,6 +55,7 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     tombstones: &Fragments,
     drop_range: &(dyn Fn(&[u8], &[u8]) -> bool + Sync),
     cuts: &[&[u8]],
+    choose: Option<&ChooseFilter<'_>>,
     caches: Caches,
 ) -> Result<Outputs> {
     // Every table but the last is synced (and opened) by a helper thread
@@ -74,6 +75,7 @@ pub(crate) fn write_outputs<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         tombstones,
         drop_range,
         cuts,
+        choose,
     };
     std::thread::scope(|scope| {
         let mut syncer: Option<Syncer<'_>> = None;
@@ -168,6 +170,12 @@ pub(super) fn builder_options(
     }
 }
 
+/// Chooses the filter of an output table once it is complete, from its
+/// first and last user keys and its entries (the workload-aware allocation,
+/// [`super::allocation::Plan::policy`]); the table's builder was made with
+/// the level's policy, which collects the keys' hashes.
+pub(crate) type ChooseFilter<'a> = dyn Fn(&[u8], &[u8], u64) -> Option<FilterPolicy> + Sync + 'a;
+
 /// What [`write_tables`] writes with: [`write_outputs`]'s arguments.
 pub(super) struct TableSpec<'a> {
     dir: &'a Path,
@@ -181,6 +189,7 @@ pub(super) struct TableSpec<'a> {
     tombstones: &'a Fragments,
     drop_range: &'a (dyn Fn(&[u8], &[u8]) -> bool + Sync),
     cuts: &'a [&'a [u8]],
+    choose: Option<&'a ChooseFilter<'a>>,
 }
 
 impl TableSpec<'_> {
@@ -273,15 +282,22 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     // so a key's stripes only go down).
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut last_stripe: Option<usize> = None;
-    let mut finish = |b: TableBuilder| -> Result<crate::sst::UnsyncedTable> {
-        let t = b.finish_unsynced()?;
-        bytes_written += t.file_size();
-        Ok(t)
-    };
+    let mut finish =
+        |mut b: TableBuilder, first: &[u8], last: &[u8]| -> Result<crate::sst::UnsyncedTable> {
+            if let Some(choose) = spec.choose
+                && b.entries() > 0
+            {
+                b.set_filter_policy(choose(first, last, b.entries()))?;
+            }
+            let t = b.finish_unsynced()?;
+            bytes_written += t.file_size();
+            Ok(t)
+        };
     let kept = spec.kept_tombstones();
     // Where the current file's share of the tombstones starts (`None`: the
     // first file, from the lowest key), and its last user key.
     let mut file_lo: Option<Vec<u8>> = None;
+    let mut file_first: Vec<u8> = Vec::new();
     let mut file_last: Vec<u8> = Vec::new();
     for entry in merge {
         let (ikey, value) = entry?;
@@ -343,7 +359,7 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
                 let hi = successor(&file_last);
                 add_tombstones(&mut b, &kept, file_lo.as_deref(), Some(&hi))?;
                 file_lo = Some(hi);
-                done(finish(b)?)?;
+                done(finish(b, &file_first, &file_last)?)?;
             }
             if builder.is_none() {
                 spanned = 0; // this key starts a file
@@ -351,7 +367,11 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         }
         let b = match &mut builder {
             Some(b) => b,
-            None => builder.insert(spec.builder()?),
+            None => {
+                file_first.clear();
+                file_first.extend_from_slice(parsed.user_key);
+                builder.insert(spec.builder()?)
+            }
         };
         b.add(ikey, value)?;
         if new_key {
@@ -366,7 +386,9 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     if let Some(b) = &mut builder {
         add_tombstones(b, &rest, None, None)?;
     }
-    let last = builder.map(&mut finish).transpose()?;
+    let last = builder
+        .map(|b| finish(b, &file_first, &file_last))
+        .transpose()?;
     Ok((bytes_written, last))
 }
 
@@ -464,6 +486,7 @@ pub(crate) fn test_table(dir: &Path, number: u64, lo: &str, hi: &str) -> Arc<Fil
         &Fragments::default(),
         &|_, _| false,
         &[],
+        None,
         Caches::new(&opts),
     )
     .unwrap();
@@ -498,6 +521,7 @@ pub(crate) fn run(
     v: &Version,
     c: &Compaction,
     policy: Option<FilterPolicy>,
+    choose: Option<&ChooseFilter<'_>>,
     numbers: &(dyn FileNumbers + Sync),
     retention: &Retention,
     caches: Caches,
@@ -570,6 +594,7 @@ pub(crate) fn run(
             &tombstones,
             &drop_range,
             &cuts,
+            choose,
             caches.clone(),
         )
     };

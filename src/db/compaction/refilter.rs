@@ -135,8 +135,14 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
     };
     // Another family, or a filter where the level gets none (or none where
     // it gets one): whatever the totals say.
+    // Under the workload-aware allocation a file's bits, none included,
+    // are chosen for it when it is written, and never rebuilt for the
+    // store's shape: only a filter of another family is.
+    let workload = opts.filters.workload_avg_bits_per_key.is_some();
     let kind = |p: Option<FilterPolicy>| p.map(|p| p.kind());
-    if let Some(x) = files().find(|&(l, _, p)| kind(p) != kind(targets[l])) {
+    if let Some(x) = files().find(|&(l, _, p)| {
+        kind(p) != kind(targets[l]) && !(workload && p.is_none() && targets[l].is_some())
+    }) {
         return Some(refilter(x));
     }
     // A prefix filter the store cannot skip by (another extractor, none, or
@@ -147,6 +153,9 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
     // A range filter at other bits, absent, undecodable, or unwanted.
     if let Some(x) = files().find(|(_, f, _)| !range_filter_current(f, opts)) {
         return Some(refilter(x));
+    }
+    if workload {
+        return None;
     }
     let (spent, allocated) = spend(v, opts);
     let drift = spent - allocated;

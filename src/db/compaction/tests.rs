@@ -32,6 +32,7 @@ fn write_3000(dir: &Path, fs: Arc<dyn crate::fs::FileSystem>, cuts: &[&[u8]]) ->
         &crate::range_tombstone::Fragments::default(),
         &|_, _| false,
         cuts,
+        None,
         Caches::new(&opts),
     )
 }

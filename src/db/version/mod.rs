@@ -44,6 +44,9 @@ pub struct FileHandle {
     /// The filter, loaded because the filter memory budget chose it, for a
     /// table opened with its filter on demand.
     pinned: Mutex<Option<Filter>>,
+    /// The lookups seen by this file, for the workload-aware filter
+    /// allocation (`compaction::allocation`).
+    pub(crate) history: crate::db::compaction::allocation::LookupHistory,
 }
 
 impl FileHandle {
@@ -60,6 +63,7 @@ impl FileHandle {
             predicted_fpr,
             has_range_tombstones,
             pinned: Mutex::new(None),
+            history: Default::default(),
         }
     }
 
@@ -437,20 +441,7 @@ impl Version {
     pub fn probe_chances(&self) -> Vec<Vec<f64>> {
         let total: u64 = self.levels.iter().flatten().map(|f| f.meta.entries).sum();
         let covered = |g: &FileHandle, lo: &[u8], hi: &[u8]| -> f64 {
-            let (a, b) = (g.smallest_user_key(), g.largest_user_key());
-            if b < lo || a > hi {
-                0.0
-            } else if a >= lo && b <= hi {
-                1.0
-            } else {
-                let (ga, gb) = (prefix(a) as f64, prefix(b) as f64);
-                let (lo_p, hi_p) = (prefix(lo) as f64, prefix(hi) as f64);
-                if gb > ga {
-                    ((gb.min(hi_p) - ga.max(lo_p)) / (gb - ga)).clamp(0.0, 1.0)
-                } else {
-                    1.0 // a range within one prefix: counted whole
-                }
-            }
+            covered_part(g.smallest_user_key(), g.largest_user_key(), lo, hi)
         };
         let share = |lo: &[u8], hi: &[u8]| -> f64 {
             if total == 0 {
@@ -759,6 +750,25 @@ impl Version {
     /// `user_key` (if not, a tombstone written to `level` can be dropped).
     pub fn deeper_covers(&self, level: usize, user_key: &[u8]) -> bool {
         (level + 1..self.levels.len()).any(|l| matches!(self.slot(l, user_key), Slot::In(_)))
+    }
+}
+
+/// The part of the user-key range `a..=b` that lies in `lo..=hi`: 0 or 1
+/// when it lies wholly outside or inside, otherwise in proportion by 8-byte
+/// key prefixes (a range within one prefix counts whole).
+pub(crate) fn covered_part(a: &[u8], b: &[u8], lo: &[u8], hi: &[u8]) -> f64 {
+    if b < lo || a > hi {
+        0.0
+    } else if a >= lo && b <= hi {
+        1.0
+    } else {
+        let (ga, gb) = (prefix(a) as f64, prefix(b) as f64);
+        let (lo_p, hi_p) = (prefix(lo) as f64, prefix(hi) as f64);
+        if gb > ga {
+            ((gb.min(hi_p) - ga.max(lo_p)) / (gb - ga)).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
     }
 }
 

@@ -129,6 +129,12 @@ impl Design {
             f.monkey_avg_bits_per_key
                 .map_or("none".to_string(), |b| b.to_string()),
         ));
+        // Only when set: a build from before the workload-aware allocation
+        // reads the OPTIONS of a store that does not use it (and refuses,
+        // as an unknown key, the design of one that does).
+        if let Some(b) = f.workload_avg_bits_per_key {
+            v.push(("filter.workload_avg_bits_per_key".into(), b.to_string()));
+        }
         // Only when set: a build from before partitioned filters reads the
         // OPTIONS of a store that does not use them.
         if self.filter_partition_bytes != 0 {
@@ -368,6 +374,14 @@ impl OptionsFile {
                                 .ok_or_else(|| err(format!("{k}: {v:?} is not bits per key")))?,
                         ),
                     }
+                }
+                "filter.workload_avg_bits_per_key" => {
+                    f.workload_avg_bits_per_key = Some(
+                        v.parse::<f64>()
+                            .ok()
+                            .filter(|b| b.is_finite() && *b > 0.0)
+                            .ok_or_else(|| err(format!("{k}: {v:?} is not bits per key")))?,
+                    )
                 }
                 "compression" => opts.compression.default = Compression::parse(v).map_err(&err)?,
                 "block_size" => opts.block_size = num(v)? as usize,
@@ -619,6 +633,36 @@ mod tests {
                 .any(|c| c == "compression.level.0: (unset) -> none"),
             "{ch:?}"
         );
+    }
+
+    /// The workload-aware allocation is recorded, only when set, and read
+    /// back; a value that is not bits per key is damage.
+    #[test]
+    fn the_workload_aware_average_round_trips() {
+        let mut f = sample();
+        f.design.filters = FilterOptions::workload_aware(FilterKind::Blocked512, 9.25);
+        let bytes = f.encode();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(
+            text.contains("\nfilter.workload_avg_bits_per_key = 9.25\n"),
+            "{text}"
+        );
+        assert_eq!(
+            OptionsFile::decode(&bytes, Path::new("OPTIONS")).unwrap(),
+            f
+        );
+        let plain = String::from_utf8(sample().encode()).unwrap();
+        assert!(!plain.contains("workload"), "{plain}");
+        let body = text
+            .replace("= 9.25", "= nan")
+            .lines()
+            .filter(|l| !l.starts_with("crc32"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>();
+        let crc = crc32fast::hash(body.as_bytes());
+        let bad = format!("{body}crc32 = {crc:08x}\n").into_bytes();
+        let e = OptionsFile::decode(&bad, Path::new("OPTIONS")).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
     }
 
     #[test]

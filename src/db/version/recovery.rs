@@ -155,6 +155,7 @@ pub(crate) fn recover(
                 vs.current(),
                 &crate::db::compaction::Retention::default(),
                 caches,
+                0,
             )?
         {
             edit.new_files.push((0, fh.meta.clone()));
@@ -209,6 +210,7 @@ fn flush_replayed(k: &mut KeyspaceRecovery, mem: &MemTable, last_sequence: u64) 
             vs.current(),
             &crate::db::compaction::Retention::default(),
             k.caches.clone(),
+            0,
         )? {
             edit.new_files.push((0, fh.meta.clone()));
             opened.push(fh);

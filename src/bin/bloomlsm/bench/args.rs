@@ -54,7 +54,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "F", value_parser = parse_fraction, requires = "benchmarks")]
     pub miss_fraction: Option<f64>,
     /// Replace each YCSB workload's request distribution (zipfian for all
-    /// but ycsb-d's latest).
+    /// but ycsb-d's latest). `hotspot`: 80% of the requests for the records
+    /// whose keys are the lowest 20% of the key space (a range of the keys'
+    /// order, not of record numbers, which the keys hash), absent reads
+    /// beside them.
     #[arg(long, value_enum, value_name = "DIST", requires = "benchmarks")]
     pub request_distribution: Option<Distribution>,
     /// Write readwhilewriting's time series (one sample every
@@ -101,7 +104,9 @@ pub struct BenchArgs {
     /// fast builds for short-lived files),
     /// `monkeyB` (blocked512 with the Monkey allocation at B bits/key on
     /// average), `monkey-bloomB`, `monkey-ribbonB`, `monkey-hybridB` (the
-    /// hybrid's two families under one Monkey budget); B may be fractional, e.g.
+    /// hybrid's two families under one Monkey budget), `workloadB` (blocked512
+    /// with the workload-aware allocation at B bits/key on average: each
+    /// written file sized by the lookups its key range saw); B may be fractional, e.g.
     /// `blocked12.5`. The default includes ribbon10 (blocked10's memory) and
     /// ribbon7 (blocked10's FPR).
     #[arg(long, default_value = DEFAULT_CONFIGS, value_delimiter = ',', value_parser = parse_config)]

@@ -39,6 +39,9 @@ impl BenchConfig {
                 _ => format!("monkey {} ({avg} b/k average)", kind.name()),
             };
         }
+        if let (Some(avg), Some(p)) = (f.workload_avg_bits_per_key, f.policy) {
+            return format!("workload-aware {} ({avg} b/k average)", p.name());
+        }
         let show = |p: Option<FilterPolicy>| match p {
             None => "none".to_string(),
             Some(p) => format!(
@@ -128,6 +131,8 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
         // Both families at B bits/key: the name says what it spends.
         let b = bits(b)?;
         FilterOptions::hybrid(FilterPolicy::blocked512(b), FilterPolicy::ribbon(b), 2)
+    } else if let Some(b) = name.strip_prefix("workload") {
+        FilterOptions::workload_aware(FilterKind::Blocked512, bits(b)?)
     } else if let Some(b) = name.strip_prefix("monkey") {
         monkey = Some((FilterKind::Blocked512, bits(b)?));
         FilterOptions::monkey(FilterKind::Blocked512, bits(b)?)
@@ -137,7 +142,7 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
         FilterOptions::uniform(Some(FilterPolicy::bloom(bits(b)?)))
     } else {
         return Err(format!(
-            "unknown configuration {name:?} (expected none, bloomB, blockedB, ribbonB, fuse8, fuse16, hybridB, monkeyB, monkey-bloomB, monkey-ribbonB, monkey-hybridB, e.g. blocked10, or FAMILY:BITS with FAMILY one of {})",
+            "unknown configuration {name:?} (expected none, bloomB, blockedB, ribbonB, fuse8, fuse16, hybridB, monkeyB, monkey-bloomB, monkey-ribbonB, monkey-hybridB, workloadB, e.g. blocked10, or FAMILY:BITS with FAMILY one of {})",
             filter::filter_families()
                 .iter()
                 .map(|k| k.name())
@@ -192,6 +197,12 @@ mod tests {
             parse_config("bloom8").unwrap().filters.policy,
             Some(FilterPolicy::bloom(8.0))
         );
+        let w = parse_config("workload10").unwrap();
+        assert_eq!(w.filters.workload_avg_bits_per_key, Some(10.0));
+        assert_eq!(w.policy(), "workload-aware blocked512 (10 b/k average)");
+        assert_eq!(w.nominal_bits_per_key(), Some(10.0));
+        assert!(parse_config("workload0").is_err());
+        assert!(parse_config("workloadx").is_err());
         let m = parse_config("monkey8").unwrap();
         assert_eq!(m.filters.monkey_avg_bits_per_key, Some(8.0));
         assert_eq!(m.policy(), "monkey blocked512 (8 b/k average)");

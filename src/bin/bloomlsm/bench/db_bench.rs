@@ -267,7 +267,17 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
         write_series(args, &config, samples, series_format, out)?;
     }
     if !args.json {
-        writeln!(out, "shape: {}", shape_line(&db.stats()))?;
+        let stats = db.stats();
+        // The filter memory the configuration spends, to compare designs at
+        // equal memory.
+        let entries: u64 = stats.levels.iter().map(|l| l.entries).sum();
+        writeln!(
+            out,
+            "filters: {} bytes, {:.2} bits/key over {entries} entries",
+            stats.filter_bytes,
+            stats.filter_bytes as f64 * 8.0 / entries.max(1) as f64
+        )?;
+        writeln!(out, "shape: {}", shape_line(&stats))?;
     }
     db.close()?;
     if !home.keep {

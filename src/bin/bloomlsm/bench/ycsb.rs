@@ -15,12 +15,17 @@
 //!
 //! "zipfian" is YCSB's scrambled Zipfian (0.99), "latest" its skewed-latest
 //! ([`bloomlsm::workload`]); `--request-distribution` replaces a workload's
-//! with `zipfian`, `latest` or `uniform`. A record is one key and one
+//! with `zipfian`, `latest`, `uniform` or `hotspot`: YCSB's hotspot
+//! generator over the keys' order ([`Hotspot`]), the one of them whose
+//! popular records form a key range rather than being spread over it. A record is one key and one
 //! `--value-size` value (YCSB's are ten 100-byte fields); an update writes
 //! a whole new value. Inserts append keys after the last one loaded or
 //! inserted by an earlier workload of the run, as YCSB's insert sequence.
 //! `--miss-fraction F` makes that fraction of the reads (not the reads of a
-//! read-modify-write) ask for an absent key, drawn with the same skew.
+//! read-modify-write) ask for an absent key, drawn with the same skew
+//! (under `hotspot`, a key beside the drawn record's, [`absent_beside`]).
+//! With `--io direct` each absent read's device bytes are counted on the
+//! reading thread (`/proc/thread-self/io`, outside the timed call).
 
 use std::io::Write;
 use std::time::Instant;
@@ -30,12 +35,12 @@ use bloomlsm::fs::latency::LatencyFs;
 use clap::ValueEnum;
 use serde_json::json;
 
-use crate::phase::Recorder;
+use crate::phase::{Recorder, ThreadDeviceBytes};
 use crate::workload::present_key;
 use crate::workload::{ScrambledZipfian, SkewedLatest, SplitMix64, ValueSource, absent_key};
 use crate::{CliResult, progress};
 
-use super::args::BenchArgs;
+use super::args::{BenchArgs, IoMode};
 use super::remote::Requests;
 use super::row::predicted_fpr;
 
@@ -59,6 +64,76 @@ pub enum Distribution {
     Latest,
     /// Every key equally likely.
     Uniform,
+    /// YCSB's hotspot over the keys' order: 80% of the requests go to the
+    /// records whose keys are the lowest 20% of the key space, uniform
+    /// within it and within the rest.
+    Hotspot,
+}
+
+/// The share of the key space, from its low end, that holds
+/// [`Distribution::Hotspot`]'s hot records (YCSB's `hotspotdatafraction`).
+const HOT_DATA: f64 = 0.2;
+/// The share of the requests that go to them (`hotspotopnfraction`).
+const HOT_OPS: f64 = 0.8;
+
+/// YCSB's hotspot generator (`HotspotIntegerGenerator`) with its hot set a
+/// range of the keys' order rather than of the record numbers: the bench's
+/// keys are hashes of their record numbers ([`present_key`]), so a range of
+/// numbers is spread over every file and a range of keys is what a
+/// workload with locality (one tenant, one day) reads. A record is hot
+/// when its key's first 8 bytes are below `HOT_DATA · 2^64`: about
+/// `HOT_DATA` of the records, in one contiguous key range. Records are
+/// sorted into the two sets as they come to exist (inserts included).
+struct Hotspot {
+    seed: u64,
+    /// Records sorted so far: `0..seen`.
+    seen: u64,
+    hot: Vec<u64>,
+    cold: Vec<u64>,
+}
+
+impl Hotspot {
+    fn new(seed: u64) -> Self {
+        Hotspot {
+            seed,
+            seen: 0,
+            hot: Vec::new(),
+            cold: Vec::new(),
+        }
+    }
+
+    fn next(&mut self, records: u64, rng: &mut SplitMix64) -> u64 {
+        let edge = (HOT_DATA * 2f64.powi(64)) as u64;
+        for i in self.seen..records {
+            let k = present_key(self.seed, i);
+            let first = u64::from_be_bytes(k[..8].try_into().expect("8 bytes"));
+            if first < edge {
+                self.hot.push(i);
+            } else {
+                self.cold.push(i);
+            }
+        }
+        self.seen = self.seen.max(records);
+        let hot = rng.unit() < HOT_OPS;
+        let set = match (hot, self.hot.is_empty(), self.cold.is_empty()) {
+            (_, true, true) => return 0,
+            (true, false, _) | (false, _, true) => &self.hot,
+            _ => &self.cold,
+        };
+        set[rng.below(set.len() as u64) as usize]
+    }
+}
+
+/// An absent key beside record `k`'s: its key's first 8 bytes and the
+/// complement of its last 8. Never a present key (a present key's last 8
+/// bytes are a function of its first 8), and in the same place of the key
+/// order as record `k`, so a skew over key ranges holds for the misses too.
+fn absent_beside(seed: u64, k: u64) -> [u8; 16] {
+    let mut key = present_key(seed, k);
+    for b in &mut key[8..] {
+        *b = !*b;
+    }
+    key
 }
 
 /// The operation kinds, in report order, with their labels.
@@ -132,17 +207,20 @@ enum Chooser {
     Zipfian(ScrambledZipfian),
     Latest(SkewedLatest),
     Uniform,
+    Hotspot(Hotspot),
 }
 
 impl Chooser {
-    /// For `records` records, `inserts` more expected during the workload.
-    fn new(d: Distribution, records: u64, inserts: u64) -> Self {
+    /// For `records` records, `inserts` more expected during the workload,
+    /// keyed by `seed`.
+    fn new(d: Distribution, records: u64, inserts: u64, seed: u64) -> Self {
         match d {
             // YCSB sizes its Zipfian for twice the expected inserts and
             // redraws a key not inserted yet.
             Distribution::Zipfian => Chooser::Zipfian(ScrambledZipfian::new(records + 2 * inserts)),
             Distribution::Latest => Chooser::Latest(SkewedLatest::new(records)),
             Distribution::Uniform => Chooser::Uniform,
+            Distribution::Hotspot => Chooser::Hotspot(Hotspot::new(seed)),
         }
     }
 
@@ -156,6 +234,7 @@ impl Chooser {
             },
             Chooser::Latest(l) => l.next(records, rng),
             Chooser::Uniform => rng.below(records),
+            Chooser::Hotspot(h) => h.next(records, rng),
         }
     }
 }
@@ -189,7 +268,12 @@ pub fn run(
     let mix = w.mix();
     let dist = args.request_distribution.unwrap_or(w.distribution());
     let miss = args.miss_fraction.unwrap_or(0.0);
-    let mut chooser = Chooser::new(dist, *records, (n as f64 * mix[2]) as u64);
+    let mut chooser = Chooser::new(dist, *records, (n as f64 * mix[2]) as u64, args.seed);
+    // Device bytes of the absent reads, counted on this thread.
+    let device = (args.io == IoMode::Direct)
+        .then(ThreadDeviceBytes::open)
+        .flatten();
+    let (mut absent_reads, mut absent_device) = (0u64, Some(0u64));
     let mut rng = SplitMix64::new(seed);
     let mut recs: Vec<Recorder> = OPS.iter().map(|_| Recorder::start()).collect();
     let mut counts = [0u64; 5];
@@ -209,13 +293,21 @@ pub fn run(
             Op::Read => {
                 let k = chooser.next(*records, &mut rng);
                 let absent = miss > 0.0 && rng.unit() < miss;
-                let key = if absent {
-                    absent_key(args.seed, k)
-                } else {
-                    present_key(args.seed, k)
+                let key = match (absent, dist) {
+                    (false, _) => present_key(args.seed, k),
+                    (true, Distribution::Hotspot) => absent_beside(args.seed, k),
+                    (true, _) => absent_key(args.seed, k),
                 };
                 reads += 1;
+                let before = device.as_ref().filter(|_| absent).map(|d| d.read());
                 found += u64::from(rec.time(1, || db.get(key))?.is_some());
+                if let (Some(d), Some(before)) = (&device, before) {
+                    absent_reads += 1;
+                    absent_device = absent_device
+                        .zip(before)
+                        .zip(d.read())
+                        .map(|((sum, b), a)| sum + a.saturating_sub(b));
+                }
             }
             Op::Update => {
                 let k = chooser.next(*records, &mut rng);
@@ -269,6 +361,12 @@ pub fn run(
     let gets = stats.gets.max(1) as f64;
     let blocks_per_get = (stats.gets > 0).then(|| stats.total.block_reads as f64 / gets);
     let store_bytes_per_get = (stats.gets > 0).then(|| stats.total.bytes_read as f64 / gets);
+    let missing = stats.gets.saturating_sub(stats.gets_found);
+    let blocks_per_missing_get =
+        (missing > 0).then(|| stats.missing_get_block_reads as f64 / missing as f64);
+    let device_per_missing_get = absent_device
+        .filter(|_| absent_reads > 0)
+        .map(|b| b as f64 / absent_reads as f64);
     // With writes, compactions read in the same process: no device figure.
     let device_per_op = if w.writes() {
         None
@@ -310,6 +408,8 @@ pub fn run(
                 "measured_fpr": measured,
                 "predicted_fpr": predicted,
                 "block_reads_per_get": blocks_per_get,
+                "block_reads_per_missing_get": blocks_per_missing_get,
+                "device_bytes_per_missing_get": device_per_missing_get,
                 "store_bytes_per_get": store_bytes_per_get,
                 "device_bytes_per_op": device_per_op,
         });
@@ -363,6 +463,12 @@ pub fn run(
         blocks_per_get.unwrap_or(0.0),
         store_bytes_per_get.unwrap_or(0.0),
     );
+    if let Some(b) = blocks_per_missing_get {
+        line.push_str(&format!(", {b:.4} data blocks/missing get"));
+    }
+    if let Some(d) = device_per_missing_get {
+        line.push_str(&format!(", {d:.1} device bytes/missing get"));
+    }
     if let Some(d) = device_per_op {
         line.push_str(&format!(", {d:.1} device bytes/op"));
     }
@@ -411,10 +517,43 @@ mod tests {
             Distribution::Zipfian,
             Distribution::Latest,
             Distribution::Uniform,
+            Distribution::Hotspot,
         ] {
-            let mut c = Chooser::new(d, 100, 50);
+            let mut c = Chooser::new(d, 100, 50, 3);
             assert!((0..10_000).all(|_| c.next(100, &mut rng) < 100), "{d:?}");
             assert!((0..1000).all(|_| c.next(120, &mut rng) < 120), "{d:?}");
         }
+    }
+
+    /// Hotspot's hot records are one range of the key order, drawn
+    /// `HOT_OPS` of the time; the absent keys beside them are in the same
+    /// range and never present.
+    #[test]
+    fn hotspot_is_a_key_range() {
+        let (seed, records) = (7, 20_000);
+        let mut rng = SplitMix64::new(11);
+        let mut c = Chooser::new(Distribution::Hotspot, records, 0, seed);
+        let edge = (HOT_DATA * 2f64.powi(64)) as u64;
+        let first = |k: [u8; 16]| u64::from_be_bytes(k[..8].try_into().unwrap());
+        let draws = 50_000;
+        let mut hot = 0;
+        for _ in 0..draws {
+            let k = c.next(records, &mut rng);
+            assert!(k < records);
+            let beside = absent_beside(seed, k);
+            assert_eq!(first(beside), first(present_key(seed, k)));
+            assert_ne!(beside, present_key(seed, k));
+            hot += u64::from(first(present_key(seed, k)) < edge);
+        }
+        let share = hot as f64 / draws as f64;
+        assert!((share - HOT_OPS).abs() < 0.01, "{share}");
+        // About HOT_DATA of the records are hot.
+        let Chooser::Hotspot(h) = &c else {
+            unreachable!()
+        };
+        let frac = h.hot.len() as f64 / records as f64;
+        assert!((frac - HOT_DATA).abs() < 0.02, "{frac}");
+        // Records inserted later are sorted in as they come.
+        assert!((0..1000).all(|_| c.next(records + 10, &mut rng) < records + 10));
     }
 }

@@ -1,0 +1,518 @@
+//! The workload-aware filter allocation
+//! ([`crate::FilterOptions::workload_aware`]): each file a flush or a
+//! compaction writes gets the bits per key that minimise the store's
+//! expected wasted reads under the lookup rates observed on the key range it
+//! covers, with the store's filter bits held at the stated average.
+//!
+//! **What is observed.** A file's *rate* is the number of its probes by keys
+//! it does not hold (filter negatives and false positives; every probe of a
+//! file without a usable filter) per lookup of the store: the weight
+//! `math::monkey_allocation_weighted` takes. Probes by keys the file holds
+//! read its data whatever its filter, so they do not count. The window is
+//! the file's life: the store's lookup count is noted when the file is
+//! written, and `Db::reset_stats` folds the counts it zeroes into
+//! [`LookupHistory`] first.
+//!
+//! **What a new file inherits.** A compaction's output covers a key range
+//! whose history lives in the files it replaces. Per run of inputs (a
+//! level's inputs together, each L0 file alone), the inputs overlapping the
+//! output give a rate per key over its range (their rates and entries
+//! counted in proportion to the part of their range inside the output's, by
+//! 8-byte key prefixes); a missing key probes one file per run, so spread
+//! over all the merged keys, that is the run's rate per key times the run's
+//! share of the merged entries. The runs' estimates are averaged weighted
+//! by their evidence (store lookups observed), and times the output's
+//! entries give its rate. A flush's file is one more run like the L0 files
+//! in place: it gets their mean rate. The output keeps its rate as a prior
+//! worth half its evidence, so a key range's history halves in weight each
+//! time it is rewritten, and what the new file sees itself takes over after
+//! as many lookups as the prior is worth. Without history (fewer than
+//! [`MIN_EVIDENCE`] lookups), a lookup probes each run once, Monkey's
+//! assumption: an L0 file has rate 1, a deeper file its share of its
+//! level's entries.
+//!
+//! **Under the budget.** The files kept hold what they were written with;
+//! the new files get what is left of the store's budget (the average times
+//! the keys of the store as it will be, the files kept and the outputs
+//! stood in for by the pieces of the compaction's range with their
+//! entries), shared among them by one multiplier (`math::rate_multiplier`).
+//! Each output then takes `math::rate_bits` at its own rate, so the store
+//! is back at its average after every flush and compaction. What is left
+//! is held within a factor of 2 of the new files' share of a fresh solve
+//! over the whole store (the multiplier `μ*` at which all of it, allocated
+//! afresh, spends the average): a flush after an old excess still gets a
+//! filter worth having. The whole remainder is needed, not a share of it:
+//! a file's rate moves after it is written (an output inherits an estimate;
+//! what it then sees is counted), so the files kept hold less or more than
+//! `μ*` gives them, in one direction for long stretches; taking off only
+//! the new files' share of that gap leaves most of it standing (9.4-9.8
+//! bits per key for a store of 10, docs/filters.md). Bits move across levels
+//! (a flush's file of 1% of the keys may get 20 bits per key). Nothing is
+//! rewritten to reallocate: files are sized only when written.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::db::version::{FileHandle, Version, covered_part};
+use crate::filter::math::{self, RatedRun};
+use crate::filter::{FilterKind, FilterPolicy, MIN_BITS_PER_KEY};
+use crate::stats::IoCounters;
+
+/// Store lookups a file's rate must rest on to count as history.
+pub(crate) const MIN_EVIDENCE: f64 = 100.0;
+
+/// The weight an output's inherited rate keeps, as a share of the evidence
+/// it was estimated from.
+const PRIOR_WEIGHT: f64 = 0.5;
+
+/// The lookups a file has seen, for [`Plan`]s.
+#[derive(Debug, Default)]
+pub(crate) struct LookupHistory {
+    /// The store's lookup count ([`Rates::lookups`]) when the file was
+    /// written; 0 for a file found at open.
+    born: AtomicU64,
+    /// Probes by absent keys counted before `Db::reset_stats` zeroed the
+    /// file's counters.
+    carried: AtomicU64,
+    /// The rate inherited from the files it replaced.
+    prior: OnceLock<Rate>,
+}
+
+impl LookupHistory {
+    /// Keeps the absent-key probes of `io` (about to be zeroed).
+    pub(crate) fn carry(&self, io: &IoCounters) {
+        self.carried.fetch_add(absent_probes(io), Relaxed);
+    }
+}
+
+/// A rate of absent-key probes and the lookups it rests on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Rate {
+    /// Probes per store lookup by keys the file does not hold.
+    pub per_lookup: f64,
+    /// Store lookups observed.
+    pub evidence: f64,
+}
+
+/// Probes by keys the file does not hold: those its filter answered for
+/// (negatives, false positives) and every probe without a usable filter.
+fn absent_probes(io: &IoCounters) -> u64 {
+    io.filter_negatives + io.false_positives + io.unfiltered_reads + io.unusable_filter_reads
+}
+
+/// `f`'s rate as of `lookups` store lookups: its prior and its own probes
+/// since it was written; `None` without [`MIN_EVIDENCE`].
+pub(crate) fn observed(f: &FileHandle, lookups: u64) -> Option<Rate> {
+    let h = &f.history;
+    let probes = (h.carried.load(Relaxed) + absent_probes(&f.io.load())) as f64;
+    let seen = lookups.saturating_sub(h.born.load(Relaxed)) as f64;
+    let (r0, e0) = h
+        .prior
+        .get()
+        .map_or((0.0, 0.0), |p| (p.per_lookup, p.evidence));
+    let evidence = e0 + seen;
+    (evidence >= MIN_EVIDENCE).then(|| Rate {
+        per_lookup: ((r0 * e0 + probes) / evidence).clamp(0.0, 1.0),
+        evidence,
+    })
+}
+
+/// An input with history: where it lies, its entries and its rate.
+#[derive(Debug)]
+struct Source {
+    /// Its run: the level, or for an L0 file `usize::MAX - i`.
+    run: usize,
+    lo: Vec<u8>,
+    hi: Vec<u8>,
+    entries: u64,
+    rate: Rate,
+}
+
+/// How an output inherits its sources' rates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Inherit {
+    /// A flush: the new L0 file is a run like each L0 file in place, and is
+    /// probed as they are; its rate is their mean.
+    Run,
+    /// A compaction: the output holds the merged keys of the inputs, whose
+    /// runs held `entries` of them in all.
+    Merge { entries: f64 },
+}
+
+/// The rate of an output over `lo..=hi` holding `entries` entries,
+/// estimated from `sources` (module docs); `None` when no source with
+/// history overlaps it.
+fn rate_of(sources: &[Source], how: Inherit, lo: &[u8], hi: &[u8], entries: u64) -> Option<Rate> {
+    // Per run: Σ rate·part, Σ entries·part, Σ evidence·part, Σ part, and
+    // the run's entries among the inputs.
+    let mut runs: Vec<(usize, [f64; 5])> = Vec::new();
+    for s in sources {
+        let part = covered_part(&s.lo, &s.hi, lo, hi);
+        let at = match runs.iter().position(|(r, _)| *r == s.run) {
+            Some(i) => i,
+            None => {
+                runs.push((s.run, [0.0; 5]));
+                runs.len() - 1
+            }
+        };
+        let g = &mut runs[at].1;
+        g[0] += s.rate.per_lookup * part;
+        g[1] += s.entries as f64 * part;
+        g[2] += s.rate.evidence * part;
+        g[3] += part;
+        g[4] += s.entries as f64;
+    }
+    let (mut weighted, mut evidence, mut n) = (0.0, 0.0, 0);
+    for (_, [rate, keys, ev, part, run_entries]) in &runs {
+        if *part == 0.0 || *keys == 0.0 {
+            continue;
+        }
+        let ev = ev / part;
+        // The run's rate over the output's range: per key of the run, and
+        // spread over all the merged keys (the run held `run_entries` of
+        // them); for a flush, the run's own rate.
+        let estimate = match how {
+            Inherit::Run => rate / part,
+            Inherit::Merge { entries: all } => {
+                rate / keys * run_entries / all.max(1.0) * entries as f64
+            }
+        };
+        weighted += ev * estimate;
+        evidence += ev;
+        n += 1;
+    }
+    (evidence > 0.0).then(|| Rate {
+        per_lookup: (weighted / evidence).clamp(0.0, 1.0),
+        evidence: evidence / n as f64,
+    })
+}
+
+/// A piece of what a flush or compaction will write: a key range and its
+/// expected entries.
+pub(crate) struct Piece<'a> {
+    pub lo: &'a [u8],
+    pub hi: &'a [u8],
+    pub entries: u64,
+}
+
+/// The allocation of one flush or compaction's outputs.
+pub(crate) struct Plan {
+    sources: Vec<Source>,
+    how: Inherit,
+    /// Entries of the output level once the outputs are in: the rate of an
+    /// output without history is its share of them (1 for an L0 file).
+    level_entries: u64,
+    /// The multiplier each output's bits are chosen at.
+    mu: Option<f64>,
+    /// The store's lookup count when planned.
+    lookups: u64,
+}
+
+/// The rate of a file without history: a lookup probes each run once
+/// (Monkey's assumption), each L0 file a run, and a deeper level's files
+/// in proportion to their entries.
+fn fallback(level: usize, entries: u64, level_entries: u64) -> f64 {
+    if level == 0 {
+        1.0
+    } else {
+        entries as f64 / level_entries.max(entries).max(1) as f64
+    }
+}
+
+impl Plan {
+    /// Plans the outputs at `out_level` that replace the files numbered
+    /// `replaced` in `v` by files holding `pieces`, inheriting the rates of
+    /// `inputs` (with their levels), for an average of `avg` bits per key
+    /// of family `kind` over the store, `lookups` store lookups so far.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        v: &Version,
+        out_level: usize,
+        inputs: &[(usize, &FileHandle)],
+        replaced: &[u64],
+        pieces: &[Piece<'_>],
+        kind: FilterKind,
+        avg: f64,
+        lookups: u64,
+    ) -> Self {
+        let sources: Vec<Source> = inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &(level, f))| {
+                observed(f, lookups).map(|rate| Source {
+                    run: if level == 0 { usize::MAX - i } else { level },
+                    lo: f.smallest_user_key().to_vec(),
+                    hi: f.largest_user_key().to_vec(),
+                    entries: f.meta.entries,
+                    rate,
+                })
+            })
+            .collect();
+        let how = if out_level == 0 {
+            Inherit::Run
+        } else {
+            Inherit::Merge {
+                entries: inputs.iter().map(|(_, f)| f.meta.entries as f64).sum(),
+            }
+        };
+        let replaced = |f: &FileHandle| replaced.contains(&f.number());
+        let kept_in = |level: usize| -> u64 {
+            v.levels[level]
+                .iter()
+                .filter(|f| !replaced(f))
+                .map(|f| f.meta.entries)
+                .sum()
+        };
+        let new_entries: u64 = pieces.iter().map(|p| p.entries).sum();
+        let level_entries = kept_in(out_level) + new_entries;
+        // The files kept: (run, bits they hold).
+        let mut kept: Vec<(RatedRun, f64)> = Vec::new();
+        for (level, files) in v.levels.iter().enumerate() {
+            let here = if level == out_level {
+                level_entries
+            } else {
+                kept_in(level)
+            };
+            for f in files.iter().filter(|f| !replaced(f)) {
+                let rate = observed(f, lookups)
+                    .map_or_else(|| fallback(level, f.meta.entries, here), |r| r.per_lookup);
+                let info = f.table.filter_info().filter(|x| x.is_usable());
+                let run = RatedRun {
+                    kind: info.and_then(|x| x.kind).unwrap_or(kind),
+                    keys: f.meta.entries,
+                    rate,
+                };
+                kept.push((run, info.map_or(0.0, |x| x.memory_bytes as f64 * 8.0)));
+            }
+        }
+        let mut plan = Plan {
+            sources,
+            how,
+            level_entries,
+            mu: None,
+            lookups,
+        };
+        let new: Vec<RatedRun> = pieces
+            .iter()
+            .map(|p| RatedRun {
+                kind,
+                keys: p.entries,
+                rate: plan.rate(out_level, p.lo, p.hi, p.entries),
+            })
+            .collect();
+        plan.mu = budget_multiplier(&kept, &new, avg);
+        plan
+    }
+
+    /// The rate of an output at `level` over `lo..=hi` with `entries`.
+    fn rate(&self, level: usize, lo: &[u8], hi: &[u8], entries: u64) -> f64 {
+        rate_of(&self.sources, self.how, lo, hi, entries).map_or_else(
+            || fallback(level, entries, self.level_entries),
+            |r| r.per_lookup,
+        )
+    }
+
+    /// The filter of an output of `kind` at `level` holding `entries`
+    /// entries over `lo..=hi`; `None` where the allocation gives it less
+    /// than [`MIN_BITS_PER_KEY`].
+    pub(crate) fn policy(
+        &self,
+        kind: FilterKind,
+        level: usize,
+        lo: &[u8],
+        hi: &[u8],
+        entries: u64,
+    ) -> Option<FilterPolicy> {
+        let mu = self.mu?;
+        let run = RatedRun {
+            kind,
+            keys: entries,
+            rate: self.rate(level, lo, hi, entries),
+        };
+        let bits = math::rate_bits(&run, mu);
+        (bits >= MIN_BITS_PER_KEY).then(|| FilterPolicy::new(kind, bits))
+    }
+
+    /// Records in each of `outputs`, just written, the lookup count and the
+    /// rate it inherits.
+    pub(crate) fn record(&self, outputs: &[std::sync::Arc<FileHandle>]) {
+        for f in outputs {
+            f.history.born.store(self.lookups, Relaxed);
+            let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
+            if let Some(r) = rate_of(&self.sources, self.how, lo, hi, f.meta.entries) {
+                let _ = f.history.prior.set(Rate {
+                    per_lookup: r.per_lookup,
+                    evidence: r.evidence * PRIOR_WEIGHT,
+                });
+            }
+        }
+    }
+}
+
+/// Notes in each of `files`, just written outside a plan, the store's
+/// lookup count: its rate is counted from then.
+pub(crate) fn note_written(files: &[std::sync::Arc<FileHandle>], lookups: u64) {
+    for f in files {
+        f.history.born.store(lookups, Relaxed);
+    }
+}
+
+/// Notes in `files`, rewritten from `old` alone (the same keys), the
+/// store's lookup count and `old`'s rate, with all its evidence.
+pub(crate) fn inherit(old: &FileHandle, files: &[std::sync::Arc<FileHandle>], lookups: u64) {
+    let rate = observed(old, lookups);
+    for f in files {
+        f.history.born.store(lookups, Relaxed);
+        if let Some(r) = rate {
+            let _ = f.history.prior.set(r);
+        }
+    }
+}
+
+/// The multiplier of the new runs `new` when the store also holds `kept`
+/// (each with the bits it holds), for `avg` bits per key over the store
+/// (module docs): the new runs share what the store's budget leaves once
+/// the kept runs' bits are counted, held within [`CLAMP`] of their share of
+/// a fresh solve over the whole store; `None` for no keys or no budget.
+pub(crate) fn budget_multiplier(
+    kept: &[(RatedRun, f64)],
+    new: &[RatedRun],
+    avg: f64,
+) -> Option<f64> {
+    let all: Vec<RatedRun> = kept
+        .iter()
+        .map(|(r, _)| *r)
+        .chain(new.iter().copied())
+        .collect();
+    let total: f64 = all.iter().map(|r| r.keys as f64).sum();
+    let fresh = math::rate_multiplier(&all, avg * total)?;
+    let held: f64 = kept.iter().map(|(_, held)| held).sum();
+    let target: f64 = new
+        .iter()
+        .map(|r| r.keys as f64 * math::rate_bits(r, fresh))
+        .sum();
+    let budget = (avg * total - held).clamp(target / CLAMP, target * CLAMP);
+    math::rate_multiplier(new, budget).or(Some(fresh))
+}
+
+/// The most a write's files take away from, or add to, their share of a
+/// fresh solve to bring the store back to its average: their bits stay
+/// within a factor of 2 of it, so a flush after an old excess still gets a
+/// filter worth having, and one after a shortfall does not take the whole
+/// of it.
+const CLAMP: f64 = 2.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(keys: u64, rate: f64) -> RatedRun {
+        RatedRun {
+            kind: FilterKind::Blocked512,
+            keys,
+            rate,
+        }
+    }
+
+    /// Bits the new runs spend at `mu`.
+    fn spent(runs: &[RatedRun], mu: f64) -> f64 {
+        runs.iter()
+            .map(|r| r.keys as f64 * math::rate_bits(r, mu))
+            .sum()
+    }
+
+    #[test]
+    fn a_store_written_afresh_spends_its_average() {
+        // Five files of one level; two hot ones probed ten times as often.
+        let new: Vec<RatedRun> = [0.4, 0.4, 0.04, 0.04, 0.04]
+            .iter()
+            .map(|&r| run(200_000, r))
+            .collect();
+        let mu = budget_multiplier(&[], &new, 10.0).unwrap();
+        let avg = spent(&new, mu) / 1e6;
+        // Within the 1/16-bit grid of the allocation.
+        assert!((avg - 10.0).abs() <= 0.0625, "{avg}");
+        let bits: Vec<f64> = new.iter().map(|r| math::rate_bits(r, mu)).collect();
+        assert!(bits[0] > bits[2] + 2.0, "{bits:?}");
+    }
+
+    #[test]
+    fn the_new_files_take_what_the_kept_ones_leave() {
+        // The kept half of the store holds 14 bits/key where 10 would do:
+        // the new half gets the 6 bits/key that bring the store to 10.
+        let kept = vec![(run(500_000, 0.5), 14.0 * 500_000.0)];
+        let new = vec![run(500_000, 0.5)];
+        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
+        let b = math::rate_bits(&new[0], mu);
+        assert!(b <= 6.0 && b > 6.0 - 0.0625, "{b}");
+        // Short by 4 bits/key: the new half makes it up.
+        let kept = vec![(run(500_000, 0.5), 6.0 * 500_000.0)];
+        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
+        let b = math::rate_bits(&new[0], mu);
+        assert!(b <= 14.0 && b > 14.0 - 0.0625, "{b}");
+        // An excess larger than the new files can absorb does not starve
+        // them: half their fresh share (10 bits/key, to the grid) is left
+        // them.
+        let kept = vec![(run(500_000, 0.5), 40.0 * 500_000.0)];
+        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
+        let b = math::rate_bits(&new[0], mu);
+        assert!((5.0 - 0.125..=5.0).contains(&b), "{b}");
+        // Nor does a shortfall make them take more than twice it.
+        let kept = vec![(run(500_000, 0.5), 0.0)];
+        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
+        let b = math::rate_bits(&new[0], mu);
+        assert!((20.0 - 0.25..=20.0).contains(&b), "{b}");
+    }
+
+    #[test]
+    fn no_budget_or_no_keys_plans_nothing() {
+        assert_eq!(budget_multiplier(&[], &[run(0, 1.0)], 10.0), None);
+        assert_eq!(budget_multiplier(&[], &[run(10, 1.0)], 0.0), None);
+        assert_eq!(budget_multiplier(&[], &[run(10, 1.0)], f64::NAN), None);
+    }
+
+    #[test]
+    fn outputs_inherit_their_inputs_rates_per_key() {
+        let key = |b: u8| vec![b, 0, 0, 0, 0, 0, 0, 0];
+        let src = |run, lo: u8, hi: u8, entries, per_lookup| Source {
+            run,
+            lo: key(lo),
+            hi: key(hi),
+            entries,
+            rate: Rate {
+                per_lookup,
+                evidence: 1000.0,
+            },
+        };
+        // The output level: a hot file over [0, 64), a cold one over
+        // [128, 192), 1,000 keys each; nothing above.
+        let level = [src(2, 0, 63, 1000, 0.5), src(2, 128, 191, 1000, 0.05)];
+        let merge = Inherit::Merge { entries: 2000.0 };
+        // An output of 500 keys in the hot range: 0.5 / 1000 per key.
+        let hot = rate_of(&level, merge, &key(0), &key(31), 500).unwrap();
+        let cold = rate_of(&level, merge, &key(128), &key(159), 500).unwrap();
+        assert!((hot.per_lookup - 0.25).abs() < 1e-9, "{hot:?}");
+        assert!((cold.per_lookup - 0.025).abs() < 1e-9, "{cold:?}");
+        assert_eq!(rate_of(&level, merge, &key(70), &key(100), 500), None);
+        // An L0 file of 1,000 keys over everything, probed by every lookup,
+        // merged with the level: each key of the merge is probed 1/3000 per
+        // lookup by its account, the hot level's by 0.5/1000 · 2/3; the two
+        // runs averaged (equal evidence).
+        let mut both = vec![src(usize::MAX, 0, 255, 1000, 1.0)];
+        both.extend(level);
+        let all = Inherit::Merge { entries: 3000.0 };
+        let r = rate_of(&both, all, &key(0), &key(63), 1500).unwrap();
+        let want = (1.0 / 3000.0 + 0.5 / 1000.0 * 2.0 / 3.0) / 2.0 * 1500.0;
+        assert!((r.per_lookup - want).abs() < 1e-9, "{r:?} vs {want}");
+        // A flush: the mean of the L0 files' rates.
+        let l0 = [
+            src(usize::MAX, 0, 255, 1000, 0.9),
+            src(usize::MAX - 1, 0, 255, 3000, 0.7),
+        ];
+        let r = rate_of(&l0, Inherit::Run, &[], &[0xff; 8], 10).unwrap();
+        assert!((r.per_lookup - 0.8).abs() < 1e-9, "{r:?}");
+        // Without history, a run of each level is probed once.
+        assert_eq!(fallback(0, 10, 100), 1.0);
+        assert_eq!(fallback(3, 25, 100), 0.25);
+    }
+}

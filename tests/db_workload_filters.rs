@@ -1,0 +1,161 @@
+//! The workload-aware filter allocation (`FilterOptions::workload_aware`):
+//! after a skewed read workload, the files a compaction writes over the hot
+//! key range carry more bits per key than the cold ones, and the store
+//! spends the stated average over its keys.
+
+use bloomlsm::workload::SplitMix64;
+use bloomlsm::{Db, FilterKind, FilterOptions, Options};
+
+mod common;
+use common::keys::key;
+use common::scratch_dir;
+
+/// Present keys `key(2i)`, absent keys `key(2i + 1)`, `i < KEYS`.
+const KEYS: u64 = 100_000;
+/// Lookups go for `i < HOT` (the lowest 10% of the key range) nine times
+/// in ten.
+const HOT: u64 = 10_000;
+
+fn options() -> Options {
+    common::options::manual()
+        .write_buffer_size(256 << 10)
+        .target_file_size(512 << 10)
+        .level1_max_bytes(2 << 20)
+        .level_size_multiplier(4)
+        .dynamic_level_bytes(false)
+        .block_cache_capacity(0)
+        .compression(bloomlsm::CompressionOptions::none())
+        .filters(FilterOptions::workload_aware(FilterKind::Blocked512, 10.0))
+}
+
+/// Writes `n` present keys in a scattered order (a multiplicative
+/// permutation of `0..KEYS`), running due work every 10,000.
+fn write(db: &Db, from: u64, n: u64) {
+    for j in from..from + n {
+        let i = j.wrapping_mul(7_919) % KEYS;
+        db.put(key(2 * i), [7u8; 64]).unwrap();
+        if j % 10_000 == 9_999 {
+            db.maintain().unwrap();
+        }
+    }
+    db.maintain().unwrap();
+}
+
+/// `n` lookups of absent keys, nine in ten below `HOT`.
+fn read_skewed(db: &Db, rng: &mut SplitMix64, n: u64) {
+    for _ in 0..n {
+        let i = if rng.below(10) < 9 {
+            rng.below(HOT)
+        } else {
+            HOT + rng.below(KEYS - HOT)
+        };
+        assert!(db.get(key(2 * i + 1)).unwrap().is_none());
+    }
+}
+
+/// The store's filter bits per key, from its stats: filter bytes over every
+/// entry (a file the allocation leaves without a filter counts its keys).
+fn bits_per_key(db: &Db) -> f64 {
+    let s = db.stats();
+    let entries: u64 = s.levels.iter().map(|l| l.entries).sum();
+    s.filter_bytes as f64 * 8.0 / entries as f64
+}
+
+/// Mean bits per key, by entries, of the files of `level` wholly below the
+/// hot range's end and of those wholly above it.
+fn hot_and_cold(db: &Db, level: usize) -> (f64, f64, usize, usize) {
+    let edge = key(2 * HOT);
+    let (mut hot, mut cold) = ((0.0, 0u64, 0), (0.0, 0u64, 0));
+    for f in db.file_stats().iter().filter(|f| f.level == level) {
+        let side = if f.largest < edge {
+            &mut hot
+        } else if f.smallest >= edge {
+            &mut cold
+        } else {
+            continue;
+        };
+        side.0 += f.bits_per_key * f.entries as f64;
+        side.1 += f.entries;
+        side.2 += 1;
+    }
+    (
+        hot.0 / hot.1.max(1) as f64,
+        cold.0 / cold.1.max(1) as f64,
+        hot.2,
+        cold.2,
+    )
+}
+
+/// The store holds its stated average to within 1% whether a full
+/// compaction rewrote it or flushes and compactions go on: after each of
+/// them the new files get what the files kept leave of the budget, up to
+/// the allocation's 1/16-bit grid, blocked512's rounding of each filter up
+/// to whole 512-bit lines (half a line per file, 0.04 bits per key for the
+/// files of about 6,000 keys written here) and the versions a compaction
+/// drops (it plans for every entry of its inputs).
+const TOLERANCE: f64 = 0.01;
+
+#[test]
+fn hot_ranges_get_more_bits_and_the_store_keeps_its_average() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    write(&db, 0, KEYS);
+    let levels = db.stats().levels.iter().filter(|l| l.files > 0).count();
+    assert!(levels >= 2, "{}", db.stats());
+    let mut rng = SplitMix64::new(0xe1a5);
+    read_skewed(&db, &mut rng, 40_000);
+    // Compaction sees the workload: the rewritten files take their bits
+    // from the lookups their inputs saw.
+    db.compact().unwrap();
+    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let (hot, cold, nh, nc) = hot_and_cold(&db, last);
+    assert!(nh >= 1 && nc >= 4, "{nh} hot files, {nc} cold");
+    assert!(hot > cold + 3.0, "hot {hot} vs cold {cold} bits/key");
+    let avg = bits_per_key(&db);
+    assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
+
+    // Writes go on under the same reads: compactions rewrite parts of the
+    // tree, each output sized from its inputs' history, and the store stays
+    // at its average.
+    for round in 0..4 {
+        write(&db, KEYS + round * 10_000, 10_000);
+        read_skewed(&db, &mut rng, 10_000);
+    }
+    let avg = bits_per_key(&db);
+    assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
+    assert_eq!(db.stats().filter_rebuilds, 0);
+}
+
+/// Without lookups the allocation follows each file's probe chance, as
+/// Monkey does, and spends the average too.
+#[test]
+fn without_history_the_store_still_spends_its_average() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    write(&db, 0, KEYS);
+    db.compact().unwrap();
+    let avg = bits_per_key(&db);
+    assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
+    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let (hot, cold, _, _) = hot_and_cold(&db, last);
+    assert!(
+        (hot - cold).abs() < 1.0,
+        "hot {hot} vs cold {cold} bits/key"
+    );
+}
+
+/// A design with an average that is not bits per key is refused.
+#[test]
+fn bad_averages_are_refused() {
+    let dir = scratch_dir();
+    for bad in [0.0, -3.0, f64::NAN, 1e6] {
+        let opts = options().filters(FilterOptions::workload_aware(FilterKind::Blocked512, bad));
+        let Err(e) = Db::open(dir.path(), opts) else {
+            panic!("{bad} bits/key accepted");
+        };
+        assert!(
+            matches!(e, bloomlsm::Error::InvalidArgument(_)),
+            "{bad}: {e}"
+        );
+    }
+}
