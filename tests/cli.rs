@@ -38,6 +38,13 @@ fn bloomlsm_stdin(args: &[&str], input: &[u8]) -> Output {
     o
 }
 
+/// Runs `bloomlsm args`, which must succeed, and returns its stdout.
+fn ok(args: &[&str]) -> String {
+    let o = bloomlsm(args);
+    assert!(o.status.success(), "{args:?}: {o:?}");
+    stdout(&o)
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -2661,11 +2668,6 @@ fn db_keyspaces_and_the_keyspace_flag() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("s");
     let d = d.to_str().unwrap();
-    let ok = |args: &[&str]| {
-        let o = bloomlsm(args);
-        assert!(o.status.success(), "{args:?}: {o:?}");
-        stdout(&o)
-    };
     ok(&["db", "put", d, "k", "in default"]);
     let o = ok(&[
         "db",
@@ -2731,11 +2733,6 @@ fn db_load_into_a_keyspace() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
     let d = store.to_str().unwrap();
-    let ok = |args: &[&str]| {
-        let o = bloomlsm(args);
-        assert!(o.status.success(), "{args:?}: {o:?}");
-        stdout(&o)
-    };
     ok(&["db", "put", d, "u1", "in default"]);
     ok(&["db", "keyspaces", d, "--create", "users"]);
     let input = dir.path().join("users.tsv");
@@ -2816,11 +2813,6 @@ fn db_checkpoint_copies_every_keyspace() {
     let d = d.to_str().unwrap();
     let c = dir.path().join("c");
     let c = c.to_str().unwrap();
-    let ok = |args: &[&str]| {
-        let o = bloomlsm(args);
-        assert!(o.status.success(), "{args:?}: {o:?}");
-        stdout(&o)
-    };
     ok(&["db", "put", d, "k", "in default"]);
     ok(&["db", "keyspaces", d, "--create", "users"]);
     ok(&["db", "put", d, "k", "in users", "--keyspace", "users"]);
