@@ -122,6 +122,18 @@ pub fn result_bits_for(bits_per_key: f64) -> f64 {
     (bits / (1.0 + RIBBON_NOMINAL_OVERHEAD)).min(f64::from(MAX_RIBBON_COLUMNS - 1))
 }
 
+/// The result columns per slot of a filter of `blocks` blocks that holds
+/// `budget_bits` of solution: the budget over the slots, at most `rho_max`
+/// and at least one column fewer (at most twice the FPR). The floor binds
+/// only for filters of a few hundred keys, whose extra 32 slots are a
+/// large share of the slots; they spend more than the budget, a few
+/// hundred bytes at most, rather than answer "maybe" to most keys.
+fn rho_within(rho_max: f64, budget_bits: f64, blocks: usize) -> f64 {
+    let slots = (blocks * RIBBON_WIDTH).max(1) as f64;
+    let floor = (rho_max - 1.0).max(rho_max.min(1.0));
+    (budget_bits / slots).clamp(floor, rho_max)
+}
+
 /// Number of start positions of a filter of `blocks` blocks: the last start
 /// is the first slot of the last block, so every window of 128 slots lies
 /// inside the filter.
@@ -603,19 +615,31 @@ impl RibbonFilter {
     /// it). Duplicate hashes are harmless. Never fails: a seed whose banding
     /// fails is replaced by the next one, and the slot count grows after
     /// every [`RETRIES_PER_SIZE`] failures.
+    ///
+    /// The solution holds `bits_per_key · keys` bits (within one block's
+    /// rounding), whatever the slot count: the result columns are that
+    /// budget spread over the slots, at most [`result_bits_for`] and at
+    /// least one column fewer. So a filter of a few thousand keys, whose slot
+    /// count the block rounding and the 32 extra slots raise by a few per
+    /// cent, answers at a slightly higher FPR instead of spending more
+    /// than its name says (a store of many such filters, e.g. 4 KiB
+    /// partitions, would otherwise spend 2% over it).
     pub fn from_hashes(hashes: &[u64], bits_per_key: f64) -> Self {
+        let budget = super::clamp_bits(bits_per_key) * hashes.len() as f64;
         Self::build_from(
             hashes,
             result_bits_for(bits_per_key),
+            budget,
             blocks_for(hashes.len()),
         )
     }
 
-    /// [`Self::from_hashes`] starting at `blocks` blocks.
-    fn build_from(hashes: &[u64], rho: f64, mut blocks: usize) -> Self {
+    /// [`Self::from_hashes`] starting at `blocks` blocks, with `rho_max`
+    /// result columns per slot at most and `budget_bits` of solution.
+    fn build_from(hashes: &[u64], rho_max: f64, budget_bits: f64, mut blocks: usize) -> Self {
         let mut seed = 0u32;
         loop {
-            let shape = Shape::new(blocks, rho);
+            let shape = Shape::new(blocks, rho_within(rho_max, budget_bits, blocks));
             if let Ok(words) = try_build(hashes, &shape, seed) {
                 return Self::new(words, shape, seed, hashes.len() as u64);
             }
@@ -920,6 +944,24 @@ mod tests {
         }
     }
 
+    /// A filter spends its name's bits per key whatever its key count: the
+    /// block rounding and the extra slots lower the result columns, not
+    /// raise the memory.
+    #[test]
+    fn memory_is_the_named_bits_per_key() {
+        for n in [4_000usize, 4_681, 9_000, 20_000, 100_000] {
+            let keys = fixed_hashes(21, n);
+            for bits in [7.0, 10.0, 16.0] {
+                let f = open(&FilterPolicy::ribbon(bits).build(&keys).unwrap());
+                let bpk = f.memory_bytes() as f64 * 8.0 / n as f64;
+                // Within half a block's columns (64 slots) of the budget.
+                let slack = 64.0 * (bits + 1.0) / n as f64;
+                assert!((bpk - bits).abs() <= slack, "{n} keys at {bits}: {bpk}");
+                assert!(keys.iter().all(|&h| f.may_contain(h)));
+            }
+        }
+    }
+
     #[test]
     fn empty_one_and_duplicates() {
         let empty = Filter::open(&FilterPolicy::ribbon(7.0).build(&[]).unwrap()).unwrap();
@@ -957,7 +999,7 @@ mod tests {
         // 250 equations cannot fit 128 slots: one block fails every time.
         let keys = fixed_hashes(6, 250);
         assert!(try_build(&keys, &Shape::new(1, 7.0), 0).is_err());
-        let f = RibbonFilter::build_from(&keys, 7.0, 1);
+        let f = RibbonFilter::build_from(&keys, 7.0, f64::INFINITY, 1);
         assert!(f.seed() >= RETRIES_PER_SIZE, "seed {}", f.seed());
         assert!(f.num_blocks() >= 2);
         assert!(keys.iter().all(|&h| f.may_contain(h)));
@@ -1110,23 +1152,23 @@ mod tests {
             digest(&fixed_hashes(11, 1000), 7.057),
             digest(&fixed_hashes(12, 3000), 10.475),
             digest(&fixed_hashes(13, 5000), 20.0),
-            // Built windowed (more than WINDOW_BLOCKS blocks); the digests
-            // are those of the whole-band build before the window existed.
+            // Built windowed (more than WINDOW_BLOCKS blocks).
             digest(&fixed_hashes(14, 20_000), 7.057),
             digest(&fixed_hashes(15, 200_000), 10.475),
         ];
         let mut retried = Vec::new();
-        RibbonFilter::build_from(&fixed_hashes(6, 250), 7.0, 1).encode_to(&mut retried);
+        RibbonFilter::build_from(&fixed_hashes(6, 250), 7.0, f64::INFINITY, 1)
+            .encode_to(&mut retried);
         let retried = (retried.len(), crate::filter::key_hash(&retried));
         assert_eq!(
             got,
             [
-                (0x94, 0xd219_1403_b0d8_ad86),
-                (0x3f4, 0xe40b_c6f1_9c32_1118),
-                (0xfb4, 0xc966_d7c8_8ed2_f9c6),
-                (0x3234, 0xbad4_2284_5009_56aa),
-                (0x4574, 0x74ae_83bc_e339_674a),
-                (0x3ff54, 0x857e_5702_ab10_4ee1),
+                (0x84, 0xd63a_3d27_ec9e_5b5b),
+                (0x3a4, 0x9081_a307_5c5d_b943),
+                (0xf84, 0x0b74_ea32_cee1_ea72),
+                (0x3104, 0xbc6b_ef1e_e8d5_1bbd),
+                (0x4514, 0x2b5f_03f2_b94f_bedb),
+                (0x3ff14, 0x9ae4_c1c2_503d_a90f),
             ]
         );
         assert_eq!(retried, (0x104, 0x6e9d_d74e_2e5f_298a));
