@@ -1808,6 +1808,57 @@ fn bench_bulk_load_keeps_every_key() {
     }
 }
 
+/// Several configurations from one load open one store at a time: under a
+/// descriptor limit that one store's `--max-open-files` fits and two do
+/// not, the study runs through, reopening tables as it must.
+#[test]
+fn bench_configurations_share_the_open_file_limit() {
+    use std::os::unix::process::CommandExt;
+    const LIMIT: libc::rlim_t = 56;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+    cmd.args([
+        "bench",
+        "--keys",
+        "16000",
+        "--value-size",
+        "8000",
+        "--lookups",
+        "2000",
+        "--configs",
+        "none,blocked10",
+        "--max-open-files",
+        "40",
+        "--json",
+        "--quiet",
+    ])
+    .stdin(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let l = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let o = cmd.output().expect("run bloomlsm");
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let shape = r["shape"].as_array().unwrap();
+        let files: u64 = shape.iter().map(|l| l["files"].as_u64().unwrap()).sum();
+        // More tables than the 40 descriptors less the reserved ones (16
+        // on two cores, 20 from four) hold.
+        assert!(files > 30, "{shape:?}");
+    }
+}
+
 #[test]
 fn bench_reports_disk_bytes_ratio_and_write_amplification() {
     let run = |c: &str| {
