@@ -494,6 +494,14 @@ pub struct Options {
     /// of their own). When false, they only run in [`crate::Db::compact`]
     /// and [`crate::Db::maintain`] (tests and experiments). Default true.
     pub background_compaction: bool,
+    /// Once no write has been acknowledged for a second, the background
+    /// compaction thread merges L0 into the base level if it holds at least
+    /// two files, below [`Options::l0_compaction_trigger`]: a store written
+    /// in bursts and then read meets one file per level, not up to three
+    /// more L0 files per missing key. It costs one merge per idle spell that
+    /// finds two or more L0 files (docs/design.md, "Idle L0 merges").
+    /// Needs `background_compaction`. Default true.
+    pub idle_l0_compaction: bool,
     /// Size levels from the bottom up (RocksDB's
     /// `level_compaction_dynamic_level_bytes`): the last level
     /// (`max_levels - 1`) targets its actual data bytes, each level above it
@@ -563,6 +571,7 @@ impl Default for Options {
             wal_recovery: WalRecovery::default(),
             max_subcompactions: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             background_compaction: true,
+            idle_l0_compaction: true,
             dynamic_level_bytes: true,
             fs: RealFs::shared(),
             read_mode: ReadMode::Buffered,
@@ -738,6 +747,7 @@ setters!(Options {
     wal_recovery: WalRecovery,
     max_subcompactions: usize,
     background_compaction: bool,
+    idle_l0_compaction: bool,
     dynamic_level_bytes: bool,
     fs: Arc<dyn FileSystem>,
     read_mode: ReadMode,

@@ -1,7 +1,8 @@
 //! When L0 compacts: at `l0_compaction_trigger` files, or earlier when its
 //! data outweighs the base level's target (RocksDB's rule, which lets the
-//! base level take L0's writes in large batches). Shapes after `maintain`,
-//! which runs exactly the compactions that are due.
+//! base level take L0's writes in large batches), or, from two files, once
+//! the store goes idle (`Options::idle_l0_compaction`). Shapes after
+//! `maintain`, which runs exactly the compactions that are due.
 
 use bloomlsm::{Db, Options, WriteBatch};
 
@@ -60,4 +61,92 @@ fn small_l0_waits_for_the_file_trigger() {
     }
     one_flush(&db, 900, 300);
     assert_eq!(files(&db, 0), 0, "{}", db.stats());
+}
+
+/// Waits, up to a minute, for `done`; false if it never held.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..600 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+fn all_found(db: &Db, keys: std::ops::Range<u64>) {
+    for i in keys {
+        let k = format!("key{i:08}");
+        assert_eq!(
+            db.get(k.as_bytes()).unwrap().as_deref(),
+            Some(&[b'v'; 100][..]),
+            "{k}"
+        );
+    }
+}
+
+#[test]
+fn an_idle_store_merges_l0_below_the_trigger() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options(1 << 20).background_compaction(true)).unwrap();
+    for f in 0..3 {
+        one_flush(&db, f * 300, 300);
+    }
+    // Three L0 files, one under the trigger: merged once writes stop.
+    assert!(
+        eventually(|| files(&db, 0) == 0),
+        "L0 never merged: {}",
+        db.stats()
+    );
+    assert!(db.stats().compactions >= 1);
+    all_found(&db, 0..900);
+    drop(db);
+    let db = Db::open(dir.path(), options(1 << 20)).unwrap();
+    assert_eq!(files(&db, 0), 0);
+    all_found(&db, 0..900);
+}
+
+#[test]
+fn one_l0_file_or_the_option_off_leaves_l0_alone() {
+    for (flushes, idle_merge) in [(1, true), (3, false)] {
+        let dir = scratch_dir();
+        let opts = options(1 << 20)
+            .background_compaction(true)
+            .idle_l0_compaction(idle_merge);
+        let db = Db::open(dir.path(), opts).unwrap();
+        for f in 0..flushes {
+            one_flush(&db, f * 300, 300);
+        }
+        // Idle for over twice the second that makes the store idle.
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+        assert_eq!(files(&db, 0), flushes as usize, "{}", db.stats());
+        assert_eq!(db.stats().compactions, 0);
+        all_found(&db, 0..flushes * 300);
+    }
+}
+
+/// Writes and flushes that arrive while an idle merge runs stay in L0 above
+/// its output, and every key keeps its newest value, whatever the
+/// interleaving the pauses happen to give.
+#[test]
+fn writes_during_an_idle_merge_keep_every_key() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options(1 << 20).background_compaction(true)).unwrap();
+    for round in 0..6u64 {
+        one_flush(&db, round * 300, 300);
+        one_flush(&db, round * 300 + 150, 300);
+        // About the second after which the store is idle, so the next
+        // writes land before, during or after the merge.
+        std::thread::sleep(std::time::Duration::from_millis(900 + 100 * round));
+    }
+    all_found(&db, 0..6 * 300 + 150);
+    assert!(
+        eventually(|| files(&db, 0) == 0),
+        "L0 never merged: {}",
+        db.stats()
+    );
+    all_found(&db, 0..6 * 300 + 150);
+    drop(db);
+    let db = Db::open(dir.path(), options(1 << 20)).unwrap();
+    all_found(&db, 0..6 * 300 + 150);
 }

@@ -211,12 +211,16 @@ impl Inner {
                 .iter()
                 .any(|&s| s >= 1.0)
                 || (self.idle()
-                    && compaction::refilter::pick(st.vs.current(), &self.opts).is_some()))
+                    && (compaction::idle_l0(st.vs.current(), &self.opts, &st.vs.pointers)
+                        .is_some()
+                        || compaction::refilter::pick(st.vs.current(), &self.opts).is_some())))
     }
 
     /// Whether no write has been acknowledged for [`REFILTER_IDLE`]: the
-    /// compaction thread rebuilds filters only then, so that a tree still
-    /// growing is not rewritten for every allocation it passes through.
+    /// compaction thread rebuilds filters and merges L0 below its trigger
+    /// ([`compaction::idle_l0`]) only then, so that a tree still growing is
+    /// not rewritten for every allocation it passes through, nor its L0
+    /// merged more often than its trigger says.
     pub(super) fn idle(&self) -> bool {
         let last = self.last_write_ms.load(Ordering::Relaxed);
         self.opened_at.elapsed().as_millis() as u64
@@ -329,20 +333,28 @@ impl Inner {
     }
 
     /// Runs one picked compaction, if any is due. Returns whether it did.
-    pub(super) fn compact_once(&self, refilter: bool) -> Result<bool> {
+    pub(super) fn compact_once(&self, idle: bool) -> Result<bool> {
         let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
-        self.guarded("compaction", || self.compact_once_locked(refilter))
+        self.guarded("compaction", || self.compact_once_locked(idle))
     }
 
-    /// Runs the most urgent compaction, or when none is due and `refilter`
-    /// says so, one filter rebuild ([`compaction::refilter`]).
-    pub(super) fn compact_once_locked(&self, refilter: bool) -> Result<bool> {
+    /// Runs the most urgent compaction, or when none is due and the store
+    /// is `idle`, the merge of its L0 files ([`compaction::idle_l0`]) or
+    /// else one filter rebuild ([`compaction::refilter`]).
+    pub(super) fn compact_once_locked(&self, idle: bool) -> Result<bool> {
         let (c, v) = {
             let st = self.state();
             let v = st.vs.current();
-            match compaction::pick(v, &self.opts, &st.vs.pointers) {
+            let idle_merge = || {
+                if idle && self.opts.background_compaction {
+                    compaction::idle_l0(v, &self.opts, &st.vs.pointers)
+                } else {
+                    None
+                }
+            };
+            match compaction::pick(v, &self.opts, &st.vs.pointers).or_else(idle_merge) {
                 Some(c) => (Ok(c), v.clone()),
-                None => match refilter
+                None => match idle
                     .then(|| compaction::refilter::pick(v, &self.opts))
                     .flatten()
                 {

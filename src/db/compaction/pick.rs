@@ -213,6 +213,26 @@ pub(crate) fn pick(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<
     ))
 }
 
+/// The merge of every L0 file into the base level that an idle store runs
+/// ([`Options::idle_l0_compaction`]): due when L0 holds at least two files
+/// (one L0 file costs a missing key one filter probe, and merging it alone
+/// into the base level would rewrite the files it overlaps for that one).
+pub(crate) fn idle_l0(v: &Version, opts: &Options, pointers: &[Vec<u8>]) -> Option<Compaction> {
+    if !opts.idle_l0_compaction || v.levels[0].len() < 2 || v.levels.len() < 2 {
+        return None;
+    }
+    let shape = shape(v, opts);
+    let expand_limit = opts.target_file_size.saturating_mul(25);
+    Some(whole_or_next(
+        v,
+        0,
+        shape.base,
+        pointers,
+        false,
+        expand_limit,
+    ))
+}
+
 /// A compaction of `level` into `output` (> `level`): every file (L0, or
 /// `all`) or the file of least overlap below ([`least_overlap`], ties by the
 /// level's round-robin pointer; grown by [`expand_inputs`] up to
