@@ -13,6 +13,23 @@ impl Inner {
         let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         self.counters.gets.gets.fetch_add(1, Ordering::Relaxed);
         let hash = key_hash(user_key);
+        let v = &sv.version;
+        // First pick the file of every level and start loading the filter
+        // memory of each file the key will be probed in: the cache misses
+        // of all levels then overlap instead of following one another, and
+        // with the memtables' probes, which come next.
+        let mut slots = [Slot::None; MAX_LEVELS];
+        for (i, f) in v.levels[0].iter().enumerate() {
+            if v.l0_covers(i, user_key) {
+                prefetch_probe(v, 0, i, f, hash);
+            }
+        }
+        for (level, slot) in slots.iter_mut().enumerate().take(v.levels.len()).skip(1) {
+            *slot = v.slot(level, user_key);
+            if let Slot::In(i) = *slot {
+                prefetch_probe(v, level, i, &v.levels[level][i], hash);
+            }
+        }
         // The newest range tombstone over the key that the read sees among
         // the sources searched so far (0: none). A version older than it is
         // deleted, and so is every version in the sources after the one
@@ -41,22 +58,6 @@ impl Inner {
                 self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
             }
             return Ok(value);
-        }
-        let v = &sv.version;
-        // First pick the file of every level and start loading the filter
-        // memory of each file the key will be probed in: the cache misses
-        // of all levels then overlap instead of following one another.
-        let mut slots = [Slot::None; MAX_LEVELS];
-        for (i, f) in v.levels[0].iter().enumerate() {
-            if v.l0_covers(i, user_key) {
-                prefetch_probe(v, 0, i, f, hash);
-            }
-        }
-        for (level, slot) in slots.iter_mut().enumerate().take(v.levels.len()).skip(1) {
-            *slot = v.slot(level, user_key);
-            if let Slot::In(i) = *slot {
-                prefetch_probe(v, level, i, &v.levels[level][i], hash);
-            }
         }
         // Built on the first filter positive: most missing gets need none.
         let mut lookup = Lookup::new(user_key, snapshot);
