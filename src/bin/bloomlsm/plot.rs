@@ -497,12 +497,15 @@ pub fn curve_color(i: usize) -> RGBColor {
 /// The budget curves: blocks read per missing get (filter + index + data,
 /// log) against the filter and index memory held (MiB), measured (solid,
 /// dots) and as the allocation's model predicts (dashed), and per present
-/// get, measured (thin, crosses).
+/// get, measured (thin, crosses). The legend stands beside the plot, where
+/// it covers no curve.
 fn budget_panel(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     chart_data: &Chart<'_>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let curves = &chart_data.budget;
+    let (width, _) = area.dim_in_pixel();
+    let (area, legend) = area.split_horizontally(width.saturating_sub(200));
     let mib = |b: f64| b / (1 << 20) as f64;
     let xmax = curves
         .iter()
@@ -522,7 +525,7 @@ fn budget_panel(
     } else {
         (decade_floor(lo) / 2.0, hi * 3.0)
     };
-    let mut chart = ChartBuilder::on(area)
+    let mut chart = ChartBuilder::on(&area)
         .caption(
             format!(
                 "Blocks read per get under a metadata memory budget ({})",
@@ -541,50 +544,63 @@ fn budget_panel(
         .y_label_formatter(&|v| sig3(*v))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
+    let font = ("sans-serif", 13).into_font();
+    let mut y = 60;
     for (i, c) in curves.iter().enumerate() {
         let color = curve_color(i);
         let measured: Vec<(f64, f64)> =
             c.points.iter().map(|p| (mib(p.0), p.1.max(ymin))).collect();
-        chart
-            .draw_series(LineSeries::new(measured.clone(), color.stroke_width(2)))?
-            .label(format!("{} missing, measured", c.name))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+        chart.draw_series(LineSeries::new(measured.clone(), color.stroke_width(2)))?;
         chart.draw_series(measured.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
         let predicted: Vec<(f64, f64)> =
             c.points.iter().map(|p| (mib(p.0), p.2.max(ymin))).collect();
-        chart
-            .draw_series(DashedLineSeries::new(
-                predicted,
-                6,
-                4,
-                color.stroke_width(1),
-            ))?
-            .label(format!("{} missing, predicted", c.name))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(1))
-            });
+        chart.draw_series(DashedLineSeries::new(
+            predicted,
+            6,
+            4,
+            color.stroke_width(1),
+        ))?;
         let present: Vec<(f64, f64)> = c.points.iter().map(|p| (mib(p.0), p.3.max(ymin))).collect();
-        chart
-            .draw_series(LineSeries::new(present.clone(), color.stroke_width(1)))?
-            .label(format!("{} present, measured", c.name))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(1))
-            });
+        chart.draw_series(LineSeries::new(present.clone(), color.stroke_width(1)))?;
         chart.draw_series(
             present
                 .iter()
                 .map(|&p| Cross::new(p, 4, color.stroke_width(2))),
         )?;
+        // The legend: the configuration, then a sample of each line.
+        legend.draw(&Text::new(c.name.clone(), (8, y), font.clone()))?;
+        y += 18;
+        for (what, dashed, width, mark) in [
+            ("missing, measured", false, 2, true),
+            ("missing, predicted", true, 1, false),
+            ("present, measured", false, 1, false),
+        ] {
+            let (x0, ym) = (12, y + 6);
+            if dashed {
+                legend.draw(&PathElement::new(
+                    vec![(x0, ym), (x0 + 7, ym)],
+                    color.stroke_width(1),
+                ))?;
+                legend.draw(&PathElement::new(
+                    vec![(x0 + 12, ym), (x0 + 19, ym)],
+                    color.stroke_width(1),
+                ))?;
+            } else {
+                legend.draw(&PathElement::new(
+                    vec![(x0, ym), (x0 + 20, ym)],
+                    color.stroke_width(width),
+                ))?;
+            }
+            if mark {
+                legend.draw(&Circle::new((x0 + 10, ym), 4, color.filled()))?;
+            } else if !dashed {
+                legend.draw(&Cross::new((x0 + 10, ym), 4, color.stroke_width(2)))?;
+            }
+            legend.draw(&Text::new(what, (x0 + 28, y), font.clone()))?;
+            y += 17;
+        }
+        y += 8;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK.mix(0.3))
-        .label_font(("sans-serif", 13))
-        .draw()?;
     Ok(())
 }
 
