@@ -317,7 +317,9 @@ impl MemTable {
         hash: u64,
         snapshot_seq: u64,
     ) -> Option<(u64, LookupResult)> {
-        if !self.filter.may_contain(hash) {
+        // An empty memtable (a store between bursts of writes) answers
+        // without its filter's cache miss.
+        if self.list.len() == 0 || !self.filter.may_contain(hash) {
             return None;
         }
         // `Value` is the largest kind, so (key, snapshot, Value) sorts before
