@@ -486,3 +486,105 @@ fn a_failed_reopen_fails_the_read_and_the_next_read_reopens() {
     assert!(s.table_files_open as usize <= capacity);
     db.close().unwrap();
 }
+
+/// A filter rebuild rewrites its files in parallel and installs a batch of
+/// them in one MANIFEST edit. A fault at an operation of it (each kind, at
+/// spread points), alone or as a power loss, leaves a store that reopens
+/// with every key, each file with its old filter or its new one, and a
+/// rebuild after it finishes the job.
+#[test]
+fn a_fault_in_a_batched_filter_rebuild_keeps_every_key() {
+    use crate::{FilterOptions, FilterPolicy};
+    let unfiltered = |fs: &FaultFs| options(fs, false).filters(FilterOptions::none());
+    let filtered = |fs: &FaultFs| {
+        options(fs, false)
+            .filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))))
+            .use_stored_design(false)
+    };
+    // A store of unfiltered files below L0, and what it holds.
+    let base = |dir: &std::path::Path, fs: &FaultFs| -> Model {
+        let db = Db::open(dir, unfiltered(fs)).unwrap();
+        let mut m = Model::new();
+        for i in 0..1500u32 {
+            let (k, v) = (format!("key{i:05}"), format!("value{i}-{}", "x".repeat(60)));
+            db.put(&k, &v).unwrap();
+            m.insert(k.into_bytes(), v.into_bytes());
+        }
+        db.compact().unwrap();
+        db.close().unwrap();
+        m
+    };
+    let rebuild = |dir: &std::path::Path, fs: &FaultFs| -> crate::Result<u64> {
+        let db = Db::open(dir, filtered(fs))?;
+        let n = db.rebuild_filters();
+        drop(db);
+        n
+    };
+    let kinds =
+        |db: &Db| -> Vec<String> { db.file_stats().iter().map(|f| f.filter.clone()).collect() };
+    // A clean rebuild, counted.
+    let clean = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let model = base(clean.path(), &fs);
+    fs.arm(Fault {
+        op: Some(Op::Lock),
+        nth: u64::MAX,
+        error: FaultError::Io,
+        sticky: false,
+    });
+    let files = rebuild(clean.path(), &fs).unwrap();
+    assert!(files >= 8, "{files} files rebuilt");
+    let blocked = {
+        fs.disarm();
+        let db = Db::open(clean.path(), filtered(&fs)).unwrap();
+        let k = kinds(&db);
+        assert!(k.iter().all(|n| *n == k[0] && n != "none"), "{k:?}");
+        k[0].clone()
+    };
+    let census: Vec<(Op, u64)> = [Op::Create, Op::Write, Op::Sync, Op::SyncDir, Op::Rename]
+        .into_iter()
+        .map(|op| (op, fs.count(Some(op))))
+        .collect();
+    let mut trials = 0;
+    for &(op, total) in &census {
+        for nth in points(total, 4) {
+            for power_loss in [false, true] {
+                let what = format!("{op:?} #{nth} of {total} fails, power loss {power_loss}");
+                let dir = tempfile::tempdir().unwrap();
+                let fs = FaultFs::new();
+                base(dir.path(), &fs);
+                fs.arm(Fault {
+                    op: Some(op),
+                    nth,
+                    error: FaultError::Io,
+                    sticky: power_loss,
+                });
+                let r = rebuild(dir.path(), &fs);
+                if !fs.tripped() {
+                    // The parallel rewrites may run fewer operations of a
+                    // kind than the census counted.
+                    continue;
+                }
+                assert!(r.is_err(), "{what}: no error");
+                if power_loss {
+                    fs.power_loss().unwrap();
+                }
+                fs.disarm();
+                let db = Db::open(dir.path(), filtered(&fs)).unwrap();
+                assert!(contents(&db).unwrap() == model, "{what}: keys lost");
+                assert!(
+                    kinds(&db).iter().all(|k| k == "none" || *k == blocked),
+                    "{what}: {:?}",
+                    kinds(&db)
+                );
+                db.rebuild_filters().unwrap();
+                assert!(kinds(&db).iter().all(|k| *k == blocked), "{what}");
+                assert!(contents(&db).unwrap() == model, "{what}: keys lost");
+                db.close().unwrap();
+                trials += 1;
+            }
+        }
+    }
+    assert!(trials >= 20, "{trials} trials over {census:?}");
+    eprintln!("filter rebuild faults: {trials} trials over {census:?}");
+}

@@ -8,6 +8,10 @@ use compaction::allocation;
 /// rebuilds filters ([`Inner::idle`]).
 pub(super) const REFILTER_IDLE: Duration = Duration::from_secs(1);
 
+/// Most files [`Db::rebuild_filters`] rewrites before one MANIFEST edit
+/// installs them (the compaction thread's idle rebuilds go one at a time).
+const REFILTER_BATCH: usize = 64;
+
 /// The work of a background thread.
 #[derive(Clone, Copy)]
 pub(super) enum Job {
@@ -239,22 +243,24 @@ impl Inner {
         loop {
             let _work = self.compact_work.lock().unwrap_or_else(|p| p.into_inner());
             let done = self.guarded("filter rebuild", || {
-                let (r, v) = {
+                let (rs, v) = {
                     let st = self.state();
                     let v = st.vs.current().clone();
-                    match compaction::refilter::pick(&v, &self.opts) {
-                        Some(r) => (r, v),
-                        None => return Ok(true),
+                    let rs = compaction::refilter::pick_batch(&v, &self.opts, REFILTER_BATCH);
+                    if rs.is_empty() {
+                        return Ok(None);
                     }
+                    (rs, v)
                 };
-                let obsolete = self.run_refilter(r, &v)?;
+                let k = rs.len() as u64;
+                let obsolete = self.run_refilters(rs, &v)?;
                 self.table_files.retire(obsolete, v);
-                Ok(false)
+                Ok(Some(k))
             })?;
-            if done {
-                return Ok(n);
+            match done {
+                None => return Ok(n),
+                Some(k) => n += k,
             }
-            n += 1;
         }
     }
 
@@ -366,23 +372,83 @@ impl Inner {
         inject::hit(&self.dir, inject::Point::Compaction)?;
         let obsolete = match c {
             Ok(c) => self.run_compaction(c, &v)?,
-            Err(r) => self.run_refilter(r, &v)?,
+            Err(r) => self.run_refilters(vec![r], &v)?,
         };
         self.table_files.retire(obsolete, v);
         Ok(true)
     }
 
-    /// Rewrites one file, in its level, with the filter its level gets now,
-    /// and installs it in the file's place: its data blocks copied as stored
-    /// when that writes the file a merge would
-    /// ([`compaction::filter_only`]), else merged as a compaction of that
-    /// file alone. Returns the replaced file, for [`TableFiles::retire`].
-    pub(super) fn run_refilter(
+    /// Rewrites files, each in its level, with the filter its level gets
+    /// now, and installs them in the files' places in one MANIFEST edit:
+    /// each file's data blocks copied as stored when that writes the file a
+    /// merge would ([`compaction::filter_only`]), else merged as a
+    /// compaction of that file alone. The rewrites run in parallel, each
+    /// table synced as it is finished, then the directory once and the edit
+    /// once (one at a time, a rebuild of 4,650 files at 10^8 keys waited on
+    /// three syncs per file). Returns the replaced files, for
+    /// [`TableFiles::retire`].
+    pub(super) fn run_refilters(
         &self,
-        r: compaction::refilter::Refilter,
+        rs: Vec<compaction::refilter::Refilter>,
         v: &Arc<Version>,
     ) -> Result<Vec<Arc<FileHandle>>> {
+        use rayon::prelude::*;
         let retention = self.retention();
+        let outs: Vec<Result<compaction::Outputs>> = rs
+            .par_iter()
+            .map(|r| self.refilter_one(r, v, &retention))
+            .collect();
+        // Every rewrite that succeeded is synced; on an error none is
+        // installed, and their files are left to the next open's sweep of
+        // files no version names.
+        let outs: Vec<compaction::Outputs> = outs.into_iter().collect::<Result<_>>()?;
+        filename::sync_dir_in(self.fs(), &self.dir)?;
+        let mut edit = VersionEdit::new();
+        let mut new_files = Vec::new();
+        for (r, out) in rs.iter().zip(&outs) {
+            allocation::inherit(&r.file, &out.files, self.lookups());
+            self.counters
+                .bytes_compacted
+                .fetch_add(out.bytes_written, Ordering::Relaxed);
+            edit.deleted_files.push((r.level, r.file.number()));
+            for f in &out.files {
+                edit.new_files.push((r.level, f.meta.clone()));
+                new_files.push(f.clone());
+            }
+        }
+        let mut st = self.state();
+        let seq = self.last_seq.load(Ordering::Acquire);
+        st.vs.log_and_apply(edit, &new_files, seq)?;
+        for r in &rs {
+            self.counters.retired_io[r.level].add(&r.file.io.load());
+        }
+        let mem_now = self.super_version().mem.clone();
+        self.install(&st, mem_now);
+        drop(st);
+        self.counters
+            .filter_rebuilds
+            .fetch_add(rs.len() as u64, Ordering::Relaxed);
+        for (r, out) in rs.iter().zip(&outs) {
+            self.add_level_writes(
+                r.level,
+                &LevelWrites {
+                    jobs: 1,
+                    bytes_written: out.bytes_written,
+                    bytes_read_here: r.file.meta.file_size,
+                    ..LevelWrites::default()
+                },
+            );
+        }
+        Ok(rs.into_iter().map(|r| r.file).collect())
+    }
+
+    /// One file of [`Self::run_refilters`], written and synced.
+    fn refilter_one(
+        &self,
+        r: &compaction::refilter::Refilter,
+        v: &Arc<Version>,
+        retention: &compaction::Retention,
+    ) -> Result<compaction::Outputs> {
         let copied = compaction::filter_only::rewrite(
             &self.dir,
             &self.opts,
@@ -391,68 +457,34 @@ impl Inner {
             &r.file,
             r.policy,
             self,
-            &retention,
+            retention,
             &self.caches,
         )?;
-        if copied.is_some() {
+        if let Some(out) = copied {
             self.counters
                 .filter_rebuilds_copied
                 .fetch_add(1, Ordering::Relaxed);
+            return Ok(out);
         }
-        let out = match copied {
-            Some(out) => out,
-            None => {
-                let one = Compaction {
-                    level: r.level,
-                    inputs: vec![r.file.clone()],
-                    next_inputs: Vec::new(),
-                    output_level: r.level,
-                    move_only: false,
-                };
-                compaction::run(
-                    &self.dir,
-                    &self.opts,
-                    OutputSize::Whole,
-                    v,
-                    &one,
-                    r.policy,
-                    None,
-                    self,
-                    &retention,
-                    self.caches.clone(),
-                )?
-            }
+        let one = Compaction {
+            level: r.level,
+            inputs: vec![r.file.clone()],
+            next_inputs: Vec::new(),
+            output_level: r.level,
+            move_only: false,
         };
-        filename::sync_dir_in(self.fs(), &self.dir)?;
-        allocation::inherit(&r.file, &out.files, self.lookups());
-        self.counters
-            .bytes_compacted
-            .fetch_add(out.bytes_written, Ordering::Relaxed);
-        let mut edit = VersionEdit::new();
-        edit.deleted_files.push((r.level, r.file.number()));
-        for f in &out.files {
-            edit.new_files.push((r.level, f.meta.clone()));
-        }
-        let mut st = self.state();
-        let seq = self.last_seq.load(Ordering::Acquire);
-        st.vs.log_and_apply(edit, &out.files, seq)?;
-        self.counters.retired_io[r.level].add(&r.file.io.load());
-        let mem_now = self.super_version().mem.clone();
-        self.install(&st, mem_now);
-        drop(st);
-        self.counters
-            .filter_rebuilds
-            .fetch_add(1, Ordering::Relaxed);
-        self.add_level_writes(
-            r.level,
-            &LevelWrites {
-                jobs: 1,
-                bytes_written: out.bytes_written,
-                bytes_read_here: r.file.meta.file_size,
-                ..LevelWrites::default()
-            },
-        );
-        Ok(vec![r.file])
+        compaction::run(
+            &self.dir,
+            &self.opts,
+            OutputSize::Whole,
+            v,
+            &one,
+            r.policy,
+            None,
+            self,
+            retention,
+            self.caches.clone(),
+        )
     }
 
     /// Merges every level into one: each non-empty level in turn, top down,

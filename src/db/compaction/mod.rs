@@ -31,7 +31,7 @@ mod tests;
 
 #[cfg(test)]
 pub(crate) use output::test_table;
-pub(crate) use output::{ChooseFilter, file_meta, run, write_outputs};
+pub(crate) use output::{ChooseFilter, Outputs, file_meta, run, write_outputs};
 pub(crate) use pick::{extend_trivial_move, idle_l0, pick, scores, shape, whole_or_next};
 
 use std::path::Path;

@@ -15,8 +15,9 @@
 //! have paused for a second (rebuilding while the tree still grows would
 //! rewrite files for every allocation it passes through: a 10^6-key load
 //! that rebuilt whenever no compaction was due wrote 10.75 bytes per byte
-//! loaded instead of 4.25), rewrite one file at a time with the filter its
-//! level gets now ([`pick`]): first any file of a level ≥ 1 whose filter
+//! loaded instead of 4.25), rewrite files with the filter their level gets
+//! now ([`pick`] one at a time for the compaction thread, [`pick_batch`]
+//! up to 64 at once for `rebuild_filters`): first any file of a level ≥ 1 whose filter
 //! family or presence is not the one its level gets; then, while the store's
 //! filter bits differ from what the allocation spends on the current tree
 //! by more than [`TOLERANCE`], the file whose bits differ the most (in
@@ -154,6 +155,70 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
     if let Some(x) = files().find(|(_, f, _)| !range_filter_current(f, opts)) {
         return Some(refilter(x));
     }
+    by_drift(v, opts, &targets, workload)
+}
+
+/// Up to `max` files to rewrite at once, each with the filter its level
+/// gets now: the files whose filter family, prefix filter or range filter
+/// is not their level's (as [`pick`] finds them one by one). Each of those
+/// is rewritten whatever the others get, so one batch takes them all; a
+/// rewrite chosen by the store's total spend changes the spend the next
+/// choice depends on, so those come one at a time, as [`pick`] gives them.
+pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilter> {
+    let runs = v.runs();
+    let last = v.last_nonempty_level();
+    let targets: Vec<Option<FilterPolicy>> = (0..v.levels.len())
+        .map(|l| opts.filters.policy_for(l, &runs, last))
+        .collect();
+    let workload = opts.filters.workload_avg_bits_per_key.is_some();
+    let kind = |p: Option<FilterPolicy>| p.map(|p| p.kind());
+    let batch: Vec<Refilter> = v
+        .levels
+        .iter()
+        .enumerate()
+        .skip(1)
+        .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
+        .filter_map(|(l, f)| recorded(f).ok().map(|p| (l, f, p)))
+        .filter(|&(l, f, p)| {
+            (kind(p) != kind(targets[l]) && !(workload && p.is_none() && targets[l].is_some()))
+                || !prefix_filter_current(f, opts)
+                || !range_filter_current(f, opts)
+        })
+        .take(max)
+        .map(|(level, f, _)| Refilter {
+            level,
+            file: f.clone(),
+            policy: targets[level],
+        })
+        .collect();
+    if batch.is_empty() {
+        pick(v, opts).into_iter().collect()
+    } else {
+        batch
+    }
+}
+
+/// [`pick`]'s last rule: the file whose bits differ the most from its
+/// level's, while the store's spend is off by more than [`TOLERANCE`].
+fn by_drift(
+    v: &Version,
+    opts: &Options,
+    targets: &[Option<FilterPolicy>],
+    workload: bool,
+) -> Option<Refilter> {
+    let files = || {
+        v.levels
+            .iter()
+            .enumerate()
+            .skip(1)
+            .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
+            .filter_map(|(l, f)| recorded(f).ok().map(|p| (l, f, p)))
+    };
+    let refilter = |(level, f, _): (usize, &Arc<FileHandle>, Option<FilterPolicy>)| Refilter {
+        level,
+        file: f.clone(),
+        policy: targets[level],
+    };
     if workload {
         return None;
     }
