@@ -113,49 +113,65 @@ pub(crate) fn spend(v: &Version, opts: &Options) -> (f64, f64) {
     (spent, allocated)
 }
 
-/// The next file to rewrite with the filter its level gets now, if any
-/// (module docs).
-pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
+/// A file below L0 whose recorded filter this build knows: its level, the
+/// file, and that filter.
+type Candidate<'a> = (usize, &'a Arc<FileHandle>, Option<FilterPolicy>);
+
+/// The files a rebuild may rewrite, level by level.
+fn candidates(v: &Version) -> impl Iterator<Item = Candidate<'_>> {
+    v.levels
+        .iter()
+        .enumerate()
+        .skip(1)
+        .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
+        .filter_map(|(l, f)| recorded(f).ok().map(|p| (l, f, p)))
+}
+
+/// The filter each level gets now.
+fn targets(v: &Version, opts: &Options) -> Vec<Option<FilterPolicy>> {
     let runs = v.runs();
     let last = v.last_nonempty_level();
-    let targets: Vec<Option<FilterPolicy>> = (0..v.levels.len())
+    (0..v.levels.len())
         .map(|l| opts.filters.policy_for(l, &runs, last))
-        .collect();
-    let files = || {
-        v.levels
-            .iter()
-            .enumerate()
-            .skip(1)
-            .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
-            .filter_map(|(l, f)| recorded(f).ok().map(|p| (l, f, p)))
-    };
-    let refilter = |(level, f, _): (usize, &Arc<FileHandle>, Option<FilterPolicy>)| Refilter {
+        .collect()
+}
+
+fn refilter((level, f, _): Candidate<'_>, targets: &[Option<FilterPolicy>]) -> Refilter {
+    Refilter {
         level,
         file: f.clone(),
         policy: targets[level],
-    };
-    // Another family, or a filter where the level gets none (or none where
-    // it gets one): whatever the totals say.
-    // Under the workload-aware allocation a file's bits, none included,
-    // are chosen for it when it is written, and never rebuilt for the
-    // store's shape: only a filter of another family is.
+    }
+}
+
+/// Whether `c`'s filter is of another family than its level's, or a filter
+/// where the level gets none (or none where it gets one): rewritten
+/// whatever the totals say. Under the workload-aware allocation a file's
+/// bits, none included, are chosen for it when it is written, and never
+/// rebuilt for the store's shape: only a filter of another family is.
+fn other_family(c: &Candidate<'_>, targets: &[Option<FilterPolicy>], opts: &Options) -> bool {
+    let (l, _, p) = *c;
     let workload = opts.filters.workload_avg_bits_per_key.is_some();
     let kind = |p: Option<FilterPolicy>| p.map(|p| p.kind());
-    if let Some(x) = files().find(|&(l, _, p)| {
-        kind(p) != kind(targets[l]) && !(workload && p.is_none() && targets[l].is_some())
-    }) {
-        return Some(refilter(x));
+    kind(p) != kind(targets[l]) && !(workload && p.is_none() && targets[l].is_some())
+}
+
+/// The next file to rewrite with the filter its level gets now, if any
+/// (module docs).
+pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
+    let targets = targets(v, opts);
+    let found = candidates(v)
+        .find(|c| other_family(c, &targets, opts))
+        // A prefix filter the store cannot skip by (another extractor,
+        // none, or one that does not decode), or one where the store has
+        // no extractor.
+        .or_else(|| candidates(v).find(|(_, f, _)| !prefix_filter_current(f, opts)))
+        // A range filter at other bits, absent, undecodable, or unwanted.
+        .or_else(|| candidates(v).find(|(_, f, _)| !range_filter_current(f, opts)));
+    match found {
+        Some(c) => Some(refilter(c, &targets)),
+        None => by_drift(v, opts, &targets),
     }
-    // A prefix filter the store cannot skip by (another extractor, none, or
-    // one that does not decode), or one where the store has no extractor.
-    if let Some(x) = files().find(|(_, f, _)| !prefix_filter_current(f, opts)) {
-        return Some(refilter(x));
-    }
-    // A range filter at other bits, absent, undecodable, or unwanted.
-    if let Some(x) = files().find(|(_, f, _)| !range_filter_current(f, opts)) {
-        return Some(refilter(x));
-    }
-    by_drift(v, opts, &targets, workload)
 }
 
 /// Up to `max` files to rewrite at once, each with the filter its level
@@ -165,34 +181,18 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
 /// rewrite chosen by the store's total spend changes the spend the next
 /// choice depends on, so those come one at a time, as [`pick`] gives them.
 pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilter> {
-    let runs = v.runs();
-    let last = v.last_nonempty_level();
-    let targets: Vec<Option<FilterPolicy>> = (0..v.levels.len())
-        .map(|l| opts.filters.policy_for(l, &runs, last))
-        .collect();
-    let workload = opts.filters.workload_avg_bits_per_key.is_some();
-    let kind = |p: Option<FilterPolicy>| p.map(|p| p.kind());
-    let batch: Vec<Refilter> = v
-        .levels
-        .iter()
-        .enumerate()
-        .skip(1)
-        .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
-        .filter_map(|(l, f)| recorded(f).ok().map(|p| (l, f, p)))
-        .filter(|&(l, f, p)| {
-            (kind(p) != kind(targets[l]) && !(workload && p.is_none() && targets[l].is_some()))
-                || !prefix_filter_current(f, opts)
-                || !range_filter_current(f, opts)
+    let targets = targets(v, opts);
+    let batch: Vec<Refilter> = candidates(v)
+        .filter(|c| {
+            other_family(c, &targets, opts)
+                || !prefix_filter_current(c.1, opts)
+                || !range_filter_current(c.1, opts)
         })
         .take(max)
-        .map(|(level, f, _)| Refilter {
-            level,
-            file: f.clone(),
-            policy: targets[level],
-        })
+        .map(|c| refilter(c, &targets))
         .collect();
     if batch.is_empty() {
-        pick(v, opts).into_iter().collect()
+        by_drift(v, opts, &targets).into_iter().collect()
     } else {
         batch
     }
@@ -200,26 +200,8 @@ pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilte
 
 /// [`pick`]'s last rule: the file whose bits differ the most from its
 /// level's, while the store's spend is off by more than [`TOLERANCE`].
-fn by_drift(
-    v: &Version,
-    opts: &Options,
-    targets: &[Option<FilterPolicy>],
-    workload: bool,
-) -> Option<Refilter> {
-    let files = || {
-        v.levels
-            .iter()
-            .enumerate()
-            .skip(1)
-            .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
-            .filter_map(|(l, f)| recorded(f).ok().map(|p| (l, f, p)))
-    };
-    let refilter = |(level, f, _): (usize, &Arc<FileHandle>, Option<FilterPolicy>)| Refilter {
-        level,
-        file: f.clone(),
-        policy: targets[level],
-    };
-    if workload {
+fn by_drift(v: &Version, opts: &Options, targets: &[Option<FilterPolicy>]) -> Option<Refilter> {
+    if opts.filters.workload_avg_bits_per_key.is_some() {
         return None;
     }
     let (spent, allocated) = spend(v, opts);
@@ -227,13 +209,13 @@ fn by_drift(
     if drift.abs() <= TOLERANCE * allocated {
         return None;
     }
-    files()
-        .filter_map(|x @ (l, f, p)| {
+    candidates(v)
+        .filter_map(|c @ (l, f, p)| {
             let (have, want) = (bits(p), bits(targets[l]));
             let off = have - want;
             (off.signum() == drift.signum() && off.abs() > FILE_TOLERANCE * want)
-                .then(|| (off.abs() * f.meta.entries as f64, x))
+                .then(|| (off.abs() * f.meta.entries as f64, c))
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, x)| refilter(x))
+        .map(|(_, c)| refilter(c, targets))
 }
