@@ -106,22 +106,6 @@ fn options(sync: bool) -> Options {
         .block_size(512)
 }
 
-/// Opens the store, waiting out a transient `Locked`: the two crash tests run
-/// in parallel threads of one process, and a child being spawned by one of
-/// them holds a copy of every open descriptor, including the other test's
-/// directory lock, from its fork until its exec (the lock is an `flock`).
-fn open(dir: impl AsRef<Path>, opts: Options) -> bloomlsm::Result<Db> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match Db::open(dir.as_ref(), opts.clone()) {
-            Err(bloomlsm::Error::Locked(_)) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            r => return r,
-        }
-    }
-}
-
 fn apply(m: &mut Model, op: &Op) {
     for w in op {
         match w {
@@ -148,7 +132,7 @@ fn child_writer() {
         parts[3] == "sync",
         parts[4].parse::<u64>().unwrap(),
     );
-    let db = open(dir, options(sync)).unwrap();
+    let db = Db::open(dir, options(sync)).unwrap();
     println!("OPEN");
     std::thread::scope(|s| {
         for t in 0..threads {
@@ -354,14 +338,14 @@ fn crash_test(sync: bool, threads: u64, stores: u64, rounds: u64) {
             if last_ack.iter().any(Option::is_some) {
                 killed_mid_run += 1;
             }
-            let db = open(dir.path(), options(sync))
+            let db = Db::open(dir.path(), options(sync))
                 .unwrap_or_else(|e| panic!("{ctx}: reopen after kill: {e}"));
             db.verify().unwrap_or_else(|e| panic!("{ctx}: verify: {e}"));
             model = check_recovered(&db, &model, &in_flight, &ctx);
             db.close().unwrap();
         }
         // A clean reopen sees the same state.
-        let db = open(dir.path(), options(sync)).unwrap();
+        let db = Db::open(dir.path(), options(sync)).unwrap();
         let none = vec![Vec::new(); threads as usize];
         check_recovered(&db, &model, &none, &format!("seed {seed:#x} final"));
     }

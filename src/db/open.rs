@@ -40,7 +40,7 @@ impl Db {
         };
         let design = options_file::settle(fs.as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
-        opts.read_mode = settle_read_mode(&dir, &opts)?;
+        opts.read_mode = settle_read_mode(&dir, &opts, true)?;
         let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
         let caches = Caches::new(&opts);
 
@@ -72,7 +72,7 @@ impl Db {
         let dir = path.as_ref().to_path_buf();
         options_file::settle(opts.fs.clone().as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
-        opts.read_mode = settle_read_mode(&dir, &opts)?;
+        opts.read_mode = settle_read_mode(&dir, &opts, false)?;
         let caches = Caches::new(&opts);
         let open_keyspace =
             |id: u32, name: &str| keyspace::recover_keyspace(&dir, &opts, &caches, id, name, true);
@@ -240,13 +240,27 @@ impl Drop for Db {
 }
 
 /// The read mode the store in `dir` uses: `Direct` is probed on its
-/// `CURRENT` (or, for a new store, `LOCK`) file, so that a file system that
-/// refuses direct I/O fails the open at once; `DirectOrBuffered` settles on
-/// one of the two.
-pub(super) fn settle_read_mode(dir: &Path, opts: &Options) -> Result<ReadMode> {
-    let (current, lock) = (filename::current_file(dir), filename::lock_file(dir));
-    crate::fs::resolve_read_mode(opts.fs.as_ref(), &[&current, &lock], opts.read_mode)
-        .map_err(|e| Error::io(format!("direct reads in {}", dir.display()), e))
+/// `CURRENT` file, so that a file system that refuses direct I/O fails the
+/// open at once; `DirectOrBuffered` settles on one of the two. For a new
+/// store a writer (`may_write`) probes an empty `DIRECT-PROBE` it creates and
+/// removes; `LOCK` is never probed, since closing any descriptor of it
+/// releases this process's lock on it (`fs::lock`).
+pub(super) fn settle_read_mode(dir: &Path, opts: &Options, may_write: bool) -> Result<ReadMode> {
+    let fs = opts.fs.as_ref();
+    let current = filename::current_file(dir);
+    let probe = filename::direct_probe_file(dir);
+    let err = |e| Error::io(format!("direct reads in {}", dir.display()), e);
+    let scratch =
+        opts.read_mode != ReadMode::Buffered && may_write && fs.file_len(&current).is_err();
+    if scratch {
+        fs.create_truncate(&probe)
+            .map_err(|e| Error::io(format!("create {}", probe.display()), e))?;
+    }
+    let mode = crate::fs::resolve_read_mode(fs, &[&current, &probe], opts.read_mode);
+    if scratch {
+        let _ = fs.remove_file(&probe);
+    }
+    mode.map_err(err)
 }
 
 pub(super) fn check_options(opts: &Options) -> Result<()> {

@@ -22,6 +22,7 @@ pub mod direct;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
 pub mod latency;
+mod lock;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -329,11 +330,6 @@ fn open_noatime(path: &Path) -> io::Result<File> {
     File::open(path)
 }
 
-#[derive(Debug)]
-struct RealLock(#[allow(dead_code)] File);
-
-impl FileLock for RealLock {}
-
 impl FileSystem for RealFs {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let f = OpenOptions::new().write(true).create_new(true).open(path)?;
@@ -369,17 +365,7 @@ impl FileSystem for RealFs {
         std::fs::create_dir_all(dir)
     }
     fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn FileLock>>> {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        match f.try_lock() {
-            Ok(()) => Ok(Some(Box::new(RealLock(f)))),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(e),
-        }
+        lock::lock(path)
     }
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::hard_link(from, to)

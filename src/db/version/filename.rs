@@ -9,6 +9,7 @@
 //! LOCK              held while a process has the store open (lock_file)
 //! OPTIONS           the design new files follow (options_file)
 //! OPTIONS.tmp       OPTIONS being replaced; a leftover after a crash
+//! DIRECT-PROBE      empty; direct reads tried on it when a store is created
 //! ```
 //!
 //! `NNNNNN` is the file number in decimal, zero-padded to at least six digits.
@@ -41,6 +42,9 @@ pub enum FileKind {
     Options,
     /// `OPTIONS.tmp`: `OPTIONS` being replaced; a leftover after a crash.
     OptionsTmp,
+    /// `DIRECT-PROBE`: the empty file a new store's direct reads are tried
+    /// on (not `LOCK`, which only its lock opens); a leftover after a crash.
+    DirectProbe,
 }
 
 /// `dir/NNNNNN.sst`.
@@ -83,6 +87,11 @@ pub fn options_tmp_file(dir: &Path) -> PathBuf {
     dir.join("OPTIONS.tmp")
 }
 
+/// `dir/DIRECT-PROBE`.
+pub fn direct_probe_file(dir: &Path) -> PathBuf {
+    dir.join("DIRECT-PROBE")
+}
+
 /// `dir/LOCK`.
 pub fn lock_file(dir: &Path) -> PathBuf {
     dir.join("LOCK")
@@ -119,6 +128,7 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         "LOCK" => return Some((FileKind::Lock, 0)),
         "OPTIONS" => return Some((FileKind::Options, 0)),
         "OPTIONS.tmp" => return Some((FileKind::OptionsTmp, 0)),
+        "DIRECT-PROBE" => return Some((FileKind::DirectProbe, 0)),
         _ => {}
     }
     if let Some(d) = name.strip_prefix("MANIFEST-") {

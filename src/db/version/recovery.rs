@@ -825,7 +825,7 @@ fn delete_obsolete(
             FileKind::Table => !live.contains(&n),
             FileKind::Log => n < vs.log_number(),
             FileKind::Manifest => n != manifest_number,
-            FileKind::CurrentTmp | FileKind::OptionsTmp => true,
+            FileKind::CurrentTmp | FileKind::OptionsTmp | FileKind::DirectProbe => true,
             FileKind::Current | FileKind::Lock | FileKind::Options => false,
         };
         if stale {
