@@ -40,8 +40,8 @@ impl Db {
         };
         let design = options_file::settle(fs.as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
-        opts.read_mode = settle_read_mode(&dir, &opts, true)?;
         let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
+        opts.read_mode = settle_read_mode(&dir, &opts, new_store)?;
         let caches = Caches::new(&opts);
 
         let open_keyspace =
@@ -241,17 +241,16 @@ impl Drop for Db {
 
 /// The read mode the store in `dir` uses: `Direct` is probed on its
 /// `CURRENT` file, so that a file system that refuses direct I/O fails the
-/// open at once; `DirectOrBuffered` settles on one of the two. For a new
-/// store a writer (`may_write`) probes an empty `DIRECT-PROBE` it creates and
-/// removes; `LOCK` is never probed, since closing any descriptor of it
+/// open at once; `DirectOrBuffered` settles on one of the two. A writer
+/// creating a store (`new_store`) probes an empty `DIRECT-PROBE` it creates
+/// and removes; `LOCK` is never probed, since closing any descriptor of it
 /// releases this process's lock on it (`fs::lock`).
-pub(super) fn settle_read_mode(dir: &Path, opts: &Options, may_write: bool) -> Result<ReadMode> {
+pub(super) fn settle_read_mode(dir: &Path, opts: &Options, new_store: bool) -> Result<ReadMode> {
     let fs = opts.fs.as_ref();
     let current = filename::current_file(dir);
     let probe = filename::direct_probe_file(dir);
     let err = |e| Error::io(format!("direct reads in {}", dir.display()), e);
-    let scratch =
-        opts.read_mode != ReadMode::Buffered && may_write && fs.file_len(&current).is_err();
+    let scratch = new_store && opts.read_mode != ReadMode::Buffered;
     if scratch {
         fs.create_truncate(&probe)
             .map_err(|e| Error::io(format!("create {}", probe.display()), e))?;
