@@ -384,9 +384,8 @@ impl Inner {
     /// merge would ([`compaction::filter_only`]), else merged as a
     /// compaction of that file alone. The rewrites run in parallel, each
     /// table synced as it is finished, then the directory once and the edit
-    /// once (one at a time, a rebuild of 4,650 files at 10^8 keys waited on
-    /// three syncs per file). Returns the replaced files, for
-    /// [`TableFiles::retire`].
+    /// once, not three syncs per file (docs/design.md, "Filters per
+    /// level"). Returns the replaced files, for [`TableFiles::retire`].
     pub(super) fn run_refilters(
         &self,
         rs: Vec<compaction::refilter::Refilter>,
