@@ -380,7 +380,7 @@ impl Inner {
     /// their files, charging each key's cost, and returns the keys a file
     /// answered (a value or a tombstone) in `reads`' order. With direct
     /// reads they are made in parallel on the I/O threads
-    /// ([`io_pool::io_pool`]), so that up to 16 device reads are in flight
+    /// ([`crate::fs::io_pool`]), so that up to 16 device reads are in flight
     /// (RocksDB's MultiGet overlaps them with asynchronous I/O). Buffered reads stay on this thread: served by
     /// the page cache in a few µs, they lost more to the hand-offs than they
     /// gained (multi_get at 10^6 keys, quiet machine: 352–397 ns per missing
@@ -401,7 +401,7 @@ impl Inner {
         };
         let pool = match self.opts.read_mode {
             // A device read takes ~100 µs: two already overlap usefully.
-            ReadMode::Direct if reads.len() >= 2 => io_pool::io_pool(),
+            ReadMode::Direct if reads.len() >= 2 => crate::fs::io_pool(),
             _ => None,
         };
         let results: Vec<(usize, GetCost, Result<Probed>)> = match pool {

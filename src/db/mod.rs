@@ -28,7 +28,6 @@ mod fault_tests;
 mod get;
 mod ingest;
 mod inject;
-mod io_pool;
 pub(crate) mod iter;
 mod keyspace;
 #[doc(hidden)]

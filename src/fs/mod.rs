@@ -21,8 +21,12 @@
 pub mod direct;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
+mod io_pool;
 pub mod latency;
 mod lock;
+pub(crate) mod read_ahead;
+
+pub(crate) use io_pool::io_pool;
 
 use std::ffi::OsString;
 use std::fmt;

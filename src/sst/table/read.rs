@@ -4,6 +4,7 @@
 //! passed these checks.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex, mpsc};
 
 use bytes::{Bytes, BytesMut};
 
@@ -45,11 +46,78 @@ pub const READAHEAD_BYTES: usize = 256 << 10;
 /// short scan brings in little it does not read.
 pub(super) const SCAN_READAHEAD_START: u64 = 16 << 10;
 
-/// A chunk of a table's data blocks read at once, from file offset `offset`.
+/// A chunk of a table's data blocks read at once, from file offset `offset`,
+/// and the read of the chunk after it, in flight on a reading thread
+/// ([`crate::fs::read_ahead`]) while this one's blocks are merged: a pass over
+/// a table then waits on the device only for its first chunk.
 #[derive(Default)]
 pub(super) struct Readahead {
     offset: u64,
     buf: Bytes,
+    next: Option<Ahead>,
+}
+
+impl Readahead {
+    fn end(&self) -> u64 {
+        self.offset + self.buf.len() as u64
+    }
+}
+
+/// A chunk being read on an I/O thread: `len` bytes from `offset`.
+struct Ahead {
+    offset: u64,
+    len: usize,
+    /// In a mutex only so that an iterator stays `Sync`: one thread waits.
+    read: Mutex<mpsc::Receiver<Result<BytesMut>>>,
+}
+
+impl Ahead {
+    /// Starts reading `len` bytes at `offset` of `file` on a reading
+    /// thread, into `buf`'s memory; `None` if there are none.
+    fn start(
+        file: Arc<dyn ReadableFile>,
+        path: &Path,
+        offset: u64,
+        len: usize,
+        mut buf: BytesMut,
+    ) -> Option<Ahead> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let path = path.to_path_buf();
+        crate::fs::read_ahead::spawn(Box::new(move || {
+            let read = std::panic::AssertUnwindSafe(|| {
+                buf.clear();
+                buf.resize(len, 0);
+                read_at(file.as_ref(), &path, &mut buf, offset).map(|()| buf)
+            });
+            // A panic is the reader's error, not the I/O thread's end.
+            let r = std::panic::catch_unwind(read)
+                .unwrap_or_else(|p| Err(Error::from_panic(p.as_ref())));
+            // The pass may have ended without it: nobody to tell.
+            let _ = tx.send(r);
+        }))
+        .ok()?;
+        Some(Ahead {
+            offset,
+            len,
+            read: Mutex::new(rx),
+        })
+    }
+
+    fn end(&self) -> u64 {
+        self.offset + self.len as u64
+    }
+
+    /// The chunk, once read.
+    fn wait(self, path: &Path) -> Result<Bytes> {
+        let read = self.read.into_inner().unwrap_or_else(|p| p.into_inner());
+        match read.recv() {
+            Ok(r) => r.map(BytesMut::freeze),
+            Err(_) => Err(Error::io(
+                format!("read {} at {}", path.display(), self.offset),
+                std::io::Error::other("the I/O thread reading ahead stopped"),
+            )),
+        }
+    }
 }
 
 impl Table {
@@ -218,29 +286,61 @@ impl Table {
             }
         };
         let need = (end - h.offset) as usize;
-        if !(ra.offset <= h.offset && end <= ra.offset + ra.buf.len() as u64) {
-            // From this block to the end of the data blocks (the last
-            // block's end is known: the index is in memory), at most a chunk.
-            let blocks_end = self.data_end.clamp(end, data_end);
-            let len = (blocks_end - h.offset)
-                .min(READAHEAD_BYTES as u64)
-                .max(need as u64) as usize;
-            // The previous chunk's memory, if no block or value still uses it.
-            let mut buf = std::mem::take(&mut ra.buf)
-                .try_into_mut()
-                .unwrap_or_else(|_| BytesMut::new());
-            buf.clear();
-            buf.resize(len, 0);
-            read_at(self.file.get()?.as_ref(), &self.path, &mut buf, h.offset)?;
-            *ra = Readahead {
-                offset: h.offset,
-                buf: buf.freeze(),
-            };
-        }
+        // The end of the data blocks (the last block's end is known: the
+        // index is in memory).
+        let blocks_end = self.data_end.clamp(end, data_end);
+        let raw = if ra.offset <= h.offset && end <= ra.end() {
+            let at = (h.offset - ra.offset) as usize;
+            ra.buf.slice(at..at + need)
+        } else {
+            match ra.next.take() {
+                // The next chunk holds the block: the common case.
+                Some(a) if a.offset <= h.offset && end <= a.end() => {
+                    let (file, from) = (self.file.get()?, a.offset);
+                    let buf = a.wait(&self.path)?;
+                    self.switch_chunk(ra, file, from, buf, blocks_end);
+                    let at = (h.offset - ra.offset) as usize;
+                    ra.buf.slice(at..at + need)
+                }
+                // The block starts in this chunk and ends in the next one:
+                // its two parts are joined in a buffer of its own.
+                Some(a)
+                    if ra.offset <= h.offset
+                        && h.offset < ra.end()
+                        && a.offset == ra.end()
+                        && end <= a.end() =>
+                {
+                    let (file, from) = (self.file.get()?, a.offset);
+                    let buf = a.wait(&self.path)?;
+                    let mut joined = BytesMut::with_capacity(need);
+                    joined.extend_from_slice(&ra.buf[(h.offset - ra.offset) as usize..]);
+                    joined.extend_from_slice(&buf[..(end - from) as usize]);
+                    self.switch_chunk(ra, file, from, buf, blocks_end);
+                    joined.freeze()
+                }
+                // Not read ahead (the first block, a block larger than a
+                // chunk, or a pass that skipped): read a chunk from this
+                // block, and start reading the one after it.
+                _ => {
+                    let file = self.file.get()?;
+                    let len = (blocks_end - h.offset)
+                        .min(READAHEAD_BYTES as u64)
+                        .max(need as u64) as usize;
+                    // The previous chunk's memory, if no block or value
+                    // still uses it.
+                    let mut buf = std::mem::take(&mut ra.buf)
+                        .try_into_mut()
+                        .unwrap_or_else(|_| BytesMut::new());
+                    buf.clear();
+                    buf.resize(len, 0);
+                    read_at(file.as_ref(), &self.path, &mut buf, h.offset)?;
+                    self.switch_chunk(ra, file, h.offset, buf.freeze(), blocks_end);
+                    ra.buf.slice(..need)
+                }
+            }
+        };
         io.blocks_read += 1;
         io.bytes_read += need as u64;
-        let at = (h.offset - ra.offset) as usize;
-        let raw = ra.buf.slice(at..at + need);
         let (n, block_type) = self.check_block(h, DATA, &raw)?;
         let stored = raw.slice(..n);
         let data = if block_type == BLOCK_TYPE_NONE {
@@ -250,6 +350,28 @@ impl Table {
         };
         let block = Block::new(data).map_err(|e| self.block_error(h, DATA, e))?;
         Ok((stored, block_type, block))
+    }
+
+    /// Makes `buf`, read from `offset`, the chunk of `ra`, and starts
+    /// reading the next one (up to `blocks_end`, the end of the data
+    /// blocks) into the memory of the chunk it replaces, if no block or
+    /// value still uses it.
+    fn switch_chunk(
+        &self,
+        ra: &mut Readahead,
+        file: Arc<dyn ReadableFile>,
+        offset: u64,
+        buf: Bytes,
+        blocks_end: u64,
+    ) {
+        let old = std::mem::replace(&mut ra.buf, buf);
+        ra.offset = offset;
+        let from = ra.end();
+        if from < blocks_end {
+            let len = (blocks_end - from).min(READAHEAD_BYTES as u64) as usize;
+            let mem = old.try_into_mut().unwrap_or_else(|_| BytesMut::new());
+            ra.next = Ahead::start(file, &self.path, from, len, mem);
+        }
     }
 
     /// How data block `i` is stored: its type byte (0 = raw, 1 = LZ4,
@@ -313,6 +435,103 @@ mod tests {
     use super::super::test_tables::build;
     use super::*;
     use crate::sst::{BlockCache, Compression, TableBuilderOptions, TableOpenOptions};
+
+    /// A sequential pass over a table of many readahead chunks, each read
+    /// ahead while the one before is used: every entry comes back in
+    /// order, across blocks that straddle two chunks and a block larger
+    /// than a chunk, and it reads each block once.
+    #[test]
+    fn a_pass_read_ahead_yields_every_entry_once() {
+        use super::super::TableIter;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sst");
+        let file = std::fs::File::create(&path).unwrap();
+        let mut b = crate::sst::TableBuilder::new(
+            file,
+            &path,
+            TableBuilderOptions {
+                block_size: 3000,
+                ..Default::default()
+            },
+        );
+        let n = 20_000;
+        let value = |i: usize| -> Vec<u8> {
+            // One value larger than a chunk: a block of its own, read alone.
+            let len = if i == 7_000 {
+                READAHEAD_BYTES + 5_000
+            } else {
+                97
+            };
+            (0..len).map(|j| (i + j) as u8).collect()
+        };
+        for i in 0..n {
+            b.add(format!("k{i:06}").as_bytes(), &value(i)).unwrap();
+        }
+        b.finish().unwrap();
+        let t = Table::open(&path, TableOpenOptions::default()).unwrap();
+        assert!(t.file_size() > 8 * READAHEAD_BYTES as u64);
+        let mut it = TableIter::sequential(&t, None);
+        let mut i = 0;
+        for e in &mut it {
+            let (k, v) = e.unwrap();
+            assert_eq!(k, format!("k{i:06}").as_bytes());
+            assert_eq!(v, value(i), "entry {i}");
+            i += 1;
+        }
+        assert_eq!(i, n);
+        assert_eq!(it.read_stats().blocks_read, t.data_blocks() as u64);
+        // From a key in the middle, as a shard of a compaction starts.
+        let from = TableIter::sequential(&t, Some(b"k012345")).count();
+        assert_eq!(from, n - 12_345);
+    }
+
+    /// A chunk whose read ahead fails makes the pass fail when it reaches
+    /// that chunk, with the read's error, never end early or skip it.
+    #[test]
+    fn a_failed_read_ahead_fails_the_pass() {
+        use super::super::TableIter;
+        use crate::fs::fault::{Fault, FaultError, FaultFs, Op};
+        let dir = tempfile::tempdir().unwrap();
+        let path = build(
+            dir.path(),
+            100_000,
+            TableBuilderOptions {
+                block_size: 4096,
+                ..Default::default()
+            },
+        );
+        let fs = FaultFs::new();
+        let t = Table::open(
+            &path,
+            TableOpenOptions {
+                fs: Some(Arc::new(fs.clone())),
+                ..TableOpenOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(t.file_size() > 2 * READAHEAD_BYTES as u64);
+        fs.reset_counts();
+        // Read 0 is the first chunk, on this thread; read 1 the chunk after
+        // it, read ahead.
+        fs.arm(Fault {
+            op: Some(Op::Read),
+            nth: 1,
+            error: FaultError::Io,
+            sticky: false,
+        });
+        let mut n = 0;
+        let mut err = None;
+        for e in TableIter::sequential(&t, None) {
+            match e {
+                Ok(_) => n += 1,
+                Err(e) => err = Some(e),
+            }
+        }
+        assert!(fs.tripped());
+        let e = err.expect("the failed chunk's error");
+        assert!(e.to_string().contains("injected I/O error"), "{e}");
+        assert!(n > 0 && n < 100_000, "{n}");
+    }
 
     #[test]
     fn compressed_tables_read_the_same() {

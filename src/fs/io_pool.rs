@@ -2,7 +2,8 @@
 //! the device most of the time, so there are more of them than cores — as
 //! many reads in flight as there are threads, which is what RocksDB's
 //! MultiGet gets from asynchronous I/O. Compactions keep rayon's global pool,
-//! sized to the cores.
+//! sized to the cores, and read ahead on threads of their own
+//! ([`super::read_ahead`]).
 
 use std::sync::OnceLock;
 
