@@ -17,7 +17,7 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Runs `read` on a reading thread. Returns it if there are none (they
 /// could not be started): the caller then reads on its own thread.
 pub(crate) fn spawn(read: Job) -> Result<(), Job> {
-    static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+    static QUEUE: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
     let queue = QUEUE.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = std::sync::Arc::new(Mutex::new(rx));
@@ -43,13 +43,10 @@ pub(crate) fn spawn(read: Job) -> Result<(), Job> {
                 });
             started += usize::from(t.is_ok());
         }
-        (started > 0).then(|| Mutex::new(tx))
+        (started > 0).then_some(tx)
     });
     match queue {
-        Some(q) => {
-            let tx = q.lock().unwrap_or_else(|p| p.into_inner());
-            tx.send(read).map_err(|e| e.0)
-        }
+        Some(tx) => tx.send(read).map_err(|e| e.0),
         None => Err(read),
     }
 }
