@@ -209,6 +209,7 @@ fn run_configs(
         None
     } else {
         let b = stores::load_base(args, &home.path)?;
+        stores::check_room(home, &b, args.configs.len())?;
         if !args.quiet && !text {
             eprintln!("loaded once in {:.1} s", b.load.secs);
         }

@@ -353,6 +353,84 @@ pub fn load_base(args: &BenchArgs, parent: &Path) -> CliResult<Base> {
     Ok(base)
 }
 
+/// Checks, once the base is loaded and before any configuration's store is
+/// made from it, that `home` has room for them: each configuration's store
+/// rewrites every table of the base with its own filters, so it takes about
+/// the base's size; `--dir` keeps all of them, a temporary home one at a
+/// time. Fails with the sizes in the message, so that a long run stops
+/// here instead of on a full disk at a later configuration.
+pub fn check_room(home: &StoresHome, base: &Base, configs: usize) -> CliResult {
+    let Some(free) = free_bytes(&home.path) else {
+        return Ok(());
+    };
+    let one = tree_bytes(&base.dir);
+    let stores = if home.keep { configs.max(1) as u64 } else { 1 };
+    let Some(need) = lacks_room(free, one, stores) else {
+        return Ok(());
+    };
+    let b = crate::report::bytes;
+    let why = if home.keep {
+        format!(
+            "--dir keeps the {stores} configurations' stores, each about the loaded store's {}; run without --dir to remove each store once measured, or free space",
+            b(one)
+        )
+    } else {
+        format!(
+            "each configuration's store is about the loaded store's {}; set TMPDIR to a larger file system",
+            b(one)
+        )
+    };
+    Err(CliError::new(format!(
+        "{} has {} free and needs about {}: {why}",
+        home.path.display(),
+        b(free),
+        b(need)
+    )))
+}
+
+/// The bytes `stores` stores made from a base of `one` bytes need, if
+/// `free` is less: 5% over the base each, for the keys written after the
+/// base's copy and each store's WAL and MANIFEST.
+fn lacks_room(free: u64, one: u64, stores: u64) -> Option<u64> {
+    let need = stores.saturating_mul(one.saturating_add(one / 20));
+    (free < need).then_some(need)
+}
+
+/// Bytes the file system holding `path` has free for this user (`None`
+/// where it cannot be read).
+fn free_bytes(path: &Path) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+        // SAFETY: statvfs is plain data, for which all-zero bytes are valid.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+        (rc == 0).then(|| (st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// The bytes of the files under `dir`, sub-directories included.
+fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// The last keys of a load within which [`load_base`] copies the store at
 /// every moment L0 and the memtable are empty: sixteen memtables of keys,
 /// four times the writes after which an L0 compaction empties L0. A copy
@@ -577,5 +655,34 @@ fn check_direct(dir: &Path) -> CliResult {
             "--io direct: read {}: {e}",
             probe.display()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_stores_need_room_for_every_configuration() {
+        let gb = 1_000_000_000u64;
+        let one = 8_200_000_000u64;
+        // Ten kept stores of 8.2 GB do not fit in 63 GB; one at a time does.
+        assert_eq!(lacks_room(63 * gb, one, 10), Some(10 * (one + one / 20)));
+        assert_eq!(lacks_room(63 * gb, one, 1), None);
+        // The margin counts: exactly the base's size is not enough.
+        assert!(lacks_room(one, one, 1).is_some());
+        assert_eq!(lacks_room(one + one / 20, one, 1), None);
+        assert_eq!(lacks_room(0, 0, 10), None);
+    }
+
+    #[test]
+    fn tree_bytes_counts_nested_files() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a"), [0u8; 100]).unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub").join("b"), [0u8; 23]).unwrap();
+        assert_eq!(tree_bytes(d.path()), 123);
+        assert_eq!(tree_bytes(&d.path().join("missing")), 0);
+        assert!(free_bytes(d.path()).is_some_and(|b| b > 0));
     }
 }
