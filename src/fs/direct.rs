@@ -135,6 +135,13 @@ impl ReadableFile for DirectFile {
         Ok(self.file.metadata()?.len())
     }
 
+    fn identity(&self) -> Option<super::FileIdentity> {
+        self.file
+            .metadata()
+            .ok()
+            .map(|m| super::FileIdentity::of(&m))
+    }
+
     fn transfer_len(&self, offset: u64, len: usize) -> u64 {
         if len == 0 {
             return 0;

@@ -298,6 +298,9 @@ impl ReadableFile for FaultReadable {
     fn advise(&self, advice: super::ReadAdvice) {
         self.inner.advise(advice);
     }
+    fn identity(&self) -> Option<super::FileIdentity> {
+        self.inner.identity()
+    }
 }
 
 impl FileSystem for FaultFs {

@@ -212,6 +212,10 @@ impl ReadableFile for LatencyFile {
     fn advise(&self, advice: crate::fs::ReadAdvice) {
         self.inner.advise(advice);
     }
+
+    fn identity(&self) -> Option<crate::fs::FileIdentity> {
+        self.inner.identity()
+    }
 }
 
 impl FileSystem for LatencyFs {

@@ -66,6 +66,40 @@ pub trait ReadableFile: Send + Sync + fmt::Debug {
     fn advise(&self, advice: ReadAdvice) {
         let _ = advice;
     }
+    /// What tells this file from another, and from itself changed since
+    /// ([`FileIdentity`]); `None` where the file system cannot say.
+    fn identity(&self) -> Option<FileIdentity> {
+        None
+    }
+}
+
+/// A file's device, inode, length and modification time, as `fstat` gives
+/// them: two equal identities are the same file, not written in between
+/// (as far as the file system's clock can tell).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileIdentity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: (i64, i64),
+}
+
+impl FileIdentity {
+    /// The identity `meta` (of an open file) describes.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+        }
+    }
+
+    /// The file's length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
 }
 
 /// How a file read through the page cache will be read: advice for the
@@ -293,6 +327,9 @@ impl ReadableFile for RealReadable {
     }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
+    }
+    fn identity(&self) -> Option<FileIdentity> {
+        self.0.metadata().ok().map(|m| FileIdentity::of(&m))
     }
     #[cfg(target_os = "linux")]
     fn advise(&self, advice: ReadAdvice) {

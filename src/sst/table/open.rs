@@ -52,9 +52,13 @@ impl Table {
         let fs = opts.fs.clone().unwrap_or_else(RealFs::shared);
         let file = open_read_in(fs.as_ref(), &path, opts.read_mode)
             .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-        let file_size = file
-            .len()
-            .map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+        let identity = file.identity();
+        let file_size = match identity {
+            Some(id) => id.len(),
+            None => file
+                .len()
+                .map_err(|e| Error::io(format!("stat {}", path.display()), e))?,
+        };
         let footer_offset = file_size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
             Error::corruption(
                 &path,
@@ -67,7 +71,7 @@ impl Table {
         let footer = Footer::decode(&raw, footer_offset)
             .map_err(|(off, what)| Error::corruption(&path, footer_offset + off, what))?;
         let mut file = TableFile::new(file, path.clone(), fs, opts.read_mode, opts.table_cache);
-        file.expect(file_size, raw);
+        file.expect(file_size, raw, identity);
 
         // Fields filled in step by step; `table` lets the block helpers run.
         let mut table = Table {
