@@ -96,8 +96,8 @@ impl FileIdentity {
         }
     }
 
-    /// The file's length.
-    pub fn len(&self) -> u64 {
+    /// The file's length in bytes.
+    pub fn size(&self) -> u64 {
         self.len
     }
 }

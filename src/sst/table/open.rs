@@ -54,7 +54,7 @@ impl Table {
             .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         let identity = file.identity();
         let file_size = match identity {
-            Some(id) => id.len(),
+            Some(id) => id.size(),
             None => file
                 .len()
                 .map_err(|e| Error::io(format!("stat {}", path.display()), e))?,
