@@ -316,3 +316,66 @@ fn the_compaction_thread_rebuilds_filters_when_writes_pause() {
     }
     panic!("no rebuild to the budget: {:?}, {}", spent(&db), db.stats());
 }
+
+/// One file's rewrite of a batched filter rebuild fails or panics on a
+/// worker of rayon's pool: `rebuild_filters` returns the failure (a panic
+/// as `Panicked`, not unwound into the caller), the store is poisoned for
+/// the calls after it, and a reopen holds every key and finishes the
+/// rebuild.
+#[test]
+fn a_failed_filter_rebuild_worker_poisons_the_store_and_loses_nothing() {
+    use crate::{FilterOptions, FilterPolicy};
+    for failure in [Failure::Error, Failure::Panic] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = |filters: FilterOptions| {
+            Options {
+                background_compaction: false,
+                write_buffer_size: 64 << 10,
+                target_file_size: 64 << 10,
+                ..Options::default()
+            }
+            .filters(filters)
+            .use_stored_design(false)
+        };
+        let db = Db::open(dir.path(), opts(FilterOptions::none())).unwrap();
+        for i in 0..5000 {
+            db.put(format!("k{i:06}"), [b'v'; 100]).unwrap();
+        }
+        db.compact().unwrap();
+        assert!(db.stats().levels.iter().map(|l| l.files).sum::<usize>() > 1);
+        db.close().unwrap();
+
+        let blocked = || FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0)));
+        let db = Db::open(dir.path(), opts(blocked())).unwrap();
+        inject::arm(dir.path(), Point::Refilter, failure);
+        // The caller gets the failure itself; later calls the poisoned store.
+        let e = db.rebuild_filters().unwrap_err();
+        match failure {
+            Failure::Panic => {
+                assert!(
+                    matches!(&e, Error::Panicked(m) if m.contains("injected panic")),
+                    "{e}"
+                )
+            }
+            Failure::Error => assert_eq!(e.io_kind(), Some(std::io::ErrorKind::StorageFull), "{e}"),
+        }
+        check_cause(&db.put("after", "x").unwrap_err(), failure);
+        check_cause(&db.close().unwrap_err(), failure);
+
+        let db = Db::open(dir.path(), opts(blocked())).unwrap();
+        for i in (0..5000).step_by(7) {
+            assert!(
+                db.get(format!("k{i:06}")).unwrap().is_some(),
+                "k{i:06} lost"
+            );
+        }
+        assert!(db.rebuild_filters().unwrap() > 0);
+        assert!(
+            db.file_stats()
+                .iter()
+                .all(|f| f.filter.starts_with("blocked512"))
+        );
+        db.verify().unwrap();
+        db.close().unwrap();
+    }
+}

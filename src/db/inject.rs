@@ -24,6 +24,8 @@ pub(crate) enum Point {
     Files,
     /// A read on the I/O threads of a direct-I/O `multi_get`.
     Io,
+    /// One file's rewrite of a filter rebuild, on rayon's pool.
+    Refilter,
 }
 
 #[cfg(test)]

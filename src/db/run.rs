@@ -448,6 +448,7 @@ impl Inner {
         v: &Arc<Version>,
         retention: &compaction::Retention,
     ) -> Result<compaction::Outputs> {
+        inject::hit(&self.dir, inject::Point::Refilter)?;
         let copied = compaction::filter_only::rewrite(
             &self.dir,
             &self.opts,
