@@ -12,6 +12,12 @@ pub(super) const REFILTER_IDLE: Duration = Duration::from_secs(1);
 /// installs them (the compaction thread's idle rebuilds go one at a time).
 const REFILTER_BATCH: usize = 64;
 
+/// Files of one [`Db::rebuild_filters`] batch rewritten at once: more than
+/// the cores, because each rewrite waits on the device (its reads' first
+/// chunk, its closing `fdatasync`) while the others compute
+/// (docs/design.md, "Filters per level").
+const REFILTER_WORKERS: usize = 8;
+
 /// The work of a background thread.
 #[derive(Clone, Copy)]
 pub(super) enum Job {
@@ -391,12 +397,10 @@ impl Inner {
         rs: Vec<compaction::refilter::Refilter>,
         v: &Arc<Version>,
     ) -> Result<Vec<Arc<FileHandle>>> {
-        use rayon::prelude::*;
         let retention = self.retention();
-        let outs: Vec<Result<compaction::Outputs>> = rs
-            .par_iter()
-            .map(|r| self.refilter_one(r, v, &retention))
-            .collect();
+        let outs = concurrently(rs.len(), REFILTER_WORKERS, |i| {
+            self.refilter_one(&rs[i], v, &retention)
+        });
         // Every rewrite that succeeded is synced; on an error none is
         // installed, and their files are left to the next open's sweep of
         // files no version names.
@@ -760,4 +764,98 @@ fn compaction_pieces<'c>(
         p.entries = (*e * total as f64 / sum.max(1.0)).round() as u64;
     }
     pieces.into_iter().map(|(p, _)| p).collect()
+}
+
+/// `job(0..n)` on up to `workers` threads of their own, results in order.
+/// A job that panics yields [`Error::Panicked`]; after the first failure no
+/// job starts, and those not run yield that they were skipped. With no
+/// thread to be had, the jobs run on the caller's.
+fn concurrently<T: Send>(
+    n: usize,
+    workers: usize,
+    job: impl Fn(usize) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<T>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n || failed.load(Ordering::Relaxed) {
+                return;
+            }
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(i)))
+                .unwrap_or_else(|p| Err(Error::from_panic(p.as_ref())));
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        }
+    };
+    std::thread::scope(|s| {
+        let started = (0..workers.min(n))
+            .filter(|i| {
+                std::thread::Builder::new()
+                    .name(format!("bloomlsm-refilter-{i}"))
+                    .spawn_scoped(s, work)
+                    .is_ok()
+            })
+            .count();
+        if started == 0 {
+            work();
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            let r = slot.into_inner().unwrap_or_else(|p| p.into_inner());
+            r.unwrap_or_else(|| Err(Error::invalid("skipped after another job failed")))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Results come back in job order, each job run once, whatever thread
+    /// ran it.
+    #[test]
+    fn concurrent_jobs_answer_in_order() {
+        let runs = AtomicU64::new(0);
+        let out = concurrently(100, 8, |i| {
+            runs.fetch_add(1, Ordering::Relaxed);
+            Ok(i * 2)
+        });
+        assert_eq!(runs.load(Ordering::Relaxed), 100);
+        let out: Vec<usize> = out.into_iter().map(Result::unwrap).collect();
+        assert_eq!(out, (0..100).map(|i| i * 2).collect::<Vec<_>>());
+        assert!(concurrently(0, 8, |_| Ok(())).is_empty());
+    }
+
+    /// A panic is the job's `Panicked` error, not an unwinding caller; the
+    /// first error in job order is a job's own, and no job starts after a
+    /// failure is seen.
+    #[test]
+    fn a_failed_job_stops_the_others_and_is_the_first_error() {
+        for workers in [1, 3] {
+            let out = concurrently(50, workers, |i| match i {
+                10 => panic!("job ten"),
+                _ => Ok(i),
+            });
+            let first = out.iter().position(Result::is_err).unwrap();
+            assert_eq!(first, 10, "{workers} workers");
+            assert!(
+                matches!(&out[10], Err(Error::Panicked(m)) if m.contains("job ten")),
+                "{:?}",
+                out[10]
+            );
+            // With one worker no job runs after it; with more, those that
+            // started before it was seen may.
+            if workers == 1 {
+                assert!(out[11..].iter().all(Result::is_err));
+            }
+        }
+    }
 }

@@ -300,16 +300,33 @@ impl TableBuilder {
     /// ones; with the source's [`Error::Corruption`] if an entry does not
     /// decode. After an error the builder is unusable.
     pub fn add_stored_block(&mut self, block: &StoredBlock<'_>) -> Result<()> {
+        self.add_stored_block_if(block, &mut |_| Ok(true))
+            .map(|_| ())
+    }
+
+    /// [`Self::add_stored_block`], asking `keep` of each entry's key as it
+    /// is decoded (one pass over the block, not two): at the first `false`
+    /// it stops, returns `false`, and the builder is unusable, as after an
+    /// error.
+    pub(crate) fn add_stored_block_if(
+        &mut self,
+        block: &StoredBlock<'_>,
+        keep: &mut dyn FnMut(&[u8]) -> Result<bool>,
+    ) -> Result<bool> {
         self.check_usable()?;
         self.check_not_ended()?;
-        let r = self.copy_block(block);
-        if r.is_err() {
+        let r = self.copy_block(block, keep);
+        if !matches!(r, Ok(true)) {
             self.failed = true;
         }
         r
     }
 
-    fn copy_block(&mut self, b: &StoredBlock<'_>) -> Result<()> {
+    fn copy_block(
+        &mut self,
+        b: &StoredBlock<'_>,
+        keep: &mut dyn FnMut(&[u8]) -> Result<bool>,
+    ) -> Result<bool> {
         let fmt = self.opts.key_format;
         let source = b.table();
         let not_ours = |why: String| {
@@ -361,14 +378,22 @@ impl TableBuilder {
         }
         let mut it = raw.iter(fmt);
         while it.advance().map_err(|e| b.corruption(e))? {
+            if !keep(it.key())? {
+                return Ok(false);
+            }
             self.note_entry(it.key(), it.value_slice().len())?;
         }
         self.data_raw_size += (raw.len() + BLOCK_TRAILER_LEN) as u64;
         self.data_raw_max = self.data_raw_max.max(raw.len() as u64);
-        let handle = self.write_block(true, b.stored(), b.block_type())?;
+        // At its old offset, under the same checksum type, the verified
+        // trailer is the one this table would compute: it is kept.
+        let trailer = (b.handle().offset == self.offset
+            && source.checksum_type() == self.opts.checksum)
+            .then(|| b.trailer());
+        let handle = self.write_block_with(true, b.stored(), b.block_type(), trailer)?;
         self.add_index_entry(handle);
         self.short_block = raw.len() < self.opts.block_size;
-        Ok(())
+        Ok(true)
     }
 
     /// Errors if a stored block under the block size ended the data.
@@ -492,8 +517,20 @@ impl TableBuilder {
         payload: &[u8],
         block_type: u8,
     ) -> Result<BlockHandle> {
+        self.write_block_with(payload_is_data, payload, block_type, None)
+    }
+
+    /// [`Self::write_block`] with its trailer given, or computed if `None`.
+    fn write_block_with(
+        &mut self,
+        payload_is_data: bool,
+        payload: &[u8],
+        block_type: u8,
+        trailer: Option<[u8; BLOCK_TRAILER_LEN]>,
+    ) -> Result<BlockHandle> {
         let handle = BlockHandle::new(self.offset, payload.len() as u64);
-        let trailer = block_trailer(self.opts.checksum, payload, block_type, self.offset);
+        let trailer = trailer
+            .unwrap_or_else(|| block_trailer(self.opts.checksum, payload, block_type, self.offset));
         let r = self
             .out
             .write_all(payload)
@@ -829,6 +866,26 @@ mod tests {
             let b = copy(&a, dir.path(), "b.sst", opts(c)).unwrap();
             let (a, b) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
             assert!(a == b, "{c}: {} and {} bytes", a.len(), b.len());
+        }
+    }
+
+    /// Copied into a table of the other checksum type, each block gets the
+    /// trailer that type computes (the source's, verified, is kept only
+    /// under the same type at the same offset): the copy verifies, and is
+    /// the table `add` writes with that type.
+    #[test]
+    fn copied_blocks_take_the_new_tables_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        for c in codecs() {
+            let a = build(dir.path(), "a.sst", opts(c));
+            let xxh3 = opts(c).checksum(ChecksumType::Xxh3);
+            let b = copy(&a, dir.path(), "b.sst", xxh3.clone()).unwrap();
+            let fresh = build(dir.path(), "c.sst", xxh3);
+            let t = Table::open(&b, TableOpenOptions::default()).unwrap();
+            assert_eq!(t.checksum_type(), ChecksumType::Xxh3);
+            t.verify_all().unwrap();
+            let (b, fresh) = (std::fs::read(b).unwrap(), std::fs::read(fresh).unwrap());
+            assert!(b == fresh, "{c}: {} and {} bytes", b.len(), fresh.len());
         }
     }
 

@@ -39,7 +39,7 @@ use crate::error::{Error, Result};
 use crate::filter::FilterPolicy;
 use crate::key::{self, ValueKind};
 use crate::options::Options;
-use crate::sst::{KeyFormat, StoredBlock, TableBuilder};
+use crate::sst::{KeyFormat, TableBuilder};
 
 /// Rewrites `f`, a file of `level` in `v`, with `policy` and the store's
 /// prefix and range filters, its data blocks copied as stored. `Ok(None)`
@@ -78,12 +78,9 @@ pub(crate) fn rewrite(
     let copied = (|| -> Result<bool> {
         for block in table.stored_blocks() {
             let block = block?;
-            if !kept.all(&block)? {
-                return Ok(false);
-            }
-            match b.add_stored_block(&block) {
-                Ok(()) => {}
-                Err(Error::InvalidArgument(_)) => return Ok(false),
+            match b.add_stored_block_if(&block, &mut |k| Ok(kept.keeps(k))) {
+                Ok(true) => {}
+                Ok(false) | Err(Error::InvalidArgument(_)) => return Ok(false),
                 Err(e) => return Err(e),
             }
         }
@@ -128,33 +125,30 @@ impl<'a> Kept<'a> {
         }
     }
 
-    /// Whether the merge keeps every entry of `block` (entries in table
-    /// order, continuing the previous block's).
-    fn all(&mut self, block: &StoredBlock<'_>) -> Result<bool> {
-        let mut it = block.block().iter(KeyFormat::Internal);
-        while it.advance().map_err(|e| block.corruption(e))? {
-            let Some(k) = key::parse(it.key()) else {
-                // Left to the merge, which reports it.
-                return Ok(false);
-            };
-            let stripe = self.retention.stripe(k.seq);
-            let new_key = self.last_stripe.is_none() || self.last_user_key != k.user_key;
-            if !new_key && self.last_stripe == Some(stripe) {
-                return Ok(false); // an older version no reader sees
-            }
-            if k.kind == ValueKind::Deletion
-                && stripe == 0
-                && !self.v.deeper_covers(self.level, k.user_key)
-            {
-                return Ok(false); // a tombstone over nothing
-            }
-            if new_key {
-                self.last_user_key.clear();
-                self.last_user_key.extend_from_slice(k.user_key);
-            }
-            self.last_stripe = Some(stripe);
+    /// Whether the merge keeps the entry of internal key `key` (entries in
+    /// table order, continuing the previous ones).
+    fn keeps(&mut self, key: &[u8]) -> bool {
+        let Some(k) = key::parse(key) else {
+            // Left to the merge, which reports it.
+            return false;
+        };
+        let stripe = self.retention.stripe(k.seq);
+        let new_key = self.last_stripe.is_none() || self.last_user_key != k.user_key;
+        if !new_key && self.last_stripe == Some(stripe) {
+            return false; // an older version no reader sees
         }
-        Ok(true)
+        if k.kind == ValueKind::Deletion
+            && stripe == 0
+            && !self.v.deeper_covers(self.level, k.user_key)
+        {
+            return false; // a tombstone over nothing
+        }
+        if new_key {
+            self.last_user_key.clear();
+            self.last_user_key.extend_from_slice(k.user_key);
+        }
+        self.last_stripe = Some(stripe);
+        true
     }
 }
 

@@ -545,10 +545,15 @@ fn check_entry(path: &Path, meta: &FileMeta, table: &Table, last_sequence: u64) 
     ))
 }
 
-/// Opens every table the state names.
 /// Opens the tables `state` names. `opened`: tables already open from an
 /// earlier read of the same store, by number (a table file never changes
 /// under its number), reused instead of opened again, and added to.
+///
+/// The others are opened on the I/O threads ([`crate::fs::io_pool`]): each
+/// open reads a footer, an index and a filter, and one after another they
+/// kept a store of thousands of tables opening for seconds on a device
+/// that serves many reads at once. Of several failures, the first in the
+/// manifest's order is returned, as a serial open would.
 fn open_tables(
     dir: &Path,
     opts: &Options,
@@ -556,29 +561,51 @@ fn open_tables(
     caches: &Caches,
     mut opened: Option<&mut HashMap<u64, Arc<Table>>>,
 ) -> Result<Version> {
-    let mut version = Version::empty(opts.max_levels);
     for (level, files) in state.levels.iter().enumerate() {
         if !files.is_empty() && level >= opts.max_levels {
             return Err(Error::invalid(format!(
                 "the store has files on level {level}; open it with max_levels > {level}"
             )));
         }
-        for meta in files {
-            let path = filename::table_file(dir, meta.number);
-            let known = opened.as_ref().and_then(|o| o.get(&meta.number).cloned());
-            let table = match known {
-                Some(t) => t,
-                None => {
-                    let t = Arc::new(Table::open(&path, caches.table_options(meta.number, opts))?);
-                    if let Some(o) = opened.as_mut() {
-                        o.insert(meta.number, t.clone());
-                    }
-                    t
-                }
-            };
-            check_entry(&path, meta, &table, state.last_sequence)?;
-            version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), table)));
+    }
+    let metas: Vec<(usize, &FileMeta)> = state
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(|(level, files)| files.iter().map(move |m| (level, m)))
+        .collect();
+    let open_one = |meta: &FileMeta| -> Result<Arc<Table>> {
+        if let Some(t) = opened.as_ref().and_then(|o| o.get(&meta.number)) {
+            return Ok(t.clone());
         }
+        let path = filename::table_file(dir, meta.number);
+        Ok(Arc::new(Table::open(
+            &path,
+            caches.table_options(meta.number, opts),
+        )?))
+    };
+    let tables: Vec<Result<Arc<Table>>> = match crate::fs::io_pool() {
+        Some(pool) if metas.len() > 1 => {
+            use rayon::prelude::*;
+            pool.install(|| {
+                metas
+                    .par_iter()
+                    .with_max_len(1)
+                    .map(|(_, m)| open_one(m))
+                    .collect()
+            })
+        }
+        _ => metas.iter().map(|(_, m)| open_one(m)).collect(),
+    };
+    let mut version = Version::empty(opts.max_levels);
+    for ((level, meta), table) in metas.into_iter().zip(tables) {
+        let table = table?;
+        if let Some(o) = opened.as_mut() {
+            o.insert(meta.number, table.clone());
+        }
+        let path = filename::table_file(dir, meta.number);
+        check_entry(&path, meta, &table, state.last_sequence)?;
+        version.levels[level].push(Arc::new(FileHandle::new(meta.clone(), table)));
     }
     version.pin_metadata(opts.metadata_memory_budget);
     version.sort();

@@ -63,6 +63,17 @@ impl Readahead {
     }
 }
 
+/// Makes `buf` `len` bytes long for a read to fill, zeroing only what it
+/// did not hold before: a reused chunk's old bytes are overwritten by the
+/// read, so a pass does not clear every chunk it reads.
+fn fit(buf: &mut BytesMut, len: usize) {
+    if buf.len() >= len {
+        buf.truncate(len);
+    } else {
+        buf.resize(len, 0);
+    }
+}
+
 /// A chunk being read on an I/O thread: `len` bytes from `offset`.
 struct Ahead {
     offset: u64,
@@ -85,8 +96,7 @@ impl Ahead {
         let path = path.to_path_buf();
         crate::fs::read_ahead::spawn(Box::new(move || {
             let read = std::panic::AssertUnwindSafe(|| {
-                buf.clear();
-                buf.resize(len, 0);
+                fit(&mut buf, len);
                 read_at(file.as_ref(), &path, &mut buf, offset).map(|()| buf)
             });
             // A panic is the reader's error, not the I/O thread's end.
@@ -271,7 +281,7 @@ impl Table {
         h: BlockHandle,
         ra: &mut Readahead,
         io: &mut ReadStats,
-    ) -> Result<(Bytes, u8, Block)> {
+    ) -> Result<(Bytes, [u8; BLOCK_TRAILER_LEN], Block)> {
         let data_end = self.file_size - FOOTER_LEN as u64;
         let end = match h.end_with_trailer() {
             Some(e) if e <= data_end => e,
@@ -331,8 +341,7 @@ impl Table {
                     let mut buf = std::mem::take(&mut ra.buf)
                         .try_into_mut()
                         .unwrap_or_else(|_| BytesMut::new());
-                    buf.clear();
-                    buf.resize(len, 0);
+                    fit(&mut buf, len);
                     read_at(file.as_ref(), &self.path, &mut buf, h.offset)?;
                     self.switch_chunk(ra, file, h.offset, buf.freeze(), blocks_end);
                     ra.buf.slice(..need)
@@ -343,13 +352,15 @@ impl Table {
         io.bytes_read += need as u64;
         let (n, block_type) = self.check_block(h, DATA, &raw)?;
         let stored = raw.slice(..n);
+        let mut trailer = [0; BLOCK_TRAILER_LEN];
+        trailer.copy_from_slice(&raw[n..n + BLOCK_TRAILER_LEN]);
         let data = if block_type == BLOCK_TYPE_NONE {
             stored.clone()
         } else {
             self.decompress_block(h, DATA, block_type, &stored)?
         };
         let block = Block::new(data).map_err(|e| self.block_error(h, DATA, e))?;
-        Ok((stored, block_type, block))
+        Ok((stored, trailer, block))
     }
 
     /// Makes `buf`, read from `offset`, the chunk of `ra`, and starts

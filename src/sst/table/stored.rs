@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::sst::block::{Block, BlockError};
-use crate::sst::format::BlockHandle;
+use crate::sst::format::{BLOCK_TRAILER_LEN, BlockHandle};
 
 use super::index::IndexCursor;
 use super::read::Readahead;
@@ -26,7 +26,7 @@ pub struct StoredBlock<'a> {
     table: &'a Table,
     handle: BlockHandle,
     stored: Bytes,
-    block_type: u8,
+    trailer: [u8; BLOCK_TRAILER_LEN],
     block: Block,
 }
 
@@ -44,7 +44,13 @@ impl<'a> StoredBlock<'a> {
 
     /// The trailer's type byte (0 = raw, 1 = LZ4, 2 = zstd).
     pub fn block_type(&self) -> u8 {
-        self.block_type
+        self.trailer[0]
+    }
+
+    /// The trailer as stored: the type byte, then the checksum, which
+    /// mixes in the block's offset ([`Self::handle`]) and was verified.
+    pub fn trailer(&self) -> [u8; BLOCK_TRAILER_LEN] {
+        self.trailer
     }
 
     /// The block's contents, decompressed.
@@ -101,11 +107,11 @@ impl<'a> Iterator for StoredBlocks<'a> {
                     .map(|b| (h, b))
             });
         Some(match r {
-            Ok((handle, (stored, block_type, block))) => Ok(StoredBlock {
+            Ok((handle, (stored, trailer, block))) => Ok(StoredBlock {
                 table: self.table,
                 handle,
                 stored,
-                block_type,
+                trailer,
                 block,
             }),
             Err(e) => {
