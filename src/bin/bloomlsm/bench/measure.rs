@@ -15,7 +15,7 @@ use crate::{CliError, CliResult, budget, filter_cost, progress};
 use super::args::BenchArgs;
 use super::configs::BenchConfig;
 use super::row::BenchRow;
-use super::stores::{Base, load_store, refilter_store, store_dir};
+use super::stores::{Base, Removal, load_store, refilter_store, store_dir};
 
 /// A Zipf(s) sampler over `0..n` by inverse CDF (rank 0 is the hottest).
 #[derive(Clone, Debug)]
@@ -192,8 +192,11 @@ pub struct Measured {
 }
 
 /// Builds and measures one configuration's store under `parent`, from
-/// `base` (the single load) or, without one, by loading it, removing it
-/// afterwards unless `keep`.
+/// `base` (the single load) or, without one, by loading it. Unless `keep`,
+/// the store is removed afterwards on a thread of its own (`removal`),
+/// while the next configuration's store is made; the previous one's
+/// removal is waited for before anything is timed.
+#[allow(clippy::too_many_arguments)]
 pub fn run_config(
     args: &BenchArgs,
     config: &BenchConfig,
@@ -201,6 +204,7 @@ pub fn run_config(
     keep: bool,
     zipf: Option<&Zipf>,
     base: Option<&Base>,
+    removal: &mut Removal,
 ) -> CliResult<BenchRow> {
     let dir = store_dir(parent, &config.name)?;
     let (db, load, refilter_secs) = match base {
@@ -213,6 +217,7 @@ pub fn run_config(
             (db, load, None)
         }
     };
+    removal.wait();
     let Measured {
         mut missing,
         existing,
@@ -255,7 +260,7 @@ pub fn run_config(
         row.budget = budget::sweep(args, config, &dir, metadata_bytes)?;
     }
     if !keep {
-        let _ = std::fs::remove_dir_all(&dir);
+        *removal = Removal::start(dir);
     }
     Ok(row)
 }

@@ -215,8 +215,18 @@ fn run_configs(
         }
         Some(b)
     };
+    // Declared after `base`, so dropped (waited for) first.
+    let mut removal = stores::Removal::default();
     for c in &args.configs {
-        let row = run_config(args, c, &home.path, home.keep, zipf, base.as_ref())?;
+        let row = run_config(
+            args,
+            c,
+            &home.path,
+            home.keep,
+            zipf,
+            base.as_ref(),
+            &mut removal,
+        )?;
         if rows.is_empty() && text {
             writeln!(out, "shape: {}", row.shape)?;
             writeln!(out)?;
