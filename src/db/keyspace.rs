@@ -361,7 +361,7 @@ impl Keyspace {
         self.store.maintain_keyspace(&self.inner)
     }
 
-    /// Rebuilds, on the calling thread, the filters of this keyspace's
+    /// Rebuilds, before it returns, the filters of this keyspace's
     /// files whose level's filter allocation moved since they were written,
     /// with this keyspace's own filter design; returns how many files it
     /// rewrote ([`Db::rebuild_filters`]).

@@ -550,11 +550,12 @@ impl Db {
         self.inner.maintain_keyspace(&self.inner)
     }
 
-    /// Rebuilds, on the calling thread, the filters of the files whose
+    /// Rebuilds, before it returns, the filters of the files whose
     /// level's filter allocation moved since they were written, until the
     /// store spends what its [`crate::FilterOptions`] say, to within 0.5%
-    /// (before filters are rounded up to whole cache lines).
-    /// Returns how many files it rewrote. Only filter configurations that
+    /// (before filters are rounded up to whole cache lines). Files are
+    /// rewritten up to eight at a time, on threads of their own: a rewrite
+    /// mostly waits on the device. Returns how many files it rewrote. Only filter configurations that
     /// depend on the tree's shape ever need it (the Monkey allocation,
     /// `skip_last_level`); the compaction thread does the same by itself
     /// once the store has gone a second without a write. After a bulk load,
