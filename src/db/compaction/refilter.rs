@@ -170,16 +170,16 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
         .or_else(|| candidates(v).find(|(_, f, _)| !range_filter_current(f, opts)));
     match found {
         Some(c) => Some(refilter(c, &targets)),
-        None => by_drift(v, opts, &targets),
+        None => by_drift(v, opts, &targets, 1).pop(),
     }
 }
 
 /// Up to `max` files to rewrite at once, each with the filter its level
 /// gets now: the files whose filter family, prefix filter or range filter
 /// is not their level's (as [`pick`] finds them one by one). Each of those
-/// is rewritten whatever the others get, so one batch takes them all; a
-/// rewrite chosen by the store's total spend changes the spend the next
-/// choice depends on, so those come one at a time, as [`pick`] gives them.
+/// is rewritten whatever the others get, so one batch takes them all.
+/// Otherwise the files chosen by the store's total spend: the ones [`pick`]
+/// would choose one after another, found at once ([`drift_order`]).
 pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilter> {
     let targets = targets(v, opts);
     let batch: Vec<Refilter> = candidates(v)
@@ -192,30 +192,127 @@ pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilte
         .map(|c| refilter(c, &targets))
         .collect();
     if batch.is_empty() {
-        by_drift(v, opts, &targets).into_iter().collect()
+        by_drift(v, opts, &targets, max)
     } else {
         batch
     }
 }
 
-/// [`pick`]'s last rule: the file whose bits differ the most from its
-/// level's, while the store's spend is off by more than [`TOLERANCE`].
-fn by_drift(v: &Version, opts: &Options, targets: &[Option<FilterPolicy>]) -> Option<Refilter> {
+/// [`pick`]'s last rule, `max` times over: while the store's spend is off
+/// by more than [`TOLERANCE`], the file whose bits differ the most from its
+/// level's in that direction.
+fn by_drift(
+    v: &Version,
+    opts: &Options,
+    targets: &[Option<FilterPolicy>],
+    max: usize,
+) -> Vec<Refilter> {
     if opts.filters.workload_avg_bits_per_key.is_some() {
-        return None;
+        return Vec::new();
     }
     let (spent, allocated) = spend(v, opts);
-    let drift = spent - allocated;
-    if drift.abs() <= TOLERANCE * allocated {
-        return None;
-    }
-    candidates(v)
+    let files: Vec<(Candidate<'_>, f64, f64)> = candidates(v)
         .filter_map(|c @ (l, f, p)| {
             let (have, want) = (bits(p), bits(targets[l]));
             let off = have - want;
-            (off.signum() == drift.signum() && off.abs() > FILE_TOLERANCE * want)
-                .then(|| (off.abs() * f.meta.entries as f64, c))
+            (off.abs() > FILE_TOLERANCE * want).then_some((c, off, f.meta.entries as f64))
         })
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| refilter(c, targets))
+        .collect();
+    let weights: Vec<f64> = files.iter().map(|(_, off, n)| off * n).collect();
+    drift_order(spent - allocated, TOLERANCE * allocated, &weights, max)
+        .into_iter()
+        .map(|i| refilter(files[i].0, targets))
+        .collect()
+}
+
+/// The files, by index into `weights` (each file's bits over its target
+/// times its keys), that one-at-a-time rewrites choose, up to `max`: while
+/// `|drift| > tolerance`, the file of the largest weight whose sign is the
+/// drift's, after which the drift is less by its weight (a rewritten file
+/// spends its target). The targets depend only on the tree's shape, which
+/// a rewrite keeps, so the choices can be made at once: [`pick`]'s one at
+/// a time, a batch's all together, alike. Of equal weights the last in
+/// order is taken first, as [`Iterator::max_by`] takes it.
+fn drift_order(mut drift: f64, tolerance: f64, weights: &[f64], max: usize) -> Vec<usize> {
+    // Each sign's files, largest weight first.
+    let sorted = |positive: bool| {
+        let mut v: Vec<usize> = (0..weights.len())
+            .rev()
+            .filter(|&i| (weights[i] > 0.0) == positive && weights[i] != 0.0)
+            .collect();
+        v.sort_by(|&a, &b| weights[b].abs().total_cmp(&weights[a].abs()));
+        v.into_iter()
+    };
+    let (mut above, mut below) = (sorted(true), sorted(false));
+    let mut out = Vec::new();
+    while out.len() < max && drift.abs() > tolerance {
+        let next = if drift > 0.0 {
+            above.next()
+        } else {
+            below.next()
+        };
+        let Some(i) = next else { break };
+        drift -= weights[i];
+        out.push(i);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::xorshift;
+
+    /// [`pick`]'s rule applied one file at a time, as first written: the
+    /// reference [`drift_order`] is checked against.
+    fn one_at_a_time(mut drift: f64, tolerance: f64, weights: &[f64], max: usize) -> Vec<usize> {
+        let mut done = vec![false; weights.len()];
+        let mut out = Vec::new();
+        while out.len() < max && drift.abs() > tolerance {
+            let Some((i, _)) = weights
+                .iter()
+                .enumerate()
+                .filter(|&(i, w)| !done[i] && w.signum() == drift.signum() && *w != 0.0)
+                .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+            else {
+                break;
+            };
+            done[i] = true;
+            drift -= weights[i];
+            out.push(i);
+        }
+        out
+    }
+
+    /// The batch makes the one-at-a-time choices, in order, whatever the
+    /// weights (ties and signs mixed, drifts that overshoot and turn).
+    #[test]
+    fn a_batch_chooses_what_one_at_a_time_would() {
+        let mut next = xorshift(29);
+        let mut below = |n: u64| next() % n;
+        for case in 0..2000 {
+            let n = below(40) as usize;
+            let weights: Vec<f64> = (0..n)
+                .map(|_| (below(21) as f64 - 10.0) * [1.0, 0.5, 3.0][below(3) as usize])
+                .collect();
+            let total: f64 = weights.iter().sum();
+            let drift = total + (below(11) as f64 - 5.0);
+            let tolerance = below(4) as f64;
+            let max = 1 + below(50) as usize;
+            assert_eq!(
+                drift_order(drift, tolerance, &weights, max),
+                one_at_a_time(drift, tolerance, &weights, max),
+                "case {case}: drift {drift}, tolerance {tolerance}, weights {weights:?}"
+            );
+        }
+    }
+
+    /// Nothing is chosen within the tolerance, or without a file on the
+    /// drift's side.
+    #[test]
+    fn no_choice_within_tolerance_or_without_a_file() {
+        assert!(drift_order(0.4, 0.5, &[3.0, -2.0], 10).is_empty());
+        assert!(drift_order(5.0, 0.5, &[-3.0, -2.0], 10).is_empty());
+        assert_eq!(drift_order(5.0, 0.5, &[3.0, -2.0, 4.0], 10), vec![2, 0, 1]);
+    }
 }
