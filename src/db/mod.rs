@@ -555,9 +555,10 @@ impl Db {
     /// store spends what its [`crate::FilterOptions`] say, to within 0.5%
     /// (before filters are rounded up to whole cache lines). Files are
     /// rewritten up to eight at a time, on threads of their own: a rewrite
-    /// mostly waits on the device. Returns how many files it rewrote. Only filter configurations that
-    /// depend on the tree's shape ever need it (the Monkey allocation,
-    /// `skip_last_level`); the compaction thread does the same by itself
+    /// mostly waits on the device. Returns how many files it rewrote. Only
+    /// filter configurations that depend on the tree's shape ever need it
+    /// (the Monkey allocation, `skip_last_level`), and a store reopened with
+    /// another filter design; the compaction thread does the same by itself
     /// once the store has gone a second without a write. After a bulk load,
     /// call it to have the store at its budget now (`bench` does).
     ///

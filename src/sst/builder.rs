@@ -300,8 +300,7 @@ impl TableBuilder {
     /// ones; with the source's [`Error::Corruption`] if an entry does not
     /// decode. After an error the builder is unusable.
     pub fn add_stored_block(&mut self, block: &StoredBlock<'_>) -> Result<()> {
-        self.add_stored_block_if(block, &mut |_| Ok(true))
-            .map(|_| ())
+        self.add_stored_block_if(block, &mut |_| true).map(|_| ())
     }
 
     /// [`Self::add_stored_block`], asking `keep` of each entry's key as it
@@ -311,7 +310,7 @@ impl TableBuilder {
     pub(crate) fn add_stored_block_if(
         &mut self,
         block: &StoredBlock<'_>,
-        keep: &mut dyn FnMut(&[u8]) -> Result<bool>,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<bool> {
         self.check_usable()?;
         self.check_not_ended()?;
@@ -325,7 +324,7 @@ impl TableBuilder {
     fn copy_block(
         &mut self,
         b: &StoredBlock<'_>,
-        keep: &mut dyn FnMut(&[u8]) -> Result<bool>,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<bool> {
         let fmt = self.opts.key_format;
         let source = b.table();
@@ -378,7 +377,7 @@ impl TableBuilder {
         }
         let mut it = raw.iter(fmt);
         while it.advance().map_err(|e| b.corruption(e))? {
-            if !keep(it.key())? {
+            if !keep(it.key()) {
                 return Ok(false);
             }
             self.note_entry(it.key(), it.value_slice().len())?;

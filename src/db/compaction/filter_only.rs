@@ -78,7 +78,7 @@ pub(crate) fn rewrite(
     let copied = (|| -> Result<bool> {
         for block in table.stored_blocks() {
             let block = block?;
-            match b.add_stored_block_if(&block, &mut |k| Ok(kept.keeps(k))) {
+            match b.add_stored_block_if(&block, &mut |k| kept.keeps(k)) {
                 Ok(true) => {}
                 Ok(false) | Err(Error::InvalidArgument(_)) => return Ok(false),
                 Err(e) => return Err(e),

@@ -211,6 +211,9 @@ fn by_drift(
         return Vec::new();
     }
     let (spent, allocated) = spend(v, opts);
+    if (spent - allocated).abs() <= TOLERANCE * allocated {
+        return Vec::new();
+    }
     let files: Vec<(Candidate<'_>, f64, f64)> = candidates(v)
         .filter_map(|c @ (l, f, p)| {
             let (have, want) = (bits(p), bits(targets[l]));
