@@ -317,8 +317,8 @@ fn the_compaction_thread_rebuilds_filters_when_writes_pause() {
     panic!("no rebuild to the budget: {:?}, {}", spent(&db), db.stats());
 }
 
-/// One file's rewrite of a batched filter rebuild fails or panics on a
-/// worker of rayon's pool: `rebuild_filters` returns the failure (a panic
+/// One file's rewrite of a batched filter rebuild fails or panics on one
+/// of the rebuild's worker threads: `rebuild_filters` returns the failure (a panic
 /// as `Panicked`, not unwound into the caller), the store is poisoned for
 /// the calls after it, and a reopen holds every key and finishes the
 /// rebuild.

@@ -24,7 +24,7 @@ pub(crate) enum Point {
     Files,
     /// A read on the I/O threads of a direct-I/O `multi_get`.
     Io,
-    /// One file's rewrite of a filter rebuild, on rayon's pool.
+    /// One file's rewrite of a filter rebuild, on one of its worker threads.
     Refilter,
 }
 
