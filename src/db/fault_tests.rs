@@ -588,3 +588,120 @@ fn a_fault_in_a_batched_filter_rebuild_keeps_every_key() {
     assert!(trials >= 20, "{trials} trials over {census:?}");
     eprintln!("filter rebuild faults: {trials} trials over {census:?}");
 }
+
+/// Two checkpoints of one store rebuilt together share each file's read.
+/// A fault at an operation of it (reads included: one read serves both),
+/// alone or as a power loss, leaves both stores reopening with every key,
+/// each file with its old filter or its new one, and a rebuild of each
+/// after it finishes the job.
+#[test]
+fn a_fault_in_filter_rebuilds_together_keeps_every_key_of_each_store() {
+    use crate::{FilterOptions, FilterPolicy};
+    let designs = [FilterPolicy::blocked512(10.0), FilterPolicy::ribbon(8.0)];
+    let design = |fs: &FaultFs, i: usize| {
+        options(fs, false)
+            .filters(FilterOptions::uniform(Some(designs[i])))
+            .use_stored_design(false)
+    };
+    let stores = |root: &std::path::Path, fs: &FaultFs| -> Model {
+        let from = root.join("base");
+        let db = Db::open(&from, options(fs, false).filters(FilterOptions::none())).unwrap();
+        let mut m = Model::new();
+        for i in 0..1500u32 {
+            let (k, v) = (format!("key{i:05}"), format!("value{i}-{}", "x".repeat(60)));
+            db.put(&k, &v).unwrap();
+            m.insert(k.into_bytes(), v.into_bytes());
+        }
+        db.compact().unwrap();
+        for i in 0..2 {
+            db.checkpoint(root.join(format!("s{i}"))).unwrap();
+        }
+        db.close().unwrap();
+        m
+    };
+    // The stores are opened, then the counts reset and `fault` armed: the
+    // operations counted and failed are the rebuild's (and the drops').
+    let rebuild = |root: &std::path::Path, fs: &FaultFs, fault: Option<Fault>| {
+        let a = Db::open(root.join("s0"), design(fs, 0)).unwrap();
+        let b = Db::open(root.join("s1"), design(fs, 1)).unwrap();
+        fs.reset_counts();
+        if let Some(f) = fault {
+            fs.arm(f);
+        }
+        let r = Db::rebuild_filters_together(&[&a, &b]);
+        let counts: Vec<(Op, u64)> = [Op::Read, Op::Create, Op::Write, Op::Sync, Op::SyncDir]
+            .into_iter()
+            .map(|op| (op, fs.count(Some(op))))
+            .collect();
+        // The stores are dropped with the fault still armed, as a process
+        // that crashed would leave them.
+        (r, counts, fs.tripped())
+    };
+    let kinds =
+        |db: &Db| -> Vec<String> { db.file_stats().iter().map(|f| f.filter.clone()).collect() };
+    // A clean run, counted.
+    let clean = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let model = stores(clean.path(), &fs);
+    let (files, census, _) = rebuild(clean.path(), &fs, None);
+    let files = files.unwrap();
+    assert!(files[0] >= 8 && files[0] == files[1], "{files:?}");
+    let new_kinds: Vec<String> = (0..2)
+        .map(|i| {
+            let db = Db::open(clean.path().join(format!("s{i}")), design(&fs, i)).unwrap();
+            let k = kinds(&db);
+            assert!(k.iter().all(|n| *n == k[0] && n != "none"), "{k:?}");
+            k[0].clone()
+        })
+        .collect();
+    let mut trials = 0;
+    for &(op, total) in &census {
+        for nth in points(total, 3) {
+            for power_loss in [false, true] {
+                let what = format!("{op:?} #{nth} of {total} fails, power loss {power_loss}");
+                let root = tempfile::tempdir().unwrap();
+                let fs = FaultFs::new();
+                stores(root.path(), &fs);
+                let fault = Fault {
+                    op: Some(op),
+                    nth,
+                    error: FaultError::Io,
+                    sticky: power_loss,
+                };
+                let (r, _, tripped) = rebuild(root.path(), &fs, Some(fault));
+                if !tripped {
+                    // The parallel rewrites may run fewer operations of a
+                    // kind than the census counted.
+                    continue;
+                }
+                assert!(r.is_err(), "{what}: no error");
+                if power_loss {
+                    fs.power_loss().unwrap();
+                }
+                fs.disarm();
+                for (i, new) in new_kinds.iter().enumerate() {
+                    let db = Db::open(root.path().join(format!("s{i}")), design(&fs, i)).unwrap();
+                    assert!(
+                        contents(&db).unwrap() == model,
+                        "{what}: store {i} lost keys"
+                    );
+                    let k = kinds(&db);
+                    assert!(
+                        k.iter().all(|k| k == "none" || k == new),
+                        "{what}: store {i}: {k:?}"
+                    );
+                    db.rebuild_filters().unwrap();
+                    assert!(kinds(&db).iter().all(|k| k == new), "{what}: store {i}");
+                    assert!(
+                        contents(&db).unwrap() == model,
+                        "{what}: store {i} lost keys"
+                    );
+                    db.close().unwrap();
+                }
+                trials += 1;
+            }
+        }
+    }
+    assert!(trials >= 20, "{trials} trials over {census:?}");
+    eprintln!("filter rebuilds together, faults: {trials} trials over {census:?}");
+}

@@ -35,6 +35,7 @@ pub mod log;
 pub(crate) mod memtable;
 pub(crate) mod merge;
 mod open;
+mod rebuild;
 mod run;
 mod snapshot;
 pub(crate) mod version;
@@ -574,6 +575,47 @@ impl Db {
     /// ```
     pub fn rebuild_filters(&self) -> Result<u64> {
         self.inner.rebuild_filters()
+    }
+
+    /// [`Db::rebuild_filters`] of several stores at once, each with its
+    /// own filter design: a file that several of them hold (the same file
+    /// under hard links, as [`Db::checkpoint`]s of one store hold its
+    /// tables) is read and checked once, and its new tables, one per store
+    /// that needs one, are written from that read. Made for studies of
+    /// many filter designs over one data set: checkpoint a loaded store
+    /// once per design, open each with its design, and rebuild them
+    /// together; the device then reads the data once, not once per design.
+    /// Returns each store's count, in order.
+    ///
+    /// A store named twice is [`Error::InvalidArgument`]. A file that
+    /// cannot be shared (another file under the same number, or a platform
+    /// where it cannot be told) is read for its store alone. On an error
+    /// each store keeps the rebuilds already installed; a store whose own
+    /// rebuild failed is poisoned, as by [`Db::rebuild_filters`].
+    ///
+    /// ```
+    /// use bloomlsm::{Db, FilterOptions, FilterPolicy, Options};
+    ///
+    /// let plain = Options::default().filters(FilterOptions::none());
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("base"), plain)?;
+    /// db.put("apple", "red")?;
+    /// db.compact()?;
+    /// let mut stores = Vec::new();
+    /// for (name, bits) in [("six", 6.0), ("ten", 10.0)] {
+    ///     db.checkpoint(dir.path().join(name))?;
+    ///     let design = FilterOptions::uniform(Some(FilterPolicy::blocked512(bits)));
+    ///     let mut opts = Options::default().filters(design);
+    ///     opts.use_stored_design = false;
+    ///     stores.push(Db::open(dir.path().join(name), opts)?);
+    /// }
+    /// let rebuilt = Db::rebuild_filters_together(&[&stores[0], &stores[1]])?;
+    /// assert_eq!(rebuilt, [1, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rebuild_filters_together(stores: &[&Db]) -> Result<Vec<u64>> {
+        let inners: Vec<&Inner> = stores.iter().map(|d| &*d.inner).collect();
+        Inner::rebuild_filters_together(&inners)
     }
 
     /// Counters and the shape of the store. `Display` prints a summary.

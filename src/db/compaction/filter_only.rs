@@ -29,7 +29,7 @@
 //! makes a configuration's filters in a fraction of the merge's time
 //! (docs/design.md, "Filters per level").
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::output::{Outputs, builder_options, open_output};
 use super::{FileNumbers, Retention};
@@ -37,70 +37,141 @@ use crate::db::caches::Caches;
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
 use crate::filter::FilterPolicy;
+use crate::fs::FileSystem;
 use crate::key::{self, ValueKind};
 use crate::options::Options;
 use crate::sst::{KeyFormat, TableBuilder};
 
-/// Rewrites `f`, a file of `level` in `v`, with `policy` and the store's
-/// prefix and range filters, its data blocks copied as stored. `Ok(None)`
-/// when the copy would not write the file a merge writes (module docs):
-/// nothing is left behind, and the caller merges instead. A damaged block
-/// of `f` is its [`Error::Corruption`].
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn rewrite(
-    dir: &Path,
-    opts: &Options,
-    level: usize,
-    v: &Version,
-    f: &FileHandle,
-    policy: Option<FilterPolicy>,
-    numbers: &(dyn FileNumbers + Sync),
-    retention: &Retention,
-    caches: &Caches,
-) -> Result<Option<Outputs>> {
-    let table = &f.table;
-    let compression = opts.compression.for_level(level);
-    if table.range_tombstone_count() > 0
-        || table.entries() == 0
-        || table.key_format() != KeyFormat::Internal
-        || table.compression() != compression
-    {
-        return Ok(None);
+/// One store's side of a filter-only rewrite: where the new table goes and
+/// what it gets. Several stores holding the same file (hard links of one
+/// checkpoint) share one read of it ([`rewrite_many`]).
+pub(crate) struct Target<'a> {
+    /// The store's directory and options.
+    pub dir: &'a Path,
+    pub opts: &'a Options,
+    /// The file's level in `v`, the store's version.
+    pub level: usize,
+    pub v: &'a Version,
+    /// The filter the file's level gets now in this store.
+    pub policy: Option<FilterPolicy>,
+    /// The store's file numbers.
+    pub numbers: &'a (dyn FileNumbers + Sync),
+    /// The versions the store's snapshots see.
+    pub retention: &'a Retention,
+    pub caches: &'a Caches,
+}
+
+/// A table being written for one [`Target`].
+struct Copy<'a> {
+    b: TableBuilder,
+    path: PathBuf,
+    kept: Kept<'a>,
+    fs: &'a dyn FileSystem,
+}
+
+impl Copy<'_> {
+    /// Abandons the table: its file is removed.
+    fn discard(self) {
+        let Copy { b, path, fs, .. } = self;
+        drop(b);
+        let _ = fs.remove_file(&path);
     }
-    let new = numbers.new_table(dir, &*opts.fs)?;
-    let path = new.path.clone();
-    let mut b = TableBuilder::with_file(
-        new.file,
-        new.path,
-        builder_options(opts, policy, compression),
-    );
-    let mut kept = Kept::new(v, level, retention);
-    let copied = (|| -> Result<bool> {
-        for block in table.stored_blocks() {
+}
+
+/// Rewrites `f` for each of `targets` (which all hold `f`, in the target's
+/// level and version) with the target's filter and the store's prefix and
+/// range filters, its data blocks copied as stored, read and checked once.
+/// One answer per target, in order: `None` when the copy would not write
+/// the file a merge writes (module docs), nothing being left behind, and
+/// the caller merges instead. A damaged block of `f` is its
+/// [`Error::Corruption`]. Any
+/// error (a damaged block, a failed write) is the answer for all of them;
+/// the tables not yet finished are removed, and those finished are left,
+/// named by no version, to the next open's sweep, as any failed job's.
+pub(crate) fn rewrite_many(f: &FileHandle, targets: &[Target<'_>]) -> Result<Vec<Option<Outputs>>> {
+    let table = &f.table;
+    let mut copies: Vec<Option<Copy<'_>>> = Vec::with_capacity(targets.len());
+    let discard_all =
+        |copies: Vec<Option<Copy<'_>>>| copies.into_iter().flatten().for_each(Copy::discard);
+    for t in targets {
+        let compression = t.opts.compression.for_level(t.level);
+        if table.range_tombstone_count() > 0
+            || table.entries() == 0
+            || table.key_format() != KeyFormat::Internal
+            || table.compression() != compression
+        {
+            copies.push(None);
+            continue;
+        }
+        let new = match t.numbers.new_table(t.dir, &*t.opts.fs) {
+            Ok(new) => new,
+            Err(e) => {
+                discard_all(copies);
+                return Err(e);
+            }
+        };
+        copies.push(Some(Copy {
+            path: new.path.clone(),
+            b: TableBuilder::with_file(
+                new.file,
+                new.path,
+                builder_options(t.opts, t.policy, compression),
+            ),
+            kept: Kept::new(t.v, t.level, t.retention),
+            fs: &*t.opts.fs,
+        }));
+    }
+    let read = (|| -> Result<()> {
+        let mut blocks = table.stored_blocks();
+        while copies.iter().any(Option::is_some) {
+            let Some(block) = blocks.next() else {
+                return Ok(());
+            };
             let block = block?;
-            match b.add_stored_block_if(&block, &mut |k| kept.keeps(k)) {
-                Ok(true) => {}
-                Ok(false) | Err(Error::InvalidArgument(_)) => return Ok(false),
-                Err(e) => return Err(e),
+            for slot in copies.iter_mut() {
+                let Some(c) = slot else { continue };
+                match c.b.add_stored_block_if(&block, &mut |k| c.kept.keeps(k)) {
+                    Ok(true) => {}
+                    Ok(false) | Err(Error::InvalidArgument(_)) => {
+                        if let Some(c) = slot.take() {
+                            c.discard();
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         }
-        Ok(true)
+        Ok(())
     })();
-    match copied {
-        Ok(true) => {}
-        other => {
-            drop(b);
-            let _ = opts.fs.remove_file(&path);
-            return other.map(|_| None);
+    if let Err(e) = read {
+        discard_all(copies);
+        return Err(e);
+    }
+    let mut outs = Vec::with_capacity(copies.len());
+    let mut rest = copies.into_iter().zip(targets);
+    while let Some((slot, t)) = rest.next() {
+        let Some(Copy { b, path, fs, .. }) = slot else {
+            outs.push(None);
+            continue;
+        };
+        let written = b.finish_unsynced().and_then(|table| {
+            let bytes_written = table.file_size();
+            let fh = open_output(table.sync()?, t.caches, t.opts)?;
+            Ok(Outputs {
+                files: vec![fh],
+                bytes_written,
+            })
+        });
+        match written {
+            Ok(out) => outs.push(Some(out)),
+            Err(e) => {
+                let _ = fs.remove_file(&path);
+                discard_all(rest.map(|(slot, _)| slot).collect());
+                return Err(e);
+            }
         }
     }
-    let t = b.finish_unsynced()?;
-    let bytes_written = t.file_size();
-    let fh = open_output(t.sync()?, caches, opts)?;
-    Ok(Some(Outputs {
-        files: vec![fh],
-        bytes_written,
-    }))
+    Ok(outs)
 }
 
 /// Whether a merge of one file keeps every entry: what
@@ -209,18 +280,18 @@ mod tests {
         let policy = Some(FilterPolicy::blocked512(10.0));
         let numbers = TestNumbers(AtomicU64::new(100));
         let caches = Caches::new(opts);
-        rewrite(
+        let retention = Retention::new(snapshots);
+        let target = Target {
             dir,
             opts,
-            1,
+            level: 1,
             v,
-            f,
             policy,
-            &numbers,
-            &Retention::new(snapshots),
-            &caches,
-        )
-        .unwrap()
+            numbers: &numbers,
+            retention: &retention,
+            caches: &caches,
+        };
+        rewrite_many(f, &[target]).unwrap().pop().unwrap()
     }
 
     /// The copy writes the file a merge of the file alone writes: same

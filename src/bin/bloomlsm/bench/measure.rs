@@ -15,6 +15,8 @@ use crate::{CliError, CliResult, budget, filter_cost, progress};
 use super::args::BenchArgs;
 use super::configs::BenchConfig;
 use super::row::BenchRow;
+#[cfg(doc)]
+use super::stores::refilter_stores;
 use super::stores::{Base, Removal, load_store, refilter_store, store_dir};
 
 /// A Zipf(s) sampler over `0..n` by inverse CDF (rank 0 is the hottest).
@@ -192,7 +194,9 @@ pub struct Measured {
 }
 
 /// Builds and measures one configuration's store under `parent`, from
-/// `base` (the single load) or, without one, by loading it. Unless `keep`,
+/// `base` (the single load) or, without one, by loading it. `made`: the
+/// store was made from the base by a pass of [`refilter_stores`], which
+/// took it these seconds (its share of the pass). Unless `keep`,
 /// the store is removed afterwards on a thread of its own (`removal`),
 /// while the next configuration's store is made; the previous one's
 /// removal is waited for before anything is timed.
@@ -204,13 +208,17 @@ pub fn run_config(
     keep: bool,
     zipf: Option<&Zipf>,
     base: Option<&Base>,
+    made: Option<f64>,
     removal: &mut Removal,
 ) -> CliResult<BenchRow> {
-    let dir = store_dir(parent, &config.name)?;
+    let dir = match made {
+        Some(_) => parent.join(&config.name),
+        None => store_dir(parent, &config.name)?,
+    };
     let (db, load, refilter_secs) = match base {
         Some(b) => {
-            let (db, secs) = refilter_store(args, config, b, &dir)?;
-            (db, b.load, Some(secs))
+            let (db, secs) = refilter_store(args, config, b, &dir, made.is_some())?;
+            (db, b.load, Some(secs + made.unwrap_or(0.0)))
         }
         None => {
             let (db, load) = load_store(args, config, &dir)?;

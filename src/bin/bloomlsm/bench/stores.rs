@@ -442,6 +442,17 @@ fn lacks_room(free: u64, one: u64, stores: u64) -> Option<u64> {
     (free < need).then_some(need)
 }
 
+/// How many stores made from `base` fit in `home` now (at least one, and
+/// all of them when the free space cannot be read).
+pub fn stores_that_fit(home: &StoresHome, base: &Base) -> usize {
+    let Some(free) = free_bytes(&home.path) else {
+        return usize::MAX;
+    };
+    let one = tree_bytes(&base.dir);
+    let each = one.saturating_add(one / 20).max(1);
+    usize::try_from(free / each).unwrap_or(usize::MAX).max(1)
+}
+
 /// Bytes the file system holding `path` has free for this user (`None`
 /// where it cannot be read).
 fn free_bytes(path: &Path) -> Option<u64> {
@@ -498,25 +509,73 @@ fn take_copy(db: &Db, dir: &Path) -> CliResult {
     interrupt::guard(|| db.checkpoint(dir).map(|_| ()).map_err(CliError::from))
 }
 
-/// `config`'s store at `dir`, made from `base`: a checkpoint of the base
-/// (hard links; a filter rebuild writes a new file and never changes one in
-/// place), reopened with the configuration's design, every file's filter
-/// rebuilt, then the keys after the base written with the configuration's
-/// filters as the load wrote them. Returns the open store and the seconds
-/// all this took.
+/// Most stores one [`refilter_stores`] pass makes: each is open during
+/// the pass, pinning its indexes and new filters (at 10^8 keys about
+/// 0.3 GiB a store) and holding its share of the open files.
+pub const PASS_STORES: usize = 5;
+
+/// Makes the stores of `configs`, at `dirs`, from `base` in one pass: a
+/// checkpoint of the base per store (hard links; a filter rebuild writes
+/// a new file and never changes one in place), each reopened with its
+/// configuration's design, and their filters rebuilt together
+/// ([`Db::rebuild_filters_together`]), so that the device reads the base's
+/// tables once for all of them. The stores are left closed; returns the
+/// seconds the pass took.
+pub fn refilter_stores(
+    args: &BenchArgs,
+    configs: &[&BenchConfig],
+    base: &Base,
+    dirs: &[PathBuf],
+) -> CliResult<f64> {
+    let start = Instant::now();
+    interrupt::guard(|| -> CliResult {
+        let from = Db::open(&base.dir, base.opts.clone())?;
+        for dir in dirs {
+            from.checkpoint(dir)?;
+        }
+        from.close()?;
+        let mut dbs = Vec::with_capacity(configs.len());
+        for (config, dir) in configs.iter().zip(dirs) {
+            let mut opts = store_options(args, config)?;
+            opts.use_stored_design = false;
+            // Open at once, the stores share the descriptors one store
+            // may hold.
+            opts.max_open_files =
+                (opts.max_open_files / configs.len().max(1)).max(opts.min_max_open_files());
+            dbs.push(Db::open(dir, opts)?);
+        }
+        Db::rebuild_filters_together(&dbs.iter().collect::<Vec<_>>())?;
+        for db in dbs {
+            db.close()?;
+        }
+        Ok(())
+    })?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// `config`'s store at `dir`, made from `base`: unless `made` (by
+/// [`refilter_stores`]), a checkpoint of the base reopened with the
+/// configuration's design and every file's filter rebuilt; then the keys
+/// after the base written with the configuration's filters as the load
+/// wrote them. Returns the open store and the seconds all this took.
 pub fn refilter_store(
     args: &BenchArgs,
     config: &BenchConfig,
     base: &Base,
     dir: &Path,
+    made: bool,
 ) -> CliResult<(Db, f64)> {
     let start = Instant::now();
     let mut opts = store_options(args, config)?;
     opts.use_stored_design = false;
+    // A store the pass made is there: never a new empty one in its place.
+    opts.create_if_missing = !made;
     let db = interrupt::guard(|| -> CliResult<Db> {
-        let from = Db::open(&base.dir, base.opts.clone())?;
-        from.checkpoint(dir)?;
-        from.close()?;
+        if !made {
+            let from = Db::open(&base.dir, base.opts.clone())?;
+            from.checkpoint(dir)?;
+            from.close()?;
+        }
         Ok(Db::open(dir, opts)?)
     })?;
     db.rebuild_filters()?;
