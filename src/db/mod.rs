@@ -589,9 +589,10 @@ impl Db {
     ///
     /// A store named twice is [`Error::InvalidArgument`]. A file that
     /// cannot be shared (another file under the same number, or a platform
-    /// where it cannot be told) is read for its store alone. On an error
-    /// each store keeps the rebuilds already installed; a store whose own
-    /// rebuild failed is poisoned, as by [`Db::rebuild_filters`].
+    /// where it cannot be told) is read for its store alone. After a
+    /// failure no rewrite starts; a store whose batch lacks a file installs
+    /// none of it and is poisoned, as by [`Db::rebuild_filters`], the
+    /// others install theirs, and the first error is returned.
     ///
     /// ```
     /// use bloomlsm::{Db, FilterOptions, FilterPolicy, Options};

@@ -92,6 +92,9 @@ impl Inner {
             // by its own first error; the first error is returned.
             let mut first_err = None;
             for ((share, outs), count) in shares.into_iter().zip(outs).zip(&mut counts) {
+                if share.rs.is_empty() {
+                    continue; // nothing due: no edit
+                }
                 let store = share.store;
                 let k = share.rs.len() as u64;
                 let installed = store.guarded("filter rebuild", || {
@@ -573,7 +576,8 @@ mod tests {
 
     /// A checkpoint whose tables were copied (no hard links) holds other
     /// files under the same numbers: each store reads its own, and both
-    /// get their designs. A store named twice is refused and left working.
+    /// get their designs. A store with nothing due beside them writes no
+    /// MANIFEST edit. A store named twice is refused and left working.
     #[test]
     fn unshared_files_are_read_per_store_and_a_store_named_twice_is_refused() {
         let root = tempfile::tempdir().unwrap();
@@ -592,8 +596,33 @@ mod tests {
             Err(Error::InvalidArgument(_))
         ));
         a.put("after", "refused").unwrap();
-        let counts = Db::rebuild_filters_together(&[&a, &b]).unwrap();
-        assert!(counts[0] >= 8 && counts[0] == counts[1], "{counts:?}");
+        // A third store with nothing due: its MANIFEST is not written.
+        let plain = root.path().join("plain");
+        checkpoint(&from, &plain, &fs);
+        let c = Db::open(&plain, options(&fs, None)).unwrap();
+        let manifest = |dir: &Path| -> Vec<(String, u64)> {
+            let mut m: Vec<(String, u64)> = std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("MANIFEST"))
+                .map(|e| {
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        e.metadata().unwrap().len(),
+                    )
+                })
+                .collect();
+            m.sort();
+            m
+        };
+        let before = manifest(&plain);
+        let counts = Db::rebuild_filters_together(&[&a, &b, &c]).unwrap();
+        assert!(
+            counts[0] >= 8 && counts[0] == counts[1] && counts[2] == 0,
+            "{counts:?}"
+        );
+        assert_eq!(manifest(&plain), before);
+        c.close().unwrap();
         let kind = |db: &Db| -> Vec<String> {
             let mut k: Vec<String> = db.file_stats().iter().map(|f| f.filter.clone()).collect();
             k.dedup();
