@@ -250,6 +250,49 @@ fn points(total: u64, n: u64) -> Vec<u64> {
     v
 }
 
+/// One trial per fault: each operation kind of `census` failing at
+/// `per_kind` spread points, alone and as a power loss, each on a fresh
+/// directory and file system. `run` makes the store, arms the fault, runs
+/// the operation, and gives its result, or `None` when the fault did not
+/// trip (parallel work may run fewer operations of a kind than the census
+/// counted). A tripped fault must fail the operation; then the file system
+/// loses what was not synced (for a power loss) and is disarmed, and
+/// `check` inspects the store. Returns the trials run.
+fn fault_trials<T>(
+    census: &[(Op, u64)],
+    per_kind: u64,
+    mut run: impl FnMut(&std::path::Path, &FaultFs, Fault) -> Option<crate::Result<T>>,
+    mut check: impl FnMut(&str, &std::path::Path, &FaultFs),
+) -> usize {
+    let mut trials = 0;
+    for &(op, total) in census {
+        for nth in points(total, per_kind) {
+            for power_loss in [false, true] {
+                let what = format!("{op:?} #{nth} of {total} fails, power loss {power_loss}");
+                let dir = tempfile::tempdir().unwrap();
+                let fs = FaultFs::new();
+                let fault = Fault {
+                    op: Some(op),
+                    nth,
+                    error: FaultError::Io,
+                    sticky: power_loss,
+                };
+                let Some(r) = run(dir.path(), &fs, fault) else {
+                    continue;
+                };
+                assert!(r.is_err(), "{what}: no error");
+                if power_loss {
+                    fs.power_loss().unwrap();
+                }
+                fs.disarm();
+                check(&what, dir.path(), &fs);
+                trials += 1;
+            }
+        }
+    }
+    trials
+}
+
 #[test]
 fn one_fault_anywhere_loses_no_acknowledged_write() {
     let census = census(true);
@@ -487,6 +530,19 @@ fn a_failed_reopen_fails_the_read_and_the_next_read_reopens() {
     db.close().unwrap();
 }
 
+/// Writes 1,500 keys of 60-byte values and merges them below L0 (several
+/// files at [`options`]' sizes); returns what the store holds.
+fn fill_and_compact(db: &Db) -> Model {
+    let mut m = Model::new();
+    for i in 0..1500u32 {
+        let (k, v) = (format!("key{i:05}"), format!("value{i}-{}", "x".repeat(60)));
+        db.put(&k, &v).unwrap();
+        m.insert(k.into_bytes(), v.into_bytes());
+    }
+    db.compact().unwrap();
+    m
+}
+
 /// A filter rebuild rewrites its files in parallel and installs a batch of
 /// them in one MANIFEST edit. A fault at an operation of it (each kind, at
 /// spread points), alone or as a power loss, leaves a store that reopens
@@ -504,13 +560,7 @@ fn a_fault_in_a_batched_filter_rebuild_keeps_every_key() {
     // A store of unfiltered files below L0, and what it holds.
     let base = |dir: &std::path::Path, fs: &FaultFs| -> Model {
         let db = Db::open(dir, unfiltered(fs)).unwrap();
-        let mut m = Model::new();
-        for i in 0..1500u32 {
-            let (k, v) = (format!("key{i:05}"), format!("value{i}-{}", "x".repeat(60)));
-            db.put(&k, &v).unwrap();
-            m.insert(k.into_bytes(), v.into_bytes());
-        }
-        db.compact().unwrap();
+        let m = fill_and_compact(&db);
         db.close().unwrap();
         m
     };
@@ -545,46 +595,29 @@ fn a_fault_in_a_batched_filter_rebuild_keeps_every_key() {
         .into_iter()
         .map(|op| (op, fs.count(Some(op))))
         .collect();
-    let mut trials = 0;
-    for &(op, total) in &census {
-        for nth in points(total, 4) {
-            for power_loss in [false, true] {
-                let what = format!("{op:?} #{nth} of {total} fails, power loss {power_loss}");
-                let dir = tempfile::tempdir().unwrap();
-                let fs = FaultFs::new();
-                base(dir.path(), &fs);
-                fs.arm(Fault {
-                    op: Some(op),
-                    nth,
-                    error: FaultError::Io,
-                    sticky: power_loss,
-                });
-                let r = rebuild(dir.path(), &fs);
-                if !fs.tripped() {
-                    // The parallel rewrites may run fewer operations of a
-                    // kind than the census counted.
-                    continue;
-                }
-                assert!(r.is_err(), "{what}: no error");
-                if power_loss {
-                    fs.power_loss().unwrap();
-                }
-                fs.disarm();
-                let db = Db::open(dir.path(), filtered(&fs)).unwrap();
-                assert!(contents(&db).unwrap() == model, "{what}: keys lost");
-                assert!(
-                    kinds(&db).iter().all(|k| k == "none" || *k == blocked),
-                    "{what}: {:?}",
-                    kinds(&db)
-                );
-                db.rebuild_filters().unwrap();
-                assert!(kinds(&db).iter().all(|k| *k == blocked), "{what}");
-                assert!(contents(&db).unwrap() == model, "{what}: keys lost");
-                db.close().unwrap();
-                trials += 1;
-            }
-        }
-    }
+    let trials = fault_trials(
+        &census,
+        4,
+        |dir, fs, fault| {
+            base(dir, fs);
+            fs.arm(fault);
+            let r = rebuild(dir, fs);
+            fs.tripped().then_some(r)
+        },
+        |what, dir, fs| {
+            let db = Db::open(dir, filtered(fs)).unwrap();
+            assert!(contents(&db).unwrap() == model, "{what}: keys lost");
+            assert!(
+                kinds(&db).iter().all(|k| k == "none" || *k == blocked),
+                "{what}: {:?}",
+                kinds(&db)
+            );
+            db.rebuild_filters().unwrap();
+            assert!(kinds(&db).iter().all(|k| *k == blocked), "{what}");
+            assert!(contents(&db).unwrap() == model, "{what}: keys lost");
+            db.close().unwrap();
+        },
+    );
     assert!(trials >= 20, "{trials} trials over {census:?}");
     eprintln!("filter rebuild faults: {trials} trials over {census:?}");
 }
@@ -606,13 +639,7 @@ fn a_fault_in_filter_rebuilds_together_keeps_every_key_of_each_store() {
     let stores = |root: &std::path::Path, fs: &FaultFs| -> Model {
         let from = root.join("base");
         let db = Db::open(&from, options(fs, false).filters(FilterOptions::none())).unwrap();
-        let mut m = Model::new();
-        for i in 0..1500u32 {
-            let (k, v) = (format!("key{i:05}"), format!("value{i}-{}", "x".repeat(60)));
-            db.put(&k, &v).unwrap();
-            m.insert(k.into_bytes(), v.into_bytes());
-        }
-        db.compact().unwrap();
+        let m = fill_and_compact(&db);
         for i in 0..2 {
             db.checkpoint(root.join(format!("s{i}"))).unwrap();
         }
@@ -654,54 +681,36 @@ fn a_fault_in_filter_rebuilds_together_keeps_every_key_of_each_store() {
             k[0].clone()
         })
         .collect();
-    let mut trials = 0;
-    for &(op, total) in &census {
-        for nth in points(total, 3) {
-            for power_loss in [false, true] {
-                let what = format!("{op:?} #{nth} of {total} fails, power loss {power_loss}");
-                let root = tempfile::tempdir().unwrap();
-                let fs = FaultFs::new();
-                stores(root.path(), &fs);
-                let fault = Fault {
-                    op: Some(op),
-                    nth,
-                    error: FaultError::Io,
-                    sticky: power_loss,
-                };
-                let (r, _, tripped) = rebuild(root.path(), &fs, Some(fault));
-                if !tripped {
-                    // The parallel rewrites may run fewer operations of a
-                    // kind than the census counted.
-                    continue;
-                }
-                assert!(r.is_err(), "{what}: no error");
-                if power_loss {
-                    fs.power_loss().unwrap();
-                }
-                fs.disarm();
-                for (i, new) in new_kinds.iter().enumerate() {
-                    let db = Db::open(root.path().join(format!("s{i}")), design(&fs, i)).unwrap();
-                    assert!(
-                        contents(&db).unwrap() == model,
-                        "{what}: store {i} lost keys"
-                    );
-                    let k = kinds(&db);
-                    assert!(
-                        k.iter().all(|k| k == "none" || k == new),
-                        "{what}: store {i}: {k:?}"
-                    );
-                    db.rebuild_filters().unwrap();
-                    assert!(kinds(&db).iter().all(|k| k == new), "{what}: store {i}");
-                    assert!(
-                        contents(&db).unwrap() == model,
-                        "{what}: store {i} lost keys"
-                    );
-                    db.close().unwrap();
-                }
-                trials += 1;
+    let trials = fault_trials(
+        &census,
+        3,
+        |root, fs, fault| {
+            stores(root, fs);
+            let (r, _, tripped) = rebuild(root, fs, Some(fault));
+            tripped.then_some(r)
+        },
+        |what, root, fs| {
+            for (i, new) in new_kinds.iter().enumerate() {
+                let db = Db::open(root.join(format!("s{i}")), design(fs, i)).unwrap();
+                assert!(
+                    contents(&db).unwrap() == model,
+                    "{what}: store {i} lost keys"
+                );
+                let k = kinds(&db);
+                assert!(
+                    k.iter().all(|k| k == "none" || k == new),
+                    "{what}: store {i}: {k:?}"
+                );
+                db.rebuild_filters().unwrap();
+                assert!(kinds(&db).iter().all(|k| k == new), "{what}: store {i}");
+                assert!(
+                    contents(&db).unwrap() == model,
+                    "{what}: store {i} lost keys"
+                );
+                db.close().unwrap();
             }
-        }
-    }
+        },
+    );
     assert!(trials >= 20, "{trials} trials over {census:?}");
     eprintln!("filter rebuilds together, faults: {trials} trials over {census:?}");
 }
