@@ -310,6 +310,12 @@ impl FileSystem for FaultFs {
         Ok(self.created(path, f))
     }
 
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.state().check(Op::Create)?;
+        let f = RealFs.create_new_direct(path)?;
+        Ok(self.created(path, f))
+    }
+
     fn create_truncate(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.state().check(Op::Create)?;
         let f = RealFs.create_truncate(path)?;

@@ -6,7 +6,9 @@
 //!
 //! Table files can also be read with direct I/O ([`ReadMode::Direct`],
 //! [`FileSystem::open_read_direct`], module [`direct`]): each read then
-//! reaches the device instead of the page cache.
+//! reaches the device instead of the page cache. The tables a filter
+//! rebuild of several stores writes from one read are written past the
+//! page cache ([`FileSystem::create_new_direct`]).
 //!
 //! A table file read through the page cache is advised random access
 //! ([`ReadAdvice`], [`ReadableFile::advise`]): point reads then bring in no
@@ -19,6 +21,7 @@
 //! [`Options::fs`]: crate::Options::fs
 
 pub mod direct;
+mod direct_write;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
 mod io_pool;
@@ -168,6 +171,12 @@ pub trait FileLock: Send + Sync + fmt::Debug {}
 pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Creates `path`, which must not exist, for writing.
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// [`FileSystem::create_new`], the writes bypassing the page cache
+    /// where the file system allows (`O_DIRECT`); otherwise, as this
+    /// default, an ordinary file.
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create_new(path)
+    }
     /// Creates or truncates `path` for writing.
     fn create_truncate(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens `path` for positional reads.
@@ -375,6 +384,13 @@ impl FileSystem for RealFs {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let f = OpenOptions::new().write(true).create_new(true).open(path)?;
         Ok(Box::new(RealWritable::new(f)))
+    }
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let f = OpenOptions::new().write(true).create_new(true).open(path)?;
+        Ok(match direct_write::DirectWriter::new(f) {
+            Ok(w) => Box::new(w),
+            Err(f) => Box::new(RealWritable::new(f)),
+        })
     }
     fn create_truncate(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         Ok(Box::new(RealWritable::new(File::create(path)?)))

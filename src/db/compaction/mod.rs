@@ -137,6 +137,16 @@ pub(crate) trait FileNumbers {
     fn new_table(&self, dir: &Path, fs: &dyn FileSystem) -> Result<NewTable> {
         create_table(fs, dir, self.next_file_number()?)
     }
+
+    /// [`FileNumbers::new_table`] written past the page cache where the
+    /// file system allows ([`FileSystem::create_new_direct`]).
+    fn new_direct_table(&self, dir: &Path, fs: &dyn FileSystem) -> Result<NewTable> {
+        let path = filename::table_file(dir, self.next_file_number()?);
+        let file = fs
+            .create_new_direct(&path)
+            .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+        Ok(NewTable { path, file })
+    }
 }
 
 /// How large the files a flush or compaction writes may grow.
