@@ -194,21 +194,13 @@ impl Drop for DirectWriter {
 mod tests {
     use super::*;
 
-    fn splitmix(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     /// Appends of every size, flushed and synced at random points, leave
     /// the file holding exactly the bytes appended: at each flush, and at
     /// the end.
     #[test]
     fn the_file_holds_what_was_appended() {
         let dir = tempfile::tempdir().unwrap();
-        let mut rng = 7u64;
+        let mut next = crate::test_rng::xorshift(7);
         for round in 0..4 {
             let path = dir.path().join(format!("{round}.sst"));
             let file = std::fs::File::create_new(&path).unwrap();
@@ -218,16 +210,16 @@ mod tests {
             };
             let mut want = Vec::new();
             for _ in 0..200 {
-                let n = match splitmix(&mut rng) % 4 {
-                    0 => (splitmix(&mut rng) % 10) as usize,
-                    1 => (splitmix(&mut rng) % 5000) as usize,
-                    2 => (splitmix(&mut rng) % 70_000) as usize,
-                    _ => BUFFER - 1 + (splitmix(&mut rng) % 3) as usize,
+                let n = match next() % 4 {
+                    0 => (next() % 10) as usize,
+                    1 => (next() % 5000) as usize,
+                    2 => (next() % 70_000) as usize,
+                    _ => BUFFER - 1 + (next() % 3) as usize,
                 };
-                let bytes: Vec<u8> = (0..n).map(|_| splitmix(&mut rng) as u8).collect();
+                let bytes: Vec<u8> = (0..n).map(|_| next() as u8).collect();
                 w.write_all(&bytes).unwrap();
                 want.extend_from_slice(&bytes);
-                match splitmix(&mut rng) % 8 {
+                match next() % 8 {
                     0 => w.flush().unwrap(),
                     1 => w.sync_data().unwrap(),
                     _ => continue,
