@@ -112,8 +112,9 @@ the end, and also when bench is interrupted by SIGINT (Ctrl-C) or SIGTERM, which
 it with exit status 130 or 143 (as a shell reports a process the signal killed).
 Stores under --dir are kept. --plot takes a file name ending in .svg.
 The keys are loaded once, without filters, and each configuration's store is made
-from that load with its own filters rebuilt: load_seconds, write_amplification and
-the load's bytes are that single load's, refilter_seconds the making of each store.
+from that load with its own filters rebuilt, up to five stores from one read of it:
+load_seconds, write_amplification and the load's bytes are that single load's,
+refilter_seconds the making of each store (its share of the joint rebuild).
 --reload loads each configuration's store itself (refilter_seconds null).
 
 JSON (--json): one object per configuration per line, in --configs order:
