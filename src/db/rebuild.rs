@@ -62,8 +62,11 @@ impl Inner {
                         .unwrap_or_else(|p| p.into_inner())
                 })
                 .collect();
-            let shares = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                stores
+            // Picked and written under one catch: a panic outside a
+            // rewrite job poisons every store, as one inside a job poisons
+            // those it was writing for.
+            let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let shares: Vec<Share<'_>> = stores
                     .iter()
                     .map(|&store| {
                         let v = store.state().vs.current().clone();
@@ -74,20 +77,22 @@ impl Inner {
                             store,
                         }
                     })
-                    .collect::<Vec<_>>()
+                    .collect();
+                if shares.iter().all(|s| s.rs.is_empty()) {
+                    return None;
+                }
+                let outs = rewrite_shares(&shares);
+                Some((shares, outs))
             }))
             .map_err(|p| Error::from_panic(p.as_ref()));
-            let shares = match shares {
-                Ok(shares) => shares,
+            let (shares, outs) = match round {
+                Ok(Some(round)) => round,
+                Ok(None) => return Ok(counts),
                 Err(e) => {
                     stores.iter().for_each(|s| s.poison("filter rebuild", &e));
                     return Err(e);
                 }
             };
-            if shares.iter().all(|s| s.rs.is_empty()) {
-                return Ok(counts);
-            }
-            let outs = rewrite_shares(&shares);
             // Each store installs what was written for it, or is poisoned
             // by its own first error; the first error is returned.
             let mut first_err = None;

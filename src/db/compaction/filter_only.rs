@@ -84,22 +84,21 @@ impl Copy<'_> {
 /// One answer per target, in order: `None` when the copy would not write
 /// the file a merge writes (module docs), nothing being left behind, and
 /// the caller merges instead. A damaged block of `f` is its
-/// [`Error::Corruption`]. Any
-/// error (a damaged block, a failed write) is the answer for all of them;
-/// the tables not yet finished are removed, and those finished are left,
-/// named by no version, to the next open's sweep, as any failed job's.
+/// [`Error::Corruption`]. Any error (a damaged block, a failed write) is
+/// the answer for all of them: the tables not yet finished are removed,
+/// and those finished are left, named by no version, to the next open's
+/// sweep, as any failed job's.
 pub(crate) fn rewrite_many(f: &FileHandle, targets: &[Target<'_>]) -> Result<Vec<Option<Outputs>>> {
     let table = &f.table;
     let mut copies: Vec<Option<Copy<'_>>> = Vec::with_capacity(targets.len());
     let discard_all =
         |copies: Vec<Option<Copy<'_>>>| copies.into_iter().flatten().for_each(Copy::discard);
+    let copyable = table.range_tombstone_count() == 0
+        && table.entries() > 0
+        && table.key_format() == KeyFormat::Internal;
     for t in targets {
         let compression = t.opts.compression.for_level(t.level);
-        if table.range_tombstone_count() > 0
-            || table.entries() == 0
-            || table.key_format() != KeyFormat::Internal
-            || table.compression() != compression
-        {
+        if !copyable || table.compression() != compression {
             copies.push(None);
             continue;
         }

@@ -193,36 +193,32 @@ pub struct Measured {
     pub phases: [Phase; 3],
 }
 
-/// Builds and measures one configuration's store under `parent`, from
-/// `base` (the single load) or, without one, by loading it. `made`: the
-/// store was made from the base by a pass of [`refilter_stores`], which
-/// took it these seconds (its share of the pass). Unless `keep`,
-/// the store is removed afterwards on a thread of its own (`removal`),
-/// while the next configuration's store is made; the previous one's
-/// removal is waited for before anything is timed.
-#[allow(clippy::too_many_arguments)]
+/// Builds and measures one configuration's store under `parent`: with
+/// `base` (the single load, and the seconds this store's share of the
+/// [`refilter_stores`] pass that made it took), the store that pass made;
+/// without one, by loading it. Unless `keep`, the store is removed
+/// afterwards on a thread of its own (`removal`), while the next
+/// configuration's store is made; the previous one's removal is waited
+/// for before anything is timed.
 pub fn run_config(
     args: &BenchArgs,
     config: &BenchConfig,
     parent: &Path,
     keep: bool,
     zipf: Option<&Zipf>,
-    base: Option<&Base>,
-    made: Option<f64>,
+    base: Option<(&Base, f64)>,
     removal: &mut Removal,
 ) -> CliResult<BenchRow> {
-    let dir = match made {
-        Some(_) => parent.join(&config.name),
-        None => store_dir(parent, &config.name)?,
-    };
-    let (db, load, refilter_secs) = match base {
-        Some(b) => {
-            let (db, secs) = refilter_store(args, config, b, &dir, made.is_some())?;
-            (db, b.load, Some(secs + made.unwrap_or(0.0)))
+    let (db, dir, load, refilter_secs) = match base {
+        Some((b, pass_secs)) => {
+            let dir = parent.join(&config.name);
+            let (db, secs) = refilter_store(args, config, b, &dir)?;
+            (db, dir, b.load, Some(pass_secs + secs))
         }
         None => {
+            let dir = store_dir(parent, &config.name)?;
             let (db, load) = load_store(args, config, &dir)?;
-            (db, load, None)
+            (db, dir, load, None)
         }
     };
     removal.wait();

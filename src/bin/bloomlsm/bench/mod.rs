@@ -253,8 +253,7 @@ fn run_configs(
             &home.path,
             home.keep,
             zipf,
-            base.as_ref(),
-            made[i],
+            base.as_ref().zip(made[i]),
             &mut removal,
         )?;
         if rows.is_empty() && text {

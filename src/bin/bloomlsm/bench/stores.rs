@@ -434,12 +434,18 @@ pub fn check_room(home: &StoresHome, base: &Base, configs: usize) -> CliResult {
     )))
 }
 
-/// The bytes `stores` stores made from a base of `one` bytes need, if
-/// `free` is less: 5% over the base each, for the keys written after the
-/// base's copy and each store's WAL and MANIFEST.
+/// The bytes `stores` stores made from a base of `one` bytes need
+/// ([`store_room`] each), if `free` is less.
 fn lacks_room(free: u64, one: u64, stores: u64) -> Option<u64> {
-    let need = stores.saturating_mul(one.saturating_add(one / 20));
+    let need = stores.saturating_mul(store_room(one));
     (free < need).then_some(need)
+}
+
+/// The bytes one store made from a base of `one` bytes needs: 5% over the
+/// base, for the keys written after the base's copy and the store's WAL
+/// and MANIFEST.
+fn store_room(one: u64) -> u64 {
+    one.saturating_add(one / 20)
 }
 
 /// How many stores made from `base` fit in `home` now (at least one, and
@@ -448,8 +454,7 @@ pub fn stores_that_fit(home: &StoresHome, base: &Base) -> usize {
     let Some(free) = free_bytes(&home.path) else {
         return usize::MAX;
     };
-    let one = tree_bytes(&base.dir);
-    let each = one.saturating_add(one / 20).max(1);
+    let each = store_room(tree_bytes(&base.dir)).max(1);
     usize::try_from(free / each).unwrap_or(usize::MAX).max(1)
 }
 
@@ -553,31 +558,22 @@ pub fn refilter_stores(
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// `config`'s store at `dir`, made from `base`: unless `made` (by
-/// [`refilter_stores`]), a checkpoint of the base reopened with the
-/// configuration's design and every file's filter rebuilt; then the keys
-/// after the base written with the configuration's filters as the load
-/// wrote them. Returns the open store and the seconds all this took.
+/// `config`'s store at `dir`, made from `base` by [`refilter_stores`]:
+/// reopened with the configuration's design, then the keys after the base
+/// written with the configuration's filters as the load wrote them.
+/// Returns the open store and the seconds this took.
 pub fn refilter_store(
     args: &BenchArgs,
     config: &BenchConfig,
     base: &Base,
     dir: &Path,
-    made: bool,
 ) -> CliResult<(Db, f64)> {
     let start = Instant::now();
     let mut opts = store_options(args, config)?;
     opts.use_stored_design = false;
-    // A store the pass made is there: never a new empty one in its place.
-    opts.create_if_missing = !made;
-    let db = interrupt::guard(|| -> CliResult<Db> {
-        if !made {
-            let from = Db::open(&base.dir, base.opts.clone())?;
-            from.checkpoint(dir)?;
-            from.close()?;
-        }
-        Ok(Db::open(dir, opts)?)
-    })?;
+    // The store the pass made is there: never a new empty one in its place.
+    opts.create_if_missing = false;
+    let db = interrupt::guard(|| Db::open(dir, opts))?;
     db.rebuild_filters()?;
     if base.tail_from < args.keys {
         let mut writer = KeyWriter::new(args, &db);
