@@ -139,7 +139,6 @@ fn main() {
          memory (10 b/k on average) can give, at the probe rates measured on that store; \
          rates: the share of missing gets that probe each level's filter, L0 counted per file)"
     );
-    counter_overhead();
 }
 
 /// Missing gets per measurement.
@@ -209,30 +208,4 @@ fn missing_gets(db: &Db, name: &str, load: Option<Duration>) -> String {
         s.base_level,
         shape.join(" ")
     )
-}
-
-/// What the always-on counters cost a missing-key get: the relaxed atomic adds
-/// it performs (one per file whose filter says no, plus two global ones; see
-/// `src/stats.rs`) times the measured cost of one uncontended relaxed add.
-fn counter_overhead() {
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-    let slots: Vec<AtomicU64> = (0..512).map(|_| AtomicU64::new(0)).collect();
-    let adds = 20_000_000u64;
-    let mut runs: Vec<f64> = (0..7)
-        .map(|_| {
-            let t = Instant::now();
-            for i in 0..adds {
-                // Spread over cache lines like per-file counters are.
-                slots[((i * 8) % 512) as usize].fetch_add(1, Relaxed);
-            }
-            t.elapsed().as_nanos() as f64 / adds as f64
-        })
-        .collect();
-    runs.sort_by(f64::total_cmp);
-    let per_add = runs[3];
-    println!(
-        "\ncounter overhead: one relaxed atomic add {per_add:.2} ns (median of 7); a missing get \
-         that probes 3 files whose filters all say no does 5 adds = {:.0} ns",
-        5.0 * per_add
-    );
 }

@@ -100,6 +100,7 @@ pub mod options;
 pub(crate) mod range_tombstone;
 pub mod sst;
 pub mod stats;
+pub(crate) mod tally;
 #[cfg(test)]
 pub(crate) mod test_rng;
 pub mod workload;

@@ -10,6 +10,7 @@
 //! `Display` prints a readable summary, and with the `serde` feature they
 //! implement `Serialize` and `Deserialize`.
 
+use crate::tally::{self, Tally};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -179,11 +180,13 @@ impl IoCounters {
 
 /// [`IoCounters`] as shared atomics, one set per file. Only independent
 /// counts are stored (`files_considered` and `filter_checks` are sums of
-/// others), so a probe that a filter rules out costs one atomic add.
+/// others), so a probe that a filter rules out costs one add, to a cell
+/// of the thread's own.
 #[derive(Debug, Default)]
 pub(crate) struct AtomicIo {
-    key_range_skips: AtomicU64,
-    filter_negatives: AtomicU64,
+    /// `key_range_skips` and `filter_negatives`: the counts a lookup adds
+    /// for every file it rules out, kept per thread ([`crate::tally`]).
+    ruled_out: Tally<2, { tally::lines(2, false) }>,
     filter_positives: AtomicU64,
     false_positives: AtomicU64,
     unusable_filter_reads: AtomicU64,
@@ -209,14 +212,21 @@ pub(crate) struct AtomicIo {
     range_scan_blocks: AtomicU64,
 }
 
+const KEY_RANGE_SKIPS: usize = 0;
+const FILTER_NEGATIVES: usize = 1;
+
 impl AtomicIo {
     /// Inlined, so that a constant `o` (e.g. a filter negative) compiles
     /// to its nonzero fields' adds alone.
     #[inline]
     pub(crate) fn add(&self, o: &IoCounters) {
+        if o.key_range_skips != 0 {
+            self.ruled_out.add(KEY_RANGE_SKIPS, o.key_range_skips);
+        }
+        if o.filter_negatives != 0 {
+            self.ruled_out.add(FILTER_NEGATIVES, o.filter_negatives);
+        }
         for (a, v) in [
-            (&self.key_range_skips, o.key_range_skips),
-            (&self.filter_negatives, o.filter_negatives),
             (&self.filter_positives, o.filter_positives),
             (&self.false_positives, o.false_positives),
             (&self.unusable_filter_reads, o.unusable_filter_reads),
@@ -247,10 +257,28 @@ impl AtomicIo {
         }
     }
 
+    /// Counts one lookup that the file's key range ruled out.
+    #[inline]
+    pub(crate) fn count_key_range_skip(&self) {
+        self.ruled_out.add(KEY_RANGE_SKIPS, 1);
+    }
+
+    /// Counts one lookup that the file's filter ruled out.
+    #[inline]
+    pub(crate) fn count_filter_negative(&self) {
+        self.ruled_out.add(FILTER_NEGATIVES, 1);
+    }
+
+    /// Starts loading the line a filter negative on this thread adds to.
+    #[inline]
+    pub(crate) fn prefetch(&self) {
+        self.ruled_out.prefetch(FILTER_NEGATIVES);
+    }
+
     pub(crate) fn load(&self) -> IoCounters {
         let c = IoCounters {
-            key_range_skips: self.key_range_skips.load(Relaxed),
-            filter_negatives: self.filter_negatives.load(Relaxed),
+            key_range_skips: self.ruled_out.get(KEY_RANGE_SKIPS),
+            filter_negatives: self.ruled_out.get(FILTER_NEGATIVES),
             filter_positives: self.filter_positives.load(Relaxed),
             false_positives: self.false_positives.load(Relaxed),
             unusable_filter_reads: self.unusable_filter_reads.load(Relaxed),
@@ -288,9 +316,8 @@ impl AtomicIo {
     }
 
     pub(crate) fn reset(&self) {
+        self.ruled_out.reset();
         for a in [
-            &self.key_range_skips,
-            &self.filter_negatives,
             &self.filter_positives,
             &self.false_positives,
             &self.unusable_filter_reads,
@@ -320,42 +347,59 @@ impl AtomicIo {
     }
 }
 
-/// Global lookup counters.
-#[derive(Debug, Default)]
-pub(crate) struct GetCounters {
-    pub gets: AtomicU64,
-    pub found: AtomicU64,
-    pub memtable_answers: AtomicU64,
+/// Global lookup counters, indexed by [`Get`].
+#[derive(Debug)]
+pub(crate) struct GetCounters(Tally<GET_COUNTERS, { tally::lines(GET_COUNTERS, true) }>);
+
+const GET_COUNTERS: usize = 9;
+
+/// The lookup counters of [`GetCounters`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Get {
+    Gets,
+    Found,
+    MemtableAnswers,
     /// Data blocks read (disk or cache) by lookups that found nothing.
-    pub missing_block_reads: AtomicU64,
+    MissingBlockReads,
     /// Of those, the ones that went to disk.
-    pub missing_disk_reads: AtomicU64,
+    MissingDiskReads,
     /// Σ over missing lookups of Σ over the files they probed of the file's
     /// modelled FPR, in units of 1e-9 reads.
-    pub missing_predicted_nano: AtomicU64,
+    MissingPredictedNano,
     /// Range-tombstone lists (of a memtable or a file) a lookup searched.
-    pub range_tombstone_checks: AtomicU64,
+    RangeTombstoneChecks,
     /// Of those, files'.
-    pub range_tombstone_files: AtomicU64,
+    RangeTombstoneFiles,
     /// Lookups a range tombstone answered (the key deleted).
-    pub range_deleted: AtomicU64,
+    RangeDeleted,
+}
+
+impl Default for GetCounters {
+    fn default() -> Self {
+        // Padded: every lookup adds to these, whatever it probes.
+        GetCounters(Tally::padded())
+    }
 }
 
 impl GetCounters {
+    #[inline]
+    pub(crate) fn add(&self, c: Get, v: u64) {
+        self.0.add(c as usize, v);
+    }
+
+    /// Counts `n` lookups made on this thread, which from then on counts
+    /// in a stripe of its own ([`crate::tally`]).
+    #[inline]
+    pub(crate) fn count_gets(&self, n: u64) {
+        self.0.add_claiming(Get::Gets as usize, n);
+    }
+
+    pub(crate) fn get(&self, c: Get) -> u64 {
+        self.0.get(c as usize)
+    }
+
     pub(crate) fn reset(&self) {
-        for a in [
-            &self.gets,
-            &self.found,
-            &self.memtable_answers,
-            &self.missing_block_reads,
-            &self.missing_disk_reads,
-            &self.missing_predicted_nano,
-            &self.range_tombstone_checks,
-            &self.range_tombstone_files,
-            &self.range_deleted,
-        ] {
-            a.store(0, Relaxed);
-        }
+        self.0.reset();
     }
 }
 

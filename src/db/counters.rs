@@ -63,16 +63,15 @@ impl Inner {
         let sv = self.super_version();
         let g = &self.counters.gets;
         let mut s = Stats {
-            gets: g.gets.load(Ordering::Relaxed),
-            gets_found: g.found.load(Ordering::Relaxed),
-            memtable_answers: g.memtable_answers.load(Ordering::Relaxed),
-            missing_get_block_reads: g.missing_block_reads.load(Ordering::Relaxed),
-            missing_get_disk_reads: g.missing_disk_reads.load(Ordering::Relaxed),
-            missing_get_predicted_reads: g.missing_predicted_nano.load(Ordering::Relaxed) as f64
-                / 1e9,
-            range_tombstone_checks: g.range_tombstone_checks.load(Ordering::Relaxed),
-            range_tombstone_files: g.range_tombstone_files.load(Ordering::Relaxed),
-            gets_range_deleted: g.range_deleted.load(Ordering::Relaxed),
+            gets: g.get(Get::Gets),
+            gets_found: g.get(Get::Found),
+            memtable_answers: g.get(Get::MemtableAnswers),
+            missing_get_block_reads: g.get(Get::MissingBlockReads),
+            missing_get_disk_reads: g.get(Get::MissingDiskReads),
+            missing_get_predicted_reads: g.get(Get::MissingPredictedNano) as f64 / 1e9,
+            range_tombstone_checks: g.get(Get::RangeTombstoneChecks),
+            range_tombstone_files: g.get(Get::RangeTombstoneFiles),
+            gets_range_deleted: g.get(Get::RangeDeleted),
             flushes: self.counters.flushes.load(Ordering::Relaxed),
             compactions: self.counters.compactions.load(Ordering::Relaxed),
             filter_rebuilds: self.counters.filter_rebuilds.load(Ordering::Relaxed),
@@ -219,10 +218,9 @@ impl Inner {
     /// [`Db::reset_stats`].
     pub(super) fn reset_stats(&self) {
         // The workload-aware allocation's history outlives the reset.
-        self.counters.carried_gets.fetch_add(
-            self.counters.gets.gets.load(Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
+        self.counters
+            .carried_gets
+            .fetch_add(self.counters.gets.get(Get::Gets), Ordering::Relaxed);
         self.counters.gets.reset();
         for l in &self.counters.retired_io {
             l.reset();
@@ -236,7 +234,6 @@ impl Inner {
     /// The store's lookups since open, `reset_stats` or not: the clock of
     /// the workload-aware allocation's rates.
     pub(super) fn lookups(&self) -> u64 {
-        self.counters.carried_gets.load(Ordering::Relaxed)
-            + self.counters.gets.gets.load(Ordering::Relaxed)
+        self.counters.carried_gets.load(Ordering::Relaxed) + self.counters.gets.get(Get::Gets)
     }
 }

@@ -9,9 +9,9 @@ use iter::{ScanPoints, ScanPrefix, Skip};
 impl Inner {
     /// `at`: a snapshot's sequence number (`None`: the latest).
     pub(super) fn get(&self, user_key: &[u8], at: Option<u64>) -> Result<Option<Bytes>> {
-        let sv = self.super_version();
+        let sv = self.sv.pin();
         let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
-        self.counters.gets.gets.fetch_add(1, Ordering::Relaxed);
+        self.counters.gets.count_gets(1);
         let hash = key_hash(user_key);
         let v = &sv.version;
         // First pick the file of every level and start loading the filter
@@ -37,10 +37,7 @@ impl Inner {
         let mut cover = 0u64;
         for mem in std::iter::once(&sv.mem).chain(&sv.imm) {
             if let Some(t) = mem.range_tombstones() {
-                self.counters
-                    .gets
-                    .range_tombstone_checks
-                    .fetch_add(1, Ordering::Relaxed);
+                self.counters.gets.add(Get::RangeTombstoneChecks, 1);
                 cover = cover.max(t.max_cover(user_key, snapshot));
             }
             let found = match mem.get_versioned(user_key, hash, snapshot) {
@@ -49,13 +46,10 @@ impl Inner {
                 None if cover > 0 => (0, None),
                 None => continue,
             };
-            self.counters
-                .gets
-                .memtable_answers
-                .fetch_add(1, Ordering::Relaxed);
+            self.counters.gets.add(Get::MemtableAnswers, 1);
             let value = self.resolve(found, cover);
             if value.is_some() {
-                self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
+                self.counters.gets.add(Get::Found, 1);
             }
             return Ok(value);
         }
@@ -67,7 +61,7 @@ impl Inner {
             if level == 0 {
                 for (i, f) in files.iter().enumerate() {
                     if !v.l0_covers(i, user_key) {
-                        f.io.add(&KEY_RANGE_SKIP);
+                        f.io.count_key_range_skip();
                         continue;
                     }
                     cover = cover.max(self.file_cover(f, user_key, snapshot));
@@ -88,7 +82,7 @@ impl Inner {
             };
             match slot {
                 Slot::None => {}
-                Slot::Below(i) => files[i].io.add(&KEY_RANGE_SKIP),
+                Slot::Below(i) => files[i].io.count_key_range_skip(),
                 Slot::In(i) => {
                     cover = cover.max(self.file_cover(&files[i], user_key, snapshot));
                     if let Some(found) = self.probe_at(v, level, i, &mut lookup, hash, &mut cost)? {
@@ -104,7 +98,7 @@ impl Inner {
         }
         match answer.map(|found| self.resolve(found, cover)) {
             Some(Some(value)) => {
-                self.counters.gets.found.fetch_add(1, Ordering::Relaxed);
+                self.counters.gets.add(Get::Found, 1);
                 Ok(Some(value))
             }
             Some(None) => Ok(None),
@@ -121,10 +115,7 @@ impl Inner {
     /// deleted (counted when a range tombstone deleted it).
     pub(super) fn resolve(&self, found: Found, cover: u64) -> Option<Bytes> {
         if found.0 < cover {
-            self.counters
-                .gets
-                .range_deleted
-                .fetch_add(1, Ordering::Relaxed);
+            self.counters.gets.add(Get::RangeDeleted, 1);
             return None;
         }
         found.1
@@ -138,8 +129,8 @@ impl Inner {
             return 0;
         }
         let g = &self.counters.gets;
-        g.range_tombstone_checks.fetch_add(1, Ordering::Relaxed);
-        g.range_tombstone_files.fetch_add(1, Ordering::Relaxed);
+        g.add(Get::RangeTombstoneChecks, 1);
+        g.add(Get::RangeTombstoneFiles, 1);
         f.table.range_tombstones().max_cover(user_key, snapshot)
     }
 
@@ -155,13 +146,11 @@ impl Inner {
         }
         let g = &self.counters.gets;
         if blocks > 0 {
-            g.missing_block_reads.fetch_add(blocks, Ordering::Relaxed);
-            g.missing_disk_reads
-                .fetch_add(disk_blocks, Ordering::Relaxed);
+            g.add(Get::MissingBlockReads, blocks);
+            g.add(Get::MissingDiskReads, disk_blocks);
         }
         if predicted_nano > 0 {
-            g.missing_predicted_nano
-                .fetch_add(predicted_nano, Ordering::Relaxed);
+            g.add(Get::MissingPredictedNano, predicted_nano);
         }
     }
 
@@ -170,10 +159,10 @@ impl Inner {
     /// reach it at once ([`crate::Filter::may_contain_batch`]: prefetched
     /// lines), and the keys are hashed and the version pinned once.
     pub(super) fn multi_get(&self, keys: &[&[u8]], at: Option<u64>) -> Result<Vec<Option<Bytes>>> {
-        let sv = self.super_version();
+        let sv = self.sv.pin();
         let snapshot = at.unwrap_or_else(|| self.last_seq.load(Ordering::Acquire));
         let g = &self.counters.gets;
-        g.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
+        g.count_gets(keys.len() as u64);
         let mut out: Vec<Option<Bytes>> = vec![None; keys.len()];
         // Keys still looked for, as indexes into `keys`.
         let mut pending: Vec<usize> = Vec::with_capacity(keys.len());
@@ -198,9 +187,9 @@ impl Inner {
                     None if cover[i] > 0 => (0, None),
                     None => continue,
                 };
-                g.memtable_answers.fetch_add(1, Ordering::Relaxed);
+                g.add(Get::MemtableAnswers, 1);
                 if let Some(v) = self.resolve(found, cover[i]) {
-                    g.found.fetch_add(1, Ordering::Relaxed);
+                    g.add(Get::Found, 1);
                     out[i] = Some(v);
                 }
                 continue 'keys;
@@ -208,8 +197,7 @@ impl Inner {
             pending.push(i);
         }
         if mem_checks > 0 {
-            g.range_tombstone_checks
-                .fetch_add(mem_checks, Ordering::Relaxed);
+            g.add(Get::RangeTombstoneChecks, mem_checks);
         }
         let mut prefixes = vec![0u64; keys.len()];
         for &i in &pending {
@@ -449,7 +437,7 @@ impl Inner {
         let f = &v.levels[level][i];
         let says = v.filter(level, i).map(|x| x.may_contain(hash));
         if says == Some(false) {
-            f.io.add(&FILTER_NEGATIVE);
+            f.io.count_filter_negative();
             cost.predicted += f.predicted_fpr();
             return Ok(None);
         }
@@ -551,21 +539,6 @@ impl Inner {
     }
 }
 
-/// The counters of one lookup that a file's key range ruled out.
-pub(super) const KEY_RANGE_SKIP: IoCounters = IoCounters {
-    files_considered: 1,
-    key_range_skips: 1,
-    ..IoCounters::ZERO
-};
-
-/// The counters of one lookup that a file's filter ruled out.
-pub(super) const FILTER_NEGATIVE: IoCounters = IoCounters {
-    files_considered: 1,
-    filter_checks: 1,
-    filter_negatives: 1,
-    ..IoCounters::ZERO
-};
-
 /// Upper bound of `Options::max_levels` (checked by `Options::validate`).
 pub(super) const MAX_LEVELS: usize = 32;
 
@@ -603,7 +576,7 @@ pub(super) fn settle(
     found: Option<Bytes>,
 ) {
     if let Some(v) = found {
-        g.found.fetch_add(1, Ordering::Relaxed);
+        g.add(Get::Found, 1);
         out[i] = Some(v);
     }
     done[i] = true;
@@ -616,7 +589,7 @@ pub(super) fn prefetch_probe(v: &Version, level: usize, i: usize, f: &FileHandle
     if let Some(filter) = v.filter(level, i) {
         filter.prefetch(hash);
     }
-    crate::filter::prefetch_read(&f.io);
+    f.io.prefetch();
 }
 
 /// A point lookup's internal key (the user key at the read's sequence

@@ -23,6 +23,7 @@ pub(crate) mod caches;
 pub mod checkpoint;
 pub(crate) mod compaction;
 mod counters;
+mod current;
 #[cfg(test)]
 mod fault_tests;
 mod get;
@@ -86,7 +87,9 @@ use crate::filter::key_hash;
 use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
 use crate::options::{Options, ReadMode};
-use crate::stats::{AtomicIo, FileStats, GetCounters, IoCounters, LevelStats, LevelWrites, Stats};
+use crate::stats::{
+    AtomicIo, FileStats, Get, GetCounters, IoCounters, LevelStats, LevelWrites, Stats,
+};
 use caches::Caches;
 use compaction::table_files::{NewTable, TableFiles, create_table};
 use compaction::{Compaction, FileNumbers, OutputSize, Retention};
@@ -135,7 +138,7 @@ struct Inner {
     state: Mutex<State>,
     /// Signalled when background work may be due, or done.
     cv: Condvar,
-    sv: RwLock<Arc<SuperVersion>>,
+    sv: current::Current<SuperVersion>,
     last_seq: AtomicU64,
     /// Held by whoever runs a flush. Flushes and compactions run at once
     /// (RocksDB's flush and compaction pools): a flush only adds an L0 file
@@ -824,7 +827,7 @@ impl Inner {
     }
 
     fn super_version(&self) -> Arc<SuperVersion> {
-        self.sv.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.sv.load()
     }
 
     fn install(&self, st: &State, mem: Arc<MemTable>) {
@@ -833,6 +836,6 @@ impl Inner {
             imm: st.imm.iter().rev().map(|f| f.mem.clone()).collect(),
             version: st.vs.current().clone(),
         };
-        *self.sv.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(sv);
+        self.sv.install(sv);
     }
 }

@@ -123,11 +123,11 @@ impl Db {
                 shutting_down: false,
             }),
             cv: Condvar::new(),
-            sv: RwLock::new(Arc::new(SuperVersion {
+            sv: current::Current::new(SuperVersion {
                 mem,
                 imm: Vec::new(),
                 version,
-            })),
+            }),
             last_seq: AtomicU64::new(o.last_sequence),
             flush_work: Mutex::new(()),
             compact_work: Mutex::new(()),
