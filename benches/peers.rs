@@ -55,7 +55,7 @@
 //! `source ../shared/rocksdb/env.sh && cargo bench --features rocksdb-peer --bench peers`;
 //! `BLOOMLSM_PEERS_SETTINGS=shared|defaults` runs one setting (default:
 //! both, in one run, all engines of both settings interleaved in each round),
-//! `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB]],...` replaces
+//! `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB[:TRIGGER/SLOWDOWN/STOP]]],...` replaces
 //! bloomlsm's level sizing, file size and L1 (or base level) target in the
 //! `defaults` setting, one bloomlsm store per shape listed, all timed in the
 //! same rounds (to choose defaults by measurement; targets are the first's),
@@ -138,7 +138,7 @@ fn settings_wanted() -> Vec<Setting> {
         .collect()
 }
 
-/// `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB]],...`: the
+/// `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB[:TRIGGER/SLOWDOWN/STOP]]],...`: the
 /// shapes of bloomlsm's stores in the `defaults` setting; unset, one store
 /// at `Options::default()`'s (`None`).
 fn shapes_wanted() -> Vec<Option<String>> {
@@ -151,12 +151,14 @@ fn shapes_wanted() -> Vec<Option<String>> {
     }
 }
 
-/// `opts` with bloomlsm's level sizing, target file size and L1 (with
-/// dynamic sizing: base level) target of `spec`
-/// (`fixed|dynamic[:FILE_MIB[:L1_MIB]]`).
+/// `opts` with bloomlsm's level sizing, target file size, L1 (with
+/// dynamic sizing: base level) target and L0 triggers of `spec`
+/// (`fixed|dynamic[:FILE_MIB[:L1_MIB[:TRIGGER/SLOWDOWN/STOP]]]`).
 fn shape_override(opts: Options, spec: &str) -> Options {
     let fail = || -> ! {
-        eprintln!("error: BLOOMLSM_PEERS_SHAPE: {spec:?} is not fixed|dynamic[:FILE_MIB[:L1_MIB]]");
+        eprintln!(
+            "error: BLOOMLSM_PEERS_SHAPE: {spec:?} is not fixed|dynamic[:FILE_MIB[:L1_MIB[:TRIGGER/SLOWDOWN/STOP]]]"
+        );
         std::process::exit(2);
     };
     let mut parts = spec.split(':');
@@ -171,8 +173,23 @@ fn shape_override(opts: Options, spec: &str) -> Options {
         Some(b) => opts.target_file_size(b),
         None => opts,
     };
-    match mib(parts.next()) {
+    let opts = match mib(parts.next()) {
         Some(b) => opts.level1_max_bytes(b),
+        None => opts,
+    };
+    match parts.next() {
+        Some(l0) => {
+            let t: Vec<usize> = l0
+                .split('/')
+                .map(|v| v.parse().unwrap_or_else(|_| fail()))
+                .collect();
+            let [trigger, slowdown, stop] = t[..] else {
+                fail()
+            };
+            opts.l0_compaction_trigger(trigger)
+                .l0_slowdown_trigger(slowdown)
+                .l0_stop_trigger(stop)
+        }
         None => opts,
     }
 }

@@ -356,9 +356,11 @@ impl FilterOptions {
 pub const DEFAULT_MAX_OPEN_FILES: usize = 1000;
 
 /// The fewest table files [`Options::max_open_files`] must leave open at
-/// once: more than the L0 files a compaction merges at the default
-/// `l0_stop_trigger` (12) plus a run of the level below, so a compaction's
-/// inputs are not reopened chunk by chunk.
+/// once: twelve L0 files (LevelDB's stop trigger) and a run of the level
+/// below, merged without reopening a file. A compaction with more inputs
+/// than the table cache holds (L0 may reach the default
+/// [`Options::l0_stop_trigger`] of 36 files) still runs, reopening its
+/// inputs chunk by chunk.
 pub const MIN_TABLE_FILES: usize = 16;
 
 /// Options of [`crate::Db::open`]. The defaults suit a laptop.
@@ -410,11 +412,16 @@ pub struct Options {
     pub level1_max_bytes: u64,
     /// Growth factor between levels. Default 10.
     pub level_size_multiplier: u64,
-    /// Number of L0 files that triggers an L0 → L1 compaction. Default 4.
+    /// Number of L0 files that triggers an L0 → L1 (or base level)
+    /// compaction. Default 6: each such merge rewrites the files of the
+    /// level below it overlaps, so waiting for six files rather than four
+    /// rewrites it a third less often (docs/design.md, "The L0 triggers").
     pub l0_compaction_trigger: usize,
-    /// Number of L0 files at which each write is delayed by 1 ms. Default 8.
+    /// Number of L0 files at which each write is delayed by 1 ms. Default 20
+    /// (RocksDB's).
     pub l0_slowdown_trigger: usize,
-    /// Number of L0 files at which writes wait for compaction. Default 12.
+    /// Number of L0 files at which writes wait for compaction. Default 36
+    /// (RocksDB's).
     pub l0_stop_trigger: usize,
     /// Number of levels (L0 .. L{max_levels-1}). Default 7.
     pub max_levels: usize,
@@ -556,9 +563,9 @@ impl Default for Options {
             target_file_size: 8 << 20,
             level1_max_bytes: 32 << 20,
             level_size_multiplier: 10,
-            l0_compaction_trigger: 4,
-            l0_slowdown_trigger: 8,
-            l0_stop_trigger: 12,
+            l0_compaction_trigger: 6,
+            l0_slowdown_trigger: 20,
+            l0_stop_trigger: 36,
             max_levels: 7,
             block_cache_capacity: 8 << 20,
             filters: FilterOptions::default(),

@@ -17,7 +17,7 @@ const KEYS: u64 = 100_000;
 const HOT: u64 = 10_000;
 
 fn options() -> Options {
-    common::options::manual()
+    common::options::leveldb_l0(common::options::manual())
         .write_buffer_size(256 << 10)
         .target_file_size(512 << 10)
         .level1_max_bytes(2 << 20)

@@ -16,17 +16,26 @@ pub fn synced() -> Options {
     manual().sync_writes(true)
 }
 
-/// [`manual`] with 4 KiB memtables and files: a few dozen writes make a
-/// file.
+/// `opts` with L0 merged at four files, delayed at 8 and stopped at 12
+/// (LevelDB's triggers), so that the presets make the trees their tests
+/// check.
+pub fn leveldb_l0(opts: Options) -> Options {
+    opts.l0_compaction_trigger(4)
+        .l0_slowdown_trigger(8)
+        .l0_stop_trigger(12)
+}
+
+/// [`manual`] with 4 KiB memtables and files and LevelDB's L0 triggers: a
+/// few dozen writes make a file.
 pub fn tiny() -> Options {
-    manual().write_buffer_size(4096).target_file_size(4096)
+    leveldb_l0(manual().write_buffer_size(4096).target_file_size(4096))
 }
 
 /// [`manual`] with 8 KiB memtables, 4 KiB files and 1 KiB blocks, L1 of
 /// 16 KiB and each level 4 times the one above, sized from L1 down (fixed
-/// targets): a few thousand keys make three levels.
+/// targets), LevelDB's L0 triggers: a few thousand keys make three levels.
 pub fn small() -> Options {
-    manual()
+    leveldb_l0(manual())
         .write_buffer_size(8 << 10)
         .target_file_size(4096)
         .level1_max_bytes(16 << 10)
@@ -36,10 +45,11 @@ pub fn small() -> Options {
 }
 
 /// [`manual`] with 16 KiB memtables, 4 KiB files and 1 KiB blocks, L1 of
-/// 16 KiB doubling per level (fixed targets), and no block cache: every
-/// read of a table reaches its file, as the tests that damage files need.
+/// 16 KiB doubling per level (fixed targets), LevelDB's L0 triggers, and no
+/// block cache: every read of a table reaches its file, as the tests that
+/// damage files need.
 pub fn uncached() -> Options {
-    manual()
+    leveldb_l0(manual())
         .write_buffer_size(16 << 10)
         .target_file_size(4096)
         .level1_max_bytes(16 << 10)

@@ -169,8 +169,12 @@ pub fn bench_options(filters: FilterOptions, io: IoMode) -> Options {
         .target_file_size(2 << 20)
         .level1_max_bytes(4 << 20)
         .level_size_multiplier(10)
-        // Levels from L1 down, the tree every study measurement describes.
+        // Levels from L1 down, L0 merged at four files (LevelDB's and
+        // RocksDB's trigger): the tree every study measurement describes.
         .dynamic_level_bytes(false)
+        .l0_compaction_trigger(4)
+        .l0_slowdown_trigger(8)
+        .l0_stop_trigger(12)
         .block_cache_capacity(0)
         .background_compaction(false)
         .sync_writes(false)
