@@ -379,3 +379,27 @@ fn a_failed_filter_rebuild_worker_poisons_the_store_and_loses_nothing() {
         db.close().unwrap();
     }
 }
+
+/// An idle store's compaction thread examines a version for filter
+/// rebuilds once: the version on which none was due is remembered, and
+/// the next version is examined afresh.
+#[test]
+fn a_version_with_no_filter_rebuild_due_is_examined_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default().background_compaction(false)).unwrap();
+    db.put("apple", "red").unwrap();
+    db.flush().unwrap();
+    let inner = &db.inner;
+    let remembered = || inner.refilter_clear.lock().unwrap().as_ptr();
+    let v = inner.state().vs.current().clone();
+    assert!(remembered().is_null() || !std::ptr::eq(remembered(), Arc::as_ptr(&v)));
+    assert!(inner.refilter_pick(&v).is_none());
+    assert!(std::ptr::eq(remembered(), Arc::as_ptr(&v)));
+    db.put("banana", "yellow").unwrap();
+    db.flush().unwrap();
+    let next = inner.state().vs.current().clone();
+    assert!(!Arc::ptr_eq(&v, &next));
+    assert!(inner.refilter_pick(&next).is_none());
+    assert!(std::ptr::eq(remembered(), Arc::as_ptr(&next)));
+    db.close().unwrap();
+}

@@ -139,6 +139,9 @@ struct Inner {
     /// Signalled when background work may be due, or done.
     cv: Condvar,
     sv: current::Current<SuperVersion>,
+    /// The last version on which no filter rebuild was due
+    /// ([`Inner::refilter_pick`]).
+    refilter_clear: Mutex<Weak<Version>>,
     last_seq: AtomicU64,
     /// Held by whoever runs a flush. Flushes and compactions run at once
     /// (RocksDB's flush and compaction pools): a flush only adds an L0 file
