@@ -351,9 +351,32 @@ impl FilterOptions {
     }
 }
 
-/// The default [`Options::max_open_files`]: LevelDB's, under the common
-/// 1024-descriptor limit of a process with room for the embedder's own.
+/// The least default [`Options::max_open_files`] ([`default_max_open_files`]):
+/// LevelDB's default, under the common 1024-descriptor limit of a process with
+/// room for the embedder's own.
 pub const DEFAULT_MAX_OPEN_FILES: usize = 1000;
+
+/// The default [`Options::max_open_files`]: half the process's open-file
+/// limit (the soft `RLIMIT_NOFILE` when the options are made, counted up to
+/// 2^20), the other half left to the embedder, and at least
+/// [`DEFAULT_MAX_OPEN_FILES`]. Under a limit of 1024 that is 1000; under
+/// 20,000, 10,000, so a store of a few thousand tables never reopens one
+/// (RocksDB's default keeps every table open, whatever the limit).
+pub fn default_max_open_files() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes the struct it is given.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            let soft = usize::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+            return DEFAULT_MAX_OPEN_FILES.max(soft / 2);
+        }
+    }
+    DEFAULT_MAX_OPEN_FILES
+}
 
 /// The fewest table files [`Options::max_open_files`] must leave open at
 /// once: twelve L0 files (LevelDB's stop trigger) and a run of the level
@@ -542,7 +565,8 @@ pub struct Options {
     /// [`crate::Stats::table_reopens`]; its index and pinned filter stay in
     /// memory. At least [`Options::min_max_open_files`]; `usize::MAX`
     /// never closes a table's file. Not part of the store's design: each
-    /// open chooses. Default 1000.
+    /// open chooses. Default [`default_max_open_files`]: half the process's
+    /// open-file limit, at least 1000.
     pub max_open_files: usize,
     /// When the store records a design (its `OPTIONS` file: the filters,
     /// prefix extractor, range filter bits, compression, block size, checksum, file and level
@@ -582,7 +606,7 @@ impl Default for Options {
             dynamic_level_bytes: true,
             fs: RealFs::shared(),
             read_mode: ReadMode::Buffered,
-            max_open_files: DEFAULT_MAX_OPEN_FILES,
+            max_open_files: default_max_open_files(),
             use_stored_design: true,
         }
     }

@@ -134,6 +134,11 @@ fn child_under_a_descriptor_limit() {
     };
     // SAFETY: a plain system call on a struct of ours.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+    // Half of 64 is below the least default, which applies.
+    assert_eq!(
+        Options::default().max_open_files,
+        bloomlsm::options::DEFAULT_MAX_OPEN_FILES
+    );
 
     let mut m: Model = BTreeMap::new();
     let db = Db::open(&dir, options(MAX_OPEN_FILES)).unwrap();
