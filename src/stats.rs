@@ -1,10 +1,12 @@
 //! Read-path accounting: what every lookup cost, per level and per file.
 //!
-//! Counters are relaxed atomics, always on, kept per file: a lookup adds its
-//! costs once to each file it touched (one atomic add for a file whose filter
-//! rules the key out), plus two global adds. Level totals are sums over the
-//! level's files at [`crate::Db::stats`] time, plus the counts of files that
-//! compactions removed from the level.
+//! Counters are always on, kept per file: a lookup adds its costs once to
+//! each file it touched, plus the store's lookup counts. The counts every
+//! lookup makes — a file's key-range skips and filter negatives, the
+//! store's lookup counters — go to cells of the thread's own, without a
+//! locked instruction ([`crate::tally`]); the rest are relaxed atomics.
+//! Level totals are sums over the level's files at [`crate::Db::stats`]
+//! time, plus the counts of files that compactions removed from the level.
 //!
 //! [`Stats`], [`LevelStats`], [`FileStats`] and [`IoCounters`] are plain data:
 //! `Display` prints a readable summary, and with the `serde` feature they
