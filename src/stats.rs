@@ -4,7 +4,7 @@
 //! each file it touched, plus the store's lookup counts. The counts every
 //! lookup makes — a file's key-range skips and filter negatives, the
 //! store's lookup counters — go to cells of the thread's own, without a
-//! locked instruction ([`crate::tally`]); the rest are relaxed atomics.
+//! locked instruction (`src/tally.rs`); the rest are relaxed atomics.
 //! Level totals are sums over the level's files at [`crate::Db::stats`]
 //! time, plus the counts of files that compactions removed from the level.
 //!
