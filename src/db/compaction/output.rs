@@ -282,6 +282,13 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     // so a key's stripes only go down).
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut last_stripe: Option<usize> = None;
+    // Whether an entry of `last_user_key` went into a file. The cut between
+    // files and the file's last key follow the first version *written*, not
+    // the first one read: when the newest version is dropped (hidden by a
+    // range tombstone) and an older one is kept for a snapshot, that older
+    // one still starts the key in its file, so the file's tombstones reach
+    // up to it and the next file's start above it.
+    let mut key_written = false;
     let mut finish =
         |mut b: TableBuilder, first: &[u8], last: &[u8]| -> Result<crate::sst::UnsyncedTable> {
             if let Some(choose) = spec.choose
@@ -313,6 +320,7 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         if new_key {
             last_user_key.clear();
             last_user_key.extend_from_slice(parsed.user_key);
+            key_written = false;
         }
         last_stripe = Some(stripe);
         if !spec.tombstones.is_empty()
@@ -334,7 +342,9 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         }
         // Files are cut between user keys only: the files of a level ≥ 1 must
         // not share a user key, and all versions of a key sit in one file.
-        if new_key {
+        let first_written = !key_written;
+        key_written = true;
+        if first_written {
             let passed = cuts[next_cut..]
                 .iter()
                 .take_while(|&&c| c <= parsed.user_key)
@@ -374,7 +384,7 @@ pub(super) fn write_tables<K: AsRef<[u8]>, V: AsRef<[u8]>>(
             }
         };
         b.add(ikey, value)?;
-        if new_key {
+        if first_written {
             file_last.clear();
             file_last.extend_from_slice(parsed.user_key);
         }
