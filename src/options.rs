@@ -411,6 +411,11 @@ pub const MIN_TABLE_FILES: usize = 16;
 pub struct Options {
     /// Create the directory (and an empty store) if missing. Default true.
     pub create_if_missing: bool,
+    /// Make a new store in a directory that holds files or directories no
+    /// store makes. Default false: such a directory is refused
+    /// ([`crate::Db::open`]), so a mistyped path never gets a store among
+    /// someone else's files. Not part of the store's design.
+    pub create_among_other_files: bool,
     /// Bytes of writes buffered in the memtable before it is frozen and
     /// flushed to an L0 file. Default 4 MiB.
     pub write_buffer_size: usize,
@@ -479,7 +484,11 @@ pub struct Options {
     /// outside the extractor's domain are stored and read as any other; a
     /// scan of a prefix outside it reads every table. Part of the store's
     /// design: a table records the extractor it was built with, and is not
-    /// skipped under another. Default `None`: no prefix filters.
+    /// skipped under another. Reopening a store with another extractor
+    /// keeps the recorded one unless [`Options::use_stored_design`] is
+    /// false (then the new one applies to new tables, and the change is
+    /// logged in `OPTIONS`); `Db::options()` shows the one in force.
+    /// Default `None`: no prefix filters.
     pub prefix_extractor: Option<PrefixExtractor>,
     /// Bits per key of the range filters of new tables: `Some(b)` gives each
     /// table a Grafite range filter over the points of its keys
@@ -580,6 +589,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             create_if_missing: true,
+            create_among_other_files: false,
             write_buffer_size: 4 << 20,
             block_size: 4096,
             checksum: ChecksumType::default(),
@@ -756,6 +766,7 @@ setters!(FilterOptions {
 
 setters!(Options {
     create_if_missing: bool,
+    create_among_other_files: bool,
     write_buffer_size: usize,
     block_size: usize,
     checksum: ChecksumType,

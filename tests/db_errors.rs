@@ -171,3 +171,53 @@ fn create_if_missing_false_refuses_an_empty_directory() {
         Err(bloomlsm::Error::InvalidArgument(_))
     ));
 }
+
+/// A regular file in place of the directory is named as such, not reported
+/// as a failed `mkdir`.
+#[test]
+fn a_file_in_place_of_the_directory_is_refused_by_name() {
+    let dir = scratch_dir();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "mine").unwrap();
+    match Db::open(&file, Options::default()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("is a file"), "{m}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"mine");
+}
+
+/// A directory holding files no store makes gets no store: nothing is
+/// written there, and each foreign file stays as it was. One that holds only
+/// what an interrupted first open leaves is taken.
+#[test]
+fn a_directory_of_other_files_gets_no_new_store() {
+    let dir = scratch_dir();
+    std::fs::write(dir.path().join("report.txt"), "mine").unwrap();
+    std::fs::create_dir(dir.path().join("photos")).unwrap();
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(m.contains("photos") && m.contains("1 more"), "{m}")
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["photos", "report.txt"]);
+
+    // Asked for, the store is made beside them.
+    let opts = Options::default().create_among_other_files(true);
+    Db::open(dir.path(), opts).unwrap().put("k", "v").unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("report.txt")).unwrap(),
+        b"mine"
+    );
+
+    let fresh = scratch_dir();
+    std::fs::write(fresh.path().join("LOCK"), "").unwrap();
+    std::fs::write(fresh.path().join("000003.log"), "").unwrap();
+    let db = Db::open(fresh.path(), Options::default()).unwrap();
+    db.put("k", "v").unwrap();
+}

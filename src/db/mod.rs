@@ -245,7 +245,11 @@ impl FileNumbers for Inner {
 
 impl Db {
     /// Stores `value` under `key`: anything `AsRef<[u8]>` (`&[u8]`, byte
-    /// arrays, `Vec<u8>`, `&str`, `String`, `Bytes`).
+    /// arrays, `Vec<u8>`, `&str`, `String`, `Bytes`). A key is 1 to
+    /// [`MAX_KEY_LEN`](crate::db::MAX_KEY_LEN) bytes and a value at most
+    /// [`MAX_VALUE_LEN`](crate::db::MAX_VALUE_LEN): an empty key, or a key
+    /// or value over its limit, is [`Error::InvalidArgument`] and nothing is
+    /// written. The same limits hold for every write and read of a key.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -478,6 +482,14 @@ impl Db {
     /// flushes and compactions keep the versions it sees. It ends with the
     /// store (later reads through it return [`Error::Closed`]) and is not
     /// persisted across a reopen.
+    ///
+    /// A snapshot is of the whole store, every keyspace at one sequence
+    /// number: its own methods read the default keyspace, and
+    /// [`Keyspace::get_at`], [`Keyspace::multi_get_at`] and
+    /// [`Keyspace::scan_at`] read any other keyspace at it. This call cannot
+    /// fail; [`Keyspace::snapshot`], the same snapshot taken through a
+    /// keyspace handle, returns a `Result` because that keyspace may have
+    /// been dropped.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;

@@ -9,6 +9,15 @@ impl Db {
     /// replays the manifest and the write-ahead logs, flushes what the logs
     /// held into L0 files, and deletes files no manifest needs.
     ///
+    /// A new store is made only in a missing or empty directory (or one that
+    /// holds what an interrupted first open left): a directory holding any
+    /// other file is refused with [`Error::InvalidArgument`] naming it, so a
+    /// store never settles among files it did not write, unless
+    /// [`Options::create_among_other_files`] asks for it.
+    /// An existing store opens with the design it recorded (filters, prefix
+    /// extractor, compression, sizes: [`Options::use_stored_design`]), not
+    /// with `opts`' fields for it; [`Db::options`] shows the design in force.
+    ///
     /// ```
     /// use bloomlsm::{Db, Options};
     ///
@@ -26,11 +35,22 @@ impl Db {
         let dir = path.as_ref().to_path_buf();
         let fs = opts.fs.clone();
         if fs.list_dir(&dir).is_err() {
+            if fs.file_len(&dir).is_ok() {
+                return Err(Error::invalid(format!(
+                    "{} is a file, not a store's directory",
+                    dir.display()
+                )));
+            }
             if !opts.create_if_missing {
                 return Err(Error::invalid(format!("{} does not exist", dir.display())));
             }
             fs.create_dir_all(&dir)
                 .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        }
+        if !opts.create_among_other_files && fs.file_len(&filename::current_file(&dir)).is_err() {
+            // Before the lock file is made: a refused directory is left as
+            // it was.
+            recovery::refuse_foreign_files(fs.as_ref(), &dir)?;
         }
         let lock_path = filename::lock_file(&dir);
         let lock = match fs.lock(&lock_path) {

@@ -59,7 +59,10 @@ impl SnapshotList {
 
 /// A consistent, read-only view of the store as it was when
 /// [`Db::snapshot`](crate::Db::snapshot) was called: its reads and scans see
-/// exactly the writes made before it (a batch whole or not at all), whatever
+/// exactly the writes made before it (a batch whole or not at all), in
+/// every keyspace (its own methods read the default keyspace;
+/// [`Keyspace::get_at`](crate::Keyspace::get_at) and its siblings read a
+/// named one at it), whatever
 /// is written, flushed or compacted afterwards. Flushes and compactions keep,
 /// for each key, the version a live snapshot sees; dropping the handle
 /// releases those versions, to be removed by later compactions.

@@ -634,7 +634,9 @@ pub fn check_store_dir(dir: &Path, new: NewStore) -> CliResult {
 /// where a new store may be made ([`check_store_dir`]).
 pub fn open(dir: &Path, new: NewStore, design: &DesignArgs, files: &OpenFilesArg) -> CliResult<Db> {
     check_store_dir(dir, new)?;
-    let mut opts = Options::default().create_if_missing(new != NewStore::Refuse);
+    let mut opts = Options::default()
+        .create_if_missing(new != NewStore::Refuse)
+        .create_among_other_files(new == NewStore::Anywhere);
     files.apply(&mut opts);
     design.apply(dir, &mut opts)?;
     let db = Db::open(dir, opts)?;

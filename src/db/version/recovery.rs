@@ -402,6 +402,45 @@ fn read_manifest(dir: &Path, opts: &Options) -> Result<Option<(RecoveredState, u
     }
 }
 
+/// Refuses to make a store in `dir` when it holds a file or directory no
+/// store makes: the store would settle among them, and a later open might
+/// take one for its own. What an interrupted first open leaves (the lock, a
+/// manifest, empty logs, the OPTIONS file, keyspace directories) is allowed.
+pub(crate) fn refuse_foreign_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let names = fs
+        .list_dir(dir)
+        .map_err(|e| Error::io(format!("list {}", dir.display()), e))?;
+    let mut foreign: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            n.to_str()
+                .map_or(Some(n.to_string_lossy().into_owned()), |s| {
+                    let ours = filename::parse_file_name(s).is_some()
+                        || filename::parse_keyspace_dir(s).is_some()
+                        || s == LOST_DIR
+                        || s == crate::db::checkpoint::INCOMPLETE;
+                    (!ours).then(|| s.to_string())
+                })
+        })
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort();
+    let more = foreign.len() - 1;
+    Err(Error::invalid(format!(
+        "{} holds no store (no CURRENT) but holds other files ({}{}): a new store is made only \
+         in a missing or empty directory",
+        dir.display(),
+        foreign[0],
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )))
+}
+
 /// Refuses `dir` if it is the temporary directory of an unfinished
 /// checkpoint: named so ([`crate::db::checkpoint::TEMP_SUFFIX`]; it is
 /// empty for a moment after it is made) or holding its marker
