@@ -126,8 +126,9 @@ pub struct BenchArgs {
     /// is deleted and rebuilt.
     #[arg(long, requires = "dir")]
     pub reuse_dir: bool,
-    /// How the stores read their tables: `buffered` (through the page cache)
-    /// or `direct` (O_DIRECT: every data-block read reaches the device; the
+    /// How the stores read their tables: `buffered` (through the page cache,
+    /// each store's files read into it once before its timed gets) or
+    /// `direct` (O_DIRECT: every data-block read reaches the device; the
     /// stores' directory must be on a file system that takes it, see --dir).
     #[arg(long, value_enum, default_value_t = IoMode::Buffered, value_name = "MODE")]
     pub io: IoMode,

@@ -12,12 +12,12 @@ use crate::phase::{Phase, Recorder};
 use crate::workload::{SplitMix64, absent_key, present_key};
 use crate::{CliError, CliResult, budget, filter_cost, progress};
 
-use super::args::BenchArgs;
+use super::args::{BenchArgs, IoMode};
 use super::configs::BenchConfig;
 use super::row::BenchRow;
 #[cfg(doc)]
 use super::stores::refilter_stores;
-use super::stores::{Base, Removal, load_store, refilter_store, store_dir};
+use super::stores::{Base, Removal, load_store, read_into_page_cache, refilter_store, store_dir};
 
 /// A Zipf(s) sampler over `0..n` by inverse CDF (rank 0 is the hottest).
 #[derive(Clone, Debug)]
@@ -222,6 +222,9 @@ pub fn run_config(
         }
     };
     removal.wait();
+    if args.io == IoMode::Buffered {
+        read_into_page_cache(&dir);
+    }
     let Measured {
         mut missing,
         existing,

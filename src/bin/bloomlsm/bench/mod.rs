@@ -14,6 +14,9 @@
 //! the store's own counters saw: filter probes, false positives, data-block
 //! reads per missing get next to the model's prediction, and latencies.
 //!
+//! In the default buffered mode each store's files are read once before its
+//! timed phases ([`stores::read_into_page_cache`]), so every configuration
+//! meets the same warm page cache whatever wrote its tables.
 //! `--io direct` reads the tables with direct I/O
 //! ([`ReadMode::Direct`](bloomlsm::ReadMode::Direct)), so every data-block
 //! read reaches the device; each phase reports its latency percentiles and
