@@ -253,8 +253,9 @@ not in the interleaving of its threads.
 --kill-min and --kill-max, then reopens the store and checks every key of every keyspace
 (a key whose write was in flight may read as before or after it) and every table, and
 starts the next child, until --duration (60 s without it or --rounds) or --rounds kills.
-Writes are not synced unless the drawn options say so: the write-ahead log hands every
-acknowledged write to the OS, which keeps it across a process kill. --whitebox N also
+Writes are synced only when the drawn options or a batch's own draw say so: the
+write-ahead log hands every acknowledged write to the OS, which keeps it across a
+process kill. --whitebox N also
 has children kill themselves at about 1 in N crash points (right after a flush,
 compaction, ingest or checkpoint returns; between a batch's expected state and its
 write). Children report their counts every 100 ms; the last 100 ms before a kill are not

@@ -39,7 +39,8 @@ pub struct StressArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// The run's directory (must be missing or empty); default: a new one
-    /// under the temporary directory.
+    /// under the temporary directory. What the run writes there is removed
+    /// at the end unless --keep.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Keep the run's directory at the end (a failed run always keeps it).
@@ -60,8 +61,8 @@ pub struct StressArgs {
     #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
     pub kill_max: Duration,
     /// --kill: each child also kills itself at random points (right after a
-    /// flush, compaction or ingest returns, between a batch's expected
-    /// state and its write), about once in this many such points.
+    /// flush, compaction, ingest or checkpoint returns, between a batch's
+    /// expected state and its write), about once in this many such points.
     #[arg(long, value_name = "N", requires = "kill",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub whitebox: Option<u64>,
