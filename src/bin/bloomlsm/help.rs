@@ -9,7 +9,8 @@ macro_rules! exit_status {
 Exit status:
   0  success
   1  the answer is no: db get found no such key; sst verify / db verify found a bad file,
-     or db verify found that opening the store drops writes from a write-ahead log
+     or db verify found that opening the store drops writes from a write-ahead log;
+     stress read an answer that disagrees with its expected state (a mismatch)
   2  usage error: bad arguments, a store directory that is missing, not a directory or
      not a store, a --keyspace that names no keyspace of it, or a bad output path
      (nothing was written)
@@ -216,6 +217,53 @@ level. With --json, one object per --range-bits value: workload, keys, range_bit
   range_false_positives, range_unusable_reads, measured_fpr, predicted_fpr, latency {...},
   levels [{level, range_checks, range_negatives, range_false_positives, data_blocks,
   measured_fpr, predicted_fpr}]} (null for a phase of no scans)}].
+",
+    exit_status!()
+);
+
+/// `bloomlsm stress`.
+pub const STRESS: &str = concat!(
+    "Examples:
+  bloomlsm stress                                 100,000 operations, 4 threads, seed 42
+  bloomlsm stress --duration 10m --seed 7         ten minutes; the same seed draws the same options
+  bloomlsm stress --ops 20000 --threads 8 --keys 1000 --keyspaces 2
+  bloomlsm stress --kill --duration 1h            SIGKILL a stress child every 1 to 5 s, for an hour
+  bloomlsm stress --kill --rounds 50 --kill-min 200ms --kill-max 2s --whitebox 200
+  bloomlsm stress --dir /var/tmp/s --keep         keep the store and its expected state
+
+Worker threads choose operations at random by weight: put, delete, delete_range, batch
+(puts, deletes and range deletes across keyspaces, sometimes synced), ingest, get,
+multi_get, scan, scan_backward, scan_both_ends, prefix_scan, seek, snapshot_read, flush,
+compact, maintain, rebuild_filters, checkpoint, keyspace_create_drop (of a scratch
+keyspace) and reopen (every thread paused; the store closed, opened and checked whole).
+Keys are guarded by striped locks: a writer records the key's pending version in the
+expected state, writes, then records the new version; a reader compares every answer
+with the expected state exactly. Values name their keyspace, key and version, and every
+byte of them follows from those, so a wrong key, a stale version or a damaged value is
+caught. The expected state is a file in the run's directory, written with positioned
+writes before and after each write, so it outlives a SIGKILL.
+
+The options (filter family and bits per level, Monkey or workload-aware allocation,
+prefix extractor, range filters, compression, buffer, table, block and cache sizes,
+background compaction, sync mode) are drawn from --seed and printed first; each
+keyspace gets a design of its own. A run is reproducible in its choices given the seed,
+not in the interleaving of its threads.
+
+--kill runs the stress in a child process, SIGKILLs it after a random time between
+--kill-min and --kill-max, then reopens the store and checks every key of every keyspace
+(a key whose write was in flight may read as before or after it) and every table, and
+starts the next child, until --duration (60 s without it or --rounds) or --rounds kills.
+Writes are synced only when the drawn options or a batch's own draw say so: the
+write-ahead log hands every acknowledged write to the OS, which keeps it across a
+process kill. --whitebox N also
+has children kill themselves at about 1 in N crash points (right after a flush,
+compaction, ingest or checkpoint returns; between a batch's expected state and its
+write). Children report their counts every 100 ms; the last 100 ms before a kill are not
+counted.
+
+The last line of a run is `seed S: 0 mismatches`. A mismatch prints the operation, the
+keyspace and key, the version expected and the one found, with the seed, and keeps the
+run's directory (exit status 1).
 ",
     exit_status!()
 );

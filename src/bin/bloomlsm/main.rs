@@ -5,6 +5,8 @@
 //!   [`sweep`] is its filter-only FPR sweep, [`workload`] its keys.
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
 //! - [`db_cmd`]: `bloomlsm db put | get | delete | delete-range | scan | load | stats | verify | compact`.
+//! - [`stress`]: `bloomlsm stress`, random operations checked against an
+//!   expected state, with `--kill` a SIGKILL loop.
 //! - [`report`]: text tables, JSON, CSV, number and date formats.
 //! - [`plot`]: the SVG charts of `bench --plot`.
 //! - [`escape`]: the text and hex forms of keys and values.
@@ -29,6 +31,7 @@ mod phase;
 mod plot;
 mod report;
 mod sst_cmd;
+mod stress;
 mod sweep;
 
 use std::fmt;
@@ -73,6 +76,11 @@ enum Command {
         #[command(flatten)]
         files: open_files::OpenFilesArg,
     },
+    /// Run random operations on many threads and check every read against
+    /// an expected state; with --kill, SIGKILL the run again and again and
+    /// check the store after each kill.
+    #[command(after_help = help::STRESS)]
+    Stress(Box<stress::StressArgs>),
     /// Print a shell completion script for bash, zsh, fish, elvish or powershell.
     #[command(after_help = help::COMPLETIONS)]
     Completions {
@@ -92,6 +100,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a, &mut out).map(drop),
         Command::Sst { command } => command.run(&mut out),
         Command::Db { command, files } => command.run(files, &mut out),
+        Command::Stress(a) => stress::run(a, &mut out),
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics on a write error.
             let mut script = Vec::new();
@@ -369,7 +378,7 @@ mod tests {
         let m = missing_subcommand(std::iter::empty());
         assert_eq!(
             m,
-            "a command is needed: bench, sst, db, completions (see --help)"
+            "a command is needed: bench, sst, db, stress, completions (see --help)"
         );
     }
 
