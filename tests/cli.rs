@@ -1478,6 +1478,17 @@ fn read_commands_work_beside_a_running_writer() {
     let o = bloomlsm(&["db", "verify", s]);
     assert!(o.status.success(), "{o:?}");
 
+    // A checkpoint beside the writer, from the store's files: the tables and
+    // the writes still in the log.
+    let backup = dir.path().join("backup");
+    let o = bloomlsm(&["db", "checkpoint", s, backup.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(json(&stdout(&o))["tables"].as_u64() >= Some(1));
+    let b = backup.to_str().unwrap();
+    assert_eq!(stdout(&bloomlsm(&["db", "get", b, "k02099"])), "v2099\n");
+    let o = bloomlsm(&["db", "scan", b, "--keys-only"]);
+    assert_eq!(stdout(&o).lines().count(), 2100);
+
     // The writer goes on undisturbed, and a reader started later sees it.
     db.put("late", "write").unwrap();
     db.compact().unwrap();

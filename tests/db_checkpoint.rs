@@ -176,17 +176,64 @@ fn options() -> Options {
 /// every write.
 #[test]
 fn checkpoints_under_writers_hold_acknowledged_prefixes() {
-    under_writers(0xC4EC_0001, false);
+    under_writers(0xC4EC_0001, false, false);
 }
 
 /// As above, with batches spanning three keyspaces: each checkpoint holds
 /// them all as of one moment.
 #[test]
 fn checkpoints_of_keyspaces_under_writers_hold_acknowledged_prefixes() {
-    under_writers(0xC4EC_0002, true);
+    under_writers(0xC4EC_0002, true, false);
 }
 
-fn under_writers(seed: u64, spaced: bool) {
+/// As above, each checkpoint taken through a read-only handle, from the
+/// store's files beside its writer: tables linked, the logs the store
+/// still replays copied to their last whole record.
+#[test]
+fn checkpoints_from_a_read_only_handle_under_writers_hold_acknowledged_prefixes() {
+    under_writers(0xC4EC_0003, false, true);
+    under_writers(0xC4EC_0004, true, true);
+}
+
+/// A keyspace dropped while checkpoints are taken: its files stay until
+/// the checkpoint that took its version has linked them.
+#[test]
+fn checkpoints_beside_keyspaces_created_and_dropped() {
+    let root = scratch_dir();
+    let db = Db::open(root.path().join("db"), Options::default()).unwrap();
+    db.put("a", "1").unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let ks = db.create_keyspace("scratch", Options::default()).unwrap();
+                for i in 0..50 {
+                    ks.put(format!("k{i}"), "v").unwrap();
+                }
+                ks.flush().unwrap();
+                db.drop_keyspace("scratch").unwrap();
+            }
+        });
+        for n in 0..1500 {
+            let target = root.path().join(format!("cp{n}"));
+            let r = db.checkpoint(&target);
+            if r.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            r.unwrap_or_else(|e| panic!("checkpoint {n}: {e}"));
+            let copy = Db::open_read_only(&target, Options::default()).unwrap();
+            assert_eq!(copy.get("a").unwrap().as_deref(), Some(&b"1"[..]));
+            drop(copy);
+            std::fs::remove_dir_all(&target).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+/// `read_only`: each checkpoint taken through a new read-only handle on
+/// the store's directory (from its files, beside the writers), as a process
+/// other than the writer's would.
+fn under_writers(seed: u64, spaced: bool, read_only: bool) {
     const WRITERS: u64 = 4;
     const OPS: u64 = 3000;
     let root = scratch_dir();
@@ -217,15 +264,19 @@ fn under_writers(seed: u64, spaced: bool) {
                 }
                 std::thread::yield_now();
             }
+            let reader = read_only
+                .then(|| Db::open_read_only(root.path().join("db"), Options::default()).unwrap());
             let before: Vec<u64> = acked.iter().map(|a| a.load(Ordering::Acquire)).collect();
             let dir = root.path().join(format!("ckpt{c}"));
-            let report = db.checkpoint(&dir).unwrap();
+            let report = reader.as_ref().unwrap_or(&db).checkpoint(&dir).unwrap();
+            drop(reader);
             let after: Vec<u64> = acked.iter().map(|a| a.load(Ordering::Acquire)).collect();
             assert!(report.tables > 0, "{report:?}");
             assert_eq!(report.linked, report.tables, "tmpfs makes hard links");
             assert_eq!((report.copied, report.bytes_copied), (0, 0));
-            // The active log, copied up to the moment's length, at least.
-            assert_eq!(report.logs > 0, spaced, "{report:?}");
+            // The active log, copied up to the moment's length, at least;
+            // from the files, every log the store still replays.
+            assert_eq!(report.logs > 0, spaced || read_only, "{report:?}");
             assert!(!temp_dir(&dir).unwrap().exists());
             let got = read_store(&dir);
             for w in 0..WRITERS {
@@ -312,7 +363,7 @@ fn checkpoints_of_an_empty_store_and_of_a_memtable() {
 /// unwritable parent, a path with no final name; a read-only store. Each is
 /// an error, and nothing is left at the target or beside it.
 #[test]
-fn bad_targets_and_read_only_stores_are_errors() {
+fn bad_targets_are_errors_and_a_read_only_handle_checkpoints() {
     let root = scratch_dir();
     let r = root.path();
     let db = Db::open(r.join("db"), Options::default()).unwrap();
@@ -353,10 +404,12 @@ fn bad_targets_and_read_only_stores_are_errors() {
     }
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
 
+    // Through a read-only handle: from the files, the write in the log.
     let ro = Db::open_read_only(r.join("db"), Options::default()).unwrap();
-    let e = ro.checkpoint(r.join("from-ro")).unwrap_err();
-    assert!(matches!(e, Error::ReadOnly), "{e:?}");
-    assert!(!r.join("from-ro").exists());
+    let report = ro.checkpoint(r.join("from-ro")).unwrap();
+    assert_eq!((report.tables, report.logs), (0, 1), "{report:?}");
+    let copy = Db::open_read_only(r.join("from-ro"), Options::default()).unwrap();
+    assert_eq!(copy.get("k").unwrap().as_deref(), Some(&b"v"[..]));
     db.close().unwrap();
 }
 

@@ -113,9 +113,17 @@ impl Db {
     /// and a leftover `<dir>.checkpoint-tmp` (which [`Db::open`] refuses)
     /// is removed by the next checkpoint into `dir`, or by hand.
     ///
+    /// Through a handle of [`Db::open_read_only`], beside a writer in
+    /// another process, the checkpoint is made from the store's files as
+    /// they are on disk (it cannot flush): the tables, and the write-ahead
+    /// logs the store still replays, each cut at its last whole record; a
+    /// copy during which the writer replaced a file is made again. It holds
+    /// every write the writer acknowledged before the call and a prefix of
+    /// those made during it (docs/design.md, "Checkpoints").
+    ///
     /// Fails, leaving no `dir`, when `dir` exists (even empty) or its parent
-    /// does not, when the store is read-only ([`Error::ReadOnly`]) or has
-    /// failed ([`Error::Poisoned`]), and on any I/O error.
+    /// does not, when the store has failed ([`Error::Poisoned`]), and on any
+    /// I/O error.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -154,9 +162,7 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if self.writer.lock().map(|w| w.wal.is_none()).unwrap_or(false) {
-            return Err(Error::ReadOnly);
-        }
+        let read_only = self.writer.lock().map(|w| w.wal.is_none()).unwrap_or(false);
         if let Some(e) = &self.state().bg_error {
             return Err(e.duplicate());
         }
@@ -200,7 +206,18 @@ impl Inner {
                 return Err(e);
             }
         };
-        let made = self.fill_checkpoint(&tmp).and_then(|report| {
+        let files = self
+            .checkpoint_files
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        let filled = if read_only {
+            self.mark_incomplete(&tmp)
+                .and_then(|()| super::checkpoint_files::fill_from_files(fs, &self.dir, &tmp))
+        } else {
+            self.fill_checkpoint(&tmp)
+        };
+        drop(files);
+        let made = filled.and_then(|report| {
             fs.rename(&tmp, target).map_err(|e| {
                 Error::io(
                     format!("rename {} to {}", tmp.display(), target.display()),
@@ -222,10 +239,7 @@ impl Inner {
     fn fill_checkpoint(&self, tmp: &Path) -> Result<CheckpointReport> {
         let fs = self.fs();
         let marker = tmp.join(INCOMPLETE);
-        let mut f = fs.create_new(&marker).map_err(io_err("create", &marker))?;
-        f.sync_data().map_err(io_err("fsync", &marker))?;
-        drop(f);
-        filename::sync_dir_in(fs, tmp)?;
+        self.mark_incomplete(tmp)?;
 
         self.flush_for_checkpoint()?;
         let moment = self.take_moment(tmp)?;
@@ -298,6 +312,16 @@ impl Inner {
         // CURRENT last: until it exists the directory is no store.
         Manifest::create(fs, to, state.next_file_number - 1, &state.snapshot_edit())?;
         Ok(())
+    }
+
+    /// Step 1's marker, written and synced in `tmp`.
+    fn mark_incomplete(&self, tmp: &Path) -> Result<()> {
+        let fs = self.fs();
+        let marker = tmp.join(INCOMPLETE);
+        let mut f = fs.create_new(&marker).map_err(io_err("create", &marker))?;
+        f.sync_data().map_err(io_err("fsync", &marker))?;
+        drop(f);
+        filename::sync_dir_in(fs, tmp)
     }
 
     /// Step 2 of the module docs: every write acknowledged before the call

@@ -614,7 +614,15 @@ impl Db {
         // Its engine stops; its frozen memtables no longer hold logs back.
         let _ = child.shutdown();
         let dir = child.inner().dir.clone();
-        remove_keyspace_dir(inner.fs(), &dir);
+        {
+            // A checkpoint that took this keyspace's version links its
+            // tables first.
+            let _files = inner
+                .checkpoint_files
+                .write()
+                .unwrap_or_else(|p| p.into_inner());
+            remove_keyspace_dir(inner.fs(), &dir);
+        }
         let _ = filename::sync_dir_in(inner.fs(), &inner.dir);
         inner.retire_logs()
     }

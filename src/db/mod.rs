@@ -21,6 +21,7 @@ mod background_tests;
 pub mod batch;
 pub(crate) mod caches;
 pub mod checkpoint;
+mod checkpoint_files;
 pub(crate) mod compaction;
 mod counters;
 mod current;
@@ -174,6 +175,10 @@ struct Inner {
     /// The store's other keyspaces by id (empty in a keyspace's engine).
     /// Locked after the store's writer and state, never before them.
     children: RwLock<BTreeMap<u32, Arc<keyspace::Child>>>,
+    /// Held shared by a checkpoint while it links or copies files, and
+    /// exclusively by a dropped keyspace's removal of its directory: a
+    /// keyspace's files outlive every checkpoint that took its version.
+    checkpoint_files: RwLock<()>,
 }
 
 struct Writer {

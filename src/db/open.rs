@@ -162,6 +162,7 @@ impl Db {
             ks_id,
             parent: OnceLock::new(),
             children: RwLock::new(children),
+            checkpoint_files: RwLock::new(()),
         });
         for c in inner.children().values() {
             let _ = c.inner().parent.set(Arc::downgrade(&inner));

@@ -511,8 +511,14 @@ fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> Cli
         )));
     }
     let opts = Options::default().create_if_missing(false);
-    let db = Db::open(dir, opts)?;
-    warn_wal_damage(dir, &db.stats(), true);
+    // Beside a writer in another process the store is locked: the
+    // checkpoint is then made from its files, through a read-only handle.
+    let (db, writable) = match Db::open(dir, opts.clone()) {
+        Ok(db) => (db, true),
+        Err(bloomlsm::Error::Locked(_)) => (Db::open_read_only(dir, opts)?, false),
+        Err(e) => return Err(e.into()),
+    };
+    warn_wal_damage(dir, &db.stats(), writable);
     let r = db.checkpoint(target)?;
     db.close()?;
     if json {

@@ -494,8 +494,11 @@ pub const DB_CHECKPOINT: &str = concat!(
 Makes TARGET a copy of the store as of now, which opens as a store of its own: the
 memtable is flushed, then each table gets a hard link in TARGET (a copy where links are
 refused, e.g. TARGET on another file system), with a new MANIFEST, CURRENT and OPTIONS.
-The store is opened for writing, so it must not be open in another process (locked:
-exit status 4); the library's Db::checkpoint takes checkpoints of a store in use.
+When another process has the store open for writing, the checkpoint is made from its
+files instead, beside that writer: the tables get hard links and the write-ahead logs the
+store still replays are copied up to their last whole record, so TARGET holds every
+write acknowledged before the command and none half; a copy during which the writer
+replaced a file (a flush or compaction) is made again.
 The copy is made in TARGET.checkpoint-tmp and renamed to TARGET when whole: after a
 crash TARGET is whole or absent, and the next checkpoint into TARGET removes the
 leftover TARGET.checkpoint-tmp (which no command opens as a store).

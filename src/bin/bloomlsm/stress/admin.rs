@@ -38,7 +38,8 @@ pub fn background_work(w: &mut Worker, store: &Store, op: Op) -> Checked {
     Ok(())
 }
 
-/// A checkpoint, taken with up to 32 adjacent keys of one keyspace locked:
+/// A checkpoint, through the store's handle or (one in four) a read-only
+/// one, taken with up to 32 adjacent keys of one keyspace locked:
 /// opened read-only or as a store, it must hold those keys as the expected
 /// state has them; opened as a store, a write to it must leave the source
 /// unchanged. A `--whitebox` child may die right after it is made.
@@ -48,16 +49,19 @@ pub fn checkpoint(w: &mut Worker, store: &Store) -> Checked {
     let ks = w.keyspace();
     let lo = w.key();
     let hi = (lo + 1 + w.below(32) as u32).min(keys);
-    // A keyspace dropped while a checkpoint links its tables fails the
-    // checkpoint (its files are deleted under it): no scratch keyspace is
-    // created or dropped meanwhile.
-    let _scratch = lock(&sh.scratch);
     let _held = sh.locks.lock_range(ks, lo, hi);
     let n = sh.checkpoints.fetch_add(1, Ordering::Relaxed);
     let target = sh
         .checkpoint_dir
         .join(format!("cp-{}-{}-{n}", sh.args.round, w.thread));
-    engine("checkpoint", store.db.checkpoint(&target))?;
+    // One in four through a read-only handle: from the store's files, as a
+    // process beside the writer takes it.
+    let made = if w.one_in(4) {
+        Db::open_read_only(store.db.path(), sh.opts.store.clone()).and_then(|ro| ro.checkpoint(&target))
+    } else {
+        store.db.checkpoint(&target)
+    };
+    engine("checkpoint", made)?;
     w.crash_point();
     let writable = w.one_in(2);
     let cp = if writable {
