@@ -66,10 +66,14 @@ EOF
     fi
     # moto (through its boto3) makes the bucket: S3 clients such as the
     # store's make objects, not buckets.
-    AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test "$venv/bin/python" -c '
+    if ! AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test "$venv/bin/python" -c '
 import sys, boto3
 boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1").create_bucket(Bucket=sys.argv[2])
-' "$endpoint" "${BLOOMLSM_S3_BUCKET:-bloomlsm-test}"
+' "$endpoint" "${BLOOMLSM_S3_BUCKET:-bloomlsm-test}" >&2; then
+        say "cannot make the bucket at $endpoint"
+        stop
+        exit 1
+    fi
     echo "$endpoint" > "$state/endpoint"
     say "moto_server $endpoint (PID $pid, log $state/log)"
     echo "$endpoint"

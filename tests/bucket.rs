@@ -365,12 +365,12 @@ fn an_object_deleted_behind_the_store_reads_as_an_error() {
     db.close().unwrap();
     drop(fs);
     // Reopening finds the table missing and refuses, naming it.
-    let e = Db::open(
+    let Err(e) = Db::open(
         dir.path(),
         options(BucketFs::shared(config(dir.path(), cache.path(), &prefix)).unwrap()),
-    )
-    .err()
-    .expect("a store missing a table opens");
+    ) else {
+        panic!("a store missing a table opens");
+    };
     assert!(e.is_corruption() && e.to_string().contains(&victim), "{e}");
 }
 
@@ -388,10 +388,65 @@ fn a_bucket_that_cannot_be_written_fails_the_construction_in_one_line() {
         (unreachable, "http://127.0.0.1:1".to_string(), bucket()),
         (missing, endpoint(), "bloomlsm-no-such-bucket".to_string()),
     ] {
-        let e = BucketFs::open(config).err().expect("opened").to_string();
+        let Err(e) = BucketFs::open(config) else {
+            panic!("a bucket that cannot be written opens");
+        };
+        let e = e.to_string();
         assert!(!e.contains('\n'), "{e}");
         assert!(e.contains(&endpoint) && e.contains(&bucket), "{e}");
         assert!(!cache.exists(), "the cache directory was made");
         eprintln!("{e}");
+    }
+}
+
+#[test]
+fn checkpoints_copy_to_the_local_disk_or_within_the_bucket() {
+    const N: u64 = 5_000;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let prefix = prefix("checkpoint");
+    let fs = Arc::new(BucketFs::open(config(dir.path(), cache.path(), &prefix)).unwrap());
+    let db = Db::open(dir.path(), options(fs.clone())).unwrap();
+    load(&db, N);
+    let live = table_names(&db);
+
+    // Outside the store's directory: a store on the local disk.
+    let out = tempfile::tempdir().unwrap();
+    let local = out.path().join("copy");
+    let report = db.checkpoint(&local).unwrap();
+    assert!(report.bytes_copied > 0, "{report:?}");
+    let names: BTreeSet<String> = std::fs::read_dir(&local)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    assert_eq!(names, live, "every table copied to the local disk");
+
+    // Inside it: server-side copies, one per table into the temporary
+    // directory's key, one per table as that directory takes its name.
+    let copies = fs.counters().copies;
+    let inner = dir.path().join("inner");
+    db.checkpoint(&inner).unwrap();
+    assert_eq!(fs.counters().copies - copies, 2 * live.len() as u64);
+    db.close().unwrap();
+    let inner_prefix = format!("{prefix}inner/");
+    assert_eq!(Bucket::new().list(&inner_prefix), live);
+
+    let local_db = Db::open(&local, options(bloomlsm::fs::RealFs::shared())).unwrap();
+    let cache2 = tempfile::tempdir().unwrap();
+    let inner_fs = BucketFs::shared(config(&inner, cache2.path(), &inner_prefix)).unwrap();
+    let inner_db = Db::open(&inner, options(inner_fs)).unwrap();
+    for i in 0..N {
+        let v = Some(value(i));
+        assert_eq!(
+            local_db.get(key(i)).unwrap().map(|b| b.to_vec()),
+            v,
+            "key {i}"
+        );
+        assert_eq!(
+            inner_db.get(key(i)).unwrap().map(|b| b.to_vec()),
+            v,
+            "key {i}"
+        );
     }
 }
