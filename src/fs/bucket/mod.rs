@@ -7,8 +7,9 @@
 //! `REL` such as `000012.sst` or `keyspace-000001/000012.sst`) is the object
 //! `PREFIX` + `REL`. Its filter and index stay pinned in memory as for a
 //! local table, so a lookup that the filters rule out makes no request.
-//! Reads go through a local disk cache of aligned chunks ([`BucketConfig::
-//! chunk_bytes`]); each read the cache lacks is one ranged GET.
+//! Reads go through a local disk cache of aligned chunks
+//! ([`BucketConfig::chunk_bytes`]); each read the cache lacks is one ranged
+//! GET.
 //!
 //! | operation on a table | requests |
 //! |---|---|
