@@ -212,6 +212,22 @@ fn a_store_in_the_bucket_loads_compacts_reopens_and_reads_every_key() {
     );
     drop(fs);
 
+    // Reopened with the cache the uploads filled: reads make no GET.
+    let fs = Arc::new(BucketFs::open(config(dir.path(), cache.path(), &prefix)).unwrap());
+    let db = Db::open(dir.path(), options(fs.clone())).unwrap();
+    for i in (0..N).step_by(13) {
+        assert_eq!(
+            db.get(key(i)).unwrap().as_deref(),
+            Some(&value(i)[..]),
+            "key {i}"
+        );
+    }
+    let c = fs.counters();
+    assert_eq!(c.gets, 0, "{c:?}");
+    assert!(c.cache_hits > 0);
+    db.close().unwrap();
+    drop(fs);
+
     // Reopened with an empty cache: opening loads each table's filter and
     // index; then every key reads right.
     let cache2 = tempfile::tempdir().unwrap();
