@@ -18,8 +18,13 @@
 //! waits a fixed or sampled latency and is counted: a store studied as if
 //! its files were on remote storage.
 //!
+//! `bucket::BucketFs` (feature `object-store`) keeps the table files in
+//! an S3-compatible bucket and the other files on the local disk.
+//!
 //! [`Options::fs`]: crate::Options::fs
 
+#[cfg(feature = "object-store")]
+pub mod bucket;
 pub mod direct;
 mod direct_write;
 #[cfg(any(test, feature = "fault-injection"))]

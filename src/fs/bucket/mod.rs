@@ -1,0 +1,784 @@
+//! [`BucketFs`]: a [`FileSystem`] that keeps a store's table files
+//! (`*.sst`) in an S3-compatible bucket and every other file — the WAL,
+//! MANIFEST, CURRENT, OPTIONS, LOCK — on the local disk (feature
+//! `object-store`; docs/design.md, "Object storage").
+//!
+//! A table at `DIR/REL` (`DIR` the store's directory, [`BucketConfig::dir`];
+//! `REL` such as `000012.sst` or `keyspace-000001/000012.sst`) is the object
+//! `PREFIX` + `REL`. Its filter and index stay pinned in memory as for a
+//! local table, so a lookup that the filters rule out makes no request.
+//! Reads go through a local disk cache of aligned chunks
+//! ([`BucketConfig::chunk_bytes`]); each read the cache lacks is one ranged
+//! GET.
+//!
+//! | operation on a table | requests |
+//! |---|---|
+//! | `create_new`, `write_all` | none (a local staging file) |
+//! | `sync_data` | one PUT, or a multipart upload above [`BucketConfig::multipart_above`] |
+//! | `open_read`, `file_len` | none if an upload or a listing told the size, else one HEAD |
+//! | `read_exact_at` | none on a cache hit, else one GET of the chunks missing |
+//! | `remove_file` | one DELETE |
+//! | `list_dir` | one LIST per 1,000 tables, besides the local listing |
+//! | `hard_link` | one server-side copy (both names in the bucket) |
+//!
+//! ```no_run
+//! use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+//! use bloomlsm::{Db, Options};
+//!
+//! let dir = "/var/lib/app/db";
+//! let fs = BucketFs::open(
+//!     BucketConfig::new(dir, "my-bucket", "/var/cache/app/db").endpoint("http://127.0.0.1:9000"),
+//! )?;
+//! let fs = std::sync::Arc::new(fs);
+//! let db = Db::open(dir, Options::default().fs(fs.clone()))?;
+//! db.put("k", "v")?;
+//! println!("GETs so far: {}", fs.counters().gets);
+//! # Ok::<(), bloomlsm::Error>(())
+//! ```
+
+mod cache;
+mod client;
+mod reader;
+mod writer;
+
+pub use client::{BucketConfig, BucketCounters, BucketCredentials};
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use object_store::ObjectStore;
+use object_store::path::Path as ObjectPath;
+use xxhash_rust::xxh3::xxh3_128;
+
+use self::cache::DiskCache;
+use self::client::Client;
+use self::reader::BucketReadable;
+use self::writer::BucketWritable;
+use super::{FileLock, FileSystem, ReadableFile, RealFs, WritableFile, direct};
+use crate::db::filename::{self, FileKind};
+use crate::error::{Error, Result};
+
+/// The name, under the prefix, of the object written at construction to
+/// check that the bucket takes writes.
+pub const PROBE_OBJECT: &str = "bloomlsm-probe";
+
+/// What is known of an object without asking the bucket.
+#[derive(Clone, Debug)]
+struct Known {
+    size: u64,
+    e_tag: Option<String>,
+}
+
+/// The state the file system, its readers and its writers share.
+#[derive(Debug)]
+struct Shared {
+    config: BucketConfig,
+    endpoint: String,
+    client: Client,
+    cache: DiskCache,
+    /// `config.dir`, absolute.
+    root: PathBuf,
+    /// The key prefix's segments.
+    prefix: Vec<String>,
+    /// Where tables being written are staged.
+    staging: PathBuf,
+    staging_seq: AtomicU64,
+    /// Sizes and ETags of objects, by key, learned from uploads, listings
+    /// and HEADs. Tables are immutable, so an entry stays true until the
+    /// store deletes the table.
+    known: Mutex<HashMap<String, Known>>,
+    /// Tables created here and not uploaded: removing one needs no
+    /// request.
+    staged: Mutex<HashSet<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// The disk cache's name for `key` as `known` describes it (see the
+    /// `cache` module: a rewritten object is another object).
+    fn object_id(&self, key: &ObjectPath, known: &Known) -> u128 {
+        let tag = known
+            .e_tag
+            .as_deref()
+            .map(|t| t.trim_start_matches("W/").trim_matches('"').to_string())
+            .unwrap_or_else(|| format!("size {}", known.size));
+        let id = format!(
+            "{}\0{}\0{}\0{}",
+            self.endpoint, self.config.bucket, key, tag
+        );
+        xxh3_128(id.as_bytes())
+    }
+
+    /// `key` is being uploaded: from now on removing it takes a DELETE,
+    /// even if the upload fails (a PUT the client gave up on may still
+    /// have been stored).
+    fn uploading(&self, key: &ObjectPath) {
+        lock(&self.staged).remove(key.as_ref());
+    }
+
+    fn uploaded(&self, key: &ObjectPath, known: Known) {
+        lock(&self.known).insert(key.to_string(), known);
+    }
+
+    /// The object key of directory `dir`'s entries, if `dir` is the store's
+    /// directory or below it.
+    fn dir_key(&self, dir: &Path) -> Option<ObjectPath> {
+        let abs = std::path::absolute(dir).ok()?;
+        let rel = abs.strip_prefix(&self.root).ok()?;
+        let mut parts = self.prefix.clone();
+        for c in rel.components() {
+            match c {
+                Component::Normal(s) => parts.push(s.to_str()?.to_string()),
+                Component::CurDir => {}
+                _ => return None,
+            }
+        }
+        Some(ObjectPath::from_iter(parts))
+    }
+
+    /// The object key of `path` if it is a table file in the store's
+    /// directory or below it; `None` for every file that stays local.
+    fn table_key(&self, path: &Path) -> Option<ObjectPath> {
+        let name = path.file_name()?.to_str()?;
+        if !matches!(filename::parse_file_name(name), Some((FileKind::Table, _))) {
+            return None;
+        }
+        let dir = self.dir_key(path.parent()?)?;
+        Some(dir.clone().join(name))
+    }
+
+    /// Size and ETag of `key`: known, or one HEAD.
+    fn known(&self, key: &ObjectPath) -> io::Result<Known> {
+        if let Some(k) = lock(&self.known).get(key.as_ref()) {
+            return Ok(k.clone());
+        }
+        let meta = self.client.head(key)?;
+        let k = Known {
+            size: meta.size,
+            e_tag: meta.e_tag,
+        };
+        lock(&self.known).insert(key.to_string(), k.clone());
+        Ok(k)
+    }
+}
+
+/// Table files in a bucket, everything else on the local disk; see the
+/// module docs. Give it to the store as [`crate::Options::fs`].
+#[derive(Debug)]
+pub struct BucketFs {
+    shared: Arc<Shared>,
+    /// Held while this file system is alive: one process at a time uses a
+    /// cache directory.
+    _cache_lock: Box<dyn FileLock>,
+}
+
+impl BucketFs {
+    /// Connects to the bucket `config` names and checks, with one PUT of
+    /// the small object [`PROBE_OBJECT`] under the prefix, that it is
+    /// reachable and takes writes with these credentials. Fails with one
+    /// line naming the endpoint and the bucket (unreachable endpoint,
+    /// wrong credentials, missing bucket), before anything local is
+    /// created. Then opens the disk cache in [`BucketConfig::cache_dir`],
+    /// keeping the chunks a previous process left there.
+    pub fn open(config: BucketConfig) -> Result<BucketFs> {
+        let client = Client::new(&config)?;
+        Self::with_client(config, client)
+    }
+
+    /// [`BucketFs::open`] as a shared handle, for [`crate::Options::fs`].
+    pub fn shared(config: BucketConfig) -> Result<Arc<dyn FileSystem>> {
+        Ok(Arc::new(Self::open(config)?))
+    }
+
+    /// [`BucketFs::open`] with `store` as the bucket (tests give
+    /// `object_store::memory::InMemory`).
+    #[cfg(test)]
+    fn with_store(config: BucketConfig, store: Arc<dyn ObjectStore>) -> Result<BucketFs> {
+        Self::with_client(config, Client::with_store(store)?)
+    }
+
+    fn with_client(config: BucketConfig, client: Client) -> Result<BucketFs> {
+        let endpoint = config.endpoint_name();
+        let prefix: Vec<String> = config
+            .prefix
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let probe = ObjectPath::from_iter(prefix.iter().map(String::as_str).chain([PROBE_OBJECT]));
+        client
+            .put(&probe, Bytes::from_static(b"bloomlsm"))
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "bucket {} at {endpoint}: the check made at open",
+                        config.bucket
+                    ),
+                    e,
+                )
+            })?;
+        let root = std::path::absolute(&config.dir)
+            .map_err(|e| Error::io(format!("resolve {}", config.dir.display()), e))?;
+        let local = |what: &str, p: &Path, e| Error::io(format!("{what} {}", p.display()), e);
+        std::fs::create_dir_all(&config.cache_dir)
+            .map_err(|e| local("create", &config.cache_dir, e))?;
+        let lock_path = config.cache_dir.join("LOCK");
+        let cache_lock = match RealFs.lock(&lock_path) {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                return Err(Error::invalid(format!(
+                    "the bucket cache {} is in use by another store",
+                    config.cache_dir.display()
+                )));
+            }
+            Err(e) => return Err(local("lock", &lock_path, e)),
+        };
+        let staging = config.cache_dir.join("staging");
+        // Tables a stopped process was writing: none was synced, or its
+        // object is in the bucket.
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging).map_err(|e| local("create", &staging, e))?;
+        let chunks = config.cache_dir.join("chunks");
+        let cache = DiskCache::open(&chunks, config.cache_bytes)
+            .map_err(|e| local("open the bucket cache", &chunks, e))?;
+        Ok(BucketFs {
+            shared: Arc::new(Shared {
+                endpoint,
+                client,
+                cache,
+                root,
+                prefix,
+                staging,
+                staging_seq: AtomicU64::new(0),
+                known: Mutex::new(HashMap::new()),
+                staged: Mutex::new(HashSet::new()),
+                config,
+            }),
+            _cache_lock: cache_lock,
+        })
+    }
+
+    /// The requests made and the disk cache's work so far.
+    pub fn counters(&self) -> BucketCounters {
+        self.shared
+            .client
+            .counters
+            .snapshot(self.shared.cache.bytes())
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &BucketConfig {
+        &self.shared.config
+    }
+
+    /// The object key of the file at `path`, if it is a table kept in the
+    /// bucket; `None` for a file kept on the local disk.
+    pub fn object_key(&self, path: &Path) -> Option<String> {
+        self.shared.table_key(path).map(|k| k.to_string())
+    }
+
+    fn create_table(&self, key: ObjectPath, truncate: bool) -> io::Result<Box<dyn WritableFile>> {
+        let sh = &self.shared;
+        let n = sh.staging_seq.fetch_add(1, Ordering::Relaxed);
+        let staging = sh.staging.join(format!("{n}.sst"));
+        let file = OpenOptions::new()
+            .write(true)
+            .read(true)
+            .create(true)
+            .truncate(truncate)
+            .open(&staging)?;
+        lock(&sh.staged).insert(key.to_string());
+        Ok(Box::new(BucketWritable {
+            shared: sh.clone(),
+            key,
+            staging,
+            file,
+            written: 0,
+        }))
+    }
+
+    /// The objects under `dir`'s key, at any depth.
+    fn objects_under(&self, dir: &ObjectPath) -> io::Result<Vec<ObjectPath>> {
+        let store = self.shared.client.store.clone();
+        let d = dir.clone();
+        client::add(&self.shared.client.counters.lists, 1);
+        self.shared
+            .client
+            .run(async move {
+                let mut out = Vec::new();
+                let mut dirs = vec![d];
+                while let Some(d) = dirs.pop() {
+                    let r = store.list_with_delimiter(Some(&d)).await?;
+                    out.extend(r.objects.into_iter().map(|m| m.location));
+                    dirs.extend(r.common_prefixes);
+                }
+                Ok(out)
+            })?
+            .map_err(|e| client::io_error("LIST", dir, e))
+    }
+
+    /// Renames the directory `from` (in the store's directory) to `to`,
+    /// moving the objects of its tables to their new keys: each is copied,
+    /// the local directory renamed, then the old objects deleted, so every
+    /// table is at its new key before the directory has its new name.
+    fn rename_dir(&self, from: &Path, to: &Path, old: ObjectPath) -> io::Result<()> {
+        let new = self.shared.dir_key(to).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "{} holds tables in the bucket; {} is outside the store's directory",
+                    from.display(),
+                    to.display()
+                ),
+            )
+        })?;
+        let objects = self.objects_under(&old)?;
+        let old_len = old.parts().count();
+        for o in &objects {
+            let rest: Vec<_> = o.parts().skip(old_len).collect();
+            let dest = ObjectPath::from_iter(new.parts().chain(rest));
+            self.shared.client.copy(o, &dest)?;
+        }
+        std::fs::rename(from, to)?;
+        for o in &objects {
+            self.forget(o);
+            self.shared.client.delete(o)?;
+        }
+        Ok(())
+    }
+
+    /// Drops what is known and cached of `key`.
+    fn forget(&self, key: &ObjectPath) {
+        let sh = &self.shared;
+        if let Some(k) = lock(&sh.known).remove(key.as_ref()) {
+            sh.cache.forget(sh.object_id(key, &k));
+        }
+    }
+}
+
+fn unsupported(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, what)
+}
+
+impl FileSystem for BucketFs {
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        match self.shared.table_key(path) {
+            Some(key) => self.create_table(key, false),
+            None => RealFs.create_new(path),
+        }
+    }
+
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        match self.shared.table_key(path) {
+            Some(key) => self.create_table(key, false),
+            None => RealFs.create_new_direct(path),
+        }
+    }
+
+    fn create_truncate(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        match self.shared.table_key(path) {
+            Some(key) => self.create_table(key, true),
+            None => RealFs.create_truncate(path),
+        }
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        let Some(key) = self.shared.table_key(path) else {
+            return RealFs.open_read(path);
+        };
+        let known = self.shared.known(&key)?;
+        Ok(Arc::new(BucketReadable {
+            object: self.shared.object_id(&key, &known),
+            size: known.size,
+            shared: self.shared.clone(),
+            key,
+        }))
+    }
+
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        if self.shared.table_key(path).is_some() {
+            return Err(unsupported(format!(
+                "{} (a table in a bucket)",
+                direct::REFUSED
+            )));
+        }
+        RealFs.open_read_direct(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let sh = &self.shared;
+        match (sh.table_key(from), sh.table_key(to)) {
+            (Some(f), Some(t)) => {
+                let known = sh.known(&f)?;
+                sh.client.copy(&f, &t)?;
+                lock(&sh.known).insert(t.to_string(), known);
+                self.forget(&f);
+                sh.client.delete(&f)
+            }
+            (None, None) => match sh.dir_key(from) {
+                Some(old) if std::fs::metadata(from).is_ok_and(|m| m.is_dir()) => {
+                    self.rename_dir(from, to, old)
+                }
+                _ => RealFs.rename(from, to),
+            },
+            _ => Err(unsupported(format!(
+                "rename {} to {}: one is a table in the bucket, the other a local file",
+                from.display(),
+                to.display()
+            ))),
+        }
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let Some(key) = self.shared.table_key(path) else {
+            return RealFs.remove_file(path);
+        };
+        if lock(&self.shared.staged).remove(key.as_ref()) {
+            // Created here and never uploaded: nothing in the bucket.
+            return Ok(());
+        }
+        self.forget(&key);
+        self.shared.client.delete(&key)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        // Bucket operations are durable when they return.
+        RealFs.sync_dir(dir)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        let mut names = RealFs.list_dir(dir)?;
+        let Some(key) = self.shared.dir_key(dir) else {
+            return Ok(names);
+        };
+        let objects = self.shared.client.list(&key)?;
+        let mut known = lock(&self.shared.known);
+        for m in objects {
+            let Some(name) = m.location.filename() else {
+                continue;
+            };
+            if !matches!(filename::parse_file_name(name), Some((FileKind::Table, _))) {
+                continue;
+            }
+            let name = OsString::from(name);
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            known.insert(
+                m.location.to_string(),
+                Known {
+                    size: m.size,
+                    e_tag: m.e_tag,
+                },
+            );
+        }
+        Ok(names)
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        match self.shared.table_key(path) {
+            Some(key) => Ok(self.shared.known(&key)?.size),
+            None => RealFs.file_len(path),
+        }
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        RealFs.create_dir_all(dir)
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn FileLock>>> {
+        RealFs.lock(path)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let sh = &self.shared;
+        match (sh.table_key(from), sh.table_key(to)) {
+            (Some(f), Some(t)) => sh.client.copy(&f, &t),
+            (None, None) => RealFs.hard_link(from, to),
+            // The checkpoint of a store in a bucket into a directory
+            // outside it copies the bytes: a store on the local disk.
+            _ => Err(unsupported(format!(
+                "no link from {} to {}: one is a table in the bucket, the other a local file",
+                from.display(),
+                to.display()
+            ))),
+        }
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        RealFs.remove_dir(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::ObjectStoreExt;
+    use object_store::memory::InMemory;
+
+    use super::*;
+
+    struct Setup {
+        fs: BucketFs,
+        store: Arc<InMemory>,
+        dir: tempfile::TempDir,
+        cache: tempfile::TempDir,
+    }
+
+    fn setup(chunk: u64, cache_bytes: u64) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let store = Arc::new(InMemory::new());
+        let fs = open(&dir, &cache, &store, chunk, cache_bytes);
+        Setup {
+            fs,
+            store,
+            dir,
+            cache,
+        }
+    }
+
+    fn open(
+        dir: &tempfile::TempDir,
+        cache: &tempfile::TempDir,
+        store: &Arc<InMemory>,
+        chunk: u64,
+        cache_bytes: u64,
+    ) -> BucketFs {
+        let config = BucketConfig::new(dir.path(), "b", cache.path().join("c"))
+            .prefix("p/q/")
+            .chunk_bytes(chunk)
+            .cache_bytes(cache_bytes);
+        BucketFs::with_store(config, store.clone()).unwrap()
+    }
+
+    fn object(s: &Setup, key: &str) -> Option<Vec<u8>> {
+        let store = s.store.clone();
+        let k = ObjectPath::from(key);
+        s.fs.shared
+            .client
+            .run(async move { store.get(&k).await.ok()?.bytes().await.ok() })
+            .unwrap()
+            .map(|b| b.to_vec())
+    }
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn tables_go_to_the_bucket_and_other_files_stay_local() {
+        let s = setup(100, 10_000);
+        let table = s.dir.path().join("000012.sst");
+        let data = bytes(1000);
+        let mut w = s.fs.create_new(&table).unwrap();
+        w.write_all(&data[..300]).unwrap();
+        w.write_all(&data[300..]).unwrap();
+        assert_eq!(
+            object(&s, "p/q/000012.sst"),
+            None,
+            "nothing uploaded before sync"
+        );
+        w.sync_data().unwrap();
+        drop(w);
+        assert_eq!(object(&s, "p/q/000012.sst").as_deref(), Some(&data[..]));
+        assert!(!table.exists(), "no local table file");
+        assert_eq!(
+            std::fs::read_dir(s.cache.path().join("c/staging"))
+                .unwrap()
+                .count(),
+            0,
+            "the staging file is gone"
+        );
+
+        let log = s.dir.path().join("000013.log");
+        let mut w = s.fs.create_new(&log).unwrap();
+        w.write_all(b"wal").unwrap();
+        w.sync_data().unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), b"wal");
+        assert_eq!(object(&s, "p/q/000013.log"), None);
+
+        // A keyspace's tables live under its directory's key.
+        let kdir = s.dir.path().join("keyspace-000001");
+        s.fs.create_dir_all(&kdir).unwrap();
+        let mut w = s.fs.create_new(&kdir.join("000014.sst")).unwrap();
+        w.write_all(b"k").unwrap();
+        w.sync_data().unwrap();
+        assert_eq!(
+            object(&s, "p/q/keyspace-000001/000014.sst").as_deref(),
+            Some(&b"k"[..])
+        );
+        assert_eq!(
+            s.fs.object_key(&kdir.join("000014.sst")).as_deref(),
+            Some("p/q/keyspace-000001/000014.sst")
+        );
+        assert_eq!(s.fs.object_key(&log), None);
+
+        let mut names = s.fs.list_dir(s.dir.path()).unwrap();
+        names.sort();
+        assert_eq!(names, ["000012.sst", "000013.log", "keyspace-000001"]);
+        assert_eq!(s.fs.file_len(&table).unwrap(), 1000);
+        // Sizes came from the upload and the listing: no HEAD.
+        assert_eq!(s.fs.counters().heads, 0);
+        assert!(
+            crate::fs::direct::refused(&s.fs.open_read_direct(&table).unwrap_err()),
+            "no direct I/O on a bucket"
+        );
+    }
+
+    #[test]
+    fn reads_fetch_aligned_chunks_once_and_then_hit_the_cache() {
+        let s = setup(100, 10_000);
+        let table = s.dir.path().join("000001.sst");
+        let data = bytes(1050);
+        // Written behind the file system's back: nothing cached, size unknown.
+        let store = s.store.clone();
+        let d = Bytes::from(data.clone());
+        s.fs.shared
+            .client
+            .run(async move {
+                store
+                    .put(&ObjectPath::from("p/q/000001.sst"), d.into())
+                    .await
+            })
+            .unwrap()
+            .unwrap();
+        let f = s.fs.open_read(&table).unwrap();
+        assert_eq!(f.len().unwrap(), 1050);
+        assert_eq!(s.fs.counters().heads, 1);
+        let mut buf = vec![0u8; 250];
+        f.read_exact_at(&mut buf, 180).unwrap();
+        assert_eq!(buf, data[180..430]);
+        let c = s.fs.counters();
+        assert_eq!((c.gets, c.get_bytes), (1, 400), "chunks 1..=4 in one GET");
+        assert_eq!((c.cache_misses, c.cache_hits), (4, 0));
+        f.read_exact_at(&mut buf, 150).unwrap();
+        assert_eq!(buf, data[150..400]);
+        assert_eq!(s.fs.counters().gets, 1);
+        assert_eq!(s.fs.counters().cache_hits, 3);
+        // The short last chunk, and a read past the end.
+        let mut tail = vec![0u8; 60];
+        f.read_exact_at(&mut tail, 990).unwrap();
+        assert_eq!(tail, data[990..]);
+        assert_eq!(s.fs.counters().get_bytes, 400 + 150);
+        let e = f.read_exact_at(&mut tail, 991).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        drop(f);
+
+        // The cache outlives the file system.
+        let Setup {
+            fs,
+            store,
+            dir,
+            cache,
+        } = s;
+        drop(fs);
+        let fs = open(&dir, &cache, &store, 100, 10_000);
+        let f = fs.open_read(&table).unwrap();
+        f.read_exact_at(&mut buf, 200).unwrap();
+        assert_eq!(buf, data[200..450]);
+        let c = fs.counters();
+        assert_eq!((c.gets, c.cache_hits, c.cache_misses), (0, 3, 0));
+        assert_eq!(c.cache_bytes, 400 + 150);
+    }
+
+    #[test]
+    fn a_table_written_here_reads_from_the_cache_and_removal_deletes_it() {
+        let s = setup(64, 10_000);
+        let table = s.dir.path().join("000002.sst");
+        let data = bytes(500);
+        let mut w = s.fs.create_new(&table).unwrap();
+        w.write_all(&data).unwrap();
+        w.sync_data().unwrap();
+        drop(w);
+        assert_eq!(s.fs.counters().cache_fills, 8);
+        let f = s.fs.open_read(&table).unwrap();
+        let mut buf = vec![0u8; 500];
+        f.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(buf, data);
+        assert_eq!(s.fs.counters().gets, 0);
+        drop(f);
+
+        s.fs.remove_file(&table).unwrap();
+        assert_eq!(object(&s, "p/q/000002.sst"), None);
+        assert_eq!(s.fs.counters().cache_bytes, 0);
+        assert_eq!(
+            s.fs.file_len(&table).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+
+        // A table created and dropped unsynced costs no request to remove.
+        let other = s.dir.path().join("000003.sst");
+        drop(s.fs.create_new(&other).unwrap());
+        let deletes = s.fs.counters().deletes;
+        s.fs.remove_file(&other).unwrap();
+        assert_eq!(s.fs.counters().deletes, deletes);
+    }
+
+    #[test]
+    fn large_tables_upload_in_parts() {
+        let s = setup(1 << 20, 64 << 20);
+        let config = s.fs.shared.config.clone().multipart_above(6 << 20);
+        let Setup {
+            fs,
+            store,
+            dir,
+            cache,
+        } = s;
+        drop(fs);
+        let fs = BucketFs::with_store(config, store.clone()).unwrap();
+        let s = Setup {
+            fs,
+            store,
+            dir,
+            cache,
+        };
+        let table = s.dir.path().join("000004.sst");
+        let data = bytes(12 << 20);
+        let mut w = s.fs.create_new(&table).unwrap();
+        w.write_all(&data).unwrap();
+        w.sync_data().unwrap();
+        let c = s.fs.counters();
+        // The probe, then two parts of 8 MiB and 4 MiB.
+        assert_eq!((c.multipart_uploads, c.puts), (1, 3));
+        assert_eq!(object(&s, "p/q/000004.sst").as_deref(), Some(&data[..]));
+    }
+
+    #[test]
+    fn checkpoints_copy_in_the_bucket_or_to_the_local_disk() {
+        let s = setup(100, 10_000);
+        let table = s.dir.path().join("000005.sst");
+        let mut w = s.fs.create_new(&table).unwrap();
+        w.write_all(b"abc").unwrap();
+        w.sync_data().unwrap();
+        // Out of the store's directory: refused as a link, so copied.
+        let out = tempfile::tempdir().unwrap();
+        let e =
+            s.fs.hard_link(&table, &out.path().join("000005.sst"))
+                .unwrap_err();
+        assert!(crate::fs::link_refused(&e), "{e}");
+        // Within it: a server-side copy, and a directory renamed with its
+        // tables.
+        let tmp = s.dir.path().join("cp.tmp");
+        s.fs.create_dir_all(&tmp).unwrap();
+        s.fs.hard_link(&table, &tmp.join("000005.sst")).unwrap();
+        assert_eq!(s.fs.counters().copies, 1);
+        let target = s.dir.path().join("cp");
+        s.fs.rename(&tmp, &target).unwrap();
+        assert_eq!(
+            object(&s, "p/q/cp/000005.sst").as_deref(),
+            Some(&b"abc"[..])
+        );
+        assert_eq!(object(&s, "p/q/cp.tmp/000005.sst"), None);
+        assert!(target.is_dir());
+        assert_eq!(s.fs.list_dir(&target).unwrap(), ["000005.sst"]);
+    }
+}
