@@ -57,7 +57,8 @@ pub fn checkpoint(w: &mut Worker, store: &Store) -> Checked {
     // One in four through a read-only handle: from the store's files, as a
     // process beside the writer takes it.
     let made = if w.one_in(4) {
-        Db::open_read_only(store.db.path(), sh.opts.store.clone()).and_then(|ro| ro.checkpoint(&target))
+        Db::open_read_only(store.db.path(), sh.opts.store.clone())
+            .and_then(|ro| ro.checkpoint(&target))
     } else {
         store.db.checkpoint(&target)
     };
