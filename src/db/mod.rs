@@ -251,8 +251,8 @@ impl FileNumbers for Inner {
 impl Db {
     /// Stores `value` under `key`: anything `AsRef<[u8]>` (`&[u8]`, byte
     /// arrays, `Vec<u8>`, `&str`, `String`, `Bytes`). A key is 1 to
-    /// [`MAX_KEY_LEN`](crate::db::MAX_KEY_LEN) bytes and a value at most
-    /// [`MAX_VALUE_LEN`](crate::db::MAX_VALUE_LEN): an empty key, or a key
+    /// [`MAX_KEY_LEN`] bytes and a value at most
+    /// [`MAX_VALUE_LEN`]: an empty key, or a key
     /// or value over its limit, is [`Error::InvalidArgument`] and nothing is
     /// written. The same limits hold for every write and read of a key.
     ///
