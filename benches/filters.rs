@@ -2,6 +2,10 @@
 //! performance targets (docs/filters.md, "The target check") on medians
 //! measured in this run.
 //!
+//! It is one file because its parts, the criterion groups and the target check,
+//! share the key sets and timing helpers at its top (`hashes`, `probe_keys`,
+//! `median_ns`).
+//!
 //! `cargo bench --bench filters` runs everything; set `BLOOMLSM_HUGE=1` to also
 //! build and probe a 10^8-key filter. The target check (`cargo bench --bench
 //! filters -- zzz` skips the criterion groups) ends with blocked512 against

@@ -1,5 +1,9 @@
 //! The set of live files, level by level, as one immutable snapshot.
 //!
+//! About 16% of this file is its unit tests (the `tests` module at the end);
+//! the rest is `Version` and the types it is made of: `FileHandle` (one file)
+//! and `LevelIndex` (one level's search).
+//!
 //! A [`Version`] is replaced, never modified: flushes and compactions build a
 //! new one and swap it in, while readers keep using the one they started with.
 //! Each file's [`Table`] (index and filter in memory) is opened once and shared
