@@ -1,5 +1,10 @@
 //! Filter build and probe costs per policy (criterion), then a check of the
-//! targets from the project's filter issue on medians measured in this run.
+//! performance targets (docs/filters.md, "The target check") on medians
+//! measured in this run.
+//!
+//! It is one file because its parts, the criterion groups and the target check,
+//! share the key sets and timing helpers at its top (`hashes`, `probe_keys`,
+//! `median_ns`).
 //!
 //! `cargo bench --bench filters` runs everything; set `BLOOMLSM_HUGE=1` to also
 //! build and probe a 10^8-key filter. The target check (`cargo bench --bench
@@ -542,7 +547,8 @@ fn print_row(what: &str, got: String, target: &str, ok: bool) {
     );
 }
 
-/// The issue's targets, on medians of this run (never asserted in tests).
+/// The performance targets (docs/filters.md, "The target check"), on medians
+/// of this run (never asserted in tests).
 fn check_targets() {
     let h6 = hashes(1_000_000);
     let h7 = hashes(10_000_000);

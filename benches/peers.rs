@@ -3,6 +3,10 @@
 //! can be compared by ratio on a shared, noisy machine (docs/benchmarks.md,
 //! "Peers").
 //!
+//! It is one file because it is one comparison: the workload, one `Engine`
+//! implementation per engine and the report run in one process and read
+//! together.
+//!
 //! Workload: fill N random 16-byte keys (`present_key`) with 100-byte values
 //! in batches of 1000, let each engine flush its memtable and settle its
 //! compactions, then time gets of existing keys (random present keys) and of

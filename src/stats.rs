@@ -1,5 +1,10 @@
 //! Read-path accounting: what every lookup cost, per level and per file.
 //!
+//! About 11% of this file is its unit tests (the `tests` module at the end) and
+//! 22% the `Display` impls that print the reports; it is one file because it is
+//! one set of counters, from the cells a lookup adds to the plain data
+//! `Db::stats` returns.
+//!
 //! Counters are always on, kept per file: a lookup adds its costs once to
 //! each file it touched, plus the store's lookup counts. The counts every
 //! lookup makes — a file's key-range skips and filter negatives, the

@@ -1,5 +1,9 @@
 //! The `bloomlsm` binary end to end: sst, db and bench commands, exit statuses
 //! and one-line errors.
+//!
+//! It is one file, one test binary, because every test runs the built
+//! `bloomlsm` binary through the helpers at its top (`bloomlsm`, `ok`,
+//! `assert_one_line_error`).
 
 use std::fs::File;
 use std::io::Write;

@@ -16,8 +16,8 @@ const KINDS: [FilterKind; 2] = [FilterKind::Blocked512, FilterKind::Bloom];
 /// A false-positive model: bits per key and k to a rate.
 type Model = fn(f64, u32) -> f64;
 
-/// Probe counts outside 1..=MAX_PROBES: 33, 40 and 64 are the ones the issue
-/// saw the AVX2 probe lose keys with (it read past its 32-entry table).
+/// Probe counts outside 1..=MAX_PROBES. Among them 33, 40 and 64: an AVX2
+/// probe that took them would read past its 32-entry table and lose keys.
 const BAD_K: [u32; 10] = [0, 31, 32, 33, 40, 64, 255, 256, 257, u32::MAX];
 
 fn hashes(n: u32) -> Vec<u64> {

@@ -4,6 +4,10 @@
 //! the checksums, which tests/decoder_fuzz.rs (whose mutants almost all stop
 //! at a checksum) barely reaches.
 //!
+//! It is one file, one test binary, because every area runs on one harness: the
+//! seeded trials, the panic hook, the reseal step and the checks (`trials`,
+//! `reseal`, `check_table`, `check_db`).
+//!
 //! Areas, each a test with fixed seeds:
 //!
 //! * **SSTables** (`Table::open`, `get`, `iter`, `iter_from`, `verify_all`),

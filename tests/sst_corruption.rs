@@ -3,6 +3,11 @@
 //! never a wrong value. Tables with blocked512 and Ribbon filters; damage
 //! re-sealed behind a valid checksum tests the block and filter decoders
 //! themselves.
+//!
+//! It is one file, one test binary, because its tests share the table builders
+//! and checks at its top (`build_with`, `check`, `reseal`); each group of tests
+//! after them is one table design (whole filter, compressed, Ribbon,
+//! partitioned).
 
 use std::fs::File;
 use std::path::Path;

@@ -1,6 +1,10 @@
 //! The record log shared by the write-ahead log and the MANIFEST, modelled on
 //! LevelDB's `doc/log_format.md` (byte layout in `docs/format.md (§11–14)`).
 //!
+//! About 28% of this file is its unit tests (the `tests` module at the end);
+//! the rest is the one record format's writer and reader (`LogWriter`,
+//! `LogReader`).
+//!
 //! A log is a sequence of 32 KiB blocks. A *logical* record (one WAL batch, one
 //! version edit) is stored as one or more *physical* records, none of which
 //! crosses a block boundary:

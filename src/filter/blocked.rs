@@ -1,5 +1,8 @@
 //! The default filter: a cache-line blocked Bloom filter with 512-bit lines.
 //!
+//! About 38% of this file is its unit tests (the `tests` module at the end);
+//! the rest is one filter: its build and its scalar and AVX2 probes.
+//!
 //! Every key sets and tests `k` bits inside a single 64-byte line, so a probe
 //! costs one cache miss instead of `k`. The hashing is RocksDB's FastLocalBloom
 //! (`util/bloom_impl.h`): the low 32 bits of the key's XXH3-64 pick the line by

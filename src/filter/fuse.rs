@@ -2,6 +2,9 @@
 //! Lemire, "Binary Fuse Filters: Fast and Smaller Than Xor Filters", 2022),
 //! written from the paper's description.
 //!
+//! About 28% of this file is its unit tests (the `tests` module at the end);
+//! the rest is one filter: its layout, its construction and its probes.
+//!
 //! The filter is an array of `A` fingerprint cells cut into
 //! `segment_count + 2` segments of `segment_length` cells (a power of two).
 //! A key, through its 64-bit [`key_hash`](super::key_hash) remixed with the

@@ -1,5 +1,10 @@
 //! Filter policies: how a file's filter block is built, stored and probed.
 //!
+//! It is one file because it is where the engine meets every filter kind: the
+//! policy that builds a filter, the trailer that names its kind, and the
+//! `Filter` enum that opens and probes each kind; the test vectors at the end
+//! are 4% of it.
+//!
 //! A [`FilterPolicy`] is a value (kind + bits per key + probes) that builds the
 //! filter of one SSTable from the 64-bit hashes of that file's *user keys*
 //! ([`key_hash`]). The bytes it produces end with a self-describing trailer

@@ -3,6 +3,9 @@
 //! than Bloom and Xor", 2021; RocksDB's `Standard128Ribbon`), written from the
 //! paper's description.
 //!
+//! About 24% of this file is its unit tests (the `tests` module at the end);
+//! the rest is one filter: its banding, its back-substitution and its probes.
+//!
 //! Each key, through its 64-bit [`key_hash`](super::key_hash) and the
 //! filter's seed, defines one linear equation over GF(2): a *start* slot `s`,
 //! a 128-bit *coefficient row* `c` (bit 0 always set) and an `r`-bit

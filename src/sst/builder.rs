@@ -1,5 +1,8 @@
 //! TableBuilder: writes one immutable SSTable from keys added in order.
 //!
+//! About 19% of this file is its unit tests (the `tests` module at the end);
+//! the rest is `TableBuilder`, which writes every part of the layout below.
+//!
 //! File layout (see `docs/format.md`):
 //!
 //! ```text

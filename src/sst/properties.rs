@@ -78,15 +78,15 @@ pub struct TableProperties {
     /// (`deletions`).
     pub deletions: Option<u64>,
     /// The largest sequence number of any entry, only for
-    /// [`KeyFormat::Internal`] tables that record it (`seq.max`; tables
-    /// written before it was added lack it). Recovery checks that the
-    /// manifest's last sequence is not below it.
+    /// [`KeyFormat::Internal`] tables that record it (`seq.max`; optional).
+    /// Recovery checks that the manifest's last sequence is not below it
+    /// (without it, not below the sequences of the smallest and largest keys).
     pub max_sequence: Option<u64>,
     /// Range tombstones in the table's range-tombstone block
-    /// (`range_tombstones`), only in a table that has one (tables written
-    /// before the property was added lack it even so). The open refuses a
-    /// table whose metaindex names no such block, or a block of another
-    /// count: a lost metaindex entry would bring deleted keys back.
+    /// (`range_tombstones`), only in a table that has one (and optional even
+    /// there: a table with the block but not the property is read). The open
+    /// refuses a table whose metaindex names no such block, or a block of
+    /// another count: a lost metaindex entry would bring deleted keys back.
     pub range_tombstones: Option<u64>,
 }
 

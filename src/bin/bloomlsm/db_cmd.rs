@@ -1,5 +1,10 @@
 //! `bloomlsm db`: operate on a store directory from the shell.
 //!
+//! It is one file because it is one subcommand, `bloomlsm db`: its arguments,
+//! the store checks its commands share, the commands, and the store-shape
+//! printers (`shape_line`, `level_table`) the bench reuses; its unit tests (the
+//! `tests` module at the end) are 4% of it.
+//!
 //! `get`, `scan`, `stats` and `verify` open the store read-only
 //! ([`Db::open_read_only`]): they take no lock and change no file.
 //!

@@ -2,6 +2,9 @@
 //! list whose nodes live in an arena ([`SkipList`]), so any number of threads
 //! insert and read at once and readers never wait for a lock.
 //!
+//! About 42% of this file is its unit tests (the `tests` module at the end);
+//! the rest is one type, `MemTable`, with its iterator.
+//!
 //! Entries are internal keys (user key ++ `(seq << 8) | kind`, see
 //! [`InternalKey`](crate::sst::InternalKey)) mapped to values; a tombstone
 //! maps to an empty value. Since every write gets a fresh sequence number,

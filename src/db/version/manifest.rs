@@ -2,6 +2,10 @@
 //! [`VersionEdit`]s describing which SSTables make up each level, plus the
 //! counters recovery needs. `CURRENT` names the live manifest.
 //!
+//! About 34% of this file is its unit tests (the `tests` module at the end);
+//! the rest is the MANIFEST's record (`VersionEdit`), its encoding, and the
+//! file that holds the records.
+//!
 //! # Rotation
 //!
 //! [`Manifest::create`] writes `MANIFEST-NNNNNN` whose first record is a full

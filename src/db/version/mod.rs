@@ -1,5 +1,9 @@
 //! The set of live files, level by level, as one immutable snapshot.
 //!
+//! About 16% of this file is its unit tests (the `tests` module at the end);
+//! the rest is `Version` and the types it is made of: `FileHandle` (one file)
+//! and `LevelIndex` (one level's search).
+//!
 //! A [`Version`] is replaced, never modified: flushes and compactions build a
 //! new one and swap it in, while readers keep using the one they started with.
 //! Each file's [`Table`] (index and filter in memory) is opened once and shared
@@ -158,7 +162,7 @@ impl FileHandle {
 /// contiguously (eight files per cache line), reads a full key only on a
 /// prefix tie, and probes the filter from here: it touches no file handle,
 /// table or key buffer of the files it passes over, nor of the one whose
-/// filter rules the key out. (Searching the handles themselves cost two to
+/// filter rules the key out. (Searching the handles themselves costs two to
 /// three dependent cache misses per step — the handle, then its key's
 /// buffer — and reaching a filter two more: the handle, then the table.)
 #[derive(Debug, Clone, Default)]
@@ -241,7 +245,7 @@ impl LevelIndex {
 
     /// Appends a copy of `other`'s entry `j`: contiguous arrays only, no
     /// file handle or table touched (rebuilding an index from the handles
-    /// cost two to three dependent cache misses per file of the level, on
+    /// costs two to three dependent cache misses per file of the level, on
     /// every edit: a fifth of the compaction thread's time at 10^7 keys).
     fn push_copy(&mut self, other: &LevelIndex, j: usize) {
         self.push(

@@ -1,6 +1,9 @@
 //! Opening a store: reading the MANIFEST, checking the directory against it,
 //! replaying the write-ahead logs, and starting a new MANIFEST.
 //!
+//! It is one file because it is one procedure, in the order it runs: `recover`
+//! (and `recover_read_only`) and the steps they call; it has no `tests` module.
+//!
 //! Recovery refuses, with [`Error::Corruption`] naming the file and before it
 //! writes or deletes anything, every state a crash cannot produce but lost or
 //! damaged files can (docs/design.md, "Recovery"):

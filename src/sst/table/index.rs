@@ -3,6 +3,10 @@
 //! are held too, or read on demand through the block cache (RocksDB's
 //! `kTwoLevelIndexSearch`).
 //!
+//! About 34% of this file is its unit tests (the `tests` module at the end);
+//! the rest is one structure, the index: its block search and its partitions'
+//! reads.
+//!
 //! Data blocks are numbered `0..data_blocks` across partitions. Readers
 //! carry an [`IndexCursor`], the partition last used, so that a scan reads
 //! each partition once, not once per data block.

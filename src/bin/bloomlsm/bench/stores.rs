@@ -4,6 +4,10 @@
 //! ([`load_store`]) whose shape depends on the writes alone, and the single
 //! load without filters ([`load_base`]) that each configuration's store is
 //! made from ([`refilter_store`]).
+//!
+//! It is one file because it is one concept, the study's stores, from the
+//! directory checks to the writer that loads them; its unit tests (the `tests`
+//! module at the end) are 3% of it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
