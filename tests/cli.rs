@@ -824,6 +824,7 @@ fn help_on_every_command() {
         &["db", "stats", "--help"],
         &["db", "verify", "--help"],
         &["db", "compact", "--help"],
+        &["db", "keyspaces", "--help"],
         &["db", "checkpoint", "--help"],
     ] {
         let o = bloomlsm(args);
@@ -848,6 +849,89 @@ fn help_on_every_command() {
             );
         }
     }
+}
+
+/// The subcommand names of a `--help`'s "Commands:" list (without `help`).
+fn listed_commands(help: &str) -> Vec<String> {
+    help.split("Commands:\n")
+        .nth(1)
+        .expect("a Commands: list")
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn top_help_names_every_db_and_sst_command() {
+    let top = ok(&["--help"]);
+    for group in ["db", "sst"] {
+        let subs = listed_commands(&ok(&[group, "--help"]));
+        assert!(subs.len() >= 3, "{group}: {subs:?}");
+        let line = top
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{group} ")))
+            .unwrap_or_else(|| panic!("no {group} line in:\n{top}"));
+        for sub in &subs {
+            assert!(
+                line.split([' ', ',', ':', '.']).any(|w| w == sub),
+                "bloomlsm --help's {group} line does not name {sub}: {line}"
+            );
+        }
+    }
+}
+
+/// `bench --configs FAMILY:BITS` takes every family the library knows
+/// without registration, and its help names them.
+#[test]
+fn bench_configs_take_every_built_in_family() {
+    let help = ok(&["bench", "--help"]);
+    let configs = help
+        .split("--configs <CONFIGS>")
+        .nth(1)
+        .unwrap()
+        .split("\n      --")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(configs.contains("FAMILY:BITS"), "{configs}");
+    let families: Vec<&str> = bloomlsm::filter_families()
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    for f in &families {
+        assert!(configs.contains(f), "--configs help lacks {f}: {configs}");
+    }
+    let list: Vec<String> = families.iter().map(|f| format!("{f}:10")).collect();
+    let list = format!("{},fuse8,fuse16", list.join(","));
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "2000",
+        "--lookups",
+        "100",
+        "--configs",
+        &list,
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), families.len() + 2);
+    for (row, f) in rows.iter().zip(&families) {
+        assert_eq!(row["config"], format!("{f}:10"), "{row}");
+        assert!(row["policy"].as_str().unwrap().starts_with(f), "{row}");
+    }
+    // A family only a program that registers it knows.
+    let o = bloomlsm(&["bench", "--configs", "xor8:10"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        stderr(&o).contains("known only to the program that registers it"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
