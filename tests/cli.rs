@@ -1008,6 +1008,59 @@ fn readme_cli_tour_prints_what_the_readme_shows() {
     }
 }
 
+/// A store in a directory the user may not search: the commands say
+/// permission denied (an I/O failure, exit status 4), not that the
+/// directory holds no store. As root, whom permissions do not bind, the
+/// commands run as the unprivileged user 65534.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_store_the_user_may_not_read_is_reported_as_such() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(dir.path(), 0o755).unwrap();
+    let s = dir.path().join("store");
+    let s = s.to_str().unwrap();
+    ok(&["db", "put", s, "k", "v"]);
+    ok(&["db", "compact", s]);
+    let table = std::fs::read_dir(s)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table after the compaction");
+    let table = table.to_str().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    mode(Path::new(s), if root { 0o700 } else { 0o000 }).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+        cmd.args(args).stdin(Stdio::null());
+        if root {
+            cmd.uid(65534).gid(65534);
+        }
+        cmd.output().expect("run bloomlsm")
+    };
+    for args in [
+        &["db", "get", s, "k"][..],
+        &["db", "scan", s],
+        &["db", "stats", s],
+        &["db", "put", s, "k", "w"],
+        &["db", "delete", s, "k"],
+        &["sst", "dump", table],
+    ] {
+        let o = run(args);
+        assert_one_line_error(&o);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(err.contains("Permission denied"), "{args:?}: {err}");
+        assert!(!err.contains("not a bloomlsm store"), "{args:?}: {err}");
+        assert!(!err.contains("no such file"), "{args:?}: {err}");
+    }
+    mode(Path::new(s), 0o755).unwrap();
+    assert_eq!(ok(&["db", "get", s, "k"]), "v\n");
+}
+
 #[test]
 fn text_hex_and_json_forms_of_keys_and_values() {
     let dir = tempfile::tempdir().unwrap();
@@ -2931,6 +2984,108 @@ fn db_keyspaces_and_the_keyspace_flag() {
     }
     assert_eq!(ok(&["db", "keyspaces", d, "--drop", "users"]), "default\n");
     assert_one_line_error(&bloomlsm(&["db", "get", d, "k", "--keyspace", "users"]));
+}
+
+/// A keyspace name `--create` cannot take (empty, `default`, taken, with a
+/// control character) and a `--drop` of the default keyspace or of none of
+/// the store's are usage errors (exit status 2) found before the store is
+/// opened for writing: every file of the store stays as it was.
+#[test]
+fn db_keyspaces_refuses_bad_names_as_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let d = store.to_str().unwrap();
+    ok(&["db", "put", d, "k", "v"]);
+    ok(&["db", "keyspaces", d, "--create", "users"]);
+    let before = snapshot(&store);
+    let long = "n".repeat(256);
+    for args in [
+        &["db", "keyspaces", d, "--create", ""][..],
+        &["db", "keyspaces", d, "--create", "default"],
+        &["db", "keyspaces", d, "--create", "users"],
+        &["db", "keyspaces", d, "--create", "a\u{1}b"],
+        &["db", "keyspaces", d, "--create", &long],
+        &["db", "keyspaces", d, "--drop", "default"],
+        &["db", "keyspaces", d, "--drop", "nope"],
+    ] {
+        let o = bloomlsm(args);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert!(snapshot(&store) == before, "{args:?} changed the store");
+    }
+    let o = bloomlsm(&["db", "keyspaces", d, "--create", ""]);
+    assert!(
+        stderr(&o).contains("an empty keyspace name"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        ok(&["db", "keyspaces", d, "--create", "logs"]),
+        "default\nusers\nlogs\n"
+    );
+}
+
+/// `db checkpoint` refuses a target inside the store's directory, however
+/// the path reaches it (directly, through `..` or a symbolic link): exit
+/// status 2 and the store as it was.
+#[cfg(unix)]
+#[test]
+fn db_checkpoint_refuses_a_target_inside_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let d = store.to_str().unwrap();
+    ok(&["db", "put", d, "k", "v"]);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&store, &link).unwrap();
+    let before = snapshot(&store);
+    let inside = [
+        store.join("inside"),
+        store.join("../s/inside"),
+        link.join("inside"),
+    ];
+    for target in &inside {
+        let o = bloomlsm(&["db", "checkpoint", d, target.to_str().unwrap()]);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{target:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("inside the store"), "{}", stderr(&o));
+        assert!(!target.exists());
+        assert!(snapshot(&store) == before, "{target:?} changed the store");
+    }
+    let outside = dir.path().join("backup");
+    ok(&["db", "checkpoint", d, outside.to_str().unwrap()]);
+    assert_eq!(ok(&["db", "get", outside.to_str().unwrap(), "k"]), "v\n");
+}
+
+/// `db stats --probe` and `sst filter-test --probes` take at most 2^28
+/// lookups: a larger count is a usage error, not a run of years.
+#[test]
+fn probe_counts_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let d = store.to_str().unwrap();
+    ok(&["db", "put", d, "k", "v"]);
+    ok(&["db", "compact", d]);
+    let table = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap();
+    let t = table.to_str().unwrap();
+    for args in [
+        &["db", "stats", d, "--probe", "99999999999999"][..],
+        &["db", "stats", d, "--probe", "268435457"],
+        &["sst", "filter-test", t, "--probes", "99999999999999"],
+        &["sst", "filter-test", t, "--probes", "268435457"],
+    ] {
+        let o = bloomlsm(args);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("268435456"), "{args:?}: {}", stderr(&o));
+    }
+    let o = json(ok(&["db", "stats", d, "--probe", "1000", "--json"]).trim());
+    assert_eq!(o["probe"]["lookups"], 1000);
+    ok(&["sst", "filter-test", t, "--probes", "1000"]);
 }
 
 /// `db load --keyspace` loads into an existing keyspace only; a name that

@@ -11,11 +11,13 @@ Exit status:
   1  the answer is no: db get found no such key; sst verify / db verify found a bad file,
      or db verify found that opening the store drops writes from a write-ahead log
   2  usage error: bad arguments, a store directory that is missing, not a directory or
-     not a store, a --keyspace that names no keyspace of it, or a bad output path
-     (nothing was written)
+     not a store, a --keyspace or --drop that names no keyspace of it, a --create name
+     it cannot take, a checkpoint inside the store, or a bad output path (nothing was
+     written)
   3  bad input data: a bad db load line, an empty key, a key or value over the store's
      limits (nothing was written)
-  4  failure: I/O error, corruption met, store locked by a writer
+  4  failure: I/O error (a permission denied among them), corruption met, store locked
+     by a writer
 Errors are one line on stderr: `bloomlsm: <what>`."
     };
 }
@@ -450,7 +452,8 @@ The store is opened for writing, so it must not be open in another process (lock
 exit status 4); the library's Db::checkpoint takes checkpoints of a store in use.
 The copy is made in TARGET.checkpoint-tmp and renamed to TARGET when whole: after a
 crash TARGET is whole or absent, and the next checkpoint into TARGET removes the
-leftover TARGET.checkpoint-tmp (which no command opens as a store).
+leftover TARGET.checkpoint-tmp (which no command opens as a store). TARGET must not
+exist, its parent must, and it must lie outside the store's directory.
 
 JSON (--json): one object: {\"store\": DIR, \"checkpoint\": TARGET, \"tables\": N,
   \"linked\": N, \"copied\": N, \"bytes\": N, \"bytes_copied\": N, \"sequence\": N}: the
