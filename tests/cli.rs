@@ -2070,6 +2070,60 @@ fn bench_configurations_share_the_open_file_limit() {
     }
 }
 
+/// Without `--max-open-files`, `bench` under `ulimit -n 64` bounds each
+/// store's descriptors below the limit and makes the configurations' stores
+/// in passes that fit it, on stores of more tables than the limit.
+#[cfg(target_os = "linux")]
+#[test]
+fn bench_defaults_fit_a_small_open_file_limit() {
+    use std::os::unix::process::CommandExt;
+    const LIMIT: libc::rlim_t = 64;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+    cmd.args([
+        "bench",
+        "--keys",
+        "20000",
+        "--value-size",
+        "8000",
+        "--value-ratio",
+        "1",
+        "--lookups",
+        "2000",
+        "--configs",
+        "none,blocked10,ribbon10",
+        "--json",
+        "--quiet",
+    ])
+    .stdin(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let l = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let o = cmd.output().expect("run bloomlsm");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        let files: u64 = row["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["files"].as_u64().unwrap())
+            .sum();
+        assert!(files > LIMIT, "{row}");
+    }
+}
+
 #[test]
 fn bench_reports_disk_bytes_ratio_and_write_amplification() {
     let run = |c: &str| {
