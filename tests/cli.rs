@@ -883,6 +883,41 @@ fn top_help_names_every_db_and_sst_command() {
     }
 }
 
+/// The examples of `bloomlsm --help` that use a store run as shown, one
+/// after another, in a new directory (`bench` and `completions` aside).
+#[test]
+fn top_help_store_examples_run() {
+    let help = ok(&["--help"]);
+    let examples: Vec<&str> = help
+        .split("Examples:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("  bloomlsm "))
+        .map(|l| l.trim_start().split("   ").next().unwrap().trim_end())
+        .filter(|c| c.starts_with("bloomlsm db ") || c.starts_with("bloomlsm sst "))
+        .collect();
+    assert!(examples.len() >= 4, "{examples:?}");
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("s");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_bloomlsm")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for cmd in examples {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(cmd.replace("/tmp/s", store.to_str().unwrap()))
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    }
+}
+
 /// `bench --configs FAMILY:BITS` takes every family the library knows
 /// without registration, and its help names them.
 #[test]

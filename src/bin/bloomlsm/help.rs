@@ -71,7 +71,8 @@ pub const TOP: &str = concat!(
   bloomlsm db put /tmp/s apple red       store a value (creates the store)
   bloomlsm db get /tmp/s apple           red
   bloomlsm db scan /tmp/s --json         one JSON object per entry
-  bloomlsm sst dump /tmp/s/000005.sst    look inside one table
+  bloomlsm db compact /tmp/s             merge the store down into one table
+  bloomlsm sst dump /tmp/s/*.sst         look inside it (db stats --files lists tables)
   bloomlsm bench --keys 100000           the filter / disk-I/O study
   bloomlsm completions bash > /etc/bash_completion.d/bloomlsm
 ",
