@@ -355,17 +355,21 @@ impl FilterOptions {
     }
 }
 
-/// The least default [`Options::max_open_files`] ([`default_max_open_files`]):
-/// LevelDB's default, under the common 1024-descriptor limit of a process with
-/// room for the embedder's own.
+/// The default [`Options::max_open_files`] under a soft open-file limit of
+/// 1,024 to 2,000 descriptors: LevelDB's default, under the common limit of
+/// 1,024 with [`PROCESS_RESERVED_FILES`] left to the rest of the process.
 pub const DEFAULT_MAX_OPEN_FILES: usize = 1000;
 
-/// The default [`Options::max_open_files`]: half the process's open-file
-/// limit (the soft `RLIMIT_NOFILE` when the options are made, counted up to
-/// 2^20), the other half left to the embedder, and at least
-/// [`DEFAULT_MAX_OPEN_FILES`]. Under a limit of 1024 that is 1000; under
-/// 20,000, 10,000, so a store of a few thousand tables never reopens one
-/// (RocksDB's default keeps every table open, whatever the limit).
+/// The descriptors [`default_max_open_files`] leaves to the rest of the
+/// process under a small open-file limit: standard input, output and error,
+/// the embedder's own files and sockets. (The store's own WAL, MANIFEST,
+/// lock and directories are inside [`Options::max_open_files`]:
+/// [`Options::reserved_files`].)
+pub const PROCESS_RESERVED_FILES: usize = 24;
+
+/// The default [`Options::max_open_files`]: [`max_open_files_under`] the
+/// process's soft `RLIMIT_NOFILE` when the options are made
+/// ([`DEFAULT_MAX_OPEN_FILES`] where the limit cannot be read).
 pub fn default_max_open_files() -> usize {
     #[cfg(target_os = "linux")]
     {
@@ -375,11 +379,35 @@ pub fn default_max_open_files() -> usize {
         };
         // SAFETY: getrlimit only writes the struct it is given.
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-            let soft = usize::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
-            return DEFAULT_MAX_OPEN_FILES.max(soft / 2);
+            // `rlim_t` is narrower than u64 on some 32-bit targets.
+            #[allow(clippy::useless_conversion)]
+            return max_open_files_under(u64::from(limit.rlim_cur));
         }
     }
     DEFAULT_MAX_OPEN_FILES
+}
+
+/// The descriptors a store may hold by default under a soft open-file limit
+/// of `soft_limit` (counted up to 2^20): half the limit, the other half left
+/// to the embedder, or where the limit is small, as many as leave
+/// [`PROCESS_RESERVED_FILES`] to the rest of the process, up to
+/// [`DEFAULT_MAX_OPEN_FILES`]. Always below the limit:
+///
+/// | soft limit | 32 | 64 | 256 | 1,024 | 4,096 | 20,000 |
+/// |---|---|---|---|---|---|---|
+/// | default | 16 | 40 | 232 | 1,000 | 2,048 | 10,000 |
+///
+/// Under 20,000, a store of a few thousand tables never reopens one
+/// (RocksDB's default keeps every table open, whatever the limit).
+/// [`Options::default`] raises a result below
+/// [`Options::min_max_open_files`] to that minimum, which a store needs to
+/// run at all.
+pub fn max_open_files_under(soft_limit: u64) -> usize {
+    let soft = usize::try_from(soft_limit.min(1 << 20)).unwrap_or(1 << 20);
+    (soft / 2).max(
+        soft.saturating_sub(PROCESS_RESERVED_FILES)
+            .min(DEFAULT_MAX_OPEN_FILES),
+    )
 }
 
 /// The fewest table files [`Options::max_open_files`] must leave open at
@@ -578,8 +606,9 @@ pub struct Options {
     /// [`crate::Stats::table_reopens`]; its index and pinned filter stay in
     /// memory. At least [`Options::min_max_open_files`]; `usize::MAX`
     /// never closes a table's file. Not part of the store's design: each
-    /// open chooses. Default [`default_max_open_files`]: half the process's
-    /// open-file limit, at least 1000.
+    /// open chooses. Default [`default_max_open_files`]: below the process's
+    /// soft open-file limit (half of it from 2,048 descriptors; 40 under 64),
+    /// and at least [`Options::min_max_open_files`].
     pub max_open_files: usize,
     /// When the store records a design (its `OPTIONS` file: the filters,
     /// prefix extractor, range filter bits, compression, block size, checksum, file and level
@@ -591,7 +620,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
+        let mut o = Options {
             create_if_missing: true,
             create_among_other_files: false,
             write_buffer_size: 4 << 20,
@@ -622,7 +651,12 @@ impl Default for Options {
             read_mode: ReadMode::Buffered,
             max_open_files: default_max_open_files(),
             use_stored_design: true,
-        }
+        };
+        // The defaults are always valid: under a limit too small for the
+        // minimum, the store fails only if it opens more files than the
+        // limit allows.
+        o.max_open_files = o.max_open_files.max(o.min_max_open_files());
+        o
     }
 }
 
@@ -824,6 +858,39 @@ mod tests {
         let fields = body(&format!("pub struct {name} {{"), "\n}");
         let setters = body(&format!("setters!({name} {{"), "});");
         (fields, setters)
+    }
+
+    #[test]
+    fn default_open_files_stay_below_the_limit() {
+        let table = [
+            (32, 16),
+            (64, 40),
+            (256, 232),
+            (1024, 1000),
+            (2000, 1000),
+            (4096, 2048),
+            (20_000, 10_000),
+            (u64::MAX, 1 << 19),
+        ];
+        for (limit, want) in table {
+            assert_eq!(max_open_files_under(limit), want, "limit {limit}");
+        }
+        for limit in 1..5000u64 {
+            let n = max_open_files_under(limit) as u64;
+            assert!(n < limit, "{n} under a limit of {limit}");
+            // Half the limit at least, and room for the rest of the process.
+            assert!(n >= limit / 2, "{n} under a limit of {limit}");
+            if limit > 2 * PROCESS_RESERVED_FILES as u64 {
+                assert!(
+                    limit - n >= PROCESS_RESERVED_FILES as u64,
+                    "{n} under {limit}"
+                );
+            }
+        }
+        // The defaults pass their own check, whatever the limit.
+        let o = Options::default();
+        assert!(o.max_open_files >= o.min_max_open_files());
+        o.validate().unwrap();
     }
 
     #[test]

@@ -828,6 +828,7 @@ fn help_on_every_command() {
         &["db", "stats", "--help"],
         &["db", "verify", "--help"],
         &["db", "compact", "--help"],
+        &["db", "keyspaces", "--help"],
         &["db", "checkpoint", "--help"],
     ] {
         let o = bloomlsm(args);
@@ -852,6 +853,251 @@ fn help_on_every_command() {
             );
         }
     }
+}
+
+/// The subcommand names of a `--help`'s "Commands:" list (without `help`).
+fn listed_commands(help: &str) -> Vec<String> {
+    help.split("Commands:\n")
+        .nth(1)
+        .expect("a Commands: list")
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn top_help_names_every_db_and_sst_command() {
+    let top = ok(&["--help"]);
+    for group in ["db", "sst"] {
+        let subs = listed_commands(&ok(&[group, "--help"]));
+        assert!(subs.len() >= 3, "{group}: {subs:?}");
+        let line = top
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{group} ")))
+            .unwrap_or_else(|| panic!("no {group} line in:\n{top}"));
+        for sub in &subs {
+            assert!(
+                line.split([' ', ',', ':', '.']).any(|w| w == sub),
+                "bloomlsm --help's {group} line does not name {sub}: {line}"
+            );
+        }
+    }
+}
+
+/// The examples of `bloomlsm --help` that use a store run as shown, one
+/// after another, in a new directory (`bench` and `completions` aside).
+#[test]
+fn top_help_store_examples_run() {
+    let help = ok(&["--help"]);
+    let examples: Vec<&str> = help
+        .split("Examples:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("  bloomlsm "))
+        .map(|l| l.trim_start().split("   ").next().unwrap().trim_end())
+        .filter(|c| c.starts_with("bloomlsm db ") || c.starts_with("bloomlsm sst "))
+        .collect();
+    assert!(examples.len() >= 4, "{examples:?}");
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("s");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_bloomlsm")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for cmd in examples {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(cmd.replace("/tmp/s", store.to_str().unwrap()))
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    }
+}
+
+/// `bench --configs FAMILY:BITS` takes every family the library knows
+/// without registration, and its help names them.
+#[test]
+fn bench_configs_take_every_built_in_family() {
+    let help = ok(&["bench", "--help"]);
+    let configs = help
+        .split("--configs <CONFIGS>")
+        .nth(1)
+        .unwrap()
+        .split("\n      --")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(configs.contains("FAMILY:BITS"), "{configs}");
+    let families: Vec<&str> = bloomlsm::filter_families()
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    for f in &families {
+        assert!(configs.contains(f), "--configs help lacks {f}: {configs}");
+    }
+    let list: Vec<String> = families.iter().map(|f| format!("{f}:10")).collect();
+    let list = format!("{},fuse8,fuse16", list.join(","));
+    let o = bloomlsm(&[
+        "bench",
+        "--keys",
+        "2000",
+        "--lookups",
+        "100",
+        "--configs",
+        &list,
+        "--json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), families.len() + 2);
+    for (row, f) in rows.iter().zip(&families) {
+        assert_eq!(row["config"], format!("{f}:10"), "{row}");
+        assert!(row["policy"].as_str().unwrap().starts_with(f), "{row}");
+    }
+    // A family only a program that registers it knows.
+    let o = bloomlsm(&["bench", "--configs", "xor8:10"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        stderr(&o).contains("known only to the program that registers it"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// The README's CLI tour, run command by command in a new directory: each
+/// prints, in order, the lines the README shows under it (which may leave
+/// lines out), times aside, and nothing on stderr.
+#[test]
+fn readme_cli_tour_prints_what_the_readme_shows() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let tour = readme
+        .split("## CLI tour")
+        .nth(1)
+        .and_then(|t| t.split("```text\n").nth(1))
+        .and_then(|t| t.split("```").next())
+        .expect("the README's CLI tour block");
+    let mut steps: Vec<(String, Vec<&str>)> = Vec::new();
+    for line in tour.lines() {
+        match line.strip_prefix("$ ") {
+            // A comment after the command, set off by spaces.
+            Some(cmd) => steps.push((
+                cmd.split("   #").next().unwrap().trim_end().to_string(),
+                Vec::new(),
+            )),
+            None => steps
+                .last_mut()
+                .expect("output before a command")
+                .1
+                .push(line),
+        }
+    }
+    assert!(steps.len() >= 10, "{steps:?}");
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("tour");
+    let store = store.to_str().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_bloomlsm")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // "loaded … in 0.05 s (400,254 records/s)" and "compacted in 0.01 s"
+    // without their times.
+    let steady = |line: &str| -> String {
+        match line.rfind(" in ") {
+            Some(i)
+                if line[i + 4..].starts_with(|c: char| c.is_ascii_digit())
+                    && line[i + 4..].contains(" s") =>
+            {
+                line[..i].to_string()
+            }
+            _ => line.to_string(),
+        }
+    };
+    for (cmd, want) in &steps {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(cmd.replace("/tmp/tour", store))
+            .current_dir(work.path())
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        assert!(o.status.success(), "{cmd}: {o:?}");
+        assert!(o.stderr.is_empty(), "{cmd}: {}", stderr(&o));
+        let got = stdout(&o).replace(store, "/tmp/tour");
+        let mut got_lines = got.lines().map(steady);
+        for w in want {
+            let w = steady(w);
+            assert!(
+                got_lines.any(|g| g == w),
+                "{cmd}: the README shows {w:?}, which is not (in this order) in what it printed:\n{got}"
+            );
+        }
+    }
+}
+
+/// A store in a directory the user may not search: the commands say
+/// permission denied (an I/O failure, exit status 4), not that the
+/// directory holds no store. As root, whom permissions do not bind, the
+/// commands run as the unprivileged user 65534.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_store_the_user_may_not_read_is_reported_as_such() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(dir.path(), 0o755).unwrap();
+    let s = dir.path().join("store");
+    let s = s.to_str().unwrap();
+    ok(&["db", "put", s, "k", "v"]);
+    ok(&["db", "compact", s]);
+    let table = std::fs::read_dir(s)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table after the compaction");
+    let table = table.to_str().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    mode(Path::new(s), if root { 0o700 } else { 0o000 }).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+        cmd.args(args).stdin(Stdio::null());
+        if root {
+            cmd.uid(65534).gid(65534);
+        }
+        cmd.output().expect("run bloomlsm")
+    };
+    for args in [
+        &["db", "get", s, "k"][..],
+        &["db", "scan", s],
+        &["db", "stats", s],
+        &["db", "put", s, "k", "w"],
+        &["db", "delete", s, "k"],
+        &["sst", "dump", table],
+    ] {
+        let o = run(args);
+        assert_one_line_error(&o);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        assert!(err.contains("Permission denied"), "{args:?}: {err}");
+        assert!(!err.contains("not a bloomlsm store"), "{args:?}: {err}");
+        assert!(!err.contains("no such file"), "{args:?}: {err}");
+    }
+    mode(Path::new(s), 0o755).unwrap();
+    assert_eq!(ok(&["db", "get", s, "k"]), "v\n");
 }
 
 #[test]
@@ -1874,6 +2120,60 @@ fn bench_configurations_share_the_open_file_limit() {
     }
 }
 
+/// Without `--max-open-files`, `bench` under `ulimit -n 64` bounds each
+/// store's descriptors below the limit and makes the configurations' stores
+/// in passes that fit it, on stores of more tables than the limit.
+#[cfg(target_os = "linux")]
+#[test]
+fn bench_defaults_fit_a_small_open_file_limit() {
+    use std::os::unix::process::CommandExt;
+    const LIMIT: libc::rlim_t = 64;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomlsm"));
+    cmd.args([
+        "bench",
+        "--keys",
+        "20000",
+        "--value-size",
+        "8000",
+        "--value-ratio",
+        "1",
+        "--lookups",
+        "2000",
+        "--configs",
+        "none,blocked10,ribbon10",
+        "--json",
+        "--quiet",
+    ])
+    .stdin(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let l = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let o = cmd.output().expect("run bloomlsm");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<Value> = stdout(&o).lines().map(json).collect();
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        let files: u64 = row["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["files"].as_u64().unwrap())
+            .sum();
+        assert!(files > LIMIT, "{row}");
+    }
+}
+
 #[test]
 fn bench_reports_disk_bytes_ratio_and_write_amplification() {
     let run = |c: &str| {
@@ -2788,6 +3088,108 @@ fn db_keyspaces_and_the_keyspace_flag() {
     }
     assert_eq!(ok(&["db", "keyspaces", d, "--drop", "users"]), "default\n");
     assert_one_line_error(&bloomlsm(&["db", "get", d, "k", "--keyspace", "users"]));
+}
+
+/// A keyspace name `--create` cannot take (empty, `default`, taken, with a
+/// control character) and a `--drop` of the default keyspace or of none of
+/// the store's are usage errors (exit status 2) found before the store is
+/// opened for writing: every file of the store stays as it was.
+#[test]
+fn db_keyspaces_refuses_bad_names_as_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let d = store.to_str().unwrap();
+    ok(&["db", "put", d, "k", "v"]);
+    ok(&["db", "keyspaces", d, "--create", "users"]);
+    let before = snapshot(&store);
+    let long = "n".repeat(256);
+    for args in [
+        &["db", "keyspaces", d, "--create", ""][..],
+        &["db", "keyspaces", d, "--create", "default"],
+        &["db", "keyspaces", d, "--create", "users"],
+        &["db", "keyspaces", d, "--create", "a\u{1}b"],
+        &["db", "keyspaces", d, "--create", &long],
+        &["db", "keyspaces", d, "--drop", "default"],
+        &["db", "keyspaces", d, "--drop", "nope"],
+    ] {
+        let o = bloomlsm(args);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert!(snapshot(&store) == before, "{args:?} changed the store");
+    }
+    let o = bloomlsm(&["db", "keyspaces", d, "--create", ""]);
+    assert!(
+        stderr(&o).contains("an empty keyspace name"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        ok(&["db", "keyspaces", d, "--create", "logs"]),
+        "default\nusers\nlogs\n"
+    );
+}
+
+/// `db checkpoint` refuses a target inside the store's directory, however
+/// the path reaches it (directly, through `..` or a symbolic link): exit
+/// status 2 and the store as it was.
+#[cfg(unix)]
+#[test]
+fn db_checkpoint_refuses_a_target_inside_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let d = store.to_str().unwrap();
+    ok(&["db", "put", d, "k", "v"]);
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&store, &link).unwrap();
+    let before = snapshot(&store);
+    let inside = [
+        store.join("inside"),
+        store.join("../s/inside"),
+        link.join("inside"),
+    ];
+    for target in &inside {
+        let o = bloomlsm(&["db", "checkpoint", d, target.to_str().unwrap()]);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{target:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("inside the store"), "{}", stderr(&o));
+        assert!(!target.exists());
+        assert!(snapshot(&store) == before, "{target:?} changed the store");
+    }
+    let outside = dir.path().join("backup");
+    ok(&["db", "checkpoint", d, outside.to_str().unwrap()]);
+    assert_eq!(ok(&["db", "get", outside.to_str().unwrap(), "k"]), "v\n");
+}
+
+/// `db stats --probe` and `sst filter-test --probes` take at most 2^28
+/// lookups: a larger count is a usage error, not a run of years.
+#[test]
+fn probe_counts_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let d = store.to_str().unwrap();
+    ok(&["db", "put", d, "k", "v"]);
+    ok(&["db", "compact", d]);
+    let table = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap();
+    let t = table.to_str().unwrap();
+    for args in [
+        &["db", "stats", d, "--probe", "99999999999999"][..],
+        &["db", "stats", d, "--probe", "268435457"],
+        &["sst", "filter-test", t, "--probes", "99999999999999"],
+        &["sst", "filter-test", t, "--probes", "268435457"],
+    ] {
+        let o = bloomlsm(args);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("268435456"), "{args:?}: {}", stderr(&o));
+    }
+    let o = json(ok(&["db", "stats", d, "--probe", "1000", "--json"]).trim());
+    assert_eq!(o["probe"]["lookups"], 1000);
+    ok(&["sst", "filter-test", t, "--probes", "1000"]);
 }
 
 /// `db load --keyspace` loads into an existing keyspace only; a name that

@@ -18,8 +18,8 @@ use common::model::{self, Model, check_scan};
 
 /// The child's descriptor limit (`RLIMIT_NOFILE`, soft).
 const FD_LIMIT: u64 = 64;
-/// The store's bound: 16 descriptors for its other files at two compaction
-/// shards, 24 table files.
+/// The store's bound, the default under `FD_LIMIT`: 16 descriptors for its
+/// other files at two compaction shards, 24 table files.
 const MAX_OPEN_FILES: usize = 40;
 /// Keys written: about 200 tables of 4 to 8 KiB.
 const KEYS: u64 = 20_000;
@@ -134,11 +134,11 @@ fn child_under_a_descriptor_limit() {
     };
     // SAFETY: a plain system call on a struct of ours.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
-    // Half of 64 is below the least default, which applies.
-    assert_eq!(
-        Options::default().max_open_files,
-        bloomlsm::options::DEFAULT_MAX_OPEN_FILES
-    );
+    // The default stays below the limit, with room for the process's
+    // other descriptors: the bound this test sets.
+    let default = Options::default().max_open_files;
+    assert_eq!(default, bloomlsm::options::max_open_files_under(FD_LIMIT));
+    assert_eq!(default, MAX_OPEN_FILES);
 
     let mut m: Model = BTreeMap::new();
     let db = Db::open(&dir, options(MAX_OPEN_FILES)).unwrap();
@@ -187,9 +187,9 @@ fn child_under_a_descriptor_limit() {
     }
     assert_eq!(tables_in(&dir), tables);
 
-    // Reopened with the bound and background compaction: more writes,
-    // flushes and compactions on the store's threads.
-    let db = Db::open(&dir, options(MAX_OPEN_FILES).background_compaction(true)).unwrap();
+    // Reopened with the default bound and background compaction: more
+    // writes, flushes and compactions on the store's threads.
+    let db = Db::open(&dir, options(default).background_compaction(true)).unwrap();
     check_reads(&db, &m, "reopened");
     fill(&db, &mut m, 2);
     db.compact().unwrap();

@@ -72,3 +72,83 @@ fn a_filter_family_from_outside_the_crate_serves_a_store() {
     let fpr = r.false_positives as f64 / r.checks as f64;
     assert!((0.001..0.008).contains(&fpr), "{r:?}");
 }
+
+/// The README's Rust examples name no crate but bloomlsm and the standard
+/// library, so each compiles as pasted into a crate whose one dependency is
+/// bloomlsm. (The README is also a doctest, compiled with this crate's
+/// dev-dependencies, which cannot catch a path into one of them.)
+#[test]
+fn readme_rust_examples_need_only_bloomlsm() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let blocks = rust_blocks(&readme);
+    assert!(!blocks.is_empty(), "no ```rust block in README.md");
+    for block in blocks {
+        let roots = path_roots(&block);
+        let foreign: Vec<&String> = roots
+            .iter()
+            .filter(|r| {
+                !["std", "core", "alloc", "bloomlsm", "crate", "self", "super"]
+                    .contains(&r.as_str())
+            })
+            .collect();
+        assert!(
+            foreign.is_empty(),
+            "a README example names {foreign:?}, which a crate depending on bloomlsm alone lacks"
+        );
+    }
+}
+
+/// The text of every ```` ```rust ```` block.
+fn rust_blocks(markdown: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in markdown.lines() {
+        match &mut current {
+            None if line.trim_start().starts_with("```rust") => current = Some(String::new()),
+            None => {}
+            Some(_) if line.trim_start().starts_with("```") => blocks.extend(current.take()),
+            Some(b) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+        }
+    }
+    blocks
+}
+
+/// The lower-case first segments of the paths in `code` (`tempfile` of
+/// `tempfile::tempdir()`, `std` of `use std::fs`): the crates and modules
+/// it names, comments left out.
+fn path_roots(code: &str) -> Vec<String> {
+    let mut roots = Vec::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or_default();
+        let b = line.as_bytes();
+        let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        let mut i = 0;
+        while i < b.len() {
+            if !(b[i].is_ascii_lowercase() || b[i] == b'_')
+                || (i > 0 && (ident(b[i - 1]) || b[i - 1] == b':' || b[i - 1] == b'.'))
+            {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && ident(b[i]) {
+                i += 1;
+            }
+            // `x::<T>` is a turbofish, not a path.
+            if line[i..].starts_with("::") && !line[i..].starts_with("::<") {
+                roots.push(line[start..i].to_string());
+            }
+        }
+    }
+    roots
+}
+
+#[test]
+fn path_roots_finds_the_crates_a_snippet_names() {
+    let code = "let d = tempfile::tempdir()?; // std::x\nuse bloomlsm::{Db};\nlet o = Options::default();\na.b::<u8>();\nf::<u8>();\n";
+    assert_eq!(path_roots(code), ["tempfile", "bloomlsm"]);
+}

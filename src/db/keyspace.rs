@@ -103,8 +103,19 @@ pub(crate) fn recover_keyspace(
     })
 }
 
-/// Why `name` cannot name a new keyspace, if it cannot.
-fn bad_name(name: &str) -> Option<String> {
+/// Why `name` cannot name a new keyspace, if it cannot, in the words
+/// [`Db::create_keyspace`] fails with: empty, over
+/// [`MAX_KEYSPACE_NAME`](manifest::MAX_KEYSPACE_NAME) bytes, `default`, or
+/// holding a control character. (Whether the store already has a keyspace
+/// of that name is the store's to say.)
+///
+/// ```
+/// use bloomlsm::db::keyspace_name_error;
+/// assert_eq!(keyspace_name_error("users"), None);
+/// assert_eq!(keyspace_name_error("").as_deref(), Some("an empty keyspace name"));
+/// assert!(keyspace_name_error("default").is_some());
+/// ```
+pub fn keyspace_name_error(name: &str) -> Option<String> {
     if name.is_empty() {
         Some("an empty keyspace name".into())
     } else if name.len() > manifest::MAX_KEYSPACE_NAME {
@@ -444,7 +455,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create_keyspace(&self, name: &str, options: Options) -> Result<Keyspace> {
-        if let Some(why) = bad_name(name) {
+        if let Some(why) = keyspace_name_error(name) {
             return Err(Error::invalid(why));
         }
         let inner = &self.inner;

@@ -61,7 +61,7 @@ pub use checkpoint::CheckpointReport;
 pub use filename::FileKind;
 pub use ingest::IngestReport;
 pub use iter::DbIter;
-pub use keyspace::Keyspace;
+pub use keyspace::{Keyspace, keyspace_name_error};
 #[doc(hidden)]
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 #[doc(hidden)]

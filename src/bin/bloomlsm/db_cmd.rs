@@ -331,8 +331,10 @@ pub struct StatsArgs {
     /// inside the store's key ranges, so the lookups reach the filters: each
     /// probe picks a file with probability proportional to its keys and looks
     /// up its smallest key followed by 8 random bytes. Counters live in memory
-    /// only: without probes a fresh process shows zeros.
-    #[arg(long, value_name = "N")]
+    /// only: without probes a fresh process shows zeros. At most 2^28
+    /// (268,435,456).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(0..=MAX_PROBES))]
     pub probe: Option<u64>,
     /// Seed of the probe keys.
     #[arg(long, default_value_t = 1)]
@@ -352,6 +354,12 @@ pub struct StatsArgs {
     #[command(flatten)]
     pub keyspace: KeyspaceArg,
 }
+
+/// The most lookups `db stats --probe` and `sst filter-test --probes` make,
+/// 2^28: about 268 false positives at an FPR of 10^-6, and a couple of
+/// minutes at half a microsecond a lookup (a data block read from the page
+/// cache), where an unbounded count can run for years.
+pub const MAX_PROBES: u64 = 1 << 28;
 
 /// A byte count: digits, optionally followed by K, M or G (binary units).
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -469,14 +477,44 @@ fn keyspaces(
             "the design flags of db keyspaces are the design of the keyspace --create makes",
         ));
     }
+    // A name or design the change cannot take is a usage error, found
+    // before the store is opened for writing (which writes files).
+    let mut opts = Options::default();
+    if let Some(name) = create {
+        if let Some(why) = bloomlsm::db::keyspace_name_error(name) {
+            return Err(CliError::usage(format!("--create {name:?}: {why}")));
+        }
+        design.apply_flags(&mut opts)?;
+        opts.validate()
+            .map_err(|e| CliError::usage(format!("--create {name:?}: {e}")))?;
+    }
+    if create.is_some() || drop.is_some() {
+        check_store(dir)?;
+        let (state, _) = Manifest::recover(&RealFs, dir)?;
+        let exists = |name: &str| name == "default" || state.keyspaces.values().any(|n| n == name);
+        let d = dir.display();
+        if let Some(name) = create.filter(|n| exists(n)) {
+            return Err(CliError::usage(format!(
+                "{d} already has a keyspace {name:?}"
+            )));
+        }
+        if drop == Some("default") {
+            return Err(CliError::usage(
+                "the default keyspace cannot be dropped (it holds the keys written without --keyspace)",
+            ));
+        }
+        if let Some(name) = drop.filter(|n| !exists(n)) {
+            return Err(CliError::usage(format!(
+                "{d} has no keyspace {name:?} (db keyspaces {d} lists them)"
+            )));
+        }
+    }
     let db = if create.is_some() || drop.is_some() {
         open(dir, NewStore::Refuse, &DesignArgs::default(), files)?
     } else {
         open_for_reading(dir, files)?
     };
     if let Some(name) = create {
-        let mut opts = Options::default();
-        design.apply_flags(&mut opts)?;
         db.create_keyspace(name, opts)?;
     }
     if let Some(name) = drop {
@@ -493,9 +531,9 @@ fn keyspaces(
     Ok(())
 }
 
-/// `db checkpoint`: refuses a target that exists or whose parent does not
-/// (usage errors, before the store is opened), then opens the store for
-/// writing and takes the checkpoint.
+/// `db checkpoint`: refuses a target that exists, whose parent does not, or
+/// that lies inside the store's directory (usage errors, before the store
+/// is opened), then opens the store for writing and takes the checkpoint.
 fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> CliResult {
     check_store(dir)?;
     if target.exists() {
@@ -513,6 +551,20 @@ fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> Cli
             "{}: the directory {} does not exist",
             target.display(),
             parent.display()
+        )));
+    }
+    // A checkpoint is a store of its own: nested in the live store's
+    // directory it would be removed with that directory, and the store's
+    // directory would hold files that are not the store's. Compared as
+    // real paths, so that `..` and symbolic links cannot hide the nesting.
+    let real = |p: &Path| {
+        std::fs::canonicalize(p).map_err(|e| CliError::new(format!("{}: {e}", p.display())))
+    };
+    if real(parent)?.starts_with(real(dir)?) {
+        return Err(CliError::usage(format!(
+            "{} is inside the store {}; a checkpoint goes outside the store's directory",
+            target.display(),
+            dir.display()
         )));
     }
     let opts = Options::default().create_if_missing(false);
@@ -573,21 +625,38 @@ fn not_a_directory(dir: &Path) -> CliError {
 const NOT_A_STORE: &str = "is not a bloomlsm store (no CURRENT file)";
 
 /// Fails (a usage error) unless `dir` holds a store: reading commands never
-/// create one.
+/// create one. A directory the user may not look in is an I/O error
+/// naming the directory and the error, not a usage error.
 pub fn check_store(dir: &Path) -> CliResult {
     // `CURRENT` names the live manifest of every store (docs/format.md).
-    if dir.join("CURRENT").exists() {
-        return Ok(());
+    store_verdict(
+        dir,
+        dir.join("CURRENT").try_exists(),
+        std::fs::metadata(dir).map(|m| m.is_dir()),
+    )
+}
+
+/// What [`check_store`] says of `dir`, given what looking at it found:
+/// `current`, whether `dir/CURRENT` exists, and `is_dir`, whether `dir` is a
+/// directory. Only a look that found nothing (`NotFound`, or a `CURRENT`
+/// missing from a directory) makes the answer "does not exist" or "not a
+/// store"; any other error, such as a permission denied, is reported as it
+/// is (exit status 4).
+fn store_verdict(
+    dir: &Path,
+    current: std::io::Result<bool>,
+    is_dir: std::io::Result<bool>,
+) -> CliResult {
+    let d = dir.display();
+    match (current, is_dir) {
+        (Ok(true), _) => Ok(()),
+        (_, Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(CliError::usage(format!("{d} does not exist")))
+        }
+        (_, Err(e)) | (Err(e), Ok(true)) => Err(CliError::new(format!("{d}: {e}"))),
+        (_, Ok(false)) => Err(not_a_directory(dir)),
+        (Ok(false), Ok(true)) => Err(CliError::usage(format!("{d} {NOT_A_STORE}"))),
     }
-    if dir.exists() && !dir.is_dir() {
-        return Err(not_a_directory(dir));
-    }
-    let why = if dir.exists() {
-        NOT_A_STORE
-    } else {
-        "does not exist"
-    };
-    Err(CliError::usage(format!("{} {why}", dir.display())))
 }
 
 /// Where a writing command may make a new store.
@@ -618,7 +687,9 @@ impl NewStore {
 /// A directory of someone else's files is not turned into a store by
 /// accident.
 pub fn check_store_dir(dir: &Path, new: NewStore) -> CliResult {
-    if new == NewStore::Refuse || dir.join("CURRENT").exists() {
+    // Anything but a clear "no CURRENT" (a store, or a look that failed)
+    // is for `check_store` to judge.
+    if new == NewStore::Refuse || !matches!(dir.join("CURRENT").try_exists(), Ok(false)) {
         return check_store(dir);
     }
     if !dir.exists() {
@@ -1557,6 +1628,43 @@ fn first_cut(dir: &Path) -> Option<(PathBuf, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_that_cannot_be_read_is_not_called_storeless() {
+        use std::io::{Error, ErrorKind};
+        let dir = Path::new("/srv/s");
+        let denied = || Err(Error::from(ErrorKind::PermissionDenied));
+        let verdict = |current, is_dir| store_verdict(dir, current, is_dir).err();
+        assert!(verdict(Ok(true), Ok(true)).is_none());
+        // Search permission on the directory refused: CURRENT's stat fails.
+        let e = verdict(denied(), Ok(true)).unwrap();
+        assert_eq!(e.code, crate::EXIT_FAILURE);
+        assert!(
+            e.message.starts_with("/srv/s: permission denied"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("CURRENT"), "{}", e.message);
+        // ... on a directory above it: the directory's stat fails too.
+        let e = verdict(denied(), denied()).unwrap();
+        assert_eq!(e.code, crate::EXIT_FAILURE);
+        assert!(e.message.contains("permission denied"), "{}", e.message);
+        // What was looked at and not found.
+        let missing = || Err(Error::from(ErrorKind::NotFound));
+        let e = verdict(Ok(false), missing()).unwrap();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (crate::EXIT_USAGE, "/srv/s does not exist")
+        );
+        let e = verdict(Ok(false), Ok(true)).unwrap();
+        assert_eq!(e.code, crate::EXIT_USAGE);
+        assert!(e.message.ends_with(NOT_A_STORE), "{}", e.message);
+        let e = verdict(Err(Error::from(ErrorKind::NotADirectory)), Ok(false)).unwrap();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (crate::EXIT_USAGE, "/srv/s is not a directory")
+        );
+    }
 
     #[test]
     fn sizes_parse_or_explain() {

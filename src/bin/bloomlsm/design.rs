@@ -7,6 +7,7 @@ use std::path::Path;
 use bloomlsm::db::options_file;
 use bloomlsm::filter::{
     FilterPolicy, MAX_BITS_PER_KEY, MIN_BITS_PER_KEY, filter_spec, parse_filter_spec,
+    unregistered_family,
 };
 use bloomlsm::{Compression, CompressionOptions, FilterOptions, Options};
 use clap::Args;
@@ -117,7 +118,21 @@ fn parse_level_compression(s: &str) -> Result<(usize, Compression), String> {
 pub struct Spec(pub Option<FilterPolicy>);
 
 fn parse_spec(s: &str) -> Result<Spec, String> {
-    parse_filter_spec(s).map(Spec)
+    cli_filter_spec(s).map(Spec)
+}
+
+/// Parses a filter spec of the command line: [`parse_filter_spec`], whose
+/// error for a family this process does not know also says that this
+/// command knows the built-in families only (a family registered with
+/// `bloomlsm::register_filter` is known to the program that registers it).
+pub fn cli_filter_spec(s: &str) -> Result<Option<FilterPolicy>, String> {
+    parse_filter_spec(s).map_err(|e| match unregistered_family(s) {
+        Some(_) => format!(
+            "{e}; a family registered with bloomlsm::register_filter is known only to the \
+             program that registers it"
+        ),
+        None => e,
+    })
 }
 
 fn parse_level_spec(s: &str) -> Result<(usize, Spec), String> {

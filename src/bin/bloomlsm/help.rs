@@ -12,11 +12,13 @@ Exit status:
      or db verify found that opening the store drops writes from a write-ahead log;
      stress read an answer that disagrees with its expected state (a mismatch)
   2  usage error: bad arguments, a store directory that is missing, not a directory or
-     not a store, a --keyspace that names no keyspace of it, or a bad output path
-     (nothing was written)
+     not a store, a --keyspace or --drop that names no keyspace of it, a --create name
+     it cannot take, a checkpoint inside the store, or a bad output path (nothing was
+     written)
   3  bad input data: a bad db load line, an empty key, a key or value over the store's
      limits (nothing was written)
-  4  failure: I/O error, corruption met, store locked by a writer
+  4  failure: I/O error (a permission denied among them), corruption met, store locked
+     by a writer
 Errors are one line on stderr: `bloomlsm: <what>`."
     };
 }
@@ -70,7 +72,8 @@ pub const TOP: &str = concat!(
   bloomlsm db put /tmp/s apple red       store a value (creates the store)
   bloomlsm db get /tmp/s apple           red
   bloomlsm db scan /tmp/s --json         one JSON object per entry
-  bloomlsm sst dump /tmp/s/000005.sst    look inside one table
+  bloomlsm db compact /tmp/s             merge the store down into one table
+  bloomlsm sst dump /tmp/s/*.sst         look inside it (db stats --files lists tables)
   bloomlsm bench --keys 100000           the filter / disk-I/O study
   bloomlsm completions bash > /etc/bash_completion.d/bloomlsm
 ",
@@ -501,7 +504,8 @@ write acknowledged before the command and none half; a copy during which the wri
 replaced a file (a flush or compaction) is made again.
 The copy is made in TARGET.checkpoint-tmp and renamed to TARGET when whole: after a
 crash TARGET is whole or absent, and the next checkpoint into TARGET removes the
-leftover TARGET.checkpoint-tmp (which no command opens as a store).
+leftover TARGET.checkpoint-tmp (which no command opens as a store). TARGET must not
+exist, its parent must, and it must lie outside the store's directory.
 
 JSON (--json): one object: {\"store\": DIR, \"checkpoint\": TARGET, \"tables\": N,
   \"linked\": N, \"copied\": N, \"bytes\": N, \"bytes_copied\": N, \"sequence\": N}: the

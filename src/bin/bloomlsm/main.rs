@@ -4,7 +4,8 @@
 //! - [`bench`](mod@bench): the filter / disk-I/O study (`bloomlsm bench`);
 //!   [`sweep`] is its filter-only FPR sweep, [`workload`] its keys.
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
-//! - [`db_cmd`]: `bloomlsm db put | get | delete | delete-range | scan | load | stats | verify | compact`.
+//! - [`db_cmd`]: `bloomlsm db put | get | delete | delete-range | scan | load | stats | verify |
+//!   compact | keyspaces | checkpoint`.
 //! - [`stress`]: `bloomlsm stress`, random operations checked against an
 //!   expected state, with `--kill` a SIGKILL loop.
 //! - [`report`]: text tables, JSON, CSV, number and date formats.
@@ -68,7 +69,8 @@ enum Command {
         #[command(subcommand)]
         command: SstCommand,
     },
-    /// Operate on a store directory: put, get, delete, delete-range, scan, load, stats, verify, compact.
+    /// Operate on a store directory: put, get, delete, delete-range, scan, load, stats, verify,
+    /// compact, keyspaces, checkpoint.
     #[command(after_help = help::TOP)]
     Db {
         #[command(subcommand)]
@@ -380,6 +382,25 @@ mod tests {
             m,
             "a command is needed: bench, sst, db, stress, completions (see --help)"
         );
+    }
+
+    /// Each command's one-line summary names every one of its subcommands.
+    #[test]
+    fn summaries_name_every_subcommand() {
+        let cli = Cli::command();
+        for group in ["sst", "db"] {
+            let cmd = cli.find_subcommand(group).unwrap();
+            let about = cmd.get_about().unwrap().to_string();
+            let listed: Vec<&str> = about
+                .split_once(": ")
+                .unwrap()
+                .1
+                .trim_end_matches('.')
+                .split(", ")
+                .collect();
+            let subs: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+            assert_eq!(listed, subs, "{group}: {about}");
+        }
     }
 
     #[test]

@@ -80,8 +80,10 @@ pub struct VerifyArgs {
 pub struct FilterTestArgs {
     /// The SSTable file.
     pub file: PathBuf,
-    /// Number of absent keys to probe the filter with.
-    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    /// Number of absent keys to probe the filter with (at most 2^28,
+    /// 268,435,456).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(0..=crate::db_cmd::MAX_PROBES))]
     pub probes: u64,
     /// Length of the random probe keys in bytes (1 to 65,536).
     #[arg(long, default_value_t = 16, value_name = "BYTES",
@@ -108,10 +110,13 @@ impl SstCommand {
 
 /// Opens a table for inspection (no block cache: every read is from disk).
 pub fn open_table(path: &Path) -> CliResult<Table> {
-    if !path.exists() {
-        return Err(CliError::new(format!("{}: no such file", path.display())));
+    // A look that fails for another reason (a directory the user may not
+    // search) is reported as it is, not as a missing file.
+    match path.try_exists() {
+        Ok(true) => Ok(Table::open(path, TableOpenOptions::default())?),
+        Ok(false) => Err(CliError::new(format!("{}: no such file", path.display()))),
+        Err(e) => Err(CliError::new(format!("{}: {e}", path.display()))),
     }
-    Ok(Table::open(path, TableOpenOptions::default())?)
 }
 
 /// One line describing a table's filter: policy, k, keys, memory, bits per

@@ -106,9 +106,13 @@ pub struct BenchArgs {
     /// average), `monkey-bloomB`, `monkey-ribbonB`, `monkey-hybridB` (the
     /// hybrid's two families under one Monkey budget), `workloadB` (blocked512
     /// with the workload-aware allocation at B bits/key on average: each
-    /// written file sized by the lookups its key range saw); B may be fractional, e.g.
-    /// `blocked12.5`. The default includes ribbon10 (blocked10's memory) and
-    /// ribbon7 (blocked10's FPR).
+    /// written file sized by the lookups its key range saw), `fuse8`,
+    /// `fuse16` (binary fuse filters with 8- and 16-bit fingerprints, whose
+    /// size is their own); or a filter spec `FAMILY:BITS` (also
+    /// `FAMILY:BITS:PROBES`, `FAMILY:fpr:F`), every level alike, with FAMILY
+    /// one of blocked512, bloom, ribbon, fuse8, fuse16, e.g. `ribbon:7.5`.
+    /// B may be fractional, e.g. `blocked12.5`. The default includes
+    /// ribbon10 (blocked10's memory) and ribbon7 (blocked10's FPR).
     #[arg(long, default_value = DEFAULT_CONFIGS, value_delimiter = ',', value_parser = parse_config)]
     pub configs: Vec<BenchConfig>,
     /// Choose existing keys from a Zipf distribution with this exponent
@@ -325,7 +329,6 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{s:?}: the value ratio must be a number in (0, 1]"))
 }
 
-/// Parses `--miss-fraction`: a number in [0, 1].
 /// Parses one `--range-bits` value: bits per key in 2..=64.
 fn parse_range_bits(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
@@ -334,6 +337,7 @@ fn parse_range_bits(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{s:?}: range filter bits per key must be a number in 2..=64"))
 }
 
+/// Parses `--miss-fraction` and `--empty-fraction`: a number in [0, 1].
 fn parse_fraction(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()

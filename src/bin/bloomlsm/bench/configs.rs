@@ -112,7 +112,7 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
     };
     let mut monkey = None;
     let filters = if name == "fuse8" || name == "fuse16" || name.contains(':') {
-        let policy = filter::parse_filter_spec(name)?;
+        let policy = crate::design::cli_filter_spec(name)?;
         FilterOptions::uniform(policy)
     } else if name == "none" {
         FilterOptions::none()
@@ -195,6 +195,15 @@ mod tests {
         let e = parse_config("xor8:10").unwrap_err();
         assert!(e.contains("unknown filter kind \"xor8\""), "{e}");
         assert!(e.contains("(known: blocked512, bloom, ribbon"), "{e}");
+        assert!(
+            e.contains("known only to the program that registers it"),
+            "{e}"
+        );
+        // Every family the process knows, as FAMILY:BITS.
+        for kind in filter::filter_families() {
+            let c = parse_config(&format!("{}:10", kind.name())).unwrap();
+            assert_eq!(c.filters.policy.map(|p| p.kind()), Some(kind));
+        }
         let b = parse_config("blocked12.5").unwrap();
         assert_eq!(b.filters.policy, Some(FilterPolicy::blocked512(12.5)));
         assert_eq!(

@@ -228,10 +228,13 @@ fn run_configs(
             && made[i].is_none()
         {
             // The stores of the next configurations, as many as fit beside
-            // the ones kept, made in one pass, in passes of even sizes.
+            // the ones kept and within the open-file bound, made in one
+            // pass, in passes of even sizes.
             removal.wait();
             let left = args.configs.len() - i;
-            let most = stores::stores_that_fit(home, b).clamp(1, stores::PASS_STORES);
+            let most = stores::stores_that_fit(home, b)
+                .min(stores::stores_within_open_files(args, &args.configs[i..])?)
+                .clamp(1, stores::PASS_STORES);
             let pass = left.div_ceil(left.div_ceil(most));
             let configs: Vec<&BenchConfig> = args.configs[i..i + pass].iter().collect();
             let dirs = configs

@@ -462,6 +462,20 @@ pub fn stores_that_fit(home: &StoresHome, base: &Base) -> usize {
     usize::try_from(free / each).unwrap_or(usize::MAX).max(1)
 }
 
+/// How many stores of `configs` one [`refilter_stores`] pass may hold open
+/// at once: the pass splits the descriptors one store may hold
+/// (`--max-open-files` or the default, [`Options::max_open_files`]) among
+/// them, and each needs at least [`Options::min_max_open_files`]. At least
+/// one.
+pub fn stores_within_open_files(args: &BenchArgs, configs: &[BenchConfig]) -> CliResult<usize> {
+    let mut most = usize::MAX;
+    for c in configs {
+        let opts = store_options(args, c)?;
+        most = most.min(opts.max_open_files / opts.min_max_open_files().max(1));
+    }
+    Ok(most.max(1))
+}
+
 /// Bytes the file system holding `path` has free for this user (`None`
 /// where it cannot be read).
 fn free_bytes(path: &Path) -> Option<u64> {
