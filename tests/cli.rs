@@ -770,6 +770,18 @@ fn bad_arguments_fail_with_one_line() {
             "--request-distribution",
             "pareto",
         ],
+        &["bench", "--store", "http://bucket/p"],
+        &["bench", "--store", "s3://Bad_Bucket/p"],
+        &["bench", "--store", "s3://bucket/a/../b"],
+        &["bench", "--bucket-lookups", "5"],
+        &[
+            "bench",
+            "--store",
+            "s3://bucket/p",
+            "--bucket-chunk-bytes",
+            "3000",
+        ],
+        &["bench", "--store", "s3://bucket/p", "--workload", "range"],
         &["sst", "dump"],
         &["sst", "dump", "/nonexistent/x.sst"],
         &["sst", "verify", "/nonexistent/x.sst"],
@@ -784,6 +796,16 @@ fn bad_arguments_fail_with_one_line() {
         assert!(
             o.stdout.is_empty() || args[1] == "verify",
             "{args:?}: {o:?}"
+        );
+    }
+    // A bucket without the feature that reads one: a usage error naming it.
+    if !cfg!(feature = "object-store") {
+        let o = bloomlsm(&["bench", "--store", "s3://bucket/p", "--keys", "10"]);
+        assert_one_line_error(&o);
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--features object-store"),
+            "{o:?}"
         );
     }
     // Unknown filter families: the error lists the known ones.

@@ -107,6 +107,9 @@ pub const BENCH: &str = concat!(
                                                      readwhilewriting sampled every second
   bloomlsm bench --benchmarks fillrandom,readmissing --read-latency-us 20000
                                                      reads as on remote storage, and their cost
+  bloomlsm bench --store s3://my-bucket/study --configs none,blocked10
+                                                     each store also read from an S3 bucket
+                                                     (built with --features object-store)
   bloomlsm bench --workload prefix --keys 200000      prefix scans and prefix filters
   bloomlsm bench --workload range --range-bits 12,16 --range-len 1,256 --correlated
                                                       bounded scans and range filters
@@ -156,6 +159,17 @@ JSON (--json): one object per configuration per line, in --configs order:
                                        I/O); device_bytes: /proc/self/io read_bytes over the phase
                                        (null off Linux); saved: below the none configuration's
                                        (missing-key phases; null without none)
+  bucket                               with --store: {url, tables, table_bytes, upload_seconds,
+                                       open_get_requests, open_request_bytes, prefetch_get_requests,
+                                       prefetch_bytes, prefetch_seconds, phases: {missing_cold,
+                                       existing_cold, missing_warm, existing_warm: {gets,
+                                       get_requests, get_requests_per_get, model_requests_per_get,
+                                       fpr_model_requests_per_get, request_bytes_per_get,
+                                       model_bytes_per_get, p50_ns, p99_ns, mean_ns,
+                                       requests_saved_per_get, usd_per_million_gets}}}
+                                       cold: no disk cache, each block read one GET; warm: every
+                                       table in the disk cache; model: the store's block reads
+                                       (one request each); saved: below none's (null without none)
 CSV (--csv): the same scalar fields, then io, then per phase <phase>_p50_ns, _p90_ns, _p99_ns,
   _p999_ns, _max_ns, _store_bytes, _device_bytes.
 With --plot, one last line: {\"sweep\": [{filter, requested_bits_per_key, bits_per_key,

@@ -38,10 +38,13 @@
 
 mod cache;
 mod client;
+mod prefetch;
 mod reader;
+mod upload;
 mod writer;
 
 pub use client::{BucketConfig, BucketCounters, BucketCredentials};
+pub use upload::{Uploaded, upload_store};
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;

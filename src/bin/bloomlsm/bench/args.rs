@@ -77,7 +77,7 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     pub read_latency_p99_us: Option<u64>,
     /// USD per million read requests, for the cost per million operations
-    /// of the --benchmarks reads (default: S3 Standard's GET price, 0.0004
+    /// of the --benchmarks reads and of the --store gets (default: S3 Standard's GET price, 0.0004
     /// USD per 1,000 requests in us-east-1).
     #[arg(long, default_value_t = 0.40, value_name = "USD", value_parser = parse_price)]
     pub price_per_million_gets: f64,
@@ -126,6 +126,35 @@ pub struct BenchArgs {
     /// keys): after the load, a run without room for all of them stops.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Put the stores' tables in an S3 bucket (build with `--features
+    /// object-store`). With --benchmarks, the store is made in the bucket
+    /// (its tables under PREFIX, cached in --bucket-cache-bytes of local
+    /// disk), and each workload also reports the requests the bucket saw.
+    /// In the point study, each configuration's store built on the local
+    /// disk is also uploaded under PREFIX/CONFIGURATION/ and read with no
+    /// disk cache (cold: each data-block read is one GET) and with every
+    /// table in the disk cache (warm), --bucket-lookups gets per phase. The
+    /// objects are deleted at the end, but for a --benchmarks store kept
+    /// with --dir. Endpoint, region and credentials come from AWS_ENDPOINT,
+    /// AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+    #[arg(long, value_name = "s3://BUCKET/PREFIX", value_parser = parse_store,
+          conflicts_with_all = ["filter_budget"])]
+    pub store: Option<StoreUrl>,
+    /// With --store: gets per phase against the bucket (missing and existing
+    /// keys, cold and warm), the first of --lookups' keys.
+    #[arg(long, default_value_t = 10_000, value_name = "N", requires = "store",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub bucket_lookups: u64,
+    /// With --store --benchmarks: the most bytes of table data the local disk
+    /// cache holds (0: none, every read a GET).
+    #[arg(long, default_value_t = 1 << 30, value_name = "BYTES", requires = "store",
+          value_parser = crate::db_cmd::parse_size)]
+    pub bucket_cache_bytes: u64,
+    /// With --store: the disk cache's unit, the least a GET that fills it
+    /// asks for (a power of two, 4 KiB to 64 MiB).
+    #[arg(long, default_value_t = 64 << 10, value_name = "BYTES", requires = "store",
+          value_parser = parse_chunk)]
+    pub bucket_chunk_bytes: u64,
     /// Let --dir hold stores of an earlier run: each configuration's old store
     /// is deleted and rebuilt.
     #[arg(long, requires = "dir")]
@@ -343,6 +372,61 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|f| (0.0..=1.0).contains(f))
         .ok_or_else(|| format!("{s:?}: the fraction must be a number in [0, 1]"))
+}
+
+/// Where `--store` puts the tables: `s3://BUCKET/PREFIX`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreUrl {
+    /// The bucket.
+    pub bucket: String,
+    /// The key prefix, ending in `/` unless empty.
+    pub prefix: String,
+}
+
+impl std::fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "s3://{}/{}", self.bucket, self.prefix)
+    }
+}
+
+/// Parses `--store`: `s3://BUCKET` or `s3://BUCKET/PREFIX`.
+fn parse_store(s: &str) -> Result<StoreUrl, String> {
+    let rest = s
+        .strip_prefix("s3://")
+        .ok_or_else(|| format!("{s:?}: give the bucket as s3://BUCKET/PREFIX"))?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    let ok_bucket = (3..=63).contains(&bucket.len())
+        && bucket
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    if !ok_bucket {
+        return Err(format!(
+            "{s:?}: {bucket:?} is not a bucket name (3 to 63 lowercase letters, digits, '-' and '.')"
+        ));
+    }
+    let parts: Vec<&str> = prefix.split('/').filter(|p| !p.is_empty()).collect();
+    if parts.iter().any(|p| *p == "." || *p == "..") {
+        return Err(format!("{s:?}: the prefix has a . or .. segment"));
+    }
+    let prefix = if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", parts.join("/"))
+    };
+    Ok(StoreUrl {
+        bucket: bucket.to_string(),
+        prefix,
+    })
+}
+
+/// Parses `--bucket-chunk-bytes`: a power of two from 4 KiB to 64 MiB.
+fn parse_chunk(s: &str) -> Result<u64, String> {
+    let n = crate::db_cmd::parse_size(s)?;
+    if n.is_power_of_two() && (4 << 10..=64 << 20).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{s:?}: give a power of two from 4K to 64M"))
+    }
 }
 
 /// Parses `--price-per-million-gets`: a finite number >= 0.

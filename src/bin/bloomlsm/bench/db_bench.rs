@@ -27,7 +27,7 @@ use crate::{CliError, CliResult, interrupt, progress, write_json};
 use super::args::BenchArgs;
 use super::chart::check_plot_path;
 use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
-use super::remote::{self, Requests};
+use super::remote::{self, Requests, Snapshot};
 use super::row::predicted_fpr;
 use super::series_chart;
 use super::stores::{StoresHome, store_dir, store_options};
@@ -136,6 +136,9 @@ struct Outcome {
     requests: Option<Requests>,
     /// Writes with --writes-per-range-tombstone: the range deletes made.
     range_deletes: Option<u64>,
+    /// Writes with --store: the bucket's uploads meanwhile (flushes and
+    /// compactions).
+    uploads: Option<remote::BucketCount>,
 }
 
 /// db_bench's --range_tombstone_width default.
@@ -190,11 +193,15 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     let args = &args;
     let mut opts = store_options(args, &config)?;
     opts.background_compaction = true;
-    let fs = remote::wrap(args, opts.fs.clone())?;
-    opts.fs = fs.clone();
     // Removes a temporary home when dropped, at the end of the run.
     let home = StoresHome::prepare(args)?;
     let dir = store_dir(&home.path, &config.name)?;
+    let inner = match &args.store {
+        Some(url) => super::bucket::for_benchmarks(args, url, &dir, &home.path)?,
+        None => opts.fs.clone(),
+    };
+    let fs = remote::wrap(args, inner)?;
+    opts.fs = fs.clone();
     let db = interrupt::guard(|| Db::open(&dir, opts))?;
     if !args.json {
         writeln!(
@@ -216,6 +223,15 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
             "Storage:    read latency {}",
             remote::describe(fs.latency())
         )?;
+        if let Some(url) = &args.store {
+            writeln!(
+                out,
+                "Bucket:     tables in {url} ({}), disk cache {} in {} chunks",
+                super::bucket::endpoint(),
+                crate::report::bytes(args.bucket_cache_bytes),
+                crate::report::bytes(args.bucket_chunk_bytes)
+            )?;
+        }
         if benchmarks.iter().any(|b| matches!(b, Benchmark::Ycsb(_))) {
             writeln!(
                 out,
@@ -249,7 +265,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
             continue;
         }
         let o = if b.writes() {
-            write_keys(args, &db, &values, b, seed)?
+            write_keys(args, &db, &fs, &values, b, seed)?
         } else {
             read_keys(args, &db, &fs, &values, b, seed)?
         };
@@ -281,6 +297,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     }
     db.close()?;
     if !home.keep {
+        super::bucket::remove_benchmarks_store(&dir)?;
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(())
@@ -290,6 +307,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
 fn write_keys(
     args: &BenchArgs,
     db: &Db,
+    fs: &LatencyFs,
     values: &ValueSource,
     b: Benchmark,
     seed: u64,
@@ -315,6 +333,7 @@ fn write_keys(
         .range_tombstone_width
         .unwrap_or(DEFAULT_RANGE_TOMBSTONE_WIDTH);
     let mut range_deletes = 0u64;
+    let before = Snapshot::take(fs);
     let mut rec = Recorder::start();
     for (j, &idx) in order.iter().enumerate() {
         if let Some(every) = args.writes_per_range_tombstone
@@ -351,6 +370,7 @@ fn write_keys(
         series: Vec::new(),
         requests: None,
         range_deletes: args.writes_per_range_tombstone.map(|_| range_deletes),
+        uploads: Snapshot::take(fs).bucket_since(&before),
     })
 }
 
@@ -454,7 +474,7 @@ fn read_phase(
     db.reset_stats();
     let mut sampler = (b == Benchmark::ReadWhileWriting)
         .then(|| Sampler::start(Duration::from_millis(args.stats_interval_ms), db));
-    let before = fs.reads();
+    let before = Snapshot::take(fs);
     let mut rec = Recorder::start();
     for j in 0..n {
         let hit = match b {
@@ -493,7 +513,13 @@ fn read_phase(
     }
     let series = sampler.map_or_else(Vec::new, |s| s.finish(db, n, puts.load(Ordering::Relaxed)));
     let stats = db.stats();
-    let requests = Requests::new(before, fs.reads(), n, &stats, args.price_per_million_gets);
+    let requests = Requests::new(
+        before,
+        Snapshot::take(fs),
+        n,
+        &stats,
+        args.price_per_million_gets,
+    );
     let percentiles_ns = DB_BENCH_PERCENTILES.map(|p| rec.value_at_percentile(p));
     let phase = rec.finish(n, stats.total.bytes_read);
     pb.finish_and_clear();
@@ -509,6 +535,7 @@ fn read_phase(
         series,
         requests: Some(requests),
         range_deletes: None,
+        uploads: None,
     })
 }
 
@@ -607,6 +634,14 @@ fn write_text(out: &mut dyn Write, o: &Outcome) -> CliResult {
     if let Some(r) = &o.requests {
         writeln!(out, "{}", r.line(o.bench == Benchmark::ReadWhileWriting))?;
     }
+    if let Some(u) = &o.uploads {
+        writeln!(
+            out,
+            "Bucket:     {} PUTs, {} uploaded by the flushes and compactions the puts made (so far)",
+            u.puts,
+            crate::report::bytes(u.put_bytes)
+        )?;
+    }
     Ok(())
 }
 
@@ -640,6 +675,8 @@ fn json_outcome(config: &BenchConfig, o: &Outcome) -> serde_json::Value {
         "range_tombstone_checks": s.map(|s| s.range_tombstone_checks),
         "range_tombstone_files": s.map(|s| s.range_tombstone_files),
         "gets_range_deleted": s.map(|s| s.gets_range_deleted),
+        "bucket_put_requests": o.uploads.map(|u| u.puts),
+        "bucket_put_bytes": o.uploads.map(|u| u.put_bytes),
     });
     if let (Some(r), Some(map)) = (&o.requests, v.as_object_mut())
         && let Some(extra) = r.json().as_object()

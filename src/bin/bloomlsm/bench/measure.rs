@@ -62,9 +62,9 @@ pub fn measure(
     db: &Db,
     zipf: Option<&Zipf>,
 ) -> CliResult<Measured> {
-    let (missing, missing_phase) = missing_gets(args, config, db)?;
+    let (missing, missing_phase) = missing_gets(args, &config.name, db, args.lookups)?;
     let multi_phase = multi_get_missing(args, config, db)?;
-    let (existing, existing_phase) = existing_gets(args, config, db, zipf)?;
+    let (existing, existing_phase) = existing_gets(args, &config.name, db, zipf, args.lookups)?;
     Ok(Measured {
         missing,
         existing,
@@ -80,15 +80,11 @@ fn absent_found() -> CliError {
     CliError::new("an absent-family key was found in the store")
 }
 
-/// The missing-key phase: `args.lookups` gets of absent keys, one at a time.
-fn missing_gets(args: &BenchArgs, config: &BenchConfig, db: &Db) -> CliResult<(Stats, Phase)> {
-    let n = args.lookups;
+/// The missing-key phase: `n` gets of absent keys, one at a time (the
+/// progress bar labelled `name`).
+pub fn missing_gets(args: &BenchArgs, name: &str, db: &Db, n: u64) -> CliResult<(Stats, Phase)> {
     db.reset_stats();
-    let pb = progress(
-        Some(n),
-        args.quiet,
-        format!("{}: missing gets", config.name),
-    );
+    let pb = progress(Some(n), args.quiet, format!("{name}: missing gets"));
     let mut rec = Recorder::start();
     let mut i = 0;
     while i < n {
@@ -140,21 +136,17 @@ fn multi_get_missing(args: &BenchArgs, config: &BenchConfig, db: &Db) -> CliResu
     Ok(phase)
 }
 
-/// The existing-key phase: `args.lookups` gets of inserted keys, drawn
-/// uniformly or from `zipf`.
-fn existing_gets(
+/// The existing-key phase: `n` gets of inserted keys, drawn uniformly or
+/// from `zipf` (the progress bar labelled `name`).
+pub fn existing_gets(
     args: &BenchArgs,
-    config: &BenchConfig,
+    name: &str,
     db: &Db,
     zipf: Option<&Zipf>,
+    n: u64,
 ) -> CliResult<(Stats, Phase)> {
-    let n = args.lookups;
     db.reset_stats();
-    let pb = progress(
-        Some(n),
-        args.quiet,
-        format!("{}: existing gets", config.name),
-    );
+    let pb = progress(Some(n), args.quiet, format!("{name}: existing gets"));
     let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
     let keys = args.keys.max(1);
     let mut rec = Recorder::start();
@@ -260,9 +252,17 @@ pub fn run_config(
         phases,
         io: args.io,
         budget: Vec::new(),
+        bucket: None,
     };
     db.close()?;
     let mut row = row;
+    #[cfg(feature = "object-store")]
+    if let Some(url) = &args.store {
+        let work = parent.join(format!(".{}.bucket", config.name));
+        row.bucket = Some(super::bucket::measure(
+            args, url, config, &dir, zipf, &work,
+        )?);
+    }
     if row.filter_bytes > 0 {
         row.budget = budget::sweep(args, config, &dir, metadata_bytes)?;
     }

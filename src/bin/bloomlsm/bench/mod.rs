@@ -63,6 +63,7 @@ use bloomlsm::FilterOptions;
 use crate::{CliError, CliResult, interrupt, write_json};
 
 mod args;
+mod bucket;
 mod ceiling;
 mod chart;
 mod configs;
@@ -150,6 +151,9 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         csv::write(out, &rows, none.as_ref())?;
     } else if text {
         text::write_report(out, args, &rows, none.as_ref())?;
+        if let Some(url) = &args.store {
+            bucket::write_text(out, args, url, &rows, none.as_ref())?;
+        }
     }
     if let Some(path) = &args.plot {
         chart::write(args, out, path, &rows, text)?;
@@ -173,6 +177,16 @@ fn check_args(args: &BenchArgs) -> CliResult<Option<Zipf>> {
     if args.workload == args::Workload::Prefix && args.plot.is_some() {
         return Err(CliError::usage(
             "--plot draws the point study or --workload range; --workload prefix has no chart",
+        ));
+    }
+    if args.store.is_some() && !cfg!(feature = "object-store") {
+        return Err(CliError::usage(
+            "--store needs the object-store feature: cargo run --release --features object-store -- bench --store s3://BUCKET/PREFIX",
+        ));
+    }
+    if args.store.is_some() && args.workload != args::Workload::Point {
+        return Err(CliError::usage(
+            "--store reads the point study's stores in the bucket, not --workload prefix or range",
         ));
     }
     if args.workload != args::Workload::Range && args.has_range_flags() {
@@ -283,6 +297,10 @@ fn run_configs(
             let none = rows.iter().find(|r| r.config.filters.policy.is_none());
             let mut v = json::json_row(&row, none);
             v["memory_ceiling"] = serde_json::json!(args.memory_ceiling);
+            if args.store.is_some() {
+                let none = rows.iter().find(|r| r.config.filters.policy.is_none());
+                v["bucket"] = bucket::json(&row, none, args.price_per_million_gets);
+            }
             write_json(out, &v)?;
             out.flush()?;
         }

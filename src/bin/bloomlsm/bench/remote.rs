@@ -3,6 +3,10 @@
 //! read workload reports the read requests it made, the requests its
 //! filters saved, and what the requests cost at `--price-per-million-gets`.
 //!
+//! With `--store`, the store's tables are in a bucket behind that model,
+//! and each line also gives the GETs the bucket client made: the model's
+//! requests beside the measured ones.
+//!
 //! A filter that answers "absent" for a file saves that file's data-block
 //! read: one request, the index and filter being held in memory. So the
 //! requests saved per get are the filters' negatives per get.
@@ -13,6 +17,7 @@ use std::time::Duration;
 use bloomlsm::Stats;
 use bloomlsm::fs::FileSystem;
 use bloomlsm::fs::latency::{Latency, LatencyFs, ReadCount};
+
 use serde_json::{Value, json};
 
 use crate::{CliError, CliResult};
@@ -54,11 +59,57 @@ pub fn describe(l: Latency) -> String {
     }
 }
 
+/// The storage's counts at one moment: the model's reads, and with
+/// `--store` the bucket client's requests.
+#[derive(Clone, Copy, Debug)]
+pub struct Snapshot {
+    reads: ReadCount,
+    bucket: Option<BucketCount>,
+}
+
+/// Requests the bucket client made, and their bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BucketCount {
+    pub gets: u64,
+    pub get_bytes: u64,
+    pub puts: u64,
+    pub put_bytes: u64,
+}
+
+impl BucketCount {
+    /// `self - before`.
+    pub fn since(&self, before: &BucketCount) -> BucketCount {
+        BucketCount {
+            gets: self.gets - before.gets,
+            get_bytes: self.get_bytes - before.get_bytes,
+            puts: self.puts - before.puts,
+            put_bytes: self.put_bytes - before.put_bytes,
+        }
+    }
+}
+
+impl Snapshot {
+    /// The counts of `fs` (and of the bucket under it) now.
+    pub fn take(fs: &LatencyFs) -> Snapshot {
+        Snapshot {
+            reads: fs.reads(),
+            bucket: super::bucket::requests(),
+        }
+    }
+
+    /// The bucket's requests since `before` (`None` without `--store`).
+    pub fn bucket_since(&self, before: &Snapshot) -> Option<BucketCount> {
+        Some(self.bucket?.since(&before.bucket?))
+    }
+}
+
 /// What one workload asked of the storage.
 #[derive(Clone, Copy, Debug)]
 pub struct Requests {
-    /// Read requests and bytes during the workload.
+    /// Read requests and bytes during the workload (the model's).
     pub reads: ReadCount,
+    /// The bucket's requests meanwhile, with `--store`.
+    pub measured: Option<BucketCount>,
     /// The workload's operations.
     pub ops: u64,
     /// Its gets, and the filters' negatives among their probes.
@@ -71,8 +122,11 @@ pub struct Requests {
 impl Requests {
     /// From the file system's counts before and after, and the store's
     /// counters over the workload.
-    pub fn new(before: ReadCount, after: ReadCount, ops: u64, stats: &Stats, price: f64) -> Self {
+    pub fn new(before: Snapshot, after: Snapshot, ops: u64, stats: &Stats, price: f64) -> Self {
+        let measured = after.bucket_since(&before);
+        let (before, after) = (before.reads, after.reads);
         Requests {
+            measured,
             reads: ReadCount {
                 requests: after.requests - before.requests,
                 bytes: after.bytes - before.bytes,
@@ -113,6 +167,14 @@ impl Requests {
         if writes {
             l.push_str(" (compactions' reads included)");
         }
+        if let Some(m) = &self.measured {
+            let per = |n: u64| n as f64 / self.ops.max(1) as f64;
+            l.push_str(&format!(
+                "; measured at the bucket: {:.3} GETs/op, {:.1} bytes/op",
+                per(m.gets),
+                per(m.get_bytes)
+            ));
+        }
         if let Some(s) = self.saved_per_get() {
             l.push_str(&format!(
                 "; filters saved {s:.3} requests/get (USD {:.4} per million gets)",
@@ -137,6 +199,8 @@ impl Requests {
             "usd_per_million_ops": self.usd_per_million_ops(),
             "price_per_million_gets": self.price,
             "read_latency_ms_total": self.reads.latency.as_secs_f64() * 1e3,
+            "bucket_get_requests_per_op": self.measured.map(|m| m.gets as f64 / self.ops.max(1) as f64),
+            "bucket_get_bytes_per_op": self.measured.map(|m| m.get_bytes as f64 / self.ops.max(1) as f64),
         })
     }
 }

@@ -57,6 +57,8 @@ pub struct BenchRow {
     pub io: IoMode,
     /// `--filter-budget`: the store under each filter memory budget.
     pub budget: Vec<budget::BudgetPoint>,
+    /// `--store`: the store read with its tables in a bucket.
+    pub bucket: Option<super::bucket::BucketRow>,
 }
 
 impl BenchRow {

@@ -41,7 +41,7 @@ use crate::workload::{ScrambledZipfian, SkewedLatest, SplitMix64, ValueSource, a
 use crate::{CliResult, progress};
 
 use super::args::{BenchArgs, IoMode};
-use super::remote::Requests;
+use super::remote::{Requests, Snapshot};
 use super::row::predicted_fpr;
 
 /// One of YCSB's core workloads.
@@ -281,7 +281,7 @@ pub fn run(
     let mut value = Vec::with_capacity(args.value_size as usize);
     let pb = progress(Some(n), args.quiet, name);
     db.reset_stats();
-    let before = fs.reads();
+    let before = Snapshot::take(fs);
     let all = Recorder::start();
     let start = Instant::now();
     for j in 0..n {
@@ -354,7 +354,13 @@ pub fn run(
     let secs = start.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let stats = db.stats();
-    let requests = Requests::new(before, fs.reads(), n, &stats, args.price_per_million_gets);
+    let requests = Requests::new(
+        before,
+        Snapshot::take(fs),
+        n,
+        &stats,
+        args.price_per_million_gets,
+    );
     let phase = all.finish(n, stats.total.bytes_read);
     let micros = secs * 1e6 / n.max(1) as f64;
     let ops_per_sec = n as f64 / secs.max(1e-9);

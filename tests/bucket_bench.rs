@@ -1,0 +1,125 @@
+//! `bloomlsm bench --store s3://…` against a real S3 server
+//! (`BLOOMLSM_S3_ENDPOINT`, as in tests/bucket.rs): the study's stores read
+//! from the bucket, cold and warm, their requests measured at the client
+//! and checked against the store's own count of block reads.
+
+use std::process::Command;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path as ObjectPath;
+use object_store::{ClientOptions, ObjectStore};
+use serde_json::Value;
+
+fn endpoint() -> String {
+    std::env::var("BLOOMLSM_S3_ENDPOINT").expect(
+        "BLOOMLSM_S3_ENDPOINT names no S3 server: run `BLOOMLSM_S3_ENDPOINT=$(bash .ci/moto.sh start)`",
+    )
+}
+
+fn bucket() -> String {
+    std::env::var("BLOOMLSM_S3_BUCKET").unwrap_or_else(|_| "bloomlsm-test".to_string())
+}
+
+/// Every object key under `prefix`, at any depth.
+fn objects_under(prefix: &str) -> Vec<String> {
+    let store = AmazonS3Builder::new()
+        .with_endpoint(endpoint())
+        .with_bucket_name(bucket())
+        .with_region("us-east-1")
+        .with_access_key_id("test")
+        .with_secret_access_key("test")
+        .with_client_options(ClientOptions::new().with_allow_http(true))
+        .build()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    let mut dirs = vec![ObjectPath::from(prefix)];
+    while let Some(d) = dirs.pop() {
+        let r = rt.block_on(store.list_with_delimiter(Some(&d))).unwrap();
+        out.extend(r.objects.into_iter().map(|m| m.location.to_string()));
+        dirs.extend(r.common_prefixes);
+    }
+    out
+}
+
+#[test]
+fn the_study_reads_each_store_from_the_bucket_cold_and_warm() {
+    let prefix = format!("bench-{}/", std::process::id());
+    let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args([
+            "bench",
+            "--keys",
+            "30000",
+            "--configs",
+            "none,blocked10",
+            "--lookups",
+            "3000",
+            "--bucket-lookups",
+            "600",
+            "--store",
+            &format!("s3://{}/{prefix}", bucket()),
+            "--json",
+            "-q",
+        ])
+        .env("AWS_ENDPOINT", endpoint())
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let phase = |row: usize, name: &str, field: &str| -> f64 {
+        rows[row]["bucket"]["phases"][name][field]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{name}.{field} in {}", rows[row]))
+    };
+    for (r, row) in rows.iter().enumerate() {
+        let b = &row["bucket"];
+        assert!(b["tables"].as_u64() > Some(0), "{b}");
+        assert!(b["open_get_requests"].as_u64() > Some(0), "{b}");
+        for name in ["missing_cold", "existing_cold"] {
+            // No disk cache: each block the store read was one GET of it.
+            assert_eq!(
+                phase(r, name, "get_requests_per_get"),
+                phase(r, name, "model_requests_per_get"),
+                "{name}: {b}"
+            );
+            assert_eq!(
+                phase(r, name, "request_bytes_per_get"),
+                phase(r, name, "model_bytes_per_get"),
+                "{name}: {b}"
+            );
+        }
+        for name in ["missing_warm", "existing_warm"] {
+            // Every table in the disk cache: no request.
+            assert_eq!(phase(r, name, "get_requests"), 0.0, "{name}: {b}");
+            assert!(phase(r, name, "model_requests_per_get") > 0.0, "{b}");
+        }
+        // An existing get reads its key's block, and more without filters.
+        assert!(phase(r, "existing_cold", "get_requests_per_get") >= 1.0);
+    }
+    // Without filters every missing get reads a block of each table whose
+    // range holds the key; blocked10's filters leave about 1% of those.
+    let none = phase(0, "missing_cold", "get_requests_per_get");
+    let filtered = phase(1, "missing_cold", "get_requests_per_get");
+    assert!(none >= 1.0, "{}", rows[0]);
+    assert!(filtered < none * 0.1, "{filtered} vs {none}");
+    let saved = phase(1, "missing_cold", "requests_saved_per_get");
+    assert!((saved - (none - filtered)).abs() < 1e-9, "{}", rows[1]);
+    assert!(phase(1, "existing_cold", "get_requests_per_get") < 1.1);
+    // The tables' objects are gone; only the checks made at open remain.
+    let left: Vec<String> = objects_under(&prefix)
+        .into_iter()
+        .filter(|k| k.ends_with(".sst"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
