@@ -367,7 +367,9 @@ impl Inner {
     /// Looks up `reads` — (key index, file, the file filter's answer) — in
     /// their files, charging each key's cost, and returns the keys a file
     /// answered (a value or a tombstone) in `reads`' order. With direct
-    /// reads they are made in parallel on the I/O threads
+    /// reads, or tables in an object store
+    /// ([`FileSystem::remote_reads`](crate::fs::FileSystem::remote_reads)),
+    /// they are made in parallel on the I/O threads
     /// ([`crate::fs::io_pool`]), so that up to 16 device reads are in flight
     /// (RocksDB's MultiGet overlaps them with asynchronous I/O). Buffered reads stay on this thread: served by
     /// the page cache in a few µs, they lost more to the hand-offs than they
@@ -387,10 +389,13 @@ impl Inner {
             let r = self.probe_key(f, keys[i], snapshot, hashes[i], &mut cost, says);
             (i, cost, r)
         };
-        let pool = match self.opts.read_mode {
-            // A device read takes ~100 µs: two already overlap usefully.
-            ReadMode::Direct if reads.len() >= 2 => crate::fs::io_pool(),
-            _ => None,
+        // A device read takes ~100 µs, a GET from a bucket milliseconds:
+        // two already overlap usefully.
+        let slow = self.opts.read_mode == ReadMode::Direct || self.opts.fs.remote_reads();
+        let pool = if slow && reads.len() >= 2 {
+            crate::fs::io_pool()
+        } else {
+            None
         };
         let results: Vec<(usize, GetCost, Result<Probed>)> = match pool {
             // One task per read, so every read has its own thread. A panic

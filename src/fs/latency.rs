@@ -258,6 +258,9 @@ impl FileSystem for LatencyFs {
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
         self.inner.remove_dir(dir)
     }
+    fn remote_reads(&self) -> bool {
+        self.inner.remote_reads() || self.latency() != Latency::Fixed(Duration::ZERO)
+    }
 }
 
 #[cfg(test)]

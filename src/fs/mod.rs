@@ -234,6 +234,12 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
             "this file system removes no directories",
         ))
     }
+    /// Whether a read of a table waits on a network round trip (an object
+    /// store): the store then makes a `multi_get`'s independent data-block
+    /// reads of one level in parallel, as it does for direct reads.
+    fn remote_reads(&self) -> bool {
+        false
+    }
 }
 
 /// Whether a failed [`FileSystem::hard_link`] means that no link can be

@@ -520,6 +520,10 @@ impl FileSystem for BucketFs {
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
         RealFs.remove_dir(dir)
     }
+
+    fn remote_reads(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -24,9 +24,10 @@ use super::args::{BenchArgs, StoreUrl};
 use super::row::BenchRow;
 
 /// The phases against the bucket: (label, JSON name).
-pub const BUCKET_PHASES: [(&str, &str); 4] = [
+pub const BUCKET_PHASES: [(&str, &str); 5] = [
     ("missing get, cold", "missing_cold"),
     ("existing get, cold", "existing_cold"),
+    ("existing multi_get, cold", "existing_multi_get_cold"),
     ("missing get, warm", "missing_warm"),
     ("existing get, warm", "existing_warm"),
 ];
@@ -92,7 +93,7 @@ pub struct BucketRow {
     pub prefetch_bytes: u64,
     pub prefetch_secs: f64,
     /// Each of [`BUCKET_PHASES`].
-    pub phases: [BucketPhase; 4],
+    pub phases: [BucketPhase; 5],
 }
 
 /// The GETs per get `none` made in phase `i`, less this row's: the
@@ -180,7 +181,7 @@ pub fn write_text(
     }
     writeln!(
         out,
-        "cold: no disk cache, each block read one ranged GET; warm: every table in the disk cache ({} chunks) first. GETs/get: measured at the bucket client; model: the store's block reads, one request each (what the latency model counts); FPR model: the sum of the modelled FPRs of the files each missing get probed. GETs saved: none's GETs/get less the row's. USD at {:.2} per million GETs.",
+        "cold: no disk cache, each block read one ranged GET; multi_get: 1,024 keys a call, each level's reads in parallel (16 at a time), latency per key; warm: every table in the disk cache ({} chunks) first. GETs/get: measured at the bucket client; model: the store's block reads, one request each (what the latency model counts); FPR model: the sum of the modelled FPRs of the files each missing get probed. GETs saved: none's GETs/get less the row's. USD at {:.2} per million GETs.",
         bytes(args.bucket_chunk_bytes),
         args.price_per_million_gets
     )?;
@@ -274,7 +275,7 @@ mod run {
 
     use super::super::args::{BenchArgs, StoreUrl};
     use super::super::configs::BenchConfig;
-    use super::super::measure::{Zipf, existing_gets, missing_gets};
+    use super::super::measure::{Zipf, existing_gets, existing_multi_gets, missing_gets};
     use super::super::remote::BucketCount;
     use super::super::stores::store_options;
     use super::{BucketPhase, BucketRow};
@@ -329,10 +330,14 @@ mod run {
             opts.read_mode = ReadMode::Buffered;
 
             let cold = Arc::new(BucketFs::open(bucket_config("cold-cache", 0))?);
-            let before = cold.counters();
+            let unopened = cold.counters();
             let db = Db::open_read_only(&dir, opts.clone().fs(cold.clone()))?;
             let opened = cold.counters();
             let c = phases(args, &name, &db, &cold, zipf, n, "cold")?;
+            let before = cold.counters();
+            let (stats, phase) =
+                existing_multi_gets(args, &format!("{name}, cold"), &db, zipf, n)?;
+            let m = bucket_phase(n, &stats, phase, before, cold.counters());
             db.close()?;
             drop(cold);
 
@@ -357,12 +362,12 @@ mod run {
                 tables: up.tables,
                 table_bytes: up.table_bytes,
                 upload_secs,
-                open_requests: opened.gets - before.gets,
-                open_request_bytes: opened.get_bytes - before.get_bytes,
+                open_requests: opened.gets - unopened.gets,
+                open_request_bytes: opened.get_bytes - unopened.get_bytes,
                 prefetch_requests: prefetched.gets,
                 prefetch_bytes: fetched,
                 prefetch_secs,
-                phases: [c0, c1, w0, w1],
+                phases: [c0, c1, m, w0, w1],
             })
         })();
         if result.is_err() {

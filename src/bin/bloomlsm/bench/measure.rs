@@ -172,6 +172,48 @@ pub fn existing_gets(
     Ok((existing, phase))
 }
 
+/// `n` inserted keys, drawn as [`existing_gets`] draws them, looked up by
+/// `multi_get` [`MULTI_GET_BATCH`] at a time (the progress bar labelled
+/// `name`).
+pub fn existing_multi_gets(
+    args: &BenchArgs,
+    name: &str,
+    db: &Db,
+    zipf: Option<&Zipf>,
+    n: u64,
+) -> CliResult<(Stats, Phase)> {
+    db.reset_stats();
+    let pb = progress(Some(n), args.quiet, format!("{name}: existing keys by multi_get"));
+    let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
+    let keys = args.keys.max(1);
+    let mut batch: Vec<[u8; 16]> = Vec::with_capacity(MULTI_GET_BATCH as usize);
+    let mut rec = Recorder::start();
+    let mut i = 0;
+    while i < n {
+        let end = (i + MULTI_GET_BATCH).min(n);
+        batch.clear();
+        batch.extend((i..end).map(|_| {
+            let idx = match zipf {
+                Some(z) => z.sample(&mut rng),
+                None => rng.below(keys),
+            };
+            present_key(args.seed, idx)
+        }));
+        let got = rec.time(end - i, || db.multi_get(&batch))?;
+        if let Some(j) = got.iter().position(Option::is_none) {
+            return Err(CliError::new(format!(
+                "an inserted key ({j} of a multi_get batch) was not found"
+            )));
+        }
+        pb.inc(end - i);
+        i = end;
+    }
+    let stats = db.stats();
+    let phase = rec.finish(n, stats.total.bytes_read);
+    pb.finish_and_clear();
+    Ok((stats, phase))
+}
+
 /// Keys per `multi_get` call in the study's multi_get phase.
 pub const MULTI_GET_BATCH: u64 = 1024;
 
