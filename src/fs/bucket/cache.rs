@@ -162,6 +162,11 @@ impl DiskCache {
         self.limit > 0
     }
 
+    /// Whether chunk `id` is held (its file is not checked).
+    pub(super) fn holds(&self, id: ChunkId) -> bool {
+        self.index().entries.contains_key(&id)
+    }
+
     /// Reads `buf.len()` bytes at `offset` within chunk `id`, whose length
     /// is `len`; `false` on a miss (the chunk is not held, or its file is
     /// gone or of another length).

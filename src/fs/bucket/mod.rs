@@ -404,6 +404,7 @@ impl FileSystem for BucketFs {
             size: known.size,
             shared: self.shared.clone(),
             key,
+            sequence: Default::default(),
         }))
     }
 
