@@ -703,7 +703,7 @@ impl Inner {
                 wal,
                 last_seq: seq,
             });
-            k.install(&kst, kw.mem.clone());
+            k.install_super_version(&kst, kw.mem.clone());
             drop(kst);
             k.cv.notify_all();
         }

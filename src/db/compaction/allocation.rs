@@ -402,6 +402,34 @@ pub(crate) fn budget_multiplier(
 /// of it.
 const CLAMP: f64 = 2.0;
 
+/// The workload-aware allocation's plan for a flush or compaction into
+/// `level`, whose level gets `policy`, when the store uses it
+/// ([`crate::FilterOptions::workload_aware`]) and the level has a filter:
+/// the family and the plan made from what `what` gives (the version, the
+/// files whose rates the outputs inherit, the files replaced, the pieces
+/// written, the store's lookups).
+#[allow(clippy::type_complexity)]
+pub(crate) fn workload_plan<'a>(
+    opts: &crate::options::Options,
+    level: usize,
+    policy: Option<FilterPolicy>,
+    what: impl FnOnce() -> (
+        &'a Version,
+        Vec<(usize, &'a FileHandle)>,
+        Vec<u64>,
+        Vec<Piece<'a>>,
+        u64,
+    ),
+) -> Option<(FilterKind, Plan)> {
+    let avg = opts.filters.workload_avg_bits_per_key?;
+    let kind = policy?.kind();
+    let (v, sources, replaced, pieces, lookups) = what();
+    Some((
+        kind,
+        Plan::new(v, level, &sources, &replaced, &pieces, kind, avg, lookups),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
