@@ -92,9 +92,8 @@ use crate::filter::key_hash;
 use crate::fs::{FileLock, FileSystem};
 use crate::key::{self, ValueKind};
 use crate::options::{Options, ReadMode};
-use crate::stats::{
-    AtomicIo, FileStats, Get, GetCounters, IoCounters, LevelStats, LevelWrites, Stats,
-};
+use crate::stats::{FileStats, IoCounters, LevelStats, LevelWrites, Stats};
+use crate::tally::{AtomicIo, Get, GetCounters};
 use caches::Caches;
 use compaction::table_files::{NewTable, TableFiles, create_table};
 use compaction::{Compaction, FileNumbers, OutputSize, Retention};

@@ -27,7 +27,7 @@ use crate::db::manifest::FileMeta;
 use crate::filter::Filter;
 use crate::key::{self, prefix};
 use crate::sst::Table;
-use crate::stats::AtomicIo;
+use crate::tally::AtomicIo;
 
 /// One live SSTable: its manifest entry, the open table, and its read counters.
 #[derive(Debug)]
