@@ -16,7 +16,7 @@
 //! arena), `version/` (versions, the version set and its MANIFEST,
 //! recovery, file names, the OPTIONS file) and `compaction/` (picking,
 //! running and writing compactions, table files, filter rebuilds); beside
-//! them the WAL (`log.rs`, `wal.rs`), write batches,
+//! them the WAL (`log/`, `wal.rs`), write batches,
 //! iterators, merging and snapshots.
 
 mod background;
