@@ -12,7 +12,7 @@
 //! compaction threads), `install.rs` (the one path by which a flush, a
 //! compaction, a filter rebuild or a load changes the tree), `ingest.rs`
 //! (atomic bulk loads) and `counters.rs` (what is counted, and [`Stats`]),
-//! `checkpoint.rs` (a copy of the store as of one moment), `keyspace.rs`
+//! `checkpoint/` (a copy of the store as of one moment), `keyspace.rs`
 //! (named keyspaces: each an engine of its own sharing the store's WAL).
 //! The parts they use are folders: `memtable/` (memtable, skip list,
 //! arena), `version/` (versions, the version set and its MANIFEST,
@@ -27,7 +27,6 @@ mod background_tests;
 pub mod batch;
 pub(crate) mod caches;
 pub mod checkpoint;
-mod checkpoint_files;
 pub(crate) mod compaction;
 mod counters;
 mod current;

@@ -3,7 +3,7 @@
 //!
 //! Counters are always on, kept per file: a lookup adds its costs once to
 //! each file it touched, plus the store's lookup counts. Those live
-//! counters are in [`crate::tally`] (`lookups.rs`): the counts every lookup
+//! counters are in `src/tally/` (`lookups.rs`): the counts every lookup
 //! makes — a file's key-range skips and filter negatives, the store's
 //! lookup counters — go to cells of the thread's own, without a locked
 //! instruction; the rest are relaxed atomics. Level totals are sums over

@@ -32,7 +32,7 @@
 //! - nothing found → everything from the start of the broken logical record to
 //!   the end of the file is a torn tail: reported as [`TailDropped`], the read
 //!   ends normally;
-//! - found at `q` → mid-file corruption: [`Error::Corruption`] naming `x`, or in
+//! - found at `q` → mid-file corruption: [`crate::Error::Corruption`] naming `x`, or in
 //!   salvage mode the bytes `x..q` are skipped, reported as [`Skipped`], and
 //!   reading resumes at `q`.
 //!
