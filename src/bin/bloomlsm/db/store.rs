@@ -205,7 +205,7 @@ pub fn open(dir: &Path, new: NewStore, design: &DesignArgs, files: &OpenFilesArg
 /// anything: the bytes dropped from a log's end and the damaged records
 /// skipped. `writable`: the open was for writing, which keeps a copy of a
 /// cut log in `lost/`. `cut`: where the first dropped end starts, if known
-/// ([`first_cut`]).
+/// (`first_cut` in `verify.rs`).
 pub fn wal_damage(
     dir: &Path,
     s: &Stats,
