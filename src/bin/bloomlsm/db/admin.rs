@@ -10,7 +10,9 @@ use bloomlsm::fs::RealFs;
 use bloomlsm::{Db, Options};
 use serde_json::json;
 
-use super::store::{KeyspaceArg, NewStore, check_store, open, open_for_reading, warn_wal_damage};
+use super::store::{
+    KeyspaceArg, NewStore, check_store, open, open_for_reading, open_keyspace, warn_wal_damage,
+};
 use crate::design::DesignArgs;
 use crate::open_files::OpenFilesArg;
 use crate::report::{bytes, count, shape_line};
@@ -25,10 +27,7 @@ pub(super) fn compact(
     files: &OpenFilesArg,
     out: &mut dyn Write,
 ) -> CliResult {
-    keyspace.check_design(design)?;
-    keyspace.check_exists(dir)?;
-    let db = open(dir, NewStore::Refuse, design, files)?;
-    let ks = keyspace.of(&db)?;
+    let (db, ks) = open_keyspace(dir, keyspace, design, NewStore::Refuse, files)?;
     writeln!(out, "before: {}", shape_line(&ks.stats()))?;
     let t = Instant::now();
     ks.compact()?;

@@ -10,7 +10,7 @@ use bloomlsm::db::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use clap::Args;
 use serde_json::json;
 
-use super::store::{KeyspaceArg, NewStore, open, open_for_reading};
+use super::store::{KeyspaceArg, NewStore, open_for_reading, open_keyspace};
 use crate::design::DesignArgs;
 use crate::escape::Codec;
 use crate::open_files::OpenFilesArg;
@@ -110,10 +110,9 @@ pub(super) fn put(a: &PutArgs, files: &OpenFilesArg) -> CliResult {
         (None, None) => return Err(CliError::usage("a value, - or --value-file is needed")),
     };
     check_record(&key, &value).map_err(|what| CliError::from(bloomlsm::Error::invalid(what)))?;
-    a.keyspace.check_design(&a.design)?;
-    a.keyspace.check_exists(&a.dir)?;
-    let db = open(&a.dir, a.keyspace.new_store(a.create), &a.design, files)?;
-    a.keyspace.of(&db)?.put(key, value)?;
+    let new = a.keyspace.new_store(a.create);
+    let (db, ks) = open_keyspace(&a.dir, &a.keyspace, &a.design, new, files)?;
+    ks.put(key, value)?;
     Ok(db.close()?)
 }
 
@@ -158,10 +157,8 @@ pub(super) fn delete(
 ) -> CliResult {
     let k = parse_bytes(Codec::new(hex), "key", key)?;
     check_key(&k)?;
-    keyspace.check_design(design)?;
-    keyspace.check_exists(dir)?;
-    let db = open(dir, NewStore::Refuse, design, files)?;
-    keyspace.of(&db)?.delete(k)?;
+    let (db, ks) = open_keyspace(dir, keyspace, design, NewStore::Refuse, files)?;
+    ks.delete(k)?;
     Ok(db.close()?)
 }
 
@@ -184,10 +181,8 @@ pub(super) fn delete_range(
             "empty range: START {start:?} is not below END {end:?}"
         )));
     }
-    keyspace.check_design(design)?;
-    keyspace.check_exists(dir)?;
-    let db = open(dir, NewStore::Refuse, design, files)?;
-    keyspace.of(&db)?.delete_range(s, e)?;
+    let (db, ks) = open_keyspace(dir, keyspace, design, NewStore::Refuse, files)?;
+    ks.delete_range(s, e)?;
     Ok(db.close()?)
 }
 

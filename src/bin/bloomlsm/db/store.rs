@@ -201,6 +201,24 @@ pub fn open(dir: &Path, new: NewStore, design: &DesignArgs, files: &OpenFilesArg
     Ok(db)
 }
 
+/// Opens the store at `dir` for writing to the keyspace the `--keyspace`
+/// flag names: design flags beside `--keyspace`, and a keyspace the store
+/// lacks, are refused before anything is written ([`open`] writes files).
+/// `new`: where a new store may be made ([`check_store_dir`]).
+pub fn open_keyspace(
+    dir: &Path,
+    keyspace: &KeyspaceArg,
+    design: &DesignArgs,
+    new: NewStore,
+    files: &OpenFilesArg,
+) -> CliResult<(Db, Keyspace)> {
+    keyspace.check_design(design)?;
+    keyspace.check_exists(dir)?;
+    let db = open(dir, new, design, files)?;
+    let ks = keyspace.of(&db)?;
+    Ok((db, ks))
+}
+
 /// What the open of `dir` lost of its write-ahead logs, in words, if
 /// anything: the bytes dropped from a log's end and the damaged records
 /// skipped. `writable`: the open was for writing, which keeps a copy of a
