@@ -174,8 +174,10 @@ impl Inner {
                 },
             );
         }
-        drop(st);
+        // Counted before the state lock is released: a caller waiting for
+        // the flush ([`Db::flush`]) sees it done and counted at once.
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        drop(st);
         if self.ks_id == 0 {
             self.delete_logs(old_log_number, log_number);
         } else {
