@@ -236,4 +236,13 @@ impl Inner {
     pub(super) fn lookups(&self) -> u64 {
         self.counters.carried_gets.load(Ordering::Relaxed) + self.counters.gets.get(Get::Gets)
     }
+
+    /// Adds one job's writes `w` to `level`'s totals.
+    pub(super) fn add_level_writes(&self, level: usize, w: &LevelWrites) {
+        self.counters
+            .level_writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())[level]
+            .add(w);
+    }
 }

@@ -258,18 +258,8 @@ impl Inner {
             if local != IoCounters::default() {
                 f.io.add(&local);
             }
-            let mut resolved = false;
-            for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
-                settle(g, &mut out, &mut done, i, self.resolve(found, cover[i]));
-                resolved = true;
-            }
-            for &i in &group {
-                if !done[i] && cover[i] > 0 {
-                    settle(g, &mut out, &mut done, i, self.resolve((0, None), cover[i]));
-                    resolved = true;
-                }
-            }
-            if resolved {
+            let found = self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)?;
+            if self.settle_probed(found, &group, &cover, g, &mut out, &mut done) {
                 pending.retain(|&i| !done[i]);
             }
         }
@@ -345,23 +335,41 @@ impl Inner {
             // The level's data-block reads, together (a key is in at most
             // one file of the level, so they are independent; with direct
             // reads they are made in parallel).
-            let mut resolved = false;
-            for (i, found) in self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)? {
-                settle(g, &mut out, &mut done, i, self.resolve(found, cover[i]));
-                resolved = true;
-            }
-            for &i in &pending {
-                if !done[i] && cover[i] > 0 {
-                    settle(g, &mut out, &mut done, i, self.resolve((0, None), cover[i]));
-                    resolved = true;
-                }
-            }
-            if resolved {
+            let found = self.read_batch(&reads, keys, snapshot, &hashes, &mut costs)?;
+            if self.settle_probed(found, &pending, &cover, g, &mut out, &mut done) {
                 pending.retain(|&i| !done[i]);
             }
         }
         self.charge_missing(pending.iter().map(|&i| &costs[i]));
         Ok(out)
+    }
+
+    /// Settles the multi_get keys that one probe step (an L0 file, or a
+    /// deeper level) answered: first those its reads found (`found`), then
+    /// those of the keys it probed (`probed`) that a range tombstone covers
+    /// (`cover`) with no newer version found. Returns whether it settled
+    /// any, for the caller to drop them from the pending keys.
+    fn settle_probed(
+        &self,
+        found: Vec<(usize, Found)>,
+        probed: &[usize],
+        cover: &[u64],
+        g: &GetCounters,
+        out: &mut [Option<Bytes>],
+        done: &mut [bool],
+    ) -> bool {
+        let mut settled = false;
+        for (i, found) in found {
+            settle(g, out, done, i, self.resolve(found, cover[i]));
+            settled = true;
+        }
+        for &i in probed {
+            if !done[i] && cover[i] > 0 {
+                settle(g, out, done, i, self.resolve((0, None), cover[i]));
+                settled = true;
+            }
+        }
+        settled
     }
 
     /// Looks up `reads` — (key index, file, the file filter's answer) — in

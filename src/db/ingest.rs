@@ -28,10 +28,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::compaction::{self, FileNumbers, OutputSize, Retention};
+use super::install::Change;
 use super::memtable::MemTable;
 use super::merge::{MergeIter, Source};
 use super::version::FileHandle;
-use super::{Db, Inner, State, Wal, WriteBatch, Writer, filename, outside_write_limits};
+use super::{Db, Inner, Wal, WriteBatch, Writer, filename, outside_write_limits};
 use crate::db::manifest::VersionEdit;
 use crate::error::{Error, Result};
 use crate::key;
@@ -280,8 +281,8 @@ impl Inner {
         }
         let last = first + report.records - 1;
         filename::sync_dir_in(k.fs(), &k.dir)?;
-        let installed = if std::ptr::eq(self, k) {
-            k.install_tables(&mut self.state(), &files, last)
+        if std::ptr::eq(self, k) {
+            k.install_tables(&files, last)?;
         } else {
             let st = self.state();
             self.log_edit_or_poison(
@@ -290,17 +291,11 @@ impl Inner {
                 last,
                 "recording a load's sequence numbers",
             )?;
-            let r = k.install_tables(&mut k.state(), &files, last);
+            let r = k.install_tables(&files, last);
             // Used, or (if the install failed, its edit's fate unknown)
             // given up: the store's MANIFEST holds them.
             self.last_seq.store(last, Ordering::Release);
-            r
-        };
-        if let Err(e) = installed {
-            // The edit's fate on disk is unknown: poisoned, as any failed
-            // MANIFEST write; the tables stay for the reopen to judge.
-            k.poison("installing a load", &e);
-            return Err(e);
+            r?;
         }
         k.cv.notify_all();
         report.tables = files.len();
@@ -311,9 +306,11 @@ impl Inner {
         Ok(report)
     }
 
-    /// Logs the edit adding `files` (a load up to sequence `last`) to L0
-    /// under this engine's state `st`, and installs the version it makes.
-    fn install_tables(&self, st: &mut State, files: &[Arc<FileHandle>], last: u64) -> Result<()> {
+    /// Installs the edit adding `files` (a load up to sequence `last`) to
+    /// L0 of this engine ([`Inner::install_change`]). A failed install
+    /// poisons the engine; its tables stay for the reopen to judge.
+    fn install_tables(&self, files: &[Arc<FileHandle>], last: u64) -> Result<()> {
+        let st = self.state();
         let mut edit = VersionEdit::new();
         for f in files {
             edit.new_files.push((0, f.meta.clone()));
@@ -322,9 +319,15 @@ impl Inner {
             // Logs may outlive the load: replay skips what it holds.
             edit.flushed_sequence = Some(last);
         }
-        st.vs.log_and_apply(edit, files, last)?;
-        let mem_now = self.super_version().mem.clone();
-        self.install(st, mem_now);
+        let change = Change {
+            edit,
+            written: files,
+            replaced: Vec::new(),
+            synced: true,
+            seq: last,
+            during: "installing a load",
+        };
+        let (mut st, _) = self.install_change(st, change, |_| {})?;
         self.last_seq.store(last, Ordering::Release);
         // The memtables were flushed first: the load is the newest.
         st.flushed_seq = last;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 
 use crate::db::memtable::MemTable;
-use crate::db::merge::{Direction, MergeIter, Source, Watch};
+use crate::db::merge::{Direction, MergeIter, Source, Watch, above, below};
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
 use crate::filter::{PrefixExtractor, PrefixFilter, key_hash, key_point};
@@ -392,24 +392,6 @@ pub struct DbIter {
     failed: bool,
     /// An error to yield first (a scan of a dropped keyspace).
     error: Option<Error>,
-}
-
-/// Whether `k` lies above the lower bound `lo`.
-pub(crate) fn above(lo: &Bound<Bytes>, k: &[u8]) -> bool {
-    match lo {
-        Bound::Included(b) => k >= &b[..],
-        Bound::Excluded(b) => k > &b[..],
-        Bound::Unbounded => true,
-    }
-}
-
-/// Whether `k` lies below the upper bound `hi`.
-pub(crate) fn below(hi: &Bound<Bytes>, k: &[u8]) -> bool {
-    match hi {
-        Bound::Included(b) => k <= &b[..],
-        Bound::Excluded(b) => k < &b[..],
-        Bound::Unbounded => true,
-    }
 }
 
 fn bound_key(b: &Bound<Bytes>) -> Option<&[u8]> {

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::db::iter::{above, below};
 use crate::db::memtable::MemTable;
 use crate::db::version::FileHandle;
 use crate::error::Result;
@@ -17,6 +16,24 @@ use crate::key;
 use crate::sst::table::{ReadStats, TableRevIter};
 use crate::sst::{Table, TableIter};
 use crate::stats::IoCounters;
+
+/// Whether `k` lies above the lower bound `lo`.
+pub(crate) fn above(lo: &Bound<Bytes>, k: &[u8]) -> bool {
+    match lo {
+        Bound::Included(b) => k >= &b[..],
+        Bound::Excluded(b) => k > &b[..],
+        Bound::Unbounded => true,
+    }
+}
+
+/// Whether `k` lies below the upper bound `hi`.
+pub(crate) fn below(hi: &Bound<Bytes>, k: &[u8]) -> bool {
+    match hi {
+        Bound::Included(b) => k <= &b[..],
+        Bound::Excluded(b) => k < &b[..],
+        Bound::Unbounded => true,
+    }
+}
 
 /// A stream of `(internal key, value)` in internal-key order.
 pub(crate) type Entry = (Bytes, Bytes);

@@ -187,7 +187,7 @@ impl Inner {
         });
         self.freeze_children(st.wal_number, seq);
         st.wal_number = number;
-        self.install(st, w.mem.clone());
+        self.install_super_version(st, w.mem.clone());
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 //! readable keys and values ([`keys`]), the `BTreeMap` model of a store
 //! ([`model`]), small-store option presets ([`options`]), the levels holding
 //! files ([`levels`]), a store's files and directory snapshots ([`files`]),
+//! resealed damage to a table's filter block ([`damage`]),
 //! and the crash tests' child processes ([`child`]). The study's keys are
 //! the library's own, [`bloomlsm::workload`].
 //!
@@ -10,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod damage;
 pub mod files;
 pub mod keys;
 pub mod levels;

@@ -4,11 +4,12 @@
 //! - [`bench`](mod@bench): the filter / disk-I/O study (`bloomlsm bench`);
 //!   [`sweep`] is its filter-only FPR sweep, [`workload`] its keys.
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
-//! - [`db_cmd`]: `bloomlsm db put | get | delete | delete-range | scan | load | stats | verify |
+//! - [`db`](mod@db): `bloomlsm db put | get | delete | delete-range | scan | load | stats | verify |
 //!   compact | keyspaces | checkpoint`.
 //! - [`stress`]: `bloomlsm stress`, random operations checked against an
 //!   expected state, with `--kill` a SIGKILL loop.
-//! - [`report`]: text tables, JSON, CSV, number and date formats.
+//! - [`report`]: text tables, JSON, CSV, number and date formats, the
+//!   store's shape.
 //! - [`plot`]: the SVG charts of `bench --plot`.
 //! - [`escape`]: the text and hex forms of keys and values.
 //! - [`help`]: examples, JSON fields and exit statuses shown by `--help`.
@@ -21,7 +22,7 @@
 
 mod bench;
 mod budget;
-mod db_cmd;
+mod db;
 mod design;
 mod escape;
 mod filter_cost;
@@ -35,6 +36,13 @@ mod sst_cmd;
 mod stress;
 mod sweep;
 
+/// The store's shape printers and the byte-count parser, under the path
+/// the bench's files import them by.
+mod db_cmd {
+    pub use crate::parse_size;
+    pub use crate::report::{level_total, shape_json, shape_line};
+}
+
 use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -44,7 +52,7 @@ use bench::BenchArgs;
 // The study's keys are the library's: `bench` names them `crate::workload`.
 use bloomlsm::workload;
 use clap::{CommandFactory, Parser, Subcommand};
-use db_cmd::DbCommand;
+use db::DbCommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sst_cmd::SstCommand;
 
@@ -293,6 +301,21 @@ pub fn parse_bytes(codec: escape::Codec, what: &str, text: &str) -> CliResult<Ve
         .map_err(|e| CliError::usage(format!("{what} {text:?}: {e}")))
 }
 
+/// A byte count: digits, optionally followed by K, M or G (binary units).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?} is not a byte count (e.g. 65536, 64K, 2M)"))
+}
+
 /// Writes `value` as one line of compact JSON.
 pub fn write_json(out: &mut dyn Write, value: &serde_json::Value) -> CliResult {
     serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)?;
@@ -338,6 +361,17 @@ pub fn progress(len: Option<u64>, quiet: bool, message: impl Into<String>) -> Pr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_or_explain() {
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        for bad in ["", "K", "-1", "1.5M", "x", "99999999999999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn errors_are_one_line() {

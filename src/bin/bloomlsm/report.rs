@@ -7,6 +7,13 @@
 //! measured ratios with three significant digits ([`sig3`]), durations with a
 //! unit ([`duration_ns`]), times as UTC dates ([`utc_date`]). Byte offsets in
 //! a file stay plain integers, as the engine's error messages print them.
+//!
+//! The store's shape as `db`, `sst` and `bench` print it: on one line
+//! ([`shape_line`]), as JSON ([`shape_json`]), summed over the levels
+//! ([`level_total`]), and compression ratios ([`ratio`]).
+
+use bloomlsm::{LevelStats, Stats};
+use serde_json::{Value, json};
 
 /// Column alignment in a [`TextTable`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,6 +214,74 @@ pub fn utc_date(unix_secs: u64, iso: bool) -> String {
     } else {
         format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{s:02} UTC")
     }
+}
+
+/// The store's shape on one line: `L0 2 files 20,000 keys 2.3 MiB | L1 ...`.
+pub fn shape_line(s: &Stats) -> String {
+    let parts: Vec<String> = s
+        .levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| {
+            format!(
+                "L{} {} files {} keys {}",
+                l.level,
+                l.files,
+                count(l.entries),
+                bytes(l.file_bytes)
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        "(no files)".to_string()
+    } else {
+        parts.join(" | ")
+    }
+}
+
+/// The store's shape as JSON: one `{level, files, keys, bytes,
+/// filter_bits_per_key}` per non-empty level (`filter_bits_per_key` null for
+/// a level without filtered keys).
+pub fn shape_json(s: &Stats) -> Value {
+    s.levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| {
+            json!({
+                "level": l.level,
+                "files": l.files,
+                "keys": l.entries,
+                "bytes": l.file_bytes,
+                "filter_bits_per_key": (l.filtered_keys > 0).then(|| l.filter_bits_per_key()),
+            })
+        })
+        .collect()
+}
+
+/// A compression ratio, uncompressed over stored bytes: `2.41x` (`-` for
+/// nothing stored).
+pub fn ratio(raw: u64, stored: u64) -> String {
+    if stored == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}x", raw as f64 / stored as f64)
+    }
+}
+
+/// The sums over every non-empty level (policy and predicted FPR left empty).
+pub fn level_total(s: &Stats) -> LevelStats {
+    let mut total = LevelStats::default();
+    for l in s.levels.iter().filter(|l| l.files > 0) {
+        total.files += l.files;
+        total.entries += l.entries;
+        total.file_bytes += l.file_bytes;
+        total.data_bytes += l.data_bytes;
+        total.data_raw_bytes += l.data_raw_bytes;
+        total.filter_bytes += l.filter_bytes;
+        total.filtered_keys += l.filtered_keys;
+        total.io.add(&l.io);
+    }
+    total
 }
 
 #[cfg(test)]

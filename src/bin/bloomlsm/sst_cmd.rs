@@ -83,7 +83,7 @@ pub struct FilterTestArgs {
     /// Number of absent keys to probe the filter with (at most 2^28,
     /// 268,435,456).
     #[arg(long, default_value_t = 1_000_000, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(0..=crate::db_cmd::MAX_PROBES))]
+          value_parser = clap::value_parser!(u64).range(0..=crate::db::stats::MAX_PROBES))]
     pub probes: u64,
     /// Length of the random probe keys in bytes (1 to 65,536).
     #[arg(long, default_value_t = 16, value_name = "BYTES",
@@ -340,7 +340,7 @@ fn dump(a: &DumpArgs, out: &mut dyn Write) -> CliResult {
             count(compressed as u64),
             count(sizes.len() as u64),
             bytes(p.data_raw_size),
-            crate::db_cmd::ratio(p.data_raw_size, data_total)
+            crate::report::ratio(p.data_raw_size, data_total)
         ),
     )?;
     kv(

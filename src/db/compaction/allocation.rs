@@ -11,7 +11,7 @@
 //! read its data whatever its filter, so they do not count. The window is
 //! the file's life: the store's lookup count is noted when the file is
 //! written, and `Db::reset_stats` folds the counts it zeroes into
-//! [`LookupHistory`] first.
+//! the file's `LookupHistory` (`version/history.rs`) first.
 //!
 //! **What a new file inherits.** A compaction's output covers a key range
 //! whose history lives in the files it replaces. Per run of inputs (a
@@ -50,13 +50,12 @@
 //! (a flush's file of 1% of the keys may get 20 bits per key). Nothing is
 //! rewritten to reallocate: files are sized only when written.
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
+use crate::db::version::history::{Rate, absent_probes};
 use crate::db::version::{FileHandle, Version, covered_part};
 use crate::filter::math::{self, RatedRun};
 use crate::filter::{FilterKind, FilterPolicy, MIN_BITS_PER_KEY};
-use crate::stats::IoCounters;
 
 /// Store lookups a file's rate must rest on to count as history.
 pub(crate) const MIN_EVIDENCE: f64 = 100.0;
@@ -64,41 +63,6 @@ pub(crate) const MIN_EVIDENCE: f64 = 100.0;
 /// The weight an output's inherited rate keeps, as a share of the evidence
 /// it was estimated from.
 const PRIOR_WEIGHT: f64 = 0.5;
-
-/// The lookups a file has seen, for [`Plan`]s.
-#[derive(Debug, Default)]
-pub(crate) struct LookupHistory {
-    /// The store's lookup count ([`Rates::lookups`]) when the file was
-    /// written; 0 for a file found at open.
-    born: AtomicU64,
-    /// Probes by absent keys counted before `Db::reset_stats` zeroed the
-    /// file's counters.
-    carried: AtomicU64,
-    /// The rate inherited from the files it replaced.
-    prior: OnceLock<Rate>,
-}
-
-impl LookupHistory {
-    /// Keeps the absent-key probes of `io` (about to be zeroed).
-    pub(crate) fn carry(&self, io: &IoCounters) {
-        self.carried.fetch_add(absent_probes(io), Relaxed);
-    }
-}
-
-/// A rate of absent-key probes and the lookups it rests on.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Rate {
-    /// Probes per store lookup by keys the file does not hold.
-    pub per_lookup: f64,
-    /// Store lookups observed.
-    pub evidence: f64,
-}
-
-/// Probes by keys the file does not hold: those its filter answered for
-/// (negatives, false positives) and every probe without a usable filter.
-fn absent_probes(io: &IoCounters) -> u64 {
-    io.filter_negatives + io.false_positives + io.unfiltered_reads + io.unusable_filter_reads
-}
 
 /// `f`'s rate as of `lookups` store lookups: its prior and its own probes
 /// since it was written; `None` without [`MIN_EVIDENCE`].
@@ -401,6 +365,34 @@ pub(crate) fn budget_multiplier(
 /// filter worth having, and one after a shortfall does not take the whole
 /// of it.
 const CLAMP: f64 = 2.0;
+
+/// The workload-aware allocation's plan for a flush or compaction into
+/// `level`, whose level gets `policy`, when the store uses it
+/// ([`crate::FilterOptions::workload_aware`]) and the level has a filter:
+/// the family and the plan made from what `what` gives (the version, the
+/// files whose rates the outputs inherit, the files replaced, the pieces
+/// written, the store's lookups).
+#[allow(clippy::type_complexity)]
+pub(crate) fn workload_plan<'a>(
+    opts: &crate::options::Options,
+    level: usize,
+    policy: Option<FilterPolicy>,
+    what: impl FnOnce() -> (
+        &'a Version,
+        Vec<(usize, &'a FileHandle)>,
+        Vec<u64>,
+        Vec<Piece<'a>>,
+        u64,
+    ),
+) -> Option<(FilterKind, Plan)> {
+    let avg = opts.filters.workload_avg_bits_per_key?;
+    let kind = policy?.kind();
+    let (v, sources, replaced, pieces, lookups) = what();
+    Some((
+        kind,
+        Plan::new(v, level, &sources, &replaced, &pieces, kind, avg, lookups),
+    ))
+}
 
 #[cfg(test)]
 mod tests {

@@ -238,7 +238,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::super::output::{TestNumbers, write_outputs};
-    use super::super::{Compaction, OutputSize, run};
+    use super::super::{Compaction, OutputSize, merge_inputs};
     use super::*;
     use crate::range_tombstone::Fragments;
 
@@ -319,7 +319,7 @@ mod tests {
             output_level: 1,
             move_only: false,
         };
-        let merged = run(
+        let merged = merge_inputs(
             dir.path(),
             &opts,
             OutputSize::Whole,

@@ -17,6 +17,12 @@
 //! With `Options::dynamic_level_bytes` the targets come from the bottom up
 //! instead ([`shape`]): L0 compacts into the *base level*, and the levels
 //! between L1 and the base stay empty.
+//!
+//! A compaction is picked in `pick.rs`, run in `run.rs` (its inputs merged
+//! by `output.rs`) and installed by `db/install.rs`, the path every change
+//! to the tree takes. Filter rebuilds are picked in `refilter.rs` and run
+//! in `rebuild.rs`, each file's blocks copied as stored by `filter_only.rs`
+//! where they can be.
 
 pub(crate) mod allocation;
 #[cfg(test)]
@@ -24,14 +30,16 @@ mod datadriven_tests;
 pub(crate) mod filter_only;
 mod output;
 mod pick;
+mod rebuild;
 pub(crate) mod refilter;
+mod run;
 pub(crate) mod table_files;
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 pub(crate) use output::test_table;
-pub(crate) use output::{ChooseFilter, Outputs, file_meta, run, write_outputs};
+pub(crate) use output::{ChooseFilter, Outputs, file_meta, merge_inputs, write_outputs};
 pub(crate) use pick::{extend_trivial_move, idle_l0, pick, scores, shape, whole_or_next};
 
 use std::path::Path;

@@ -524,7 +524,7 @@ impl FileNumbers for TestNumbers {
 /// order, are the same files a single merge would write, cut at the shard
 /// boundaries as well.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run(
+pub(crate) fn merge_inputs(
     dir: &Path,
     opts: &Options,
     size: OutputSize,

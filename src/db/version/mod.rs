@@ -15,6 +15,7 @@
 //! store's recorded design (`options_file.rs`).
 
 pub mod filename;
+pub(crate) mod history;
 pub mod manifest;
 pub mod options_file;
 pub(crate) mod recovery;
@@ -27,7 +28,7 @@ use crate::db::manifest::FileMeta;
 use crate::filter::Filter;
 use crate::key::{self, prefix};
 use crate::sst::Table;
-use crate::stats::AtomicIo;
+use crate::tally::AtomicIo;
 
 /// One live SSTable: its manifest entry, the open table, and its read counters.
 #[derive(Debug)]
@@ -50,7 +51,7 @@ pub struct FileHandle {
     pinned: Mutex<Option<Filter>>,
     /// The lookups seen by this file, for the workload-aware filter
     /// allocation (`compaction::allocation`).
-    pub(crate) history: crate::db::compaction::allocation::LookupHistory,
+    pub(crate) history: history::LookupHistory,
 }
 
 impl FileHandle {

@@ -150,7 +150,7 @@ pub(crate) fn recover(
         let number = vs.new_file_number(last_sequence)?;
         if let Some(fh) =
             // No snapshot survives a reopen: the newest version of each key.
-            crate::db::run::flush_memtable(
+            crate::db::flush::flush_memtable(
                 dir,
                 opts,
                 &replay.mem,
@@ -205,7 +205,7 @@ fn flush_replayed(k: &mut KeyspaceRecovery, mem: &MemTable, last_sequence: u64) 
     let mut opened: Vec<Arc<FileHandle>> = Vec::new();
     if !mem.is_empty() {
         let number = vs.new_file_number(last_sequence)?;
-        if let Some(fh) = crate::db::run::flush_memtable(
+        if let Some(fh) = crate::db::flush::flush_memtable(
             &k.dir,
             &k.opts,
             mem,

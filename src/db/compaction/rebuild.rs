@@ -4,10 +4,11 @@
 //! same file (checkpoints of one store, whose tables are hard links of its
 //! files) rebuild it from one read ([`Db::rebuild_filters_together`]).
 
-use super::*;
-use compaction::allocation;
-use compaction::filter_only::{self, Target};
-use compaction::refilter::Refilter;
+use super::allocation;
+use super::filter_only::{self, Target};
+use super::refilter::Refilter;
+use crate::db::install::Change;
+use crate::db::*;
 
 /// Most files [`Db::rebuild_filters`] rewrites before one MANIFEST edit
 /// installs them (the compaction thread's idle rebuilds go one at a time).
@@ -30,7 +31,7 @@ struct Share<'s> {
 
 impl Inner {
     /// Rebuilds filters until none is due ([`Db::rebuild_filters`]).
-    pub(super) fn rebuild_filters(&self) -> Result<u64> {
+    pub(in crate::db) fn rebuild_filters(&self) -> Result<u64> {
         let counts = Inner::rebuild_filters_together(&[self])?;
         Ok(counts.iter().sum())
     }
@@ -38,7 +39,7 @@ impl Inner {
     /// Rebuilds the filters of `stores` until none is due in any, a file
     /// that several of them hold read once for all
     /// ([`Db::rebuild_filters_together`]). Returns each store's count.
-    pub(super) fn rebuild_filters_together(stores: &[&Inner]) -> Result<Vec<u64>> {
+    pub(in crate::db) fn rebuild_filters_together(stores: &[&Inner]) -> Result<Vec<u64>> {
         // The stores' work locks are taken in one order (by address), so
         // that two calls naming the same stores cannot wait on each other.
         let mut order: Vec<usize> = (0..stores.len()).collect();
@@ -103,8 +104,8 @@ impl Inner {
                 let store = share.store;
                 let k = share.rs.len() as u64;
                 let installed = store.guarded("filter rebuild", || {
-                    let obsolete = store.install_refilters(share.rs, outs)?;
-                    store.table_files.retire(obsolete, share.v);
+                    let obsolete = store.install_refilters(share.rs, outs, "filter rebuild")?;
+                    store.retire_replaced(obsolete, share.v);
                     Ok(())
                 });
                 match installed {
@@ -127,11 +128,13 @@ impl Inner {
     /// compaction of that file alone. The rewrites run in parallel, each
     /// table synced as it is finished, then the directory once and the edit
     /// once, not three syncs per file (docs/design.md, "Filters per
-    /// level"). Returns the replaced files, for [`TableFiles::retire`].
-    pub(super) fn run_refilters(
+    /// level"). Returns the replaced files, for [`Inner::retire_replaced`].
+    /// `during`: what runs the rebuild, in the poisoned store's error.
+    pub(in crate::db) fn run_refilters(
         &self,
         rs: Vec<Refilter>,
         v: &Arc<Version>,
+        during: &str,
     ) -> Result<Vec<Arc<FileHandle>>> {
         let share = Share {
             store: self,
@@ -142,7 +145,7 @@ impl Inner {
         let outs = rewrite_shares(std::slice::from_ref(&share))
             .pop()
             .unwrap_or_default();
-        self.install_refilters(share.rs, outs)
+        self.install_refilters(share.rs, outs, during)
     }
 
     /// Installs the rewrites `outs` of the files `rs` (in order) with one
@@ -153,6 +156,7 @@ impl Inner {
         &self,
         rs: Vec<Refilter>,
         outs: Vec<Result<compaction::Outputs>>,
+        during: &str,
     ) -> Result<Vec<Arc<FileHandle>>> {
         let outs: Vec<compaction::Outputs> = outs.into_iter().collect::<Result<_>>()?;
         filename::sync_dir_in(self.fs(), &self.dir)?;
@@ -169,14 +173,16 @@ impl Inner {
                 new_files.push(f.clone());
             }
         }
-        let mut st = self.state();
-        let seq = self.last_seq.load(Ordering::Acquire);
-        st.vs.log_and_apply(edit, &new_files, seq)?;
-        for r in &rs {
-            self.counters.retired_io[r.level].add(&r.file.io.load());
-        }
-        let mem_now = self.super_version().mem.clone();
-        self.install(&st, mem_now);
+        let st = self.state();
+        let change = Change {
+            edit,
+            written: &new_files,
+            replaced: rs.iter().map(|r| (r.level, r.file.clone())).collect(),
+            synced: true,
+            seq: self.last_seq.load(Ordering::Acquire),
+            during,
+        };
+        let (st, replaced) = self.install_change(st, change, |_| {})?;
         drop(st);
         self.counters
             .filter_rebuilds
@@ -192,7 +198,7 @@ impl Inner {
                 },
             );
         }
-        Ok(rs.into_iter().map(|r| r.file).collect())
+        Ok(replaced)
     }
 
     /// `r`'s file merged as a compaction of that file alone, in its level:
@@ -210,7 +216,7 @@ impl Inner {
             output_level: r.level,
             move_only: false,
         };
-        compaction::run(
+        compaction::merge_inputs(
             &self.dir,
             &self.opts,
             OutputSize::Whole,

@@ -27,10 +27,10 @@
 
 use std::path::Path;
 
-use super::checkpoint::{CheckpointReport, INCOMPLETE};
-use super::*;
+use super::report::{CheckpointReport, INCOMPLETE};
 use crate::db::log::LogReader;
 use crate::db::manifest::RecoveredState;
+use crate::db::*;
 use crate::fs::link_refused;
 
 /// Attempts before giving up on a store whose writer replaces files during

@@ -40,59 +40,17 @@
 
 use std::path::{Path, PathBuf};
 
+mod from_files;
+mod report;
+
+pub use report::{CheckpointReport, INCOMPLETE, TEMP_SUFFIX, temp_dir};
+
 use super::*;
 use crate::db::manifest::RecoveredState;
 use crate::fs::{ReadableFile, link_refused};
 
-/// What [`Db::checkpoint`] made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CheckpointReport {
-    /// Tables in the checkpoint.
-    pub tables: usize,
-    /// Tables given a hard link (sharing their bytes with the store's).
-    pub linked: usize,
-    /// Tables copied: hard links were refused (the checkpoint is on another
-    /// file system, or this one makes none).
-    pub copied: usize,
-    /// Bytes of the copied tables.
-    pub bytes_copied: u64,
-    /// Bytes of all the checkpoint's tables.
-    pub bytes: u64,
-    /// Write-ahead logs in the checkpoint: none for a store without other
-    /// keyspaces; otherwise the store's logs still needed, each given a
-    /// hard link, but the active one copied up to its length at the
-    /// checkpoint's moment.
-    pub logs: usize,
-    /// The checkpoint holds exactly the writes with sequence numbers up to
-    /// this one, in every keyspace: every write acknowledged before the
-    /// call, and perhaps some made during it (each writer's writes in order,
-    /// none without the writes before it; a batch spanning keyspaces whole
-    /// or not at all).
-    pub sequence: u64,
-}
-
-/// What ends the name of a checkpoint's temporary directory: the copy into
-/// `backup` is made in `backup.checkpoint-tmp`.
-pub const TEMP_SUFFIX: &str = ".checkpoint-tmp";
-
-/// The file that marks a directory as an unfinished checkpoint: written
-/// first, removed last; [`Db::open`] refuses a directory holding it
-/// without a `CURRENT`.
-pub const INCOMPLETE: &str = "CHECKPOINT-INCOMPLETE";
-
 /// Bytes read and written at a time by a table copy.
 const COPY_CHUNK: usize = 1 << 20;
-
-/// The temporary directory a checkpoint into `target` is made in: its
-/// sibling named with [`TEMP_SUFFIX`]. `None` when `target` has no final
-/// name (`/`, `..`).
-pub fn temp_dir(target: &Path) -> Option<PathBuf> {
-    let name = target.file_name()?;
-    let mut tmp = name.to_os_string();
-    tmp.push(TEMP_SUFFIX);
-    Some(target.with_file_name(tmp))
-}
 
 impl Db {
     /// Makes in `dir`, a directory that must not exist, a copy of the store
@@ -212,7 +170,7 @@ impl Inner {
             .unwrap_or_else(|p| p.into_inner());
         let filled = if read_only {
             self.mark_incomplete(&tmp)
-                .and_then(|()| super::checkpoint_files::fill_from_files(fs, &self.dir, &tmp))
+                .and_then(|()| from_files::fill_from_files(fs, &self.dir, &tmp))
         } else {
             self.fill_checkpoint(&tmp)
         };

@@ -17,6 +17,10 @@
 //! without a stripe (all taken, or its thread-locals already destroyed)
 //! adds to a shared cell with an atomic add.
 
+mod lookups;
+
+pub(crate) use lookups::{AtomicIo, Get, GetCounters};
+
 use std::cell::Cell;
 use std::sync::atomic::AtomicU32;
 use std::sync::atomic::AtomicU64;

@@ -1,0 +1,192 @@
+//! The `db` commands on the store as a whole: `compact`, `keyspaces`
+//! (list, create, drop) and `checkpoint`.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use bloomlsm::db::Manifest;
+use bloomlsm::fs::RealFs;
+use bloomlsm::{Db, Options};
+use serde_json::json;
+
+use super::store::{
+    KeyspaceArg, NewStore, check_store, open, open_for_reading, open_keyspace, warn_wal_damage,
+};
+use crate::design::DesignArgs;
+use crate::open_files::OpenFilesArg;
+use crate::report::{bytes, count, shape_line};
+use crate::{CliError, CliResult, write_json};
+
+/// `db compact`: flushes and merges everything down to the deepest level,
+/// printing the store's shape before and after.
+pub(super) fn compact(
+    dir: &Path,
+    keyspace: &KeyspaceArg,
+    design: &DesignArgs,
+    files: &OpenFilesArg,
+    out: &mut dyn Write,
+) -> CliResult {
+    let (db, ks) = open_keyspace(dir, keyspace, design, NewStore::Refuse, files)?;
+    writeln!(out, "before: {}", shape_line(&ks.stats()))?;
+    let t = Instant::now();
+    ks.compact()?;
+    writeln!(out, "after:  {}", shape_line(&ks.stats()))?;
+    writeln!(out, "compacted in {:.2} s", t.elapsed().as_secs_f64())?;
+    Ok(db.close()?)
+}
+
+/// `db keyspaces`: lists the store's keyspaces (read-only) or, with
+/// `--create` or `--drop`, opens it for writing to change them first.
+pub(super) fn keyspaces(
+    dir: &Path,
+    create: Option<&str>,
+    drop: Option<&str>,
+    json: bool,
+    design: &DesignArgs,
+    files: &OpenFilesArg,
+    out: &mut dyn Write,
+) -> CliResult {
+    if create.is_none() && design.any() {
+        return Err(CliError::usage(
+            "the design flags of db keyspaces are the design of the keyspace --create makes",
+        ));
+    }
+    // A name or design the change cannot take is a usage error, found
+    // before the store is opened for writing (which writes files).
+    let mut opts = Options::default();
+    if let Some(name) = create {
+        if let Some(why) = bloomlsm::db::keyspace_name_error(name) {
+            return Err(CliError::usage(format!("--create {name:?}: {why}")));
+        }
+        design.apply_flags(&mut opts)?;
+        opts.validate()
+            .map_err(|e| CliError::usage(format!("--create {name:?}: {e}")))?;
+    }
+    if create.is_some() || drop.is_some() {
+        check_store(dir)?;
+        let (state, _) = Manifest::recover(&RealFs, dir)?;
+        let exists = |name: &str| name == "default" || state.keyspaces.values().any(|n| n == name);
+        let d = dir.display();
+        if let Some(name) = create.filter(|n| exists(n)) {
+            return Err(CliError::usage(format!(
+                "{d} already has a keyspace {name:?}"
+            )));
+        }
+        if drop == Some("default") {
+            return Err(CliError::usage(
+                "the default keyspace cannot be dropped (it holds the keys written without --keyspace)",
+            ));
+        }
+        if let Some(name) = drop.filter(|n| !exists(n)) {
+            return Err(CliError::usage(format!(
+                "{d} has no keyspace {name:?} (db keyspaces {d} lists them)"
+            )));
+        }
+    }
+    let db = if create.is_some() || drop.is_some() {
+        open(dir, NewStore::Refuse, &DesignArgs::default(), files)?
+    } else {
+        open_for_reading(dir, files)?
+    };
+    if let Some(name) = create {
+        db.create_keyspace(name, opts)?;
+    }
+    if let Some(name) = drop {
+        db.drop_keyspace(name)?;
+    }
+    let names = db.keyspace_names();
+    db.close()?;
+    if json {
+        return write_json(out, &json!({ "keyspaces": names }));
+    }
+    for n in names {
+        writeln!(out, "{n}")?;
+    }
+    Ok(())
+}
+
+/// `db checkpoint`: refuses a target that exists, whose parent does not, or
+/// that lies inside the store's directory (usage errors, before the store
+/// is opened), then opens the store for writing and takes the checkpoint.
+pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> CliResult {
+    check_store(dir)?;
+    if target.exists() {
+        return Err(CliError::usage(format!(
+            "{} exists; a checkpoint makes a new directory",
+            target.display()
+        )));
+    }
+    let parent = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(CliError::usage(format!(
+            "{}: the directory {} does not exist",
+            target.display(),
+            parent.display()
+        )));
+    }
+    // A checkpoint is a store of its own: nested in the live store's
+    // directory it would be removed with that directory, and the store's
+    // directory would hold files that are not the store's. Compared as
+    // real paths, so that `..` and symbolic links cannot hide the nesting.
+    let real = |p: &Path| {
+        std::fs::canonicalize(p).map_err(|e| CliError::new(format!("{}: {e}", p.display())))
+    };
+    if real(parent)?.starts_with(real(dir)?) {
+        return Err(CliError::usage(format!(
+            "{} is inside the store {}; a checkpoint goes outside the store's directory",
+            target.display(),
+            dir.display()
+        )));
+    }
+    let opts = Options::default().create_if_missing(false);
+    // Beside a writer in another process the store is locked: the
+    // checkpoint is then made from its files, through a read-only handle.
+    let (db, writable) = match Db::open(dir, opts.clone()) {
+        Ok(db) => (db, true),
+        Err(bloomlsm::Error::Locked(_)) => (Db::open_read_only(dir, opts)?, false),
+        Err(e) => return Err(e.into()),
+    };
+    warn_wal_damage(dir, &db.stats(), writable);
+    let r = db.checkpoint(target)?;
+    db.close()?;
+    if json {
+        return write_json(
+            out,
+            &json!({
+                "store": dir.display().to_string(),
+                "checkpoint": target.display().to_string(),
+                "tables": r.tables,
+                "linked": r.linked,
+                "copied": r.copied,
+                "bytes": r.bytes,
+                "bytes_copied": r.bytes_copied,
+                "logs": r.logs,
+                "sequence": r.sequence,
+            }),
+        );
+    }
+    let copied = if r.copied > 0 {
+        format!(
+            ", {} copied ({}; hard links refused)",
+            count(r.copied as u64),
+            bytes(r.bytes_copied)
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "checkpoint of {} in {}: {} tables, {}: {} linked{copied}; up to sequence {}",
+        dir.display(),
+        target.display(),
+        count(r.tables as u64),
+        bytes(r.bytes),
+        count(r.linked as u64),
+        r.sequence
+    )?;
+    Ok(())
+}
