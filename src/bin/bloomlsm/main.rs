@@ -36,13 +36,6 @@ mod sst_cmd;
 mod stress;
 mod sweep;
 
-/// The store's shape printers and the byte-count parser, under the path
-/// the bench's files import them by.
-mod db_cmd {
-    pub use crate::parse_size;
-    pub use crate::report::{level_total, shape_json, shape_line};
-}
-
 use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;

@@ -148,7 +148,7 @@ pub struct BenchArgs {
     /// With --store --benchmarks: the most bytes of table data the local disk
     /// cache holds (0: none, every read a GET).
     #[arg(long, default_value_t = 1 << 30, value_name = "BYTES", requires = "store",
-          value_parser = crate::db_cmd::parse_size)]
+          value_parser = crate::parse_size)]
     pub bucket_cache_bytes: u64,
     /// With --store: the disk cache's unit, the least a GET that fills it
     /// asks for (a power of two, 4 KiB to 64 MiB).
@@ -172,7 +172,7 @@ pub struct BenchArgs {
     /// cgroup (root or a delegated subtree); refused, before anything is
     /// written, below what the run needs for its filters, indexes, block
     /// cache and memtables.
-    #[arg(long, value_name = "BYTES", value_parser = crate::db_cmd::parse_size)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::parse_size)]
     pub memory_ceiling: Option<u64>,
     #[command(flatten)]
     pub files: OpenFilesArg,
@@ -421,7 +421,7 @@ fn parse_store(s: &str) -> Result<StoreUrl, String> {
 
 /// Parses `--bucket-chunk-bytes`: a power of two from 4 KiB to 64 MiB.
 fn parse_chunk(s: &str) -> Result<u64, String> {
-    let n = crate::db_cmd::parse_size(s)?;
+    let n = crate::parse_size(s)?;
     if n.is_power_of_two() && (4 << 10..=64 << 20).contains(&n) {
         Ok(n)
     } else {

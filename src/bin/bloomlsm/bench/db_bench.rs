@@ -19,8 +19,8 @@ use bloomlsm::fs::latency::LatencyFs;
 use bloomlsm::{Db, Stats};
 use serde_json::json;
 
-use crate::db_cmd::shape_line;
 use crate::phase::{Phase, Recorder};
+use crate::report::shape_line;
 use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 

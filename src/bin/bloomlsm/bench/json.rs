@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use crate::budget;
-use crate::db_cmd::{level_total, shape_json};
 use crate::phase::PERCENTILES;
+use crate::report::{level_total, shape_json};
 use crate::sweep::SweepPoint;
 
 use super::measure::PHASES;

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use bloomlsm::{Db, Stats};
 
-use crate::db_cmd::shape_line;
 use crate::phase::{Phase, Recorder};
+use crate::report::shape_line;
 use crate::workload::{SplitMix64, absent_key, present_key};
 use crate::{CliError, CliResult, budget, filter_cost, progress};
 
@@ -172,6 +172,7 @@ pub fn existing_gets(
     Ok((existing, phase))
 }
 
+#[cfg(feature = "object-store")]
 /// `n` inserted keys, drawn as [`existing_gets`] draws them, looked up by
 /// `multi_get` [`MULTI_GET_BATCH`] at a time (the progress bar labelled
 /// `name`).

@@ -1,7 +1,7 @@
 //! `bench --workload prefix`: the prefix-filter study. One store (the first
 //! `--configs` configuration's point filters, and a fixed
 //! [`PREFIX_LEN`]-byte prefix extractor) is loaded with `--keys` keys of
-//! [`GROUP`] keys per prefix ([`prefixed_key`]); then `--lookups` prefix
+//! [`GROUP`] keys per prefix ([`prefixed_key`](bloomlsm::workload::prefixed_key)); then `--lookups` prefix
 //! scans of absent prefixes (empty scans) and as many of present ones, each
 //! phase reporting what the store's counters saw: prefix-filter checks,
 //! negatives and false positives per level, the measured FPR against the

@@ -5,8 +5,8 @@
 use bloomlsm::Stats;
 
 use crate::budget;
-use crate::db_cmd::level_total;
 use crate::phase::Phase;
+use crate::report::level_total;
 
 use super::args::IoMode;
 use super::configs::BenchConfig;
