@@ -335,8 +335,7 @@ mod run {
             let opened = cold.counters();
             let c = phases(args, &name, &db, &cold, zipf, n, "cold")?;
             let before = cold.counters();
-            let (stats, phase) =
-                existing_multi_gets(args, &format!("{name}, cold"), &db, zipf, n)?;
+            let (stats, phase) = existing_multi_gets(args, &format!("{name}, cold"), &db, zipf, n)?;
             let m = bucket_phase(n, &stats, phase, before, cold.counters());
             db.close()?;
             drop(cold);

@@ -183,7 +183,11 @@ pub fn existing_multi_gets(
     n: u64,
 ) -> CliResult<(Stats, Phase)> {
     db.reset_stats();
-    let pb = progress(Some(n), args.quiet, format!("{name}: existing keys by multi_get"));
+    let pb = progress(
+        Some(n),
+        args.quiet,
+        format!("{name}: existing keys by multi_get"),
+    );
     let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
     let keys = args.keys.max(1);
     let mut batch: Vec<[u8; 16]> = Vec::with_capacity(MULTI_GET_BATCH as usize);
