@@ -175,7 +175,8 @@ pub fn existing_gets(
 #[cfg(feature = "object-store")]
 /// `n` inserted keys, drawn as [`existing_gets`] draws them, looked up by
 /// `multi_get` [`MULTI_GET_BATCH`] at a time (the progress bar labelled
-/// `name`).
+/// `name`). Only `bench --store` runs it.
+#[cfg(feature = "object-store")]
 pub fn existing_multi_gets(
     args: &BenchArgs,
     name: &str,
