@@ -38,6 +38,10 @@
 
 mod cache;
 mod client;
+#[cfg(test)]
+mod fault;
+#[cfg(test)]
+mod fault_tests;
 mod reader;
 mod writer;
 
