@@ -2,13 +2,16 @@
 //! readable keys and values ([`keys`]), the `BTreeMap` model of a store
 //! ([`model`]), small-store option presets ([`options`]), the levels holding
 //! files ([`levels`]), a store's files and directory snapshots ([`files`]),
-//! and the crash tests' child processes ([`child`]). The study's keys are
+//! the crash tests' child processes ([`child`]) and, with `object-store`,
+//! the bucket tests' server, prefixes and client (`bucket`). The study's keys are
 //! the library's own, [`bloomlsm::workload`].
 //!
 //! Cargo compiles this module into every test binary, and each binary uses
 //! only a part of it.
 #![allow(dead_code)]
 
+#[cfg(feature = "object-store")]
+pub mod bucket;
 pub mod child;
 pub mod files;
 pub mod keys;
