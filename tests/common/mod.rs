@@ -2,8 +2,9 @@
 //! readable keys and values ([`keys`]), the `BTreeMap` model of a store
 //! ([`model`]), small-store option presets ([`options`]), the levels holding
 //! files ([`levels`]), a store's files and directory snapshots ([`files`]),
-//! the crash tests' child processes ([`child`]) and, with `object-store`,
-//! the bucket tests' server, prefixes and client (`bucket`). The study's keys are
+//! the crash tests' child processes ([`child`]), a TCP proxy that can be
+//! stopped and restarted ([`proxy`]) and, with `object-store`, the bucket
+//! tests' server, prefixes and client (`bucket`). The study's keys are
 //! the library's own, [`bloomlsm::workload`].
 //!
 //! Cargo compiles this module into every test binary, and each binary uses
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod levels;
 pub mod model;
 pub mod options;
+pub mod proxy;
 
 use std::path::Path;
 
