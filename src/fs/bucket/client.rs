@@ -84,9 +84,11 @@ pub struct BucketConfig {
     /// another directory) or anything else. Default false: such a prefix
     /// is refused at [`super::BucketFs::open`], so a mistyped prefix never
     /// gets a store among someone else's objects (and never has their
-    /// table-named objects deleted as leftovers). With it, the new store
-    /// takes the prefix: table objects its MANIFEST does not name are
-    /// deleted at its first open, like any leftover table.
+    /// table-named objects taken for its own). With it, the prefix's
+    /// `bloomlsm-store` object is written for this store's directory;
+    /// objects that are not tables are left alone and never read; a
+    /// table-named object of no store still makes the new store's first
+    /// [`crate::Db::open`] refuse, as a local table without `CURRENT` does.
     pub create_among_other_objects: bool,
 }
 
