@@ -3,6 +3,7 @@
 //! restarts on the same port: the server going away and coming back, as
 //! the client sees it, without losing what the server holds.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,8 +21,9 @@ pub struct Proxy {
     port: u16,
     target: SocketAddr,
     running: Mutex<Option<Running>>,
-    /// Both ends of every connection made, to cut them at a stop.
-    live: Arc<Mutex<Vec<TcpStream>>>,
+    /// Both ends of each connection still open, by number, to cut them at
+    /// a stop; a connection leaves when its first direction ends.
+    live: Arc<Mutex<HashMap<u64, [TcpStream; 2]>>>,
     accepted: Arc<AtomicU64>,
 }
 
@@ -36,7 +38,7 @@ impl Proxy {
             port: listener.local_addr().unwrap().port(),
             target,
             running: Mutex::new(None),
-            live: Arc::new(Mutex::new(Vec::new())),
+            live: Arc::new(Mutex::new(HashMap::new())),
             accepted: Arc::new(AtomicU64::new(0)),
         };
         proxy.serve(listener);
@@ -74,16 +76,14 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(target) else {
                     continue;
                 };
-                accepted.fetch_add(1, Ordering::Relaxed);
+                let id = accepted.fetch_add(1, Ordering::Relaxed);
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
-                {
-                    let mut l = live.lock().unwrap();
-                    l.push(client.try_clone().unwrap());
-                    l.push(server.try_clone().unwrap());
-                }
-                pump(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pump(server, client);
+                let ends = [client.try_clone().unwrap(), server.try_clone().unwrap()];
+                live.lock().unwrap().insert(id, ends);
+                let up = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                pump(up.0, up.1, id, live.clone());
+                pump(server, client, id, live.clone());
             }
             // The listener is dropped here: new connections are refused.
         });
@@ -99,8 +99,10 @@ impl Proxy {
         // Wakes the accept loop, which then drops the listener.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
         r.accept.join().unwrap();
-        for c in self.live.lock().unwrap().drain(..) {
-            let _ = c.shutdown(Shutdown::Both);
+        for (_, ends) in self.live.lock().unwrap().drain() {
+            for e in ends {
+                let _ = e.shutdown(Shutdown::Both);
+            }
         }
     }
 
@@ -131,10 +133,17 @@ impl Drop for Proxy {
 }
 
 /// Copies `from` to `to` on a thread of its own until either end closes,
-/// then closes the write side of `to`.
-fn pump(mut from: TcpStream, mut to: TcpStream) {
+/// then closes the write side of `to` and drops connection `id` from
+/// `live` (its descriptors close with the last pump).
+fn pump(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    id: u64,
+    live: Arc<Mutex<HashMap<u64, [TcpStream; 2]>>>,
+) {
     std::thread::spawn(move || {
         let _ = io::copy(&mut from, &mut to);
         let _ = to.shutdown(Shutdown::Write);
+        live.lock().unwrap().remove(&id);
     });
 }
