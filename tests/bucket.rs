@@ -1,50 +1,17 @@
 //! A store whose table files are in an S3 bucket (`bloomlsm::fs::bucket`),
-//! against a real S3 server: `BLOOMLSM_S3_ENDPOINT` names it (`.ci/moto.sh
-//! start` runs one and prints its endpoint), `BLOOMLSM_S3_BUCKET` its
-//! bucket (default `bloomlsm-test`, which the script makes). Without the
-//! endpoint every test fails: none is skipped.
+//! against a real S3 server (`common::bucket`: `BLOOMLSM_S3_ENDPOINT`, which
+//! `.ci/moto.sh start` prints). Without the endpoint every test fails: none
+//! is skipped.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+use bloomlsm::fs::bucket::{BucketFs, STORE_OBJECT};
 use bloomlsm::{Db, Error, Options, WriteBatch};
-use object_store::aws::AmazonS3Builder;
-use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload};
 
-fn endpoint() -> String {
-    std::env::var("BLOOMLSM_S3_ENDPOINT").expect(
-        "BLOOMLSM_S3_ENDPOINT names no S3 server: run `BLOOMLSM_S3_ENDPOINT=$(bash .ci/moto.sh start)`",
-    )
-}
-
-fn bucket() -> String {
-    std::env::var("BLOOMLSM_S3_BUCKET").unwrap_or_else(|_| "bloomlsm-test".to_string())
-}
-
-/// A key prefix no other test or earlier run uses.
-fn prefix(test: &str) -> String {
-    format!("{test}-{}-{}/", std::process::id(), unique())
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
-
-fn config(dir: &Path, cache: &Path, prefix: &str) -> BucketConfig {
-    BucketConfig::new(dir, bucket(), cache)
-        .endpoint(endpoint())
-        .region("us-east-1")
-        .credentials("test", "test")
-        .prefix(prefix)
-        .chunk_bytes(16 << 10)
-        .cache_bytes(256 << 20)
-}
+mod common;
+use common::bucket::{Bucket, bucket, config, endpoint, prefix, table_names};
 
 /// Small tables, so that 50,000 keys make dozens of them over three levels;
 /// no block cache, so every data-block read reaches the file system.
@@ -55,65 +22,6 @@ fn options(fs: Arc<dyn bloomlsm::fs::FileSystem>) -> Options {
         .target_file_size(64 << 10)
         .level1_max_bytes(512 << 10)
         .fs(fs)
-}
-
-/// The test's own client of the bucket, for what happens behind the
-/// store's back.
-struct Bucket {
-    store: object_store::aws::AmazonS3,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Bucket {
-    fn new() -> Bucket {
-        let store = AmazonS3Builder::new()
-            .with_endpoint(endpoint())
-            .with_bucket_name(bucket())
-            .with_region("us-east-1")
-            .with_access_key_id("test")
-            .with_secret_access_key("test")
-            .with_client_options(ClientOptions::new().with_allow_http(true))
-            .build()
-            .unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        Bucket { store, rt }
-    }
-
-    /// The names of the objects under `prefix`.
-    fn list(&self, prefix: &str) -> BTreeSet<String> {
-        let p = ObjectPath::from(prefix);
-        let r = self
-            .rt
-            .block_on(self.store.list_with_delimiter(Some(&p)))
-            .unwrap();
-        r.objects
-            .iter()
-            .map(|m| m.location.filename().unwrap().to_string())
-            .collect()
-    }
-
-    fn get(&self, key: &str) -> Vec<u8> {
-        let k = ObjectPath::from(key);
-        self.rt
-            .block_on(async { self.store.get(&k).await?.bytes().await })
-            .unwrap()
-            .to_vec()
-    }
-
-    fn put(&self, key: &str, data: Vec<u8>) {
-        let k = ObjectPath::from(key);
-        self.rt
-            .block_on(self.store.put(&k, PutPayload::from(data)))
-            .unwrap();
-    }
-
-    fn delete(&self, key: &str) {
-        let k = ObjectPath::from(key);
-        self.rt.block_on(self.store.delete(&k)).unwrap();
-    }
 }
 
 fn key(i: u64) -> Vec<u8> {
@@ -153,13 +61,6 @@ fn load(db: &Db, n: u64) {
     db.compact().unwrap();
 }
 
-fn table_names(db: &Db) -> BTreeSet<String> {
-    db.file_stats()
-        .iter()
-        .map(|f| format!("{:06}.sst", f.number))
-        .collect()
-}
-
 #[test]
 fn a_store_in_the_bucket_loads_compacts_reopens_and_reads_every_key() {
     const N: u64 = 50_000;
@@ -181,6 +82,7 @@ fn a_store_in_the_bucket_loads_compacts_reopens_and_reads_every_key() {
     let objects = bucket.list(&prefix);
     let mut expected = live.clone();
     expected.insert("bloomlsm-probe".to_string());
+    expected.insert(STORE_OBJECT.to_string());
     assert_eq!(objects, expected, "the bucket holds the live tables alone");
     assert!(
         uploads > live.len() as u64 + 1,
@@ -411,6 +313,7 @@ fn a_bucket_that_cannot_be_written_fails_the_construction_in_one_line() {
         assert!(!e.contains('\n'), "{e}");
         assert!(e.contains(&endpoint) && e.contains(&bucket), "{e}");
         assert!(!cache.exists(), "the cache directory was made");
+        assert!(!dir.path().join("CURRENT").exists() && entries(dir.path()).is_empty());
         eprintln!("{e}");
     }
 }
@@ -465,4 +368,104 @@ fn checkpoints_copy_to_the_local_disk_or_within_the_bucket() {
             "key {i}"
         );
     }
+}
+
+/// The local directory's entries.
+fn entries(dir: &std::path::Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_prefix_holding_another_store_or_foreign_objects_is_refused_at_open() {
+    const N: u64 = 2_000;
+    let (owner_dir, owned, live) = made_store("owned", N);
+    let store = Bucket::new();
+    let owned_objects = store.list(&owned);
+    assert!(owned_objects.contains(STORE_OBJECT), "{owned_objects:?}");
+
+    // A new store given the owner's prefix is refused in one line naming
+    // the endpoint, the bucket, the prefix and the owner's directory; no
+    // local file is made, no object written.
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("db");
+    let cache = root.path().join("cache");
+    let Err(e) = BucketFs::open(config(&dir, &cache, &owned)) else {
+        panic!("a prefix of another store opens");
+    };
+    let msg = e.to_string();
+    eprintln!("{msg}");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(!msg.contains('\n'), "{msg}");
+    for part in [
+        endpoint(),
+        bucket(),
+        owned.clone(),
+        owner_dir.path().display().to_string(),
+    ] {
+        assert!(msg.contains(&part), "{msg} does not name {part}");
+    }
+    assert_eq!(entries(root.path()), BTreeSet::new(), "made locally");
+    assert_eq!(store.list(&owned), owned_objects, "written in the bucket");
+
+    // A prefix of foreign objects, a table-named one among them, is
+    // refused the same way.
+    let foreign = prefix("foreign");
+    store.put(&format!("{foreign}report.csv"), b"a,b\n".to_vec());
+    store.put(&format!("{foreign}000003.sst"), b"no table".to_vec());
+    let Err(e) = BucketFs::open(config(&dir, &cache, &foreign)) else {
+        panic!("a prefix of foreign objects opens");
+    };
+    let msg = e.to_string();
+    eprintln!("{msg}");
+    assert!(
+        msg.contains("000003.sst") && msg.contains("1 more"),
+        "{msg}"
+    );
+    assert_eq!(entries(root.path()), BTreeSet::new(), "made locally");
+    assert_eq!(
+        store.list(&foreign),
+        BTreeSet::from(["000003.sst".to_string(), "report.csv".to_string()])
+    );
+
+    // The owner still opens and reads every key.
+    let cache_owner = tempfile::tempdir().unwrap();
+    let fs = BucketFs::shared(config(owner_dir.path(), cache_owner.path(), &owned)).unwrap();
+    let db = Db::open(owner_dir.path(), options(fs)).unwrap();
+    assert_eq!(table_names(&db), live);
+    for i in 0..N {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&value(i)[..]));
+    }
+    db.close().unwrap();
+
+    // Asked for, a new store takes the foreign prefix; the table-named
+    // object still stops the store's first open (a directory holding a
+    // table but no CURRENT), until its owner removes it. The other object
+    // stays, never read.
+    let fs =
+        BucketFs::shared(config(&dir, &cache, &foreign).create_among_other_objects(true)).unwrap();
+    let Err(e) = Db::open(&dir, options(fs.clone())) else {
+        panic!("a store opens among a table of no store");
+    };
+    assert!(
+        e.is_corruption() && e.to_string().contains("000003.sst"),
+        "{e}"
+    );
+    store.delete(&format!("{foreign}000003.sst"));
+    let db = Db::open(&dir, options(fs)).unwrap();
+    load(&db, 1_000);
+    let mine = table_names(&db);
+    db.close().unwrap();
+    let mut want = mine.clone();
+    want.extend(["report.csv", "bloomlsm-probe", STORE_OBJECT].map(String::from));
+    assert_eq!(store.list(&foreign), want);
+    // Taken, it reopens without being asked again.
+    let fs = BucketFs::shared(config(&dir, &cache, &foreign)).unwrap();
+    let db = Db::open(&dir, options(fs)).unwrap();
+    assert_eq!(db.get(key(999)).unwrap().as_deref(), Some(&value(999)[..]));
+    db.close().unwrap();
 }

@@ -116,10 +116,62 @@ fn the_study_reads_each_store_from_the_bucket_cold_and_warm() {
     let saved = phase(1, "missing_cold", "requests_saved_per_get");
     assert!((saved - (none - filtered)).abs() < 1e-9, "{}", rows[1]);
     assert!(phase(1, "existing_cold", "get_requests_per_get") < 1.1);
-    // The tables' objects are gone; only the checks made at open remain.
-    let left: Vec<String> = objects_under(&prefix)
-        .into_iter()
-        .filter(|k| k.ends_with(".sst"))
-        .collect();
+    // Every object is gone: tables, markers and probes.
+    let left = objects_under(&prefix);
     assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn the_benchmarks_make_their_store_in_the_bucket_and_leave_nothing() {
+    let prefix = format!("benchmarks-{}/", std::process::id());
+    // Twice on one prefix: the first run leaves it to no store.
+    for _ in 0..2 {
+        let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+            .args([
+                "bench",
+                "--benchmarks",
+                "fillrandom,readrandom,readmissing",
+                "--keys",
+                "60000",
+                "--lookups",
+                "500",
+                "--bucket-cache-bytes",
+                "0",
+                "--store",
+                &format!("s3://{}/{prefix}", bucket()),
+                "--json",
+                "-q",
+            ])
+            .env("AWS_ENDPOINT", endpoint())
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let rows: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert!(
+            rows[0]["bucket_put_requests"].as_u64() > Some(0),
+            "{}",
+            rows[0]
+        );
+        for r in &rows[1..] {
+            // No disk cache: each read request the model counts is a GET.
+            let got = r["bucket_get_requests_per_op"].as_f64().unwrap();
+            let model = r["read_requests_per_op"].as_f64().unwrap();
+            assert_eq!(got, model, "{r}");
+        }
+        // Most keys are in tables (2 MiB memtables): a GET each.
+        assert!(rows[1]["bucket_get_requests_per_op"].as_f64() > Some(0.5));
+        assert!(
+            objects_under(&prefix).is_empty(),
+            "{:?}",
+            objects_under(&prefix)
+        );
+    }
 }

@@ -3,13 +3,17 @@
 //! ([`model`]), small-store option presets ([`options`]), the levels holding
 //! files ([`levels`]), a store's files and directory snapshots ([`files`]),
 //! resealed damage to a table's filter block ([`damage`]),
-//! and the crash tests' child processes ([`child`]). The study's keys are
+//! the crash tests' child processes ([`child`]), a TCP proxy that can be
+//! stopped and restarted ([`proxy`]) and, with `object-store`, the bucket
+//! tests' server, prefixes and client (`bucket`). The study's keys are
 //! the library's own, [`bloomlsm::workload`].
 //!
 //! Cargo compiles this module into every test binary, and each binary uses
 //! only a part of it.
 #![allow(dead_code)]
 
+#[cfg(feature = "object-store")]
+pub mod bucket;
 pub mod child;
 pub mod damage;
 pub mod files;
@@ -17,6 +21,7 @@ pub mod keys;
 pub mod levels;
 pub mod model;
 pub mod options;
+pub mod proxy;
 
 use std::path::Path;
 

@@ -20,8 +20,8 @@ use bytes::Bytes;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    ClientOptions, GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload,
-    RetryConfig,
+    ClientOptions, GetOptions, GetRange, ListResult, ObjectMeta, ObjectStore, ObjectStoreExt,
+    PutPayload, RetryConfig,
 };
 
 use crate::error::{Error, Result};
@@ -79,6 +79,17 @@ pub struct BucketConfig {
     pub max_retries: usize,
     /// How long a request, with its retries, may take before it fails.
     pub request_timeout: Duration,
+    /// Make a new store under a prefix that holds objects this store did
+    /// not write: another store's (its `bloomlsm-store` object names
+    /// another directory) or anything else. Default false: such a prefix
+    /// is refused at [`super::BucketFs::open`], so a mistyped prefix never
+    /// gets a store among someone else's objects (and never has their
+    /// table-named objects taken for its own). With it, the prefix's
+    /// `bloomlsm-store` object is written for this store's directory;
+    /// objects that are not tables are left alone and never read; a
+    /// table-named object of no store still makes the new store's first
+    /// [`crate::Db::open`] refuse, as a local table without `CURRENT` does.
+    pub create_among_other_objects: bool,
 }
 
 /// An access key pair (and session token) for [`BucketConfig::credentials`].
@@ -123,6 +134,7 @@ impl BucketConfig {
             part_bytes: 8 << 20,
             max_retries: 3,
             request_timeout: Duration::from_secs(30),
+            create_among_other_objects: false,
         }
     }
 
@@ -212,6 +224,12 @@ impl BucketConfig {
         self
     }
 
+    /// Sets [`BucketConfig::create_among_other_objects`].
+    pub fn create_among_other_objects(mut self, create: bool) -> Self {
+        self.create_among_other_objects = create;
+        self
+    }
+
     /// `endpoint` as errors name it.
     pub(super) fn endpoint_name(&self) -> String {
         self.endpoint
@@ -267,7 +285,8 @@ impl BucketConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BucketCounters {
-    /// GET requests (ranged reads of table data).
+    /// GET requests of table data (ranged reads); the read of the
+    /// prefix's `bloomlsm-store` object at construction is not counted.
     pub gets: u64,
     /// Bytes the GETs returned.
     pub get_bytes: u64,
@@ -283,7 +302,7 @@ pub struct BucketCounters {
     /// DELETE requests.
     pub deletes: u64,
     /// Listings of a directory's tables (one LIST request per 1,000
-    /// objects).
+    /// objects), the check of the prefix at construction included.
     pub lists: u64,
     /// Server-side copies.
     pub copies: u64,
@@ -517,6 +536,12 @@ impl Client {
 
     /// The objects directly under `prefix` (the bucket's root if empty).
     pub(super) fn list(&self, prefix: &ObjectPath) -> io::Result<Vec<ObjectMeta>> {
+        Ok(self.list_entries(prefix)?.objects)
+    }
+
+    /// The objects and the common prefixes ("directories") directly under
+    /// `prefix`.
+    pub(super) fn list_entries(&self, prefix: &ObjectPath) -> io::Result<ListResult> {
         let store = self.store.clone();
         let p = prefix.clone();
         add(&self.counters.lists, 1);
@@ -526,6 +551,6 @@ impl Client {
                 store.list_with_delimiter(p.as_ref()).await
             })?
             .map_err(|e| io_error("LIST", prefix, e))?;
-        Ok(r.objects)
+        Ok(r)
     }
 }

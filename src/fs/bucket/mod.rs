@@ -38,12 +38,18 @@
 
 mod cache;
 mod client;
+#[cfg(test)]
+mod fault;
+#[cfg(test)]
+mod fault_tests;
+mod marker;
 mod prefetch;
 mod reader;
 mod upload;
 mod writer;
 
 pub use client::{BucketConfig, BucketCounters, BucketCredentials};
+pub use marker::STORE_OBJECT;
 pub use upload::{Uploaded, upload_store};
 
 use std::collections::{HashMap, HashSet};
@@ -190,8 +196,15 @@ impl BucketFs {
     /// reachable and takes writes with these credentials. Fails with one
     /// line naming the endpoint and the bucket (unreachable endpoint,
     /// wrong credentials, missing bucket), before anything local is
-    /// created. Then opens the disk cache in [`BucketConfig::cache_dir`],
-    /// keeping the chunks a previous process left there.
+    /// created. Before that PUT, one LIST of the prefix checks that it is
+    /// this store's: empty, holding the [`STORE_OBJECT`] that names
+    /// [`BucketConfig::dir`], or holding only the tables of the store in
+    /// that directory; a prefix holding another store's objects or any
+    /// other object is refused, writing nothing, unless
+    /// [`BucketConfig::create_among_other_objects`] asks for it. A prefix
+    /// taken anew gets its [`STORE_OBJECT`]. Then opens the disk cache in
+    /// [`BucketConfig::cache_dir`], keeping the chunks a previous process
+    /// left there.
     pub fn open(config: BucketConfig) -> Result<BucketFs> {
         let client = Client::new(&config)?;
         Self::with_client(config, client)
@@ -217,20 +230,30 @@ impl BucketFs {
             .filter(|s| !s.is_empty())
             .map(str::to_string)
             .collect();
-        let probe = ObjectPath::from_iter(prefix.iter().map(String::as_str).chain([PROBE_OBJECT]));
-        client
-            .put(&probe, Bytes::from_static(b"bloomlsm"))
-            .map_err(|e| {
-                Error::io(
-                    format!(
-                        "bucket {} at {endpoint}: the check made at open",
-                        config.bucket
-                    ),
-                    e,
-                )
-            })?;
         let root = std::path::absolute(&config.dir)
             .map_err(|e| Error::io(format!("resolve {}", config.dir.display()), e))?;
+        let dir_key = ObjectPath::from_iter(prefix.iter().map(String::as_str));
+        let take_prefix = marker::check(&client, &config, &endpoint, &dir_key, &root)?;
+        let at_open = |e| {
+            Error::io(
+                format!(
+                    "bucket {} at {endpoint}: the check made at open",
+                    config.bucket
+                ),
+                e,
+            )
+        };
+        client
+            .put(
+                &dir_key.clone().join(PROBE_OBJECT),
+                Bytes::from_static(b"bloomlsm"),
+            )
+            .map_err(at_open)?;
+        if take_prefix {
+            client
+                .put(&dir_key.clone().join(STORE_OBJECT), marker::contents(&root))
+                .map_err(at_open)?;
+        }
         let local = |what: &str, p: &Path, e| Error::io(format!("{what} {}", p.display()), e);
         std::fs::create_dir_all(&config.cache_dir)
             .map_err(|e| local("create", &config.cache_dir, e))?;
@@ -357,6 +380,40 @@ impl BucketFs {
             self.shared.client.delete(o)?;
         }
         Ok(())
+    }
+
+    /// Deletes the store's objects from the bucket — every table under the
+    /// prefix, its keyspaces' too, then the prefix's marker
+    /// ([`STORE_OBJECT`]) and [`PROBE_OBJECT`] — so the prefix belongs to no
+    /// store; objects of other names are left. Returns the objects deleted.
+    /// For a store that is closed and to be thrown away (the local
+    /// directory, with its MANIFEST, is the caller's to remove): a store
+    /// reopened afterwards finds its tables gone.
+    pub fn remove_store(&self) -> Result<u64> {
+        let root = ObjectPath::from_iter(self.shared.prefix.iter().map(String::as_str));
+        let objects = self
+            .objects_under(&root)
+            .map_err(|e| Error::io(format!("list the bucket prefix {root}"), e))?;
+        let is_table = |o: &ObjectPath| {
+            o.filename()
+                .is_some_and(|n| matches!(filename::parse_file_name(n), Some((FileKind::Table, _))))
+        };
+        let (tables, rest): (Vec<_>, Vec<_>) = objects.into_iter().partition(is_table);
+        let ours = rest.into_iter().filter(|o| {
+            o.parts().count() == root.parts().count() + 1
+                && o.filename()
+                    .is_some_and(|n| n == STORE_OBJECT || n == PROBE_OBJECT)
+        });
+        let mut n = 0;
+        for o in tables.iter().chain(ours.collect::<Vec<_>>().iter()) {
+            self.forget(o);
+            self.shared
+                .client
+                .delete(o)
+                .map_err(|e| Error::io(format!("delete object {o}"), e))?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Drops what is known and cached of `key`.
@@ -755,7 +812,8 @@ mod tests {
         w.write_all(&data).unwrap();
         w.sync_data().unwrap();
         let c = s.fs.counters();
-        // The probe, then two parts of 8 MiB and 4 MiB.
+        // The probe, then two parts of 8 MiB and 4 MiB (the prefix's
+        // marker was written by the first construction).
         assert_eq!((c.multipart_uploads, c.puts), (1, 3));
         assert_eq!(object(&s, "p/q/000004.sst").as_deref(), Some(&data[..]));
     }
@@ -788,5 +846,74 @@ mod tests {
         assert_eq!(object(&s, "p/q/cp.tmp/000005.sst"), None);
         assert!(target.is_dir());
         assert_eq!(s.fs.list_dir(&target).unwrap(), ["000005.sst"]);
+    }
+
+    #[test]
+    fn a_prefix_of_another_store_or_of_foreign_objects_is_refused_unless_asked() {
+        let store = Arc::new(InMemory::new());
+        let root = tempfile::tempdir().unwrap();
+        let config = |dir: &str| {
+            BucketConfig::new(
+                root.path().join(dir),
+                "b",
+                root.path().join(format!("{dir}.cache")),
+            )
+            .prefix("p/")
+        };
+        let put = |key: &str| {
+            let (store, k) = (store.clone(), ObjectPath::from(key));
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(async move { store.put(&k, Bytes::from_static(b"x").into()).await })
+                .unwrap();
+        };
+        // The first store takes the empty prefix and writes its marker.
+        let fs = BucketFs::with_store(config("a"), store.clone()).unwrap();
+        let marker = object_bytes(&store, "p/bloomlsm-store").unwrap();
+        assert!(marker.starts_with(b"bloomlsm store\ndir = /"), "{marker:?}");
+        drop(fs);
+        // It opens again; another directory on the same prefix is refused,
+        // with nothing made locally.
+        BucketFs::with_store(config("a"), store.clone()).unwrap();
+        let e = BucketFs::with_store(config("b"), store.clone()).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        assert!(
+            msg.contains("holds the store of directory") && !msg.contains('\n'),
+            "{msg}"
+        );
+        assert!(!root.path().join("b.cache").exists());
+        // A prefix of foreign objects, or of tables no marker claims for a
+        // new store, is refused too.
+        put("q/notes.txt");
+        put("r/000007.sst");
+        for (prefix, first) in [("q/", "notes.txt"), ("r/", "000007.sst")] {
+            let e = BucketFs::with_store(config("c").prefix(prefix), store.clone()).unwrap_err();
+            assert!(e.to_string().contains(first), "{e}");
+            assert!(!root.path().join("c.cache").exists());
+        }
+        assert_eq!(
+            object_bytes(&store, "q/bloomlsm-probe"),
+            None,
+            "nothing written"
+        );
+        // Asked for, the store takes the prefix and its marker.
+        let config_c = config("c").prefix("q/").create_among_other_objects(true);
+        BucketFs::with_store(config_c, store.clone()).unwrap();
+        BucketFs::with_store(config("c").prefix("q/"), store.clone()).unwrap();
+        // A marker of other bytes names no store: refused.
+        put("t/bloomlsm-store");
+        let e = BucketFs::with_store(config("d").prefix("t/"), store.clone()).unwrap_err();
+        assert!(e.to_string().contains("not one bloomlsm writes"), "{e}");
+    }
+
+    fn object_bytes(store: &Arc<InMemory>, key: &str) -> Option<Vec<u8>> {
+        let (store, k) = (store.clone(), ObjectPath::from(key));
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async move { store.get(&k).await.ok()?.bytes().await.ok() })
+            .map(|b| b.to_vec())
     }
 }

@@ -184,8 +184,10 @@ mod tests {
     use crate::{Db, Options};
 
     fn bucket_fs(dir: &Path, cache: &Path, store: &Arc<InMemory>, cache_bytes: u64) -> BucketFs {
+        // A prefix of each directory's own.
+        let prefix = format!("{}/", dir.file_name().unwrap().to_str().unwrap());
         let config = BucketConfig::new(dir, "b", cache)
-            .prefix("s/")
+            .prefix(prefix)
             .chunk_bytes(4096)
             .cache_bytes(cache_bytes);
         BucketFs::with_store(config, store.clone()).unwrap()
@@ -227,8 +229,8 @@ mod tests {
         assert!(up.tables >= 4, "{up:?}");
         assert_eq!(
             fs.counters().puts,
-            1 + up.tables,
-            "the probe, then one PUT a table"
+            2 + up.tables,
+            "the probe, the prefix's marker, then one PUT a table"
         );
         // No table file on the local disk: they are objects.
         let mut stack = vec![copy.clone()];

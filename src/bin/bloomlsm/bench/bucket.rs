@@ -259,7 +259,7 @@ pub fn for_benchmarks(
 
 /// Nothing is in a bucket without the feature.
 #[cfg(not(feature = "object-store"))]
-pub fn remove_benchmarks_store(_: &std::path::Path) -> crate::CliResult {
+pub fn remove_benchmarks_store() -> crate::CliResult {
     Ok(())
 }
 
@@ -353,7 +353,7 @@ mod run {
             let db = Db::open_read_only(&dir, opts.fs(warm.clone()))?;
             let w = phases(args, &name, &db, &warm, zipf, n, "warm")?;
             db.close()?;
-            remove_tables(&warm, &dir)?;
+            remove_store(&warm)?;
             let [c0, c1] = c;
             let [w0, w1] = w;
             Ok(BucketRow {
@@ -372,7 +372,7 @@ mod run {
         if result.is_err() {
             // The objects, whatever failed after the upload.
             if let Ok(fs) = BucketFs::open(bucket_config("upload-cache", 0)) {
-                let _ = remove_tables(&fs, &dir);
+                let _ = remove_store(&fs);
             }
         }
         result
@@ -463,27 +463,17 @@ mod run {
     }
 
     /// Deletes the `--benchmarks` store's objects, if it is in a bucket.
-    pub fn remove_benchmarks_store(dir: &Path) -> CliResult {
+    pub fn remove_benchmarks_store() -> CliResult {
         match BENCHMARKS_FS.get() {
-            Some(fs) => remove_tables(fs, dir),
+            Some(fs) => remove_store(fs),
             None => Ok(()),
         }
     }
 
-    /// Deletes the objects of every table of the store in `dir`.
-    fn remove_tables(fs: &BucketFs, dir: &Path) -> CliResult {
-        let names = fs
-            .list_dir(dir)
-            .map_err(|e| CliError::new(format!("list {}: {e}", dir.display())))?;
-        for name in names {
-            let path = dir.join(&name);
-            if path.is_dir() {
-                remove_tables(fs, &path)?;
-            } else if fs.object_key(&path).is_some() {
-                fs.remove_file(&path)
-                    .map_err(|e| CliError::new(format!("delete {}: {e}", path.display())))?;
-            }
-        }
-        Ok(())
+    /// Deletes the store's objects and the prefix's marker.
+    fn remove_store(fs: &BucketFs) -> CliResult {
+        fs.remove_store()
+            .map(|_| ())
+            .map_err(|e| CliError::new(format!("delete the store's objects: {e}")))
     }
 }

@@ -297,7 +297,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     }
     db.close()?;
     if !home.keep {
-        super::bucket::remove_benchmarks_store(&dir)?;
+        super::bucket::remove_benchmarks_store()?;
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(())

@@ -1,0 +1,163 @@
+//! The object `PREFIX` + [`STORE_OBJECT`]: which store a prefix belongs to.
+//!
+//! `BucketFs` writes it when a store first takes a prefix, naming the
+//! store's local directory, and checks it at every construction, before it
+//! writes anything: a store is made only under a prefix that is empty (the
+//! probe aside), that names this store's directory, or that holds only
+//! tables of the store already in the local directory (a checkpoint made
+//! within the store, or a store older than the marker);
+//! [`BucketConfig::create_among_other_objects`] lifts the refusal.
+
+use std::path::Path;
+
+use bytes::Bytes;
+use object_store::ObjectStoreExt;
+use object_store::path::Path as ObjectPath;
+
+use super::PROBE_OBJECT;
+use super::client::{BucketConfig, Client, io_error};
+use crate::db::filename::{self, FileKind};
+use crate::error::{Error, Result};
+
+/// The marker's name under the prefix.
+pub const STORE_OBJECT: &str = "bloomlsm-store";
+
+/// The marker's first line.
+const HEADER: &str = "bloomlsm store\n";
+/// A marker longer than this is not one this crate wrote.
+const MAX_LEN: u64 = 64 << 10;
+
+/// The marker of the store whose directory is `root`:
+/// `bloomlsm store\ndir = ROOT\n`, `ROOT` the absolute path's bytes.
+pub(super) fn contents(root: &Path) -> Bytes {
+    use std::os::unix::ffi::OsStrExt;
+    let mut v = HEADER.as_bytes().to_vec();
+    v.extend_from_slice(b"dir = ");
+    v.extend_from_slice(root.as_os_str().as_bytes());
+    v.push(b'\n');
+    Bytes::from(v)
+}
+
+/// The directory a marker names; `None` for bytes no marker holds.
+fn named_dir(data: &[u8]) -> Option<&[u8]> {
+    let rest = data.strip_prefix(HEADER.as_bytes())?;
+    let dir = rest.strip_prefix(b"dir = ")?.strip_suffix(b"\n")?;
+    (!dir.is_empty() && !dir.contains(&b'\n')).then_some(dir)
+}
+
+/// Whether `name` (a last segment under the prefix) is a table's object
+/// or a keyspace's prefix.
+fn store_name(name: &str) -> bool {
+    matches!(filename::parse_file_name(name), Some((FileKind::Table, _)))
+        || filename::parse_keyspace_dir(name).is_some()
+}
+
+/// Checks that the prefix `dir_key` may hold the store in `root` (module
+/// docs); makes no request but a LIST and, if the marker is there, a GET of
+/// it. Returns whether the marker must be written.
+pub(super) fn check(
+    client: &Client,
+    config: &BucketConfig,
+    endpoint: &str,
+    dir_key: &ObjectPath,
+    root: &Path,
+) -> Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let here = || {
+        format!(
+            "bucket {} at {endpoint}, prefix {:?}",
+            config.bucket, config.prefix
+        )
+    };
+    let listing = client
+        .list_entries(dir_key)
+        .map_err(|e| Error::io(format!("{}: the check made at open", here()), e))?;
+    let marker = listing
+        .objects
+        .iter()
+        .find(|m| m.location.filename() == Some(STORE_OBJECT));
+    let others: Vec<String> = listing
+        .objects
+        .iter()
+        .filter_map(|m| m.location.filename())
+        .filter(|n| *n != STORE_OBJECT && *n != PROBE_OBJECT)
+        .map(str::to_string)
+        .chain(
+            listing
+                .common_prefixes
+                .iter()
+                .filter_map(|p| p.filename().map(|n| format!("{n}/"))),
+        )
+        .collect();
+    let refuse = |what: String| {
+        Err(Error::invalid(format!(
+            "{}: {what}; a store is made only under a prefix of its own \
+             (BucketConfig::create_among_other_objects takes it anyway)",
+            here()
+        )))
+    };
+    if let Some(m) = marker {
+        // Not counted among the GETs of table data.
+        let data = if m.size <= MAX_LEN {
+            let (store, k) = (client.store.clone(), m.location.clone());
+            client
+                .run(async move { store.get(&k).await?.bytes().await })
+                .and_then(|r| r.map_err(|e| io_error("GET", &m.location, e)))
+                .map_err(|e| Error::io(format!("{}: read {STORE_OBJECT}", here()), e))?
+        } else {
+            Bytes::new()
+        };
+        let ours = named_dir(&data) == Some(root.as_os_str().as_bytes());
+        if ours || config.create_among_other_objects {
+            return Ok(!ours);
+        }
+        return refuse(match named_dir(&data) {
+            Some(d) => format!(
+                "it holds the store of directory {} ({STORE_OBJECT}), not of {}",
+                String::from_utf8_lossy(d),
+                root.display()
+            ),
+            None => format!("its {STORE_OBJECT} object is not one bloomlsm writes"),
+        });
+    }
+    let has_store = std::fs::metadata(filename::current_file(root)).is_ok();
+    if others.is_empty()
+        || config.create_among_other_objects
+        || (has_store && others.iter().all(|n| store_name(n.trim_end_matches('/'))))
+    {
+        return Ok(true);
+    }
+    let more = others.len() - 1;
+    refuse(format!(
+        "it holds objects of no store here ({}{})",
+        others[0],
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_names_one_directory_and_other_bytes_name_none() {
+        let m = contents(Path::new("/var/lib/app/db"));
+        assert_eq!(&m[..], b"bloomlsm store\ndir = /var/lib/app/db\n");
+        assert_eq!(named_dir(&m), Some(&b"/var/lib/app/db"[..]));
+        for bad in [
+            &b""[..],
+            b"bloomlsm store\n",
+            b"bloomlsm store\ndir = \n",
+            b"bloomlsm store\ndir = /a\n/b\n",
+            b"bloomlsm store\ndir = /a",
+            b"other\ndir = /a\n",
+            &m[..m.len() - 1],
+        ] {
+            assert_eq!(named_dir(bad), None, "{bad:?}");
+        }
+    }
+}
