@@ -5,60 +5,18 @@
 
 use std::process::Command;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::path::Path as ObjectPath;
-use object_store::{ClientOptions, ObjectStore};
 use serde_json::Value;
 
-fn endpoint() -> String {
-    std::env::var("BLOOMLSM_S3_ENDPOINT").expect(
-        "BLOOMLSM_S3_ENDPOINT names no S3 server: run `BLOOMLSM_S3_ENDPOINT=$(bash .ci/moto.sh start)`",
-    )
-}
+mod common;
+use common::bucket::{Bucket, bucket, endpoint};
 
-fn bucket() -> String {
-    std::env::var("BLOOMLSM_S3_BUCKET").unwrap_or_else(|_| "bloomlsm-test".to_string())
-}
-
-/// Every object key under `prefix`, at any depth.
-fn objects_under(prefix: &str) -> Vec<String> {
-    let store = AmazonS3Builder::new()
-        .with_endpoint(endpoint())
-        .with_bucket_name(bucket())
-        .with_region("us-east-1")
-        .with_access_key_id("test")
-        .with_secret_access_key("test")
-        .with_client_options(ClientOptions::new().with_allow_http(true))
-        .build()
-        .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut out = Vec::new();
-    let mut dirs = vec![ObjectPath::from(prefix)];
-    while let Some(d) = dirs.pop() {
-        let r = rt.block_on(store.list_with_delimiter(Some(&d))).unwrap();
-        out.extend(r.objects.into_iter().map(|m| m.location.to_string()));
-        dirs.extend(r.common_prefixes);
-    }
-    out
-}
-
-#[test]
-fn the_study_reads_each_store_from_the_bucket_cold_and_warm() {
-    let prefix = format!("bench-{}/", std::process::id());
+/// `bloomlsm bench ARGS --store s3://BUCKET/PREFIX --json -q` with the
+/// server's endpoint and credentials; its JSON lines.
+fn bench(args: &[&str], prefix: &str) -> Vec<Value> {
     let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .arg("bench")
+        .args(args)
         .args([
-            "bench",
-            "--keys",
-            "30000",
-            "--configs",
-            "none,blocked10",
-            "--lookups",
-            "3000",
-            "--bucket-lookups",
-            "600",
             "--store",
             &format!("s3://{}/{prefix}", bucket()),
             "--json",
@@ -71,11 +29,29 @@ fn the_study_reads_each_store_from_the_bucket_cold_and_warm() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let rows: Vec<Value> = String::from_utf8(out.stdout)
+    String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_study_reads_each_store_from_the_bucket_cold_and_warm() {
+    let prefix = format!("bench-{}/", std::process::id());
+    let rows = bench(
+        &[
+            "--keys",
+            "30000",
+            "--configs",
+            "none,blocked10",
+            "--lookups",
+            "3000",
+            "--bucket-lookups",
+            "600",
+        ],
+        &prefix,
+    );
     assert_eq!(rows.len(), 2, "{rows:?}");
     let phase = |row: usize, name: &str, field: &str| -> f64 {
         rows[row]["bucket"]["phases"][name][field]
@@ -117,7 +93,7 @@ fn the_study_reads_each_store_from_the_bucket_cold_and_warm() {
     assert!((saved - (none - filtered)).abs() < 1e-9, "{}", rows[1]);
     assert!(phase(1, "existing_cold", "get_requests_per_get") < 1.1);
     // Every object is gone: tables, markers and probes.
-    let left = objects_under(&prefix);
+    let left = Bucket::new().all_under(&prefix);
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -126,9 +102,8 @@ fn the_benchmarks_make_their_store_in_the_bucket_and_leave_nothing() {
     let prefix = format!("benchmarks-{}/", std::process::id());
     // Twice on one prefix: the first run leaves it to no store.
     for _ in 0..2 {
-        let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-            .args([
-                "bench",
+        let rows = bench(
+            &[
                 "--benchmarks",
                 "fillrandom,readrandom,readmissing",
                 "--keys",
@@ -137,23 +112,9 @@ fn the_benchmarks_make_their_store_in_the_bucket_and_leave_nothing() {
                 "500",
                 "--bucket-cache-bytes",
                 "0",
-                "--store",
-                &format!("s3://{}/{prefix}", bucket()),
-                "--json",
-                "-q",
-            ])
-            .env("AWS_ENDPOINT", endpoint())
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-            .env("AWS_REGION", "us-east-1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let rows: Vec<Value> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+            ],
+            &prefix,
+        );
         assert_eq!(rows.len(), 3, "{rows:?}");
         assert!(
             rows[0]["bucket_put_requests"].as_u64() > Some(0),
@@ -168,10 +129,7 @@ fn the_benchmarks_make_their_store_in_the_bucket_and_leave_nothing() {
         }
         // Most keys are in tables (2 MiB memtables): a GET each.
         assert!(rows[1]["bucket_get_requests_per_op"].as_f64() > Some(0.5));
-        assert!(
-            objects_under(&prefix).is_empty(),
-            "{:?}",
-            objects_under(&prefix)
-        );
+        let left = Bucket::new().all_under(&prefix);
+        assert!(left.is_empty(), "{left:?}");
     }
 }

@@ -98,6 +98,21 @@ impl Bucket {
             .collect()
     }
 
+    /// The keys of every object under `prefix`, at any depth.
+    pub fn all_under(&self, prefix: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut dirs = vec![ObjectPath::from(prefix)];
+        while let Some(d) = dirs.pop() {
+            let r = self
+                .rt
+                .block_on(self.store.list_with_delimiter(Some(&d)))
+                .unwrap();
+            out.extend(r.objects.into_iter().map(|m| m.location.to_string()));
+            dirs.extend(r.common_prefixes);
+        }
+        out
+    }
+
     /// The table objects (`*.sst`) directly under `prefix`.
     pub fn tables(&self, prefix: &str) -> BTreeSet<String> {
         let mut names = self.list(prefix);
