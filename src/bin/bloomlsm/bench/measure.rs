@@ -136,6 +136,31 @@ fn multi_get_missing(args: &BenchArgs, config: &BenchConfig, db: &Db) -> CliResu
     Ok(phase)
 }
 
+/// The indexes of the inserted keys the existing-key phases look up, in
+/// the same order for every phase: uniform, or from `zipf`.
+struct ExistingKeys<'a> {
+    rng: SplitMix64,
+    keys: u64,
+    zipf: Option<&'a Zipf>,
+}
+
+impl<'a> ExistingKeys<'a> {
+    fn new(args: &BenchArgs, zipf: Option<&'a Zipf>) -> Self {
+        ExistingKeys {
+            rng: SplitMix64::new(args.seed ^ 0x6765_7473),
+            keys: args.keys.max(1),
+            zipf,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        match self.zipf {
+            Some(z) => z.sample(&mut self.rng),
+            None => self.rng.below(self.keys),
+        }
+    }
+}
+
 /// The existing-key phase: `n` gets of inserted keys, drawn uniformly or
 /// from `zipf` (the progress bar labelled `name`).
 pub fn existing_gets(
@@ -147,17 +172,13 @@ pub fn existing_gets(
 ) -> CliResult<(Stats, Phase)> {
     db.reset_stats();
     let pb = progress(Some(n), args.quiet, format!("{name}: existing gets"));
-    let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
-    let keys = args.keys.max(1);
+    let mut draw = ExistingKeys::new(args, zipf);
     let mut rec = Recorder::start();
     let mut i = 0;
     while i < n {
         let end = (i + STEP).min(n);
         for _ in i..end {
-            let idx = match zipf {
-                Some(z) => z.sample(&mut rng),
-                None => rng.below(keys),
-            };
+            let idx = draw.next();
             let key = present_key(args.seed, idx);
             if rec.time(1, || db.get(key))?.is_none() {
                 return Err(CliError::new(format!("inserted key #{idx} was not found")));
@@ -172,7 +193,6 @@ pub fn existing_gets(
     Ok((existing, phase))
 }
 
-#[cfg(feature = "object-store")]
 /// `n` inserted keys, drawn as [`existing_gets`] draws them, looked up by
 /// `multi_get` [`MULTI_GET_BATCH`] at a time (the progress bar labelled
 /// `name`). Only `bench --store` runs it.
@@ -190,21 +210,14 @@ pub fn existing_multi_gets(
         args.quiet,
         format!("{name}: existing keys by multi_get"),
     );
-    let mut rng = SplitMix64::new(args.seed ^ 0x6765_7473);
-    let keys = args.keys.max(1);
+    let mut draw = ExistingKeys::new(args, zipf);
     let mut batch: Vec<[u8; 16]> = Vec::with_capacity(MULTI_GET_BATCH as usize);
     let mut rec = Recorder::start();
     let mut i = 0;
     while i < n {
         let end = (i + MULTI_GET_BATCH).min(n);
         batch.clear();
-        batch.extend((i..end).map(|_| {
-            let idx = match zipf {
-                Some(z) => z.sample(&mut rng),
-                None => rng.below(keys),
-            };
-            present_key(args.seed, idx)
-        }));
+        batch.extend((i..end).map(|_| present_key(args.seed, draw.next())));
         let got = rec.time(end - i, || db.multi_get(&batch))?;
         if let Some(j) = got.iter().position(Option::is_none) {
             return Err(CliError::new(format!(
