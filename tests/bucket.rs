@@ -229,6 +229,52 @@ fn made_store(test: &str, n: u64) -> (tempfile::TempDir, String, BTreeSet<String
 }
 
 #[test]
+fn the_store_records_its_bucket_and_refuses_another_place() {
+    let (dir, at, _) = made_store("recorded", 2_000);
+    let text = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+    for line in [
+        format!("tables.bucket = {}\n", bucket()),
+        format!("tables.prefix = {at}\n"),
+        format!("tables.endpoint = {}\n", endpoint()),
+    ] {
+        assert!(text.contains(&line), "{line} in {text}");
+    }
+    let here = format!("are in s3://{}/{at} at {}", bucket(), endpoint());
+
+    // The same directory with its tables looked for under another prefix.
+    let cache = tempfile::tempdir().unwrap();
+    let other = prefix("recorded-other");
+    let fs = BucketFs::shared(config(dir.path(), cache.path(), &other)).unwrap();
+    let e = Db::open(dir.path(), options(fs)).err().unwrap().to_string();
+    let there = format!("keeps them in s3://{}/{other}", bucket());
+    assert!(e.contains(&here) && e.contains(&there), "{e}");
+
+    // A file system that keeps tables beside the store (not the default one,
+    // which would follow the record).
+    let local = Arc::new(bloomlsm::fs::latency::LatencyFs::new(
+        bloomlsm::fs::RealFs::shared(),
+        bloomlsm::fs::latency::Latency::Fixed(std::time::Duration::ZERO),
+    ));
+    let e = Db::open_read_only(dir.path(), options(local))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains(&here) && e.contains("beside the store's other files"),
+        "{e}"
+    );
+
+    // Neither refusal changed the store.
+    let cache = tempfile::tempdir().unwrap();
+    let fs = BucketFs::shared(config(dir.path(), cache.path(), &at)).unwrap();
+    let db = Db::open(dir.path(), options(fs)).unwrap();
+    for i in (0..2_000).step_by(97) {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&value(i)[..]));
+    }
+    db.close().unwrap();
+}
+
+#[test]
 fn an_object_altered_behind_the_store_reads_as_corruption_naming_it() {
     const N: u64 = 10_000;
     let (dir, prefix, live) = made_store("altered", N);

@@ -266,6 +266,12 @@ fn options_files() {
             } else {
                 Tuning::default()
             },
+            // A store whose tables are in a bucket records where.
+            tables: (i == 2).then(|| {
+                let mut t = bloomlsm::fs::TableLocation::new("bucket", "stores/a/", "/var/cache/a");
+                t.endpoint = Some("http://127.0.0.1:9000".into());
+                t
+            }),
             history: (0..i).map(|h| format!("{h} changed")).collect(),
         };
         seeds.push(f.encode());

@@ -58,6 +58,7 @@ impl Db {
             Ok(None) => return Err(Error::Locked(dir)),
             Err(e) => return Err(Error::io(format!("lock {}", lock_path.display()), e)),
         };
+        let fs = recorded_tables_fs(&dir, &mut opts, false)?;
         let design = options_file::settle(fs.as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
         let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
@@ -90,7 +91,8 @@ impl Db {
     /// ```
     pub fn open_read_only(path: impl AsRef<Path>, mut opts: Options) -> Result<Db> {
         let dir = path.as_ref().to_path_buf();
-        options_file::settle(opts.fs.clone().as_ref(), &dir, &mut opts)?;
+        let fs = recorded_tables_fs(&dir, &mut opts, true)?;
+        options_file::settle(fs.as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
         opts.read_mode = settle_read_mode(&dir, &opts, false)?;
         let caches = Caches::new(&opts);
@@ -259,6 +261,27 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
+}
+
+/// The file system the store in `dir` opens on: `opts.fs`, unless that is
+/// the operating system's ([`crate::fs::FileSystem::defers_to_recorded_location`])
+/// and the store's `OPTIONS` file records that its tables are in a bucket:
+/// then one made from that record (feature `object-store`; credentials
+/// from the environment), put in `opts.fs`. Without the feature the store's
+/// `settle` refuses, naming the bucket.
+fn recorded_tables_fs(
+    dir: &Path,
+    opts: &mut Options,
+    read_only: bool,
+) -> Result<Arc<dyn crate::fs::FileSystem>> {
+    if opts.fs.defers_to_recorded_location() {
+        #[cfg(feature = "object-store")]
+        if let Some(loc) = options_file::read(opts.fs.as_ref(), dir)?.and_then(|f| f.tables) {
+            opts.fs = crate::fs::bucket::BucketFs::for_location(dir, &loc, read_only)?;
+        }
+    }
+    let _ = (dir, read_only);
+    Ok(opts.fs.clone())
 }
 
 /// The read mode the store in `dir` uses: `Direct` is probed on its

@@ -261,6 +261,9 @@ impl FileSystem for LatencyFs {
     fn remote_reads(&self) -> bool {
         self.inner.remote_reads() || self.latency() != Latency::Fixed(Duration::ZERO)
     }
+    fn table_location(&self, dir: &Path) -> Option<super::TableLocation> {
+        self.inner.table_location(dir)
+    }
 }
 
 #[cfg(test)]

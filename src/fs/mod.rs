@@ -31,10 +31,12 @@ mod direct_write;
 pub mod fault;
 mod io_pool;
 pub mod latency;
+mod location;
 mod lock;
 pub(crate) mod read_ahead;
 
 pub(crate) use io_pool::io_pool;
+pub use location::TableLocation;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -240,6 +242,23 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn remote_reads(&self) -> bool {
         false
     }
+    /// Where the table files of the store in `dir` are kept, if not in
+    /// `dir` beside its other files (a bucket: `bucket::BucketFs`). The
+    /// store records it in its `OPTIONS` file and refuses a later open
+    /// whose file system keeps them elsewhere.
+    fn table_location(&self, dir: &Path) -> Option<TableLocation> {
+        let _ = dir;
+        None
+    }
+    /// Whether this file system is the operating system's with nothing of
+    /// its own to say about where tables are ([`RealFs`]): a store whose
+    /// `OPTIONS` file records a [`TableLocation`] then opens on a file
+    /// system made from that record instead (feature `object-store`), so
+    /// that `Db::open(dir, Options::default())` finds a store whose tables
+    /// are in a bucket. Any other file system is used as given.
+    fn defers_to_recorded_location(&self) -> bool {
+        false
+    }
 }
 
 /// Whether a failed [`FileSystem::hard_link`] means that no link can be
@@ -440,6 +459,9 @@ impl FileSystem for RealFs {
     }
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
         std::fs::remove_dir(dir)
+    }
+    fn defers_to_recorded_location(&self) -> bool {
+        true
     }
 }
 

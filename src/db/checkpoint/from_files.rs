@@ -193,7 +193,8 @@ fn copy_part(
             }
         }
     }
-    if let Some(options) = options_file::read(fs, from)? {
+    if let Some(mut options) = options_file::read(fs, from)? {
+        options.tables = fs.table_location(&super::report::home_of(to));
         options_file::write(fs, to, &options)?;
     }
     let number = state.next_file_number.max(min_number);

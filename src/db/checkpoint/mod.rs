@@ -242,15 +242,17 @@ impl Inner {
             report.bytes_copied += c.size;
         }
         drop(copies);
-        let options = match options_file::read(fs, &part.dir)? {
+        let mut options = match options_file::read(fs, &part.dir)? {
             Some(f) => f,
             None => options_file::OptionsFile {
                 design: options_file::Design::of(&part.opts),
                 tuning: options_file::Tuning::default(),
+                tables: None,
                 history: Vec::new(),
                 unknown_families: Vec::new(),
             },
         };
+        options.tables = fs.table_location(&report::home_of(to));
         options_file::write(fs, to, &options)?;
         state.last_sequence = moment.sequence;
         if part.id == 0 {

@@ -50,3 +50,37 @@ pub fn temp_dir(target: &Path) -> Option<PathBuf> {
     tmp.push(TEMP_SUFFIX);
     Some(target.with_file_name(tmp))
 }
+
+/// Where `path`, inside a checkpoint's temporary directory, will be once
+/// that directory is renamed to its target (`path` itself if it is not
+/// inside one): what a checkpoint's `OPTIONS` names as its tables' place.
+pub(super) fn home_of(path: &Path) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    for dir in path.ancestors() {
+        let Some(name) = dir.file_name() else {
+            continue;
+        };
+        if let Some(stem) = name.as_bytes().strip_suffix(TEMP_SUFFIX.as_bytes()) {
+            let rest = path.strip_prefix(dir).unwrap_or(Path::new(""));
+            let home = dir.with_file_name(std::ffi::OsStr::from_bytes(stem));
+            return home.join(rest);
+        }
+    }
+    path.to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_in_the_temporary_directory_is_at_home_in_the_target() {
+        let tmp = temp_dir(Path::new("/s/cp")).unwrap();
+        assert_eq!(home_of(&tmp), Path::new("/s/cp"));
+        assert_eq!(
+            home_of(&tmp.join("keyspace-000001")),
+            Path::new("/s/cp/keyspace-000001")
+        );
+        assert_eq!(home_of(Path::new("/s/cp/x")), Path::new("/s/cp/x"));
+    }
+}

@@ -28,6 +28,18 @@
 //! crc32 = 5d0c4e1a
 //! ```
 //!
+//! A store whose tables are kept elsewhere (a bucket, [`TableLocation`])
+//! records where, before its history:
+//!
+//! ```text
+//! tables.bucket = my-bucket
+//! tables.prefix = stores/a/
+//! tables.endpoint = http://127.0.0.1:9000
+//! tables.cache_dir = /var/cache/app/db
+//! tables.cache_bytes = 1073741824
+//! tables.chunk_bytes = 1048576
+//! ```
+//!
 //! It is replaced atomically: `OPTIONS.tmp` is written and fsynced, renamed
 //! over `OPTIONS`, and the directory fsynced.
 
@@ -36,7 +48,7 @@ use std::path::Path;
 use crate::db::filename::{options_file, options_tmp_file, sync_dir_in};
 use crate::error::{Error, Result};
 use crate::filter::{PrefixExtractor, filter_spec, parse_filter_spec, unregistered_family};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, TableLocation};
 use crate::options::{ChecksumType, Compression, CompressionOptions, FilterOptions, Options};
 
 /// The format version written.
@@ -261,6 +273,10 @@ pub struct OptionsFile {
     pub design: Design,
     /// A keyspace's own memtable size and L0 triggers.
     pub tuning: Tuning,
+    /// Where the store's tables are kept, if not beside this file: what
+    /// [`FileSystem::table_location`] said of the store's directory when
+    /// the store recorded its design.
+    pub tables: Option<TableLocation>,
     /// Changes to the design, oldest first: `<unix seconds> <what>`.
     pub history: Vec<String>,
     /// Filter families the design names that this process has not
@@ -280,6 +296,11 @@ impl OptionsFile {
         }
         for (k, v) in self.tuning.lines() {
             s.push_str(&format!("{k} = {v}\n"));
+        }
+        if let Some(t) = &self.tables {
+            for (k, v) in location_lines(t) {
+                s.push_str(&format!("{k} = {v}\n"));
+            }
         }
         let skip = self.history.len().saturating_sub(MAX_HISTORY);
         for h in &self.history[skip..] {
@@ -324,6 +345,7 @@ impl OptionsFile {
         let mut history = Vec::new();
         let mut unknown_families = Vec::new();
         let mut tuning = Tuning::default();
+        let mut tables = LocationLines::default();
         let mut version = None;
         let mut at = 0;
         for line in text.split_inclusive('\n') {
@@ -353,6 +375,10 @@ impl OptionsFile {
                 v.parse()
                     .map_err(|_| err(format!("{k}: {v:?} is not true or false")))
             };
+            if let Some(field) = k.strip_prefix("tables.") {
+                tables.set(field, v, here).map_err(err)?;
+                continue;
+            }
             let f = &mut opts.filters;
             match k {
                 "version" => version = Some(num(v)?),
@@ -466,9 +492,11 @@ impl OptionsFile {
         tuning.apply(&mut opts);
         opts.validate()
             .map_err(|e| bad(0, format!("OPTIONS holds a design no store can use: {e}")))?;
+        let tables = tables.finish().map_err(|(at, what)| bad(at, what))?;
         Ok(OptionsFile {
             design: Design::of(&opts),
             tuning,
+            tables,
             history,
             unknown_families,
         })
@@ -503,11 +531,142 @@ pub fn write(fs: &dyn FileSystem, dir: &Path, file: &OptionsFile) -> Result<()> 
     sync_dir_in(fs, dir)
 }
 
+/// The `tables.*` lines of `t`, in file order.
+fn location_lines(t: &TableLocation) -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        ("tables.bucket", t.bucket.clone()),
+        ("tables.prefix", t.prefix.clone()),
+    ];
+    if let Some(e) = &t.endpoint {
+        v.push(("tables.endpoint", e.clone()));
+    }
+    if let Some(r) = &t.region {
+        v.push(("tables.region", r.clone()));
+    }
+    v.push((
+        "tables.cache_dir",
+        t.cache_dir.to_string_lossy().into_owned(),
+    ));
+    v.push(("tables.cache_bytes", t.cache_bytes.to_string()));
+    v.push(("tables.chunk_bytes", t.chunk_bytes.to_string()));
+    v
+}
+
+/// The `tables.*` lines read so far.
+#[derive(Default)]
+struct LocationLines {
+    bucket: Option<String>,
+    prefix: Option<String>,
+    endpoint: Option<String>,
+    region: Option<String>,
+    cache_dir: Option<String>,
+    cache_bytes: Option<u64>,
+    chunk_bytes: Option<u64>,
+    /// The offset of the first line.
+    at: Option<usize>,
+}
+
+impl LocationLines {
+    /// Takes the line `tables.FIELD = v` at offset `at`.
+    fn set(&mut self, field: &str, v: &str, at: usize) -> std::result::Result<(), String> {
+        self.at.get_or_insert(at);
+        let num = |v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| format!("tables.{field}: {v:?} is not a whole number"))
+        };
+        match field {
+            "bucket" => self.bucket = Some(v.to_string()),
+            "prefix" => self.prefix = Some(v.to_string()),
+            "endpoint" => self.endpoint = Some(v.to_string()),
+            "region" => self.region = Some(v.to_string()),
+            "cache_dir" => self.cache_dir = Some(v.to_string()),
+            "cache_bytes" => self.cache_bytes = Some(num(v)?),
+            "chunk_bytes" => self.chunk_bytes = Some(num(v)?),
+            _ => return Err(format!("unknown setting \"tables.{field}\"")),
+        }
+        Ok(())
+    }
+
+    /// The location, if any `tables.*` line was read; every one it needs
+    /// must be there.
+    fn finish(self) -> std::result::Result<Option<TableLocation>, (usize, String)> {
+        let Some(at) = self.at else {
+            return Ok(None);
+        };
+        let missing = |k: &str| {
+            (
+                at,
+                format!("OPTIONS names where its tables are without tables.{k}"),
+            )
+        };
+        let bucket = self.bucket.ok_or_else(|| missing("bucket"))?;
+        let prefix = self.prefix.ok_or_else(|| missing("prefix"))?;
+        let cache_dir = self.cache_dir.ok_or_else(|| missing("cache_dir"))?;
+        let cache_bytes = self.cache_bytes.ok_or_else(|| missing("cache_bytes"))?;
+        let chunk_bytes = self.chunk_bytes.ok_or_else(|| missing("chunk_bytes"))?;
+        if bucket.is_empty() || !(prefix.is_empty() || prefix.ends_with('/')) || chunk_bytes == 0 {
+            return Err((
+                at,
+                format!(
+                    "tables: bucket {bucket:?}, prefix {prefix:?}, chunk_bytes {chunk_bytes} name no place"
+                ),
+            ));
+        }
+        Ok(Some(TableLocation {
+            bucket,
+            prefix,
+            endpoint: self.endpoint,
+            region: self.region,
+            cache_dir: cache_dir.into(),
+            cache_bytes,
+            chunk_bytes,
+        }))
+    }
+}
+
+/// Refuses to open the store in `dir` with `fs` if its file says its
+/// tables are somewhere `fs` does not keep them (unless `opts` gives the
+/// store a design of its own, [`Options::use_stored_design`] off: then the
+/// file system in force is recorded).
+fn check_location(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    stored: &OptionsFile,
+    opts: &Options,
+) -> Result<()> {
+    let Some(recorded) = &stored.tables else {
+        return Ok(());
+    };
+    let here = fs.table_location(dir);
+    if here.as_ref().is_some_and(|h| h.same_objects(recorded)) || !opts.use_stored_design {
+        return Ok(());
+    }
+    let with = match &here {
+        Some(h) => format!("the file system given keeps them in {h}"),
+        None if fs.defers_to_recorded_location() && cfg!(feature = "object-store") => {
+            "open it with Db::open, which reaches them through this record".to_string()
+        }
+        None if fs.defers_to_recorded_location() => {
+            "this build of bloomlsm has no object-store feature to reach them".to_string()
+        }
+        None => "the file system given keeps them beside the store's other files (open it \
+                 with a bloomlsm::fs::bucket::BucketFs, or with the default file system)"
+            .to_string(),
+    };
+    Err(Error::invalid(format!(
+        "the tables of the store in {} are in {recorded} (its OPTIONS file); {with}",
+        dir.display()
+    )))
+}
+
 /// What `Db::open` does with the design: uses the stored one when the store
 /// has one and `opts.use_stored_design`, and records the design in force
 /// (with a history line) when it differs from the stored one.
 pub(crate) fn settle(fs: &dyn FileSystem, dir: &Path, opts: &mut Options) -> Result<Pending> {
     let stored = read(fs, dir)?;
+    if let Some(f) = &stored {
+        check_location(fs, dir, f, opts)?;
+    }
     if let (Some(f), true) = (&stored, opts.use_stored_design) {
         if let Some(name) = f.unknown_families.first() {
             return Err(Error::invalid(format!(
@@ -542,18 +701,34 @@ impl Pending {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        let tables = fs.table_location(dir);
         let file = match self.stored {
-            Some(f) if f.design == design => return Ok(()),
+            Some(f) if f.design == design && f.tables == tables => return Ok(()),
             Some(mut f) => {
-                let changes = f.design.changes(&design).join("; ");
-                f.history
-                    .push(format!("{now} changed by the caller: {changes}"));
-                f.design = design;
+                if f.design != design {
+                    let changes = f.design.changes(&design).join("; ");
+                    f.history
+                        .push(format!("{now} changed by the caller: {changes}"));
+                    f.design = design;
+                }
+                if f.tables != tables {
+                    let place = |t: &Option<TableLocation>| {
+                        t.as_ref()
+                            .map_or_else(|| "beside the store".to_string(), |t| t.to_string())
+                    };
+                    f.history.push(format!(
+                        "{now} tables kept in {} (before: {})",
+                        place(&tables),
+                        place(&f.tables)
+                    ));
+                    f.tables = tables;
+                }
                 f
             }
             None => OptionsFile {
                 unknown_families: Vec::new(),
                 tuning: Tuning::default(),
+                tables: tables.clone(),
                 design,
                 history: vec![format!(
                     "{now} {}",
@@ -603,7 +778,146 @@ mod tests {
                 l0_compaction_trigger: Some(3),
                 ..Tuning::default()
             },
+            tables: None,
             history: vec!["1 created".into(), "2 changed: x".into()],
+        }
+    }
+
+    fn location() -> TableLocation {
+        TableLocation {
+            bucket: "b".into(),
+            prefix: "stores/a/".into(),
+            endpoint: Some("http://127.0.0.1:9000".into()),
+            region: None,
+            cache_dir: "/var/cache/a".into(),
+            cache_bytes: 1 << 30,
+            chunk_bytes: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn a_table_location_round_trips_and_a_partial_one_is_corruption() {
+        let mut f = sample();
+        for prefix in ["stores/a/", ""] {
+            f.tables = Some(TableLocation {
+                prefix: prefix.into(),
+                ..location()
+            });
+            let bytes = f.encode();
+            let back = OptionsFile::decode(&bytes, Path::new("OPTIONS")).unwrap();
+            assert_eq!(back, f, "{}", String::from_utf8_lossy(&bytes));
+        }
+        let text = String::from_utf8(f.encode()).unwrap();
+        for (drop, why) in [
+            ("tables.bucket", "without tables.bucket"),
+            ("tables.cache_dir", "without tables.cache_dir"),
+        ] {
+            let body: String = text
+                .lines()
+                .filter(|l| !l.starts_with(drop) && !l.starts_with("crc32"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let bytes = format!("{body}crc32 = {:08x}\n", crc32fast::hash(body.as_bytes()));
+            let e = OptionsFile::decode(bytes.as_bytes(), Path::new("OPTIONS")).unwrap_err();
+            assert!(
+                matches!(e, Error::Corruption { .. }) && e.to_string().contains(why),
+                "{e}"
+            );
+        }
+    }
+
+    /// A file system that says its tables are at `location()`.
+    #[derive(Debug)]
+    struct Elsewhere(Option<TableLocation>);
+
+    impl FileSystem for Elsewhere {
+        fn create_new(&self, p: &Path) -> std::io::Result<Box<dyn crate::fs::WritableFile>> {
+            crate::fs::RealFs.create_new(p)
+        }
+        fn create_truncate(&self, p: &Path) -> std::io::Result<Box<dyn crate::fs::WritableFile>> {
+            crate::fs::RealFs.create_truncate(p)
+        }
+        fn open_read(
+            &self,
+            p: &Path,
+        ) -> std::io::Result<std::sync::Arc<dyn crate::fs::ReadableFile>> {
+            crate::fs::RealFs.open_read(p)
+        }
+        fn rename(&self, a: &Path, b: &Path) -> std::io::Result<()> {
+            crate::fs::RealFs.rename(a, b)
+        }
+        fn remove_file(&self, p: &Path) -> std::io::Result<()> {
+            crate::fs::RealFs.remove_file(p)
+        }
+        fn sync_dir(&self, p: &Path) -> std::io::Result<()> {
+            crate::fs::RealFs.sync_dir(p)
+        }
+        fn list_dir(&self, p: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
+            crate::fs::RealFs.list_dir(p)
+        }
+        fn file_len(&self, p: &Path) -> std::io::Result<u64> {
+            crate::fs::RealFs.file_len(p)
+        }
+        fn create_dir_all(&self, p: &Path) -> std::io::Result<()> {
+            crate::fs::RealFs.create_dir_all(p)
+        }
+        fn lock(&self, p: &Path) -> std::io::Result<Option<Box<dyn crate::fs::FileLock>>> {
+            crate::fs::RealFs.lock(p)
+        }
+        fn table_location(&self, _: &Path) -> Option<TableLocation> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn the_location_recorded_is_the_file_systems_and_another_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let there = Elsewhere(Some(location()));
+        let mut opts = Options::default();
+        settle(&there, dir.path(), &mut opts)
+            .unwrap()
+            .record(&there, dir.path(), &opts, true)
+            .unwrap();
+        let read_back = read(&crate::fs::RealFs, dir.path()).unwrap().unwrap();
+        assert_eq!(read_back.tables, Some(location()));
+
+        // The same objects through another endpoint and cache: accepted.
+        let moved = Elsewhere(Some(TableLocation {
+            endpoint: None,
+            cache_dir: "/elsewhere".into(),
+            ..location()
+        }));
+        let mut opts = Options::default();
+        settle(&moved, dir.path(), &mut opts).unwrap();
+
+        // Another prefix, or a file system that keeps tables locally: refused,
+        // naming where the tables are.
+        let other = Elsewhere(Some(TableLocation {
+            prefix: "stores/b/".into(),
+            ..location()
+        }));
+        for (fs, says) in [
+            (&other as &dyn FileSystem, "keeps them in s3://b/stores/b/"),
+            (&Elsewhere(None), "beside the store's other files"),
+            (
+                &crate::fs::RealFs,
+                if cfg!(feature = "object-store") {
+                    "reaches them through this record"
+                } else {
+                    "no object-store feature"
+                },
+            ),
+        ] {
+            let mut opts = Options::default();
+            let e = settle(fs, dir.path(), &mut opts).err().unwrap();
+            let s = e.to_string();
+            assert!(
+                s.contains("are in s3://b/stores/a/ at http://127.0.0.1:9000") && s.contains(says),
+                "{s}"
+            );
+            // A design of the caller's own takes the file system given.
+            let mut opts = Options::default().use_stored_design(false);
+            settle(fs, dir.path(), &mut opts).unwrap();
         }
     }
 

@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange};
 
 use super::PROBE_OBJECT;
 use super::client::{BucketConfig, Client, io_error};
@@ -53,8 +53,10 @@ fn store_name(name: &str) -> bool {
 }
 
 /// Checks that the prefix `dir_key` may hold the store in `root` (module
-/// docs); makes no request but a LIST and, if the marker is there, a GET of
-/// it. Returns whether the marker must be written.
+/// docs). First one GET of the marker: when it names `root`, as at every
+/// reopen, that is all, however many tables the prefix holds. Only a
+/// prefix without a marker is listed (one LIST). Returns whether the
+/// marker must be written.
 pub(super) fn check(
     client: &Client,
     config: &BucketConfig,
@@ -69,13 +71,53 @@ pub(super) fn check(
             config.bucket, config.prefix
         )
     };
+    let refuse = |what: String| {
+        Err(Error::invalid(format!(
+            "{}: {what}; a store is made only under a prefix of its own \
+             (BucketConfig::create_among_other_objects takes it anyway)",
+            here()
+        )))
+    };
+    let key = dir_key.clone().join(STORE_OBJECT);
+    // Not counted among the GETs of table data; at most MAX_LEN + 1 bytes
+    // of whatever holds the name.
+    let (store, k) = (client.store.clone(), key.clone());
+    let opts = GetOptions {
+        range: Some(GetRange::Bounded(0..MAX_LEN + 1)),
+        ..GetOptions::default()
+    };
+    let marker = client
+        .run(async move { store.get_opts(&k, opts).await?.bytes().await })
+        .and_then(|r| r.map_err(|e| io_error("GET", &key, e)));
+    match marker {
+        Ok(data) => {
+            let named = (data.len() as u64 <= MAX_LEN)
+                .then(|| named_dir(&data))
+                .flatten();
+            let ours = named == Some(root.as_os_str().as_bytes());
+            if ours || config.create_among_other_objects {
+                return Ok(!ours);
+            }
+            return refuse(match named {
+                Some(d) => format!(
+                    "it holds the store of directory {} ({STORE_OBJECT}), not of {}",
+                    String::from_utf8_lossy(d),
+                    root.display()
+                ),
+                None => format!("its {STORE_OBJECT} object is not one bloomlsm writes"),
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(Error::io(
+                format!("{}: the check made at open, read {STORE_OBJECT}", here()),
+                e,
+            ));
+        }
+    }
     let listing = client
         .list_entries(dir_key)
         .map_err(|e| Error::io(format!("{}: the check made at open", here()), e))?;
-    let marker = listing
-        .objects
-        .iter()
-        .find(|m| m.location.filename() == Some(STORE_OBJECT));
     let others: Vec<String> = listing
         .objects
         .iter()
@@ -89,37 +131,6 @@ pub(super) fn check(
                 .filter_map(|p| p.filename().map(|n| format!("{n}/"))),
         )
         .collect();
-    let refuse = |what: String| {
-        Err(Error::invalid(format!(
-            "{}: {what}; a store is made only under a prefix of its own \
-             (BucketConfig::create_among_other_objects takes it anyway)",
-            here()
-        )))
-    };
-    if let Some(m) = marker {
-        // Not counted among the GETs of table data.
-        let data = if m.size <= MAX_LEN {
-            let (store, k) = (client.store.clone(), m.location.clone());
-            client
-                .run(async move { store.get(&k).await?.bytes().await })
-                .and_then(|r| r.map_err(|e| io_error("GET", &m.location, e)))
-                .map_err(|e| Error::io(format!("{}: read {STORE_OBJECT}", here()), e))?
-        } else {
-            Bytes::new()
-        };
-        let ours = named_dir(&data) == Some(root.as_os_str().as_bytes());
-        if ours || config.create_among_other_objects {
-            return Ok(!ours);
-        }
-        return refuse(match named_dir(&data) {
-            Some(d) => format!(
-                "it holds the store of directory {} ({STORE_OBJECT}), not of {}",
-                String::from_utf8_lossy(d),
-                root.display()
-            ),
-            None => format!("its {STORE_OBJECT} object is not one bloomlsm writes"),
-        });
-    }
     let has_store = std::fs::metadata(filename::current_file(root)).is_ok();
     if others.is_empty()
         || config.create_among_other_objects

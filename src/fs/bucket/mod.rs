@@ -69,7 +69,7 @@ use self::cache::DiskCache;
 use self::client::Client;
 use self::reader::BucketReadable;
 use self::writer::BucketWritable;
-use super::{FileLock, FileSystem, ReadableFile, RealFs, WritableFile, direct};
+use super::{FileLock, FileSystem, ReadableFile, RealFs, TableLocation, WritableFile, direct};
 use crate::db::filename::{self, FileKind};
 use crate::error::{Error, Result};
 
@@ -188,6 +188,17 @@ pub struct BucketFs {
     /// Held while this file system is alive: one process at a time uses a
     /// cache directory.
     _cache_lock: Box<dyn FileLock>,
+    /// A cache directory of this handle's own, removed when it is dropped
+    /// (a reader beside a writer that holds the recorded one).
+    scratch: Option<PathBuf>,
+}
+
+impl Drop for BucketFs {
+    fn drop(&mut self) {
+        if let Some(d) = &self.scratch {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }
 
 impl BucketFs {
@@ -196,8 +207,9 @@ impl BucketFs {
     /// reachable and takes writes with these credentials. Fails with one
     /// line naming the endpoint and the bucket (unreachable endpoint,
     /// wrong credentials, missing bucket), before anything local is
-    /// created. Before that PUT, one LIST of the prefix checks that it is
-    /// this store's: empty, holding the [`STORE_OBJECT`] that names
+    /// created. Before that PUT, one GET of the prefix's [`STORE_OBJECT`]
+    /// checks that it is this store's (a prefix without one is listed, in
+    /// one LIST): empty, holding the [`STORE_OBJECT`] that names
     /// [`BucketConfig::dir`], or holding only the tables of the store in
     /// that directory; a prefix holding another store's objects or any
     /// other object is refused, writing nothing, unless
@@ -215,6 +227,44 @@ impl BucketFs {
         Ok(Arc::new(Self::open(config)?))
     }
 
+    /// The file system of the store in `dir` whose `OPTIONS` file records
+    /// that its tables are at `loc` (what [`crate::Db::open`] makes when
+    /// given the default file system): [`BucketFs::open`] of that bucket,
+    /// prefix, endpoint, region and cache, credentials and anything
+    /// unrecorded from the environment. For a reader (`read_only`) whose
+    /// recorded cache another process holds (the store's writer), a cache
+    /// of its own in the temporary directory, of no size (each read one
+    /// GET), removed when the file system is dropped.
+    pub fn for_location(
+        dir: &Path,
+        loc: &TableLocation,
+        read_only: bool,
+    ) -> Result<Arc<dyn FileSystem>> {
+        let mut config = BucketConfig::new(dir, loc.bucket.clone(), loc.cache_dir.clone())
+            .prefix(loc.prefix.clone())
+            .cache_bytes(loc.cache_bytes)
+            .chunk_bytes(loc.chunk_bytes);
+        config.endpoint = loc.endpoint.clone();
+        config.region = loc.region.clone();
+        let held = || matches!(RealFs.lock(&loc.cache_dir.join("LOCK")), Ok(None));
+        if !(read_only && held()) {
+            return Self::shared(config);
+        }
+        static SCRATCH: AtomicU64 = AtomicU64::new(0);
+        let scratch = std::env::temp_dir().join(format!(
+            "bloomlsm-reader-cache-{}-{}",
+            std::process::id(),
+            SCRATCH.fetch_add(1, Ordering::Relaxed)
+        ));
+        config.cache_dir = scratch.clone();
+        config.cache_bytes = 0;
+        let mut fs = Self::open(config).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&scratch);
+        })?;
+        fs.scratch = Some(scratch);
+        Ok(Arc::new(fs))
+    }
+
     /// [`BucketFs::open`] with `store` as the bucket (tests give
     /// `object_store::memory::InMemory`).
     #[cfg(test)]
@@ -222,7 +272,10 @@ impl BucketFs {
         Self::with_client(config, Client::with_store(store)?)
     }
 
-    fn with_client(config: BucketConfig, client: Client) -> Result<BucketFs> {
+    fn with_client(mut config: BucketConfig, client: Client) -> Result<BucketFs> {
+        config.cache_dir = std::path::absolute(&config.cache_dir)
+            .map_err(|e| Error::io(format!("resolve {}", config.cache_dir.display()), e))?;
+        check_recordable(&config)?;
         let endpoint = config.endpoint_name();
         let prefix: Vec<String> = config
             .prefix
@@ -290,6 +343,7 @@ impl BucketFs {
                 config,
             }),
             _cache_lock: cache_lock,
+            scratch: None,
         })
     }
 
@@ -423,6 +477,31 @@ impl BucketFs {
             sh.cache.forget(sh.object_id(key, &k));
         }
     }
+}
+
+/// Refuses a configuration the store's `OPTIONS` file could not record
+/// (its lines are UTF-8 text, one setting each).
+fn check_recordable(config: &BucketConfig) -> Result<()> {
+    let cache_dir = config.cache_dir.to_str();
+    for (what, v) in [
+        ("bucket", Some(config.bucket.as_str())),
+        ("prefix", Some(config.prefix.as_str())),
+        ("endpoint", config.endpoint.as_deref().or(Some(""))),
+        ("region", config.region.as_deref().or(Some(""))),
+        ("cache_dir", cache_dir),
+    ] {
+        if v.is_none_or(|v| v.contains(['\n', '\r'])) {
+            return Err(Error::invalid(format!(
+                "BucketConfig::{what} {:?} must be UTF-8 without line breaks: the store's \
+                 OPTIONS file records it",
+                v.map_or_else(|| config.cache_dir.display().to_string(), str::to_string)
+            )));
+        }
+    }
+    if config.bucket.is_empty() {
+        return Err(Error::invalid("BucketConfig::bucket is empty".to_string()));
+    }
+    Ok(())
 }
 
 fn unsupported(what: String) -> io::Error {
@@ -581,6 +660,20 @@ impl FileSystem for BucketFs {
 
     fn remote_reads(&self) -> bool {
         true
+    }
+
+    fn table_location(&self, dir: &Path) -> Option<TableLocation> {
+        let key = self.shared.dir_key(dir)?;
+        let c = &self.shared.config;
+        Some(TableLocation {
+            bucket: c.bucket.clone(),
+            prefix: key.parts().map(|p| format!("{}/", p.as_ref())).collect(),
+            endpoint: c.endpoint.clone(),
+            region: c.region.clone(),
+            cache_dir: c.cache_dir.clone(),
+            cache_bytes: c.cache_bytes,
+            chunk_bytes: c.chunk_bytes,
+        })
     }
 }
 
@@ -872,10 +965,13 @@ mod tests {
         let fs = BucketFs::with_store(config("a"), store.clone()).unwrap();
         let marker = object_bytes(&store, "p/bloomlsm-store").unwrap();
         assert!(marker.starts_with(b"bloomlsm store\ndir = /"), "{marker:?}");
+        assert_eq!(fs_lists(&fs), 1, "an empty prefix is listed");
         drop(fs);
-        // It opens again; another directory on the same prefix is refused,
-        // with nothing made locally.
-        BucketFs::with_store(config("a"), store.clone()).unwrap();
+        // It opens again by its marker alone, without listing the prefix;
+        // another directory on the same prefix is refused, with nothing
+        // made locally.
+        let fs = BucketFs::with_store(config("a"), store.clone()).unwrap();
+        assert_eq!(fs_lists(&fs), 0, "a reopen reads the marker only");
         let e = BucketFs::with_store(config("b"), store.clone()).unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
@@ -906,6 +1002,10 @@ mod tests {
         put("t/bloomlsm-store");
         let e = BucketFs::with_store(config("d").prefix("t/"), store.clone()).unwrap_err();
         assert!(e.to_string().contains("not one bloomlsm writes"), "{e}");
+    }
+
+    fn fs_lists(fs: &BucketFs) -> u64 {
+        fs.counters().lists
     }
 
     fn object_bytes(store: &Arc<InMemory>, key: &str) -> Option<Vec<u8>> {

@@ -203,7 +203,7 @@ mod tests {
         };
         // Values that do not compress: tables of their full size.
         let value = |i: u32| {
-            let mut x = u64::from(i) * 0x9E37_79B9_7F4A_7C15 + 1;
+            let mut x = u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
             (0..100)
                 .map(|_| {
                     x ^= x << 13;
