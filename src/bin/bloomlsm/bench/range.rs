@@ -21,7 +21,7 @@ use serde_json::json;
 use crate::phase::{Phase, Recorder};
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 
-use super::args::BenchArgs;
+use super::args::{BenchArgs, check_plot_path};
 use super::stores::{KeyWriter, StoresHome, store_dir, store_options};
 
 /// What one scan phase measured.
@@ -74,7 +74,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     let config = &args.configs[0];
     // The chart's path is checked before the (long) run starts.
     if let Some(path) = &args.plot {
-        super::chart::check_plot_path(path)?;
+        check_plot_path(path)?;
     }
     let home = StoresHome::prepare(args)?;
     let mut curves = Vec::new();
