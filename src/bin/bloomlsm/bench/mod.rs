@@ -58,6 +58,8 @@
 //! - `series_chart.rs`: readwhilewriting's time series as an SVG chart.
 //! - `range_chart.rs`: `--workload range --plot`, FPR against range length
 //!   beside the bound.
+//! - `scans.rs`: a phase of the prefix or range study, and its per-level
+//!   table.
 //! - `db_bench.rs`: `--benchmarks`, db_bench's workloads (and YCSB's) on
 //!   one store, measured and printed.
 //! - `prefix.rs`: `--workload prefix`, the prefix-filter study.
@@ -91,6 +93,7 @@ mod range;
 mod range_chart;
 mod remote;
 mod row;
+mod scans;
 mod series_chart;
 mod stores;
 mod text;
