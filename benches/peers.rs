@@ -55,8 +55,9 @@
 //! the engines' own I/O counters over one extra pass of missing-key gets.
 //! Each engine's version and options are printed first.
 //!
-//! `cargo bench --bench peers`; with RocksDB (prebuilt, see README):
-//! `source ../shared/rocksdb/env.sh && cargo bench --features rocksdb-peer --bench peers`;
+//! `cargo bench --bench peers`; with RocksDB, built from the `rocksdb`
+//! crate's source (or linked prebuilt when `ROCKSDB_LIB_DIR` is set, see
+//! README): `cargo bench --features rocksdb-peer --bench peers`;
 //! `BLOOMLSM_PEERS_SETTINGS=shared|defaults` runs one setting (default:
 //! both, in one run, all engines of both settings interleaved in each round),
 //! `BLOOMLSM_PEERS_SHAPE=fixed|dynamic[:FILE_MIB[:L1_MIB[:TRIGGER/SLOWDOWN/STOP]]],...` replaces

@@ -6,6 +6,45 @@ use super::*;
 use crate::range_tombstone::Fragments;
 use iter::{ScanPoints, ScanPrefix, Skip};
 
+/// The reads of [`Db`] and [`crate::Keyspace`], and [`Snapshot`]'s scans,
+/// one implementation for every handle: each key's limits checked before
+/// anything is read. `at`: a snapshot's sequence number (`None`: the
+/// latest).
+impl Inner {
+    /// A caller's `get`.
+    pub(super) fn checked_get(&self, key: &[u8], at: Option<u64>) -> Result<Option<Bytes>> {
+        check_key(key)?;
+        self.get(key, at)
+    }
+
+    /// A caller's `multi_get`.
+    pub(super) fn checked_multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        at: Option<u64>,
+    ) -> Result<Vec<Option<Bytes>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        for k in &keys {
+            check_key(k)?;
+        }
+        self.multi_get(&keys, at)
+    }
+
+    /// A caller's `scan` of `range`.
+    pub(super) fn scan_range(&self, range: impl iter::ScanRange, at: Option<u64>) -> DbIter {
+        let (start, end) = range.into_bounds();
+        self.scan(start, end, at, None)
+    }
+
+    /// A caller's `scan_prefix`: the range of the keys that start with
+    /// `prefix`, whose files the prefix filters may skip.
+    pub(super) fn scan_prefix(&self, prefix: &[u8], at: Option<u64>) -> DbIter {
+        let (start, end) = iter::prefix_range(prefix);
+        let skip = ScanPrefix::of(self.opts.prefix_extractor, prefix);
+        self.scan(start, end, at, skip)
+    }
+}
+
 impl Inner {
     /// `at`: a snapshot's sequence number (`None`: the latest).
     pub(super) fn get(&self, user_key: &[u8], at: Option<u64>) -> Result<Option<Bytes>> {

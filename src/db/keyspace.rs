@@ -234,40 +234,34 @@ impl Keyspace {
     /// The value of `key` in this keyspace, or `None` ([`Db::get`]).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         self.check()?;
-        let key = key.as_ref();
-        check_key(key)?;
-        self.inner.get(key, None)
+        self.inner.checked_get(key.as_ref(), None)
     }
 
     /// The values of `keys` in this keyspace ([`Db::multi_get`]).
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Bytes>>> {
         self.check()?;
-        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
-        for k in &keys {
-            check_key(k)?;
-        }
-        self.inner.multi_get(&keys, None)
+        self.inner.checked_multi_get(keys, None)
     }
 
     /// The live entries of this keyspace with keys in `range`, in key order
     /// ([`Db::scan`]). On a dropped keyspace the iterator yields one error.
     pub fn scan(&self, range: impl iter::ScanRange) -> DbIter {
-        let (start, end) = range.into_bounds();
-        let it = self.inner.scan(start, end, None, None);
-        match self.check() {
-            Ok(()) => it,
-            Err(e) => it.failing(e),
-        }
+        self.checked_iter(self.inner.scan_range(range, None), None)
     }
 
     /// The live entries of this keyspace whose keys start with `prefix`
     /// ([`Db::scan_prefix`]).
     pub fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        let prefix = prefix.as_ref();
-        let (start, end) = iter::prefix_range(prefix);
-        let skip = iter::ScanPrefix::of(self.inner.opts.prefix_extractor, prefix);
-        let it = self.inner.scan(start, end, None, skip);
-        match self.check() {
+        self.checked_iter(self.inner.scan_prefix(prefix.as_ref(), None), None)
+    }
+
+    /// `it`, or, on a dropped keyspace or with a snapshot of another store,
+    /// an iterator that yields that one error.
+    fn checked_iter(&self, it: DbIter, snapshot: Option<&Snapshot>) -> DbIter {
+        let checked = self
+            .check()
+            .and_then(|()| snapshot.map_or(Ok(()), |s| self.check_snapshot(s)));
+        match checked {
             Ok(()) => it,
             Err(e) => it.failing(e),
         }
@@ -321,9 +315,8 @@ impl Keyspace {
     pub fn get_at(&self, snapshot: &Snapshot, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         self.check()?;
         self.check_snapshot(snapshot)?;
-        let key = key.as_ref();
-        check_key(key)?;
-        self.inner.get(key, Some(snapshot.sequence()))
+        self.inner
+            .checked_get(key.as_ref(), Some(snapshot.sequence()))
     }
 
     /// The values of `keys` in this keyspace as of `snapshot`
@@ -335,11 +328,8 @@ impl Keyspace {
     ) -> Result<Vec<Option<Bytes>>> {
         self.check()?;
         self.check_snapshot(snapshot)?;
-        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
-        for k in &keys {
-            check_key(k)?;
-        }
-        self.inner.multi_get(&keys, Some(snapshot.sequence()))
+        self.inner
+            .checked_multi_get(keys, Some(snapshot.sequence()))
     }
 
     /// The live entries of this keyspace in `range` as of `snapshot`, in
@@ -347,12 +337,8 @@ impl Keyspace {
     /// keyspace, or with a snapshot of another store, the iterator yields
     /// one error.
     pub fn scan_at(&self, snapshot: &Snapshot, range: impl iter::ScanRange) -> DbIter {
-        let (start, end) = range.into_bounds();
-        let it = self.inner.scan(start, end, Some(snapshot.sequence()), None);
-        match self.check().and_then(|()| self.check_snapshot(snapshot)) {
-            Ok(()) => it,
-            Err(e) => it.failing(e),
-        }
+        let it = self.inner.scan_range(range, Some(snapshot.sequence()));
+        self.checked_iter(it, Some(snapshot))
     }
 
     /// Writes this keyspace's memtable to an L0 file and waits until it is

@@ -395,9 +395,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
-        let key = key.as_ref();
-        check_key(key)?;
-        self.inner.get(key, None)
+        self.inner.checked_get(key.as_ref(), None)
     }
 
     /// The values of `keys`, in order (`None` for an absent key): the answers
@@ -419,11 +417,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Bytes>>> {
-        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
-        for k in &keys {
-            check_key(k)?;
-        }
-        self.inner.multi_get(&keys, None)
+        self.inner.checked_multi_get(keys, None)
     }
 
     /// The live entries with user keys in `range`, in key order, as of now:
@@ -456,8 +450,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scan(&self, range: impl iter::ScanRange) -> DbIter {
-        let (start, end) = range.into_bounds();
-        self.inner.scan(start, end, None, None)
+        self.inner.scan_range(range, None)
     }
 
     /// The live entries whose keys start with `prefix`, in key order, as of
@@ -480,10 +473,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        let prefix = prefix.as_ref();
-        let (start, end) = iter::prefix_range(prefix);
-        let skip = iter::ScanPrefix::of(self.inner.opts.prefix_extractor, prefix);
-        self.inner.scan(start, end, None, skip)
+        self.inner.scan_prefix(prefix.as_ref(), None)
     }
 
     /// A [`Snapshot`] of the store as of now: reads and scans through it see

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::Inner;
-use super::iter::{self, DbIter, ScanRange};
+use super::iter::{DbIter, ScanRange};
 use crate::error::{Error, Result};
 
 /// The sequence numbers of the live snapshots, with how many handles hold
@@ -185,8 +185,7 @@ impl Snapshot {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scan(&self, range: impl ScanRange) -> DbIter {
-        let (start, end) = range.into_bounds();
-        self.inner.scan(start, end, Some(self.seq), None)
+        self.inner.scan_range(range, Some(self.seq))
     }
 
     /// The live entries whose keys start with `prefix`, as of the snapshot
@@ -202,10 +201,7 @@ impl Snapshot {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> DbIter {
-        let prefix = prefix.as_ref();
-        let (start, end) = iter::prefix_range(prefix);
-        let skip = iter::ScanPrefix::of(self.inner.opts.prefix_extractor, prefix);
-        self.inner.scan(start, end, Some(self.seq), skip)
+        self.inner.scan_prefix(prefix.as_ref(), Some(self.seq))
     }
 }
 

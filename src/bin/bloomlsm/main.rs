@@ -21,7 +21,6 @@
 //! ([`EXIT_NEGATIVE`], [`EXIT_USAGE`], [`EXIT_DATA`], [`EXIT_FAILURE`]).
 
 mod bench;
-mod budget;
 mod db;
 mod design;
 mod escape;

@@ -1,18 +1,17 @@
 //! The `bench` command's arguments ([`BenchArgs`]), `--io` ([`IoMode`]) and
 //! the limits and parsers clap checks them with.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bloomlsm::ReadMode;
 use clap::{Args, ValueEnum};
 
-use crate::budget;
 use crate::design::CompressionArgs;
 use crate::open_files::OpenFilesArg;
+use crate::{CliError, CliResult, plot};
 
+use super::benchmarks::{Benchmark, Distribution, parse_benchmark};
 use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
-use super::db_bench::{Benchmark, parse_benchmark};
-use super::ycsb::Distribution;
 
 /// The most keys (and sweep keys and probes) `bench` takes, 268,435,456:
 /// their hashes or Zipf table are held in memory, 8 bytes each.
@@ -238,8 +237,8 @@ pub struct BenchArgs {
     /// partition per probe. Prints I/O per get (filter, index and data
     /// blocks) against the metadata held (and `--plot` draws it).
     #[arg(long, value_name = "F,F,...", num_args = 0..=1, require_equals = false,
-          default_missing_value = budget::DEFAULT_FRACTIONS,
-          value_delimiter = ',', value_parser = budget::parse_fraction)]
+          default_missing_value = DEFAULT_BUDGETS,
+          value_delimiter = ',', value_parser = parse_budget)]
     pub filter_budget: Option<Vec<f64>>,
     /// Filter partition size of the stores built (0: whole filter blocks).
     /// Default 4096 with --filter-budget, otherwise 0.
@@ -275,7 +274,7 @@ impl BenchArgs {
     pub fn partition_bytes(&self) -> usize {
         match self.filter_partition_bytes {
             Some(b) => b as usize,
-            None if self.filter_budget.is_some() => budget::DEFAULT_PARTITION_BYTES,
+            None if self.filter_budget.is_some() => DEFAULT_PARTITION_BYTES,
             None => 0,
         }
     }
@@ -284,7 +283,7 @@ impl BenchArgs {
     pub fn index_partition_bytes(&self) -> usize {
         match self.index_partition_bytes {
             Some(b) => b as usize,
-            None if self.filter_budget.is_some() => budget::DEFAULT_PARTITION_BYTES,
+            None if self.filter_budget.is_some() => DEFAULT_PARTITION_BYTES,
             None => 0,
         }
     }
@@ -429,10 +428,67 @@ fn parse_chunk(s: &str) -> Result<u64, String> {
     }
 }
 
+/// The budgets of `--filter-budget` without values: fractions of the
+/// store's metadata bytes (filters and indexes).
+const DEFAULT_BUDGETS: &str = "0,0.02,0.05,0.1,0.2,0.4,0.7,1";
+
+/// Filter and index partition size of the studied stores with
+/// `--filter-budget` unless `--filter-partition-bytes` or
+/// `--index-partition-bytes` says otherwise (RocksDB's default metadata
+/// block size).
+const DEFAULT_PARTITION_BYTES: usize = 4096;
+
+/// Parses one `--filter-budget` fraction.
+fn parse_budget(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!(
+            "{s:?} is not a fraction of the store's metadata memory (0..=1)"
+        )),
+    }
+}
+
 /// Parses `--price-per-million-gets`: a finite number >= 0.
 fn parse_price(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
         .filter(|p| p.is_finite() && *p >= 0.0)
         .ok_or_else(|| format!("{s:?}: the price must be a number >= 0"))
+}
+
+/// Checks, before anything runs, that the chart can be written at `path`:
+/// a name ending in `.svg`, not a directory, in an existing directory where
+/// a file can be created (the chart is written to `FILE.svg.tmp` there and
+/// renamed into place).
+pub fn check_plot_path(path: &Path) -> CliResult {
+    let bad = |why: String| CliError::usage(format!("--plot {}: {why}", path.display()));
+    if path.is_dir() || path.file_name().is_none() {
+        return Err(bad("is a directory".into()));
+    }
+    // The chart is SVG whatever the name says: a name that says otherwise
+    // (a PNG expected) is refused rather than silently written as SVG.
+    if !path
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("svg"))
+    {
+        return Err(bad(
+            "the chart is SVG: give a file name ending in .svg".into()
+        ));
+    }
+    plot::check_writable(path).map_err(|e| bad(format!("cannot create a file there ({e})")))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_checked() {
+        assert_eq!(parse_budget("0.25"), Ok(0.25));
+        assert_eq!(parse_budget("1"), Ok(1.0));
+        for bad in ["-0.1", "1.5", "x", "", "NaN"] {
+            assert!(parse_budget(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -13,180 +13,11 @@
 //! Filters and indexes are held in memory in both, read once when the
 //! store opens (the "open" GETs). The requests, bytes and latencies are
 //! the bucket file system's counts over each phase; the objects are
-//! deleted afterwards.
+//! deleted afterwards. With `--benchmarks`, the store is made in the
+//! bucket ([`for_benchmarks`]) and its requests counted ([`requests`]).
 
-use serde_json::{Value, json};
-
-use crate::phase::Phase;
-use crate::report::{TextTable, bytes, count, sig3};
-
+#[cfg(not(feature = "object-store"))]
 use super::args::{BenchArgs, StoreUrl};
-use super::row::BenchRow;
-
-/// The phases against the bucket: (label, JSON name).
-pub const BUCKET_PHASES: [(&str, &str); 5] = [
-    ("missing get, cold", "missing_cold"),
-    ("existing get, cold", "existing_cold"),
-    ("existing multi_get, cold", "existing_multi_get_cold"),
-    ("missing get, warm", "missing_warm"),
-    ("existing get, warm", "existing_warm"),
-];
-
-/// One phase against the bucket.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BucketPhase {
-    /// Gets made.
-    pub gets: u64,
-    /// GET requests the bucket file system made, and the bytes they
-    /// returned.
-    pub requests: u64,
-    pub request_bytes: u64,
-    /// The model's requests: the store's reads of table blocks (data
-    /// blocks, and filter or index partitions not held in memory), one
-    /// request each, and their bytes.
-    pub model_requests: u64,
-    pub model_bytes: u64,
-    /// Missing gets: the filters' model of their data-block reads, the sum
-    /// over the files each get probed of the file's modelled FPR.
-    pub fpr_model_requests: Option<f64>,
-    /// Latencies.
-    pub phase: Phase,
-}
-
-impl BucketPhase {
-    /// Measured GETs per get.
-    pub fn per_get(&self) -> f64 {
-        self.requests as f64 / self.gets.max(1) as f64
-    }
-
-    /// The model's requests per get.
-    pub fn model_per_get(&self) -> f64 {
-        self.model_requests as f64 / self.gets.max(1) as f64
-    }
-
-    /// The filters' model of a missing get's requests.
-    pub fn fpr_model_per_get(&self) -> Option<f64> {
-        self.fpr_model_requests.map(|m| m / self.gets.max(1) as f64)
-    }
-
-    /// Bytes the GETs returned, per get.
-    pub fn bytes_per_get(&self) -> f64 {
-        self.request_bytes as f64 / self.gets.max(1) as f64
-    }
-}
-
-/// What one configuration's store did in the bucket.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BucketRow {
-    /// Where its objects were.
-    pub url: String,
-    /// Tables uploaded, their bytes, and the seconds the upload took.
-    pub tables: u64,
-    pub table_bytes: u64,
-    pub upload_secs: f64,
-    /// GETs, and their bytes, that opening the store cold made (footers,
-    /// filters, indexes).
-    pub open_requests: u64,
-    pub open_request_bytes: u64,
-    /// GETs, bytes and seconds of the prefetch that warmed the cache.
-    pub prefetch_requests: u64,
-    pub prefetch_bytes: u64,
-    pub prefetch_secs: f64,
-    /// Each of [`BUCKET_PHASES`].
-    pub phases: [BucketPhase; 5],
-}
-
-/// The GETs per get `none` made in phase `i`, less this row's: the
-/// requests its filters saved.
-fn saved(r: &BenchRow, none: Option<&BenchRow>, i: usize) -> Option<f64> {
-    let none = none?.bucket.as_ref()?;
-    let me = r.bucket.as_ref()?;
-    Some(none.phases[i].per_get() - me.phases[i].per_get())
-}
-
-/// A latency: µs below a millisecond, else ms.
-fn latency(ns: u64) -> String {
-    if ns < 1_000_000 {
-        format!("{} µs", sig3(ns as f64 / 1e3))
-    } else {
-        format!("{} ms", sig3(ns as f64 / 1e6))
-    }
-}
-
-/// The text report of the bucket phases, after the main table.
-pub fn write_text(
-    out: &mut dyn std::io::Write,
-    args: &BenchArgs,
-    url: &StoreUrl,
-    rows: &[BenchRow],
-    none: Option<&BenchRow>,
-) -> crate::CliResult {
-    let mut t = TextTable::new(&[
-        "config",
-        "phase",
-        "GETs/get",
-        "model",
-        "FPR model",
-        "bytes/get",
-        "p50",
-        "p99",
-        "GETs saved",
-        "USD/M gets",
-    ]);
-    for r in rows {
-        let Some(b) = &r.bucket else { continue };
-        for (i, (label, _)) in BUCKET_PHASES.iter().enumerate() {
-            let p = &b.phases[i];
-            t.row(vec![
-                if i == 0 {
-                    r.config.name.clone()
-                } else {
-                    String::new()
-                },
-                label.to_string(),
-                sig3(p.per_get()),
-                sig3(p.model_per_get()),
-                p.fpr_model_per_get().map_or("-".into(), sig3),
-                bytes(p.bytes_per_get().round() as u64),
-                latency(p.phase.percentiles_ns[0]),
-                latency(p.phase.percentiles_ns[2]),
-                saved(r, none, i).map_or("-".into(), sig3),
-                format!("{:.4}", p.per_get() * args.price_per_million_gets),
-            ]);
-        }
-    }
-    writeln!(out)?;
-    writeln!(
-        out,
-        "tables in {url} ({}): {} gets per phase",
-        endpoint(),
-        count(args.bucket_lookups.min(args.lookups))
-    )?;
-    out.write_all(t.render().as_bytes())?;
-    for r in rows {
-        let Some(b) = &r.bucket else { continue };
-        writeln!(
-            out,
-            "{}: {} tables ({}) uploaded in {:.1} s; opened with {} GETs ({}); warmed with {} GETs ({}) in {:.1} s",
-            r.config.name,
-            count(b.tables),
-            bytes(b.table_bytes),
-            b.upload_secs,
-            count(b.open_requests),
-            bytes(b.open_request_bytes),
-            count(b.prefetch_requests),
-            bytes(b.prefetch_bytes),
-            b.prefetch_secs
-        )?;
-    }
-    writeln!(
-        out,
-        "cold: no disk cache, each block read one ranged GET; multi_get: 1,024 keys a call, each level's reads in parallel (16 at a time), latency per key; warm: every table in the disk cache ({} chunks) first. GETs/get: measured at the bucket client; model: the store's block reads, one request each (what the latency model counts); FPR model: the sum of the modelled FPRs of the files each missing get probed. GETs saved: none's GETs/get less the row's. USD at {:.2} per million GETs.",
-        bytes(args.bucket_chunk_bytes),
-        args.price_per_million_gets
-    )?;
-    Ok(())
-}
 
 /// The endpoint as the environment names it.
 pub fn endpoint() -> String {
@@ -195,44 +26,25 @@ pub fn endpoint() -> String {
         .unwrap_or_else(|_| "AWS S3".to_string())
 }
 
-/// The `bucket` field of a row's JSON.
-pub fn json(r: &BenchRow, none: Option<&BenchRow>, price: f64) -> Value {
-    let Some(b) = &r.bucket else {
-        return Value::Null;
-    };
-    let mut phases = serde_json::Map::new();
-    for (i, (_, name)) in BUCKET_PHASES.iter().enumerate() {
-        let p = &b.phases[i];
-        phases.insert(
-            name.to_string(),
-            json!({
-                "gets": p.gets,
-                "get_requests": p.requests,
-                "get_requests_per_get": p.per_get(),
-                "model_requests_per_get": p.model_per_get(),
-                "fpr_model_requests_per_get": p.fpr_model_per_get(),
-                "request_bytes_per_get": p.bytes_per_get(),
-                "model_bytes_per_get": p.model_bytes as f64 / p.gets.max(1) as f64,
-                "p50_ns": p.phase.percentiles_ns[0],
-                "p99_ns": p.phase.percentiles_ns[2],
-                "mean_ns": p.phase.mean_ns,
-                "requests_saved_per_get": saved(r, none, i),
-                "usd_per_million_gets": p.per_get() * price,
-            }),
-        );
+/// Requests the bucket client made, and their bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BucketCount {
+    pub gets: u64,
+    pub get_bytes: u64,
+    pub puts: u64,
+    pub put_bytes: u64,
+}
+
+impl BucketCount {
+    /// `self - before`.
+    pub fn since(&self, before: &BucketCount) -> BucketCount {
+        BucketCount {
+            gets: self.gets - before.gets,
+            get_bytes: self.get_bytes - before.get_bytes,
+            puts: self.puts - before.puts,
+            put_bytes: self.put_bytes - before.put_bytes,
+        }
     }
-    json!({
-        "url": b.url,
-        "tables": b.tables,
-        "table_bytes": b.table_bytes,
-        "upload_seconds": b.upload_secs,
-        "open_get_requests": b.open_requests,
-        "open_request_bytes": b.open_request_bytes,
-        "prefetch_get_requests": b.prefetch_requests,
-        "prefetch_bytes": b.prefetch_bytes,
-        "prefetch_seconds": b.prefetch_secs,
-        "phases": phases,
-    })
 }
 
 #[cfg(feature = "object-store")]
@@ -240,7 +52,7 @@ pub use self::run::{for_benchmarks, measure, remove_benchmarks_store, requests};
 
 /// The bucket's requests so far (`None`: built without `object-store`).
 #[cfg(not(feature = "object-store"))]
-pub fn requests() -> Option<super::remote::BucketCount> {
+pub fn requests() -> Option<BucketCount> {
     None
 }
 
@@ -276,14 +88,15 @@ mod run {
     use super::super::args::{BenchArgs, StoreUrl};
     use super::super::configs::BenchConfig;
     use super::super::measure::{Zipf, existing_gets, existing_multi_gets, missing_gets};
-    use super::super::remote::BucketCount;
+    use super::super::row::{BucketPhase, BucketRow};
     use super::super::stores::store_options;
-    use super::{BucketPhase, BucketRow};
+    use super::BucketCount;
     use crate::phase::Phase;
     use crate::{CliError, CliResult};
 
     /// Uploads the closed store in `local` under the prefix
-    /// `url`/CONFIGURATION/, measures [`super::BUCKET_PHASES`] on it, and
+    /// `url`/CONFIGURATION/, measures the bucket's phases
+    /// ([`BUCKET_PHASES`](super::super::row::BUCKET_PHASES)) on it, and
     /// deletes its objects. `work` is a local directory for the store's
     /// copy and the caches, removed afterwards.
     pub fn measure(

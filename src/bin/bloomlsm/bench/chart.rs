@@ -1,5 +1,4 @@
-//! `bench --plot`: the chart's path checked before the run, then, after
-//! it, the filter-only FPR sweep and the SVG chart of the sweep and of every
+//! `bench --plot`: after the run, the filter-only FPR sweep and the SVG chart of the sweep and of every
 //! configuration's reads, latencies and filter budgets ([`plot`]).
 
 use std::io::Write;
@@ -9,35 +8,11 @@ use bloomlsm::filter::FilterKind;
 use serde_json::json;
 
 use crate::sweep::{SweepPoint, fpr_sweep, sweep_table};
-use crate::{CliError, CliResult, interrupt, plot, progress, write_json};
+use crate::{CliResult, interrupt, plot, progress, write_json};
 
 use super::args::BenchArgs;
 use super::json::sweep_json;
-use super::measure::PHASES;
-use super::row::BenchRow;
-
-/// Checks, before anything runs, that the chart can be written at `path`:
-/// a name ending in `.svg`, not a directory, in an existing directory where
-/// a file can be created (the chart is written to `FILE.svg.tmp` there and
-/// renamed into place).
-pub fn check_plot_path(path: &Path) -> CliResult {
-    let bad = |why: String| CliError::usage(format!("--plot {}: {why}", path.display()));
-    if path.is_dir() || path.file_name().is_none() {
-        return Err(bad("is a directory".into()));
-    }
-    // The chart is SVG whatever the name says: a name that says otherwise
-    // (a PNG expected) is refused rather than silently written as SVG.
-    if !path
-        .extension()
-        .is_some_and(|x| x.eq_ignore_ascii_case("svg"))
-    {
-        return Err(bad(
-            "the chart is SVG: give a file name ending in .svg".into()
-        ));
-    }
-    plot::check_writable(path).map_err(|e| bad(format!("cannot create a file there ({e})")))?;
-    Ok(())
-}
+use super::row::{BenchRow, PHASES};
 
 /// Runs the sweep and writes the chart at `path`; then the sweep as a JSON
 /// line (`--json`) or as a table (text), and where the chart is.

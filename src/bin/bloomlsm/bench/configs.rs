@@ -3,9 +3,7 @@
 //! options every configuration shares ([`bench_options`]).
 
 use bloomlsm::filter::{self, FilterKind, FilterPolicy};
-use bloomlsm::{FilterOptions, Options};
-
-use super::args::IoMode;
+use bloomlsm::{FilterOptions, Options, ReadMode};
 
 /// The configurations `bench` runs when `--configs` is not given.
 pub const DEFAULT_CONFIGS: &str =
@@ -161,10 +159,10 @@ pub fn parse_config(name: &str) -> Result<BenchConfig, String> {
 /// make a tree of at least four levels, compaction on the caller thread (a
 /// shape that depends on the writes alone; a long load runs its first keys
 /// with the background thread instead, `stores::bulk_load`), block cache off (every data-block read is
-/// a real `pread`), tables read in `io` mode.
-pub fn bench_options(filters: FilterOptions, io: IoMode) -> Options {
+/// a real `pread`), tables read in `read_mode`.
+pub fn bench_options(filters: FilterOptions, read_mode: ReadMode) -> Options {
     Options::default()
-        .read_mode(io.read_mode())
+        .read_mode(read_mode)
         .write_buffer_size(2 << 20)
         .target_file_size(2 << 20)
         .level1_max_bytes(4 << 20)

@@ -6,8 +6,7 @@ use std::io::Write;
 use crate::CliResult;
 use crate::report::csv_line;
 
-use super::measure::PHASES;
-use super::row::{BenchRow, io_saved};
+use super::row::{BenchRow, PHASES, io_saved};
 
 /// Writes the header and one line per row of `rows`.
 pub fn write(out: &mut dyn Write, rows: &[BenchRow], none: Option<&BenchRow>) -> CliResult {

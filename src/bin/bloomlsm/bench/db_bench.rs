@@ -24,84 +24,16 @@ use crate::report::shape_line;
 use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 
-use super::args::BenchArgs;
-use super::chart::check_plot_path;
+use super::args::{BenchArgs, check_plot_path};
+use super::benchmarks::Benchmark;
+use super::bucket::{self, BucketCount};
 use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
 use super::remote::{self, Requests, Snapshot};
 use super::row::predicted_fpr;
 use super::series_chart;
 use super::stores::{StoresHome, store_dir, store_options};
 use super::timeseries::{self, Sample, Sampler};
-use super::ycsb::{self, Workload};
-
-/// One db_bench workload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Benchmark {
-    /// `--keys` puts in key order.
-    FillSeq,
-    /// `--keys` puts in random key order (the study's load order).
-    FillRandom,
-    /// `--keys` puts of existing keys drawn at random, new values.
-    Overwrite,
-    /// `--lookups` gets of existing keys drawn at random.
-    ReadRandom,
-    /// `--lookups` gets of keys the store never held.
-    ReadMissing,
-    /// `--lookups` seeks to a random existing key, each reading one entry.
-    SeekRandom,
-    /// `--lookups` gets of existing keys while one thread overwrites
-    /// random keys as fast as it can.
-    ReadWhileWriting,
-    /// One of YCSB's core workloads, `--lookups` operations ([`ycsb`]).
-    Ycsb(Workload),
-}
-
-/// The workloads, by db_bench's names, then YCSB's as `ycsb-a` to `ycsb-f`.
-pub const BENCHMARKS: [(&str, Benchmark); 13] = [
-    ("fillseq", Benchmark::FillSeq),
-    ("fillrandom", Benchmark::FillRandom),
-    ("overwrite", Benchmark::Overwrite),
-    ("readrandom", Benchmark::ReadRandom),
-    ("readmissing", Benchmark::ReadMissing),
-    ("seekrandom", Benchmark::SeekRandom),
-    ("readwhilewriting", Benchmark::ReadWhileWriting),
-    ("ycsb-a", Benchmark::Ycsb(Workload::A)),
-    ("ycsb-b", Benchmark::Ycsb(Workload::B)),
-    ("ycsb-c", Benchmark::Ycsb(Workload::C)),
-    ("ycsb-d", Benchmark::Ycsb(Workload::D)),
-    ("ycsb-e", Benchmark::Ycsb(Workload::E)),
-    ("ycsb-f", Benchmark::Ycsb(Workload::F)),
-];
-
-impl Benchmark {
-    /// db_bench's name.
-    pub fn name(self) -> &'static str {
-        BENCHMARKS
-            .iter()
-            .find(|(_, b)| *b == self)
-            .map_or("?", |(n, _)| n)
-    }
-
-    fn writes(self) -> bool {
-        matches!(
-            self,
-            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
-        )
-    }
-}
-
-/// Parses one name of `--benchmarks`; an unknown one lists the known.
-pub fn parse_benchmark(s: &str) -> Result<Benchmark, String> {
-    let s = s.trim();
-    BENCHMARKS
-        .iter()
-        .find(|(n, _)| *n == s)
-        .map(|(_, b)| *b)
-        .ok_or_else(|| {
-            let known: Vec<&str> = BENCHMARKS.iter().map(|(n, _)| *n).collect();
-            format!("unknown benchmark {s:?} (known: {})", known.join(", "))
-        })
-}
+use super::ycsb;
 
 /// The configuration the workloads run with: the first of `--configs`,
 /// or blocked10 when `--configs` was left at the study's default list.
@@ -138,7 +70,7 @@ struct Outcome {
     range_deletes: Option<u64>,
     /// Writes with --store: the bucket's uploads meanwhile (flushes and
     /// compactions).
-    uploads: Option<remote::BucketCount>,
+    uploads: Option<BucketCount>,
 }
 
 /// db_bench's --range_tombstone_width default.
@@ -197,7 +129,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     let home = StoresHome::prepare(args)?;
     let dir = store_dir(&home.path, &config.name)?;
     let inner = match &args.store {
-        Some(url) => super::bucket::for_benchmarks(args, url, &dir, &home.path)?,
+        Some(url) => bucket::for_benchmarks(args, url, &dir, &home.path)?,
         None => opts.fs.clone(),
     };
     let fs = remote::wrap(args, inner)?;
@@ -227,7 +159,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
             writeln!(
                 out,
                 "Bucket:     tables in {url} ({}), disk cache {} in {} chunks",
-                super::bucket::endpoint(),
+                bucket::endpoint(),
                 crate::report::bytes(args.bucket_cache_bytes),
                 crate::report::bytes(args.bucket_chunk_bytes)
             )?;
@@ -297,7 +229,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     }
     db.close()?;
     if !home.keep {
-        super::bucket::remove_benchmarks_store()?;
+        bucket::remove_benchmarks_store()?;
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(())
@@ -684,22 +616,4 @@ fn json_outcome(config: &BenchConfig, o: &Outcome) -> serde_json::Value {
         map.extend(extra.clone());
     }
     v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_unknown_lists_known() {
-        for (name, b) in BENCHMARKS {
-            assert_eq!(parse_benchmark(name), Ok(b));
-            assert_eq!(b.name(), name);
-        }
-        let e = parse_benchmark("readseq").unwrap_err();
-        assert!(e.contains("\"readseq\""), "{e}");
-        assert!(e.contains("known: fillseq, fillrandom"), "{e}");
-        assert!(e.contains("ycsb-a, ycsb-b"), "{e}");
-        assert!(Benchmark::Overwrite.writes() && !Benchmark::SeekRandom.writes());
-    }
 }

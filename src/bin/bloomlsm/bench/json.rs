@@ -4,13 +4,13 @@
 
 use serde_json::{Value, json};
 
-use crate::budget;
 use crate::phase::PERCENTILES;
 use crate::report::{level_total, shape_json};
 use crate::sweep::SweepPoint;
 
-use super::measure::PHASES;
-use super::row::{BenchRow, device_saved, io_saved};
+use super::row::{
+    BUCKET_PHASES, BenchRow, BudgetPoint, PHASES, bucket_saved, device_saved, io_saved,
+};
 
 /// The JSON object of one configuration (fields in [`help`](crate::help)).
 pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
@@ -69,7 +69,7 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
             o["device_bytes_saved_per_key"] = json!(device_saved(r, none, i));
             o
         }).collect::<Vec<_>>(),
-        "filter_budget": budget::json(&r.budget),
+        "filter_budget": budget_json(&r.budget),
     });
     v["refilter_seconds"] = json!(r.refilter_secs);
     v
@@ -87,4 +87,81 @@ pub fn sweep_json(p: &SweepPoint) -> Value {
         "probes": p.probes,
         "false_positives": p.false_positives,
     })
+}
+
+/// The `bucket` field of a row's JSON.
+pub fn bucket_json(r: &BenchRow, none: Option<&BenchRow>, price: f64) -> Value {
+    let Some(b) = &r.bucket else {
+        return Value::Null;
+    };
+    let mut phases = serde_json::Map::new();
+    for (i, (_, name)) in BUCKET_PHASES.iter().enumerate() {
+        let p = &b.phases[i];
+        phases.insert(
+            name.to_string(),
+            json!({
+                "gets": p.gets,
+                "get_requests": p.requests,
+                "get_requests_per_get": p.per_get(),
+                "model_requests_per_get": p.model_per_get(),
+                "fpr_model_requests_per_get": p.fpr_model_per_get(),
+                "request_bytes_per_get": p.bytes_per_get(),
+                "model_bytes_per_get": p.model_bytes as f64 / p.gets.max(1) as f64,
+                "p50_ns": p.phase.percentiles_ns[0],
+                "p99_ns": p.phase.percentiles_ns[2],
+                "mean_ns": p.phase.mean_ns,
+                "requests_saved_per_get": bucket_saved(r, none, i),
+                "usd_per_million_gets": p.per_get() * price,
+            }),
+        );
+    }
+    json!({
+        "url": b.url,
+        "tables": b.tables,
+        "table_bytes": b.table_bytes,
+        "upload_seconds": b.upload_secs,
+        "open_get_requests": b.open_requests,
+        "open_request_bytes": b.open_request_bytes,
+        "prefetch_get_requests": b.prefetch_requests,
+        "prefetch_bytes": b.prefetch_bytes,
+        "prefetch_seconds": b.prefetch_secs,
+        "phases": phases,
+    })
+}
+
+/// The JSON of one configuration's sweep.
+fn budget_json(points: &[BudgetPoint]) -> Value {
+    Value::Array(
+        points
+            .iter()
+            .map(|p| {
+                json!({
+                    "fraction": p.fraction,
+                    "budget_bytes": p.budget_bytes,
+                    "pinned_filter_bytes": p.pinned_bytes,
+                    "filter_bytes": p.filter_bytes,
+                    "pinned_index_bytes": p.pinned_index_bytes,
+                    "index_bytes": p.index_bytes,
+                    "metadata_memory_bytes": p.metadata_bytes(),
+                    "index_block_reads_per_missing_get": p.index_reads,
+                    "io_per_missing_get": p.io(),
+                    "filter_block_reads_per_present_get": p.present.filter,
+                    "index_block_reads_per_present_get": p.present.index,
+                    "data_block_reads_per_present_get": p.present.data,
+                    "io_per_present_get": p.present.io(),
+                    "io_per_lookup": p.io_per_lookup(),
+                    "present_get_ns": p.present_phase.mean_ns,
+                    "filter_block_reads_per_missing_get": p.filter_reads,
+                    "predicted_filter_block_reads_per_missing_get": p.predicted_filter_reads,
+                    "data_block_reads_per_missing_get": p.data_reads,
+                    "predicted_data_block_reads_per_missing_get": p.predicted_data_reads,
+                    "filter_bytes_read_per_missing_get": p.filter_bytes_read,
+                    "missing_get_ns": p.phase.mean_ns,
+                    "missing_get_p50_ns": p.phase.percentiles_ns[0],
+                    "missing_get_p99_ns": p.phase.percentiles_ns[2],
+                    "device_bytes_per_missing_get": p.phase.device_bytes_per_op(),
+                })
+            })
+            .collect(),
+    )
 }

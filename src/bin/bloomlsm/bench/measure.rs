@@ -1,23 +1,16 @@
-//! Measuring one configuration: its store built and loaded ([`run_config`]),
-//! then the three read phases ([`PHASES`]) timed from zeroed counters
-//! ([`measure`]), existing keys drawn uniformly or from a [`Zipf`]
-//! distribution.
-
-use std::path::Path;
+//! The study's timed read phases: the three of a configuration's store
+//! ([`PHASES`](super::row::PHASES)), each from zeroed counters
+//! ([`measure`]), and the gets the bucket's phases make, existing keys drawn
+//! uniformly or from a [`Zipf`] distribution.
 
 use bloomlsm::{Db, Stats};
 
 use crate::phase::{Phase, Recorder};
-use crate::report::shape_line;
 use crate::workload::{SplitMix64, absent_key, present_key};
-use crate::{CliError, CliResult, budget, filter_cost, progress};
+use crate::{CliError, CliResult, progress};
 
-use super::args::{BenchArgs, IoMode};
+use super::args::BenchArgs;
 use super::configs::BenchConfig;
-use super::row::BenchRow;
-#[cfg(doc)]
-use super::stores::refilter_stores;
-use super::stores::{Base, Removal, load_store, read_into_page_cache, refilter_store, store_dir};
 
 /// A Zipf(s) sampler over `0..n` by inverse CDF (rank 0 is the hottest).
 #[derive(Clone, Debug)]
@@ -46,13 +39,6 @@ impl Zipf {
         (self.cdf.partition_point(|&c| c <= u) as u64).min(self.cdf.len() as u64 - 1)
     }
 }
-
-/// The study's read phases: (label, JSON / CSV name).
-pub const PHASES: [(&str, &str); 3] = [
-    ("missing get", "missing_get"),
-    ("multi_get missing", "multi_get_missing"),
-    ("existing get", "existing_get"),
-];
 
 /// Runs the missing-key, multi_get and existing-key phases on a loaded
 /// store, each from zeroed counters.
@@ -242,95 +228,9 @@ pub struct Measured {
     pub missing: Stats,
     /// Counters of the existing-key phase.
     pub existing: Stats,
-    /// Latencies and bytes of each phase, in [`PHASES`] order.
+    /// Latencies and bytes of each phase, in
+    /// [`PHASES`](super::row::PHASES) order.
     pub phases: [Phase; 3],
-}
-
-/// Builds and measures one configuration's store under `parent`: with
-/// `base` (the single load, and the seconds this store's share of the
-/// [`refilter_stores`] pass that made it took), the store that pass made;
-/// without one, by loading it. Unless `keep`, the store is removed
-/// afterwards on a thread of its own (`removal`), while the next
-/// configuration's store is made; the previous one's removal is waited
-/// for before anything is timed.
-pub fn run_config(
-    args: &BenchArgs,
-    config: &BenchConfig,
-    parent: &Path,
-    keep: bool,
-    zipf: Option<&Zipf>,
-    base: Option<(&Base, f64)>,
-    removal: &mut Removal,
-) -> CliResult<BenchRow> {
-    let (db, dir, load, refilter_secs) = match base {
-        Some((b, pass_secs)) => {
-            let dir = parent.join(&config.name);
-            let (db, secs) = refilter_store(args, config, b, &dir)?;
-            (db, dir, b.load, Some(pass_secs + secs))
-        }
-        None => {
-            let dir = store_dir(parent, &config.name)?;
-            let (db, load) = load_store(args, config, &dir)?;
-            (db, dir, load, None)
-        }
-    };
-    removal.wait();
-    if args.io == IoMode::Buffered {
-        read_into_page_cache(&dir);
-    }
-    let Measured {
-        mut missing,
-        existing,
-        phases,
-    } = measure(args, config, &db, zipf)?;
-    // The write counters (and write amplification) are the load's: with a
-    // single load, not those of the filter rebuild.
-    load.set_writes(&mut missing);
-    let s = &missing;
-    // Every filter and index held whole (the study opens without a budget).
-    let metadata_bytes = s.filter_bytes + s.index_bytes;
-    let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
-    let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
-    let row = BenchRow {
-        config: config.clone(),
-        keys: args.keys,
-        load_secs: load.secs,
-        refilter_secs,
-        shape: shape_line(s),
-        shape_key: s.levels.iter().map(|l| (l.files, l.entries)).collect(),
-        filter_bytes: s.filter_bytes,
-        bits_per_key: if filtered == 0 {
-            0.0
-        } else {
-            s.filter_bytes as f64 * 8.0 / filtered as f64
-        },
-        missing,
-        existing,
-        missing_get_ns: phases[0].mean_ns,
-        multi_get_missing_ns: phases[1].mean_ns,
-        existing_get_ns: phases[2].mean_ns,
-        filter_cost,
-        phases,
-        io: args.io,
-        budget: Vec::new(),
-        bucket: None,
-    };
-    db.close()?;
-    let mut row = row;
-    #[cfg(feature = "object-store")]
-    if let Some(url) = &args.store {
-        let work = parent.join(format!(".{}.bucket", config.name));
-        row.bucket = Some(super::bucket::measure(
-            args, url, config, &dir, zipf, &work,
-        )?);
-    }
-    if row.filter_bytes > 0 {
-        row.budget = budget::sweep(args, config, &dir, metadata_bytes)?;
-    }
-    if !keep {
-        *removal = Removal::start(dir);
-    }
-    Ok(row)
 }
 
 #[cfg(test)]

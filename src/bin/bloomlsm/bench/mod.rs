@@ -29,41 +29,58 @@
 //! key for both filter kinds) and draws it with the per-configuration read
 //! costs as an SVG chart ([`plot`](crate::plot)).
 //!
-//! One file per part of the command:
+//! One file per part of the command, from the arguments down to the
+//! output; each imports only from the files listed above it:
 //!
-//! - `args.rs`: the command line ([`BenchArgs`], [`IoMode`](args::IoMode)).
 //! - `configs.rs`: the filter configurations ([`BenchConfig`]) and the store
 //!   options they share.
+//! - `benchmarks.rs`: the workloads `--benchmarks` names, db_bench's and
+//!   YCSB's, and YCSB's request distributions.
+//! - `args.rs`: the command line ([`BenchArgs`], [`IoMode`](args::IoMode)),
+//!   and the `--plot` path's check.
+//! - `row.rs`: [`BenchRow`], what a configuration measured (its bucket
+//!   phases and filter budgets among it), and the figures derived from it.
 //! - `ceiling.rs`: `--memory-ceiling`, the memory cgroup the run enters.
 //! - `stores.rs`: where the stores live, the checks on `--dir` and
 //!   `--io direct` made before anything runs, loading a store, and making
 //!   each configuration's store from the single load.
-//! - `measure.rs`: one configuration built, loaded and timed phase by phase.
-//! - `row.rs`: [`BenchRow`], what a configuration measured, and the figures
-//!   derived from it.
-//! - `text.rs`, `json.rs`, `csv.rs`: the three output formats.
+//! - `measure.rs`: the timed read phases of a store.
+//! - `budget.rs`: `--filter-budget`, a store reopened under metadata
+//!   memory budgets and read again.
+//! - `bucket.rs`: `--store`, a store read with its tables in a bucket.
+//! - `remote.rs`: the `--benchmarks` store's reads behind a latency,
+//!   counted as requests and priced.
+//! - `timeseries.rs`: readwhilewriting sampled over time, written as CSV or
+//!   JSON.
+//! - `ycsb.rs`: YCSB's core workloads A to F.
+//! - `text.rs`, `json.rs`, `csv.rs`: the point study's three output formats.
 //! - `chart.rs`: `--plot`, the sweep and the SVG chart.
-//! - `db_bench.rs`: `--benchmarks`, db_bench's workloads on one store.
-//! - `ycsb.rs`: YCSB's core workloads A to F among them.
-//! - `remote.rs`: their store's reads behind a latency, counted as
-//!   requests and priced.
-//! - `timeseries.rs`, `series_chart.rs`: readwhilewriting sampled over
-//!   time, written as CSV or JSON and drawn as an SVG chart.
+//! - `series_chart.rs`: readwhilewriting's time series as an SVG chart.
+//! - `range_chart.rs`: `--workload range --plot`, FPR against range length
+//!   beside the bound.
+//! - `scans.rs`: a phase of the prefix or range study, and its per-level
+//!   table.
+//! - `db_bench.rs`: `--benchmarks`, db_bench's workloads (and YCSB's) on
+//!   one store, measured and printed.
 //! - `prefix.rs`: `--workload prefix`, the prefix-filter study.
-//! - `range.rs`: `--workload range`, the range-filter study; `range_chart.rs`
-//!   its `--plot`: FPR against range length beside the bound.
+//! - `range.rs`: `--workload range`, the range-filter study.
 //!
-//! This file holds [`run`], the command's entry, and the steps that tie the
-//! parts together.
+//! This file holds [`run`], the command's entry, and the point study's
+//! steps that tie the parts together: each configuration's store made,
+//! measured, read from the bucket and under the budgets ([`run_config`]).
 
 use std::io::Write;
+use std::path::Path;
 
 use bloomlsm::FilterOptions;
 
-use crate::{CliError, CliResult, interrupt, write_json};
+use crate::report::shape_line;
+use crate::{CliError, CliResult, filter_cost, interrupt, write_json};
 
 mod args;
+mod benchmarks;
 mod bucket;
+mod budget;
 mod ceiling;
 mod chart;
 mod configs;
@@ -76,6 +93,7 @@ mod range;
 mod range_chart;
 mod remote;
 mod row;
+mod scans;
 mod series_chart;
 mod stores;
 mod text;
@@ -85,11 +103,15 @@ mod ycsb;
 pub use args::BenchArgs;
 pub use configs::BenchConfig;
 pub use row::BenchRow;
-pub use stores::store_options;
 
+use args::IoMode;
 use configs::bench_options;
-use measure::{Zipf, run_config};
-use stores::StoresHome;
+use measure::{Measured, Zipf, measure};
+#[cfg(doc)]
+use stores::refilter_stores;
+use stores::{
+    Base, Removal, StoresHome, load_store, read_into_page_cache, refilter_store, store_dir,
+};
 
 /// Runs the study and writes the report (table, JSON lines or CSV) to `out`.
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
@@ -99,7 +121,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
         .map_err(|e| CliError::new(format!("install the SIGINT / SIGTERM handler: {e}")))?;
     let zipf = check_args(args)?;
     // Bad compression flags are usage errors, found before anything is written.
-    let mut o = bench_options(FilterOptions::none(), args.io);
+    let mut o = bench_options(FilterOptions::none(), args.io.read_mode());
     args.compression.apply(&mut o.compression, o.max_levels)?;
     // The cgroup is left, and removed, when this is dropped at the end.
     let ceiling = ceiling::Ceiling::enter(
@@ -127,7 +149,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     }
     // Output paths are checked before the (long) run starts.
     if let Some(path) = &args.plot {
-        chart::check_plot_path(path)?;
+        args::check_plot_path(path)?;
     }
     // Removes a temporary home when dropped, at the end of the run.
     let home = StoresHome::prepare(args)?;
@@ -152,7 +174,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult<Vec<BenchRow>> {
     } else if text {
         text::write_report(out, args, &rows, none.as_ref())?;
         if let Some(url) = &args.store {
-            bucket::write_text(out, args, url, &rows, none.as_ref())?;
+            text::write_bucket(out, args, url, &rows, none.as_ref())?;
         }
     }
     if let Some(path) = &args.plot {
@@ -299,7 +321,7 @@ fn run_configs(
             v["memory_ceiling"] = serde_json::json!(args.memory_ceiling);
             if args.store.is_some() {
                 let none = rows.iter().find(|r| r.config.filters.policy.is_none());
-                v["bucket"] = bucket::json(&row, none, args.price_per_million_gets);
+                v["bucket"] = json::bucket_json(&row, none, args.price_per_million_gets);
             }
             write_json(out, &v)?;
             out.flush()?;
@@ -307,4 +329,89 @@ fn run_configs(
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// Builds and measures one configuration's store under `parent`: with
+/// `base` (the single load, and the seconds this store's share of the
+/// [`refilter_stores`] pass that made it took), the store that pass made;
+/// without one, by loading it. Unless `keep`, the store is removed
+/// afterwards on a thread of its own (`removal`), while the next
+/// configuration's store is made; the previous one's removal is waited
+/// for before anything is timed.
+pub fn run_config(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    parent: &Path,
+    keep: bool,
+    zipf: Option<&Zipf>,
+    base: Option<(&Base, f64)>,
+    removal: &mut Removal,
+) -> CliResult<BenchRow> {
+    let (db, dir, load, refilter_secs) = match base {
+        Some((b, pass_secs)) => {
+            let dir = parent.join(&config.name);
+            let (db, secs) = refilter_store(args, config, b, &dir)?;
+            (db, dir, b.load, Some(pass_secs + secs))
+        }
+        None => {
+            let dir = store_dir(parent, &config.name)?;
+            let (db, load) = load_store(args, config, &dir)?;
+            (db, dir, load, None)
+        }
+    };
+    removal.wait();
+    if args.io == IoMode::Buffered {
+        read_into_page_cache(&dir);
+    }
+    let Measured {
+        mut missing,
+        existing,
+        phases,
+    } = measure(args, config, &db, zipf)?;
+    // The write counters (and write amplification) are the load's: with a
+    // single load, not those of the filter rebuild.
+    load.set_writes(&mut missing);
+    let s = &missing;
+    // Every filter and index held whole (the study opens without a budget).
+    let metadata_bytes = s.filter_bytes + s.index_bytes;
+    let filter_cost = filter_cost::store_cost(&db.file_stats(), s);
+    let filtered: u64 = s.levels.iter().map(|l| l.filtered_keys).sum();
+    let row = BenchRow {
+        config: config.clone(),
+        keys: args.keys,
+        load_secs: load.secs,
+        refilter_secs,
+        shape: shape_line(s),
+        shape_key: s.levels.iter().map(|l| (l.files, l.entries)).collect(),
+        filter_bytes: s.filter_bytes,
+        bits_per_key: if filtered == 0 {
+            0.0
+        } else {
+            s.filter_bytes as f64 * 8.0 / filtered as f64
+        },
+        missing,
+        existing,
+        missing_get_ns: phases[0].mean_ns,
+        multi_get_missing_ns: phases[1].mean_ns,
+        existing_get_ns: phases[2].mean_ns,
+        filter_cost,
+        phases,
+        io: args.io,
+        budget: Vec::new(),
+        bucket: None,
+    };
+    db.close()?;
+    let mut row = row;
+    #[cfg(feature = "object-store")]
+    if let Some(url) = &args.store {
+        let work = parent.join(format!(".{}.bucket", config.name));
+        row.bucket = Some(bucket::measure(args, url, config, &dir, zipf, &work)?);
+    }
+    if row.filter_bytes > 0 {
+        row.budget = budget::sweep(args, config, &dir, metadata_bytes)?;
+    }
+    if !keep {
+        *removal = Removal::start(dir);
+    }
+    Ok(row)
 }

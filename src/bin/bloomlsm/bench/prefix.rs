@@ -10,46 +10,18 @@
 use std::io::Write;
 
 use bloomlsm::workload::{PREFIX_LEN, SplitMix64, absent_prefix, present_prefix};
-use bloomlsm::{Db, IoCounters, PrefixExtractor, Stats};
+use bloomlsm::{Db, PrefixExtractor};
 use serde_json::json;
 
-use crate::phase::{Phase, Recorder};
+use crate::phase::Recorder;
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 
 use super::args::BenchArgs;
+use super::scans::{ScanFilter, ScanPhase, fpr_text, shape};
 use super::stores::{KeyWriter, StoresHome, store_dir, store_options};
 
 /// Keys per prefix.
 pub const GROUP: u64 = 16;
-
-/// What one scan phase measured.
-struct ScanPhase {
-    name: &'static str,
-    phase: Phase,
-    /// Keys the scans returned.
-    keys: u64,
-    /// Per level: (level, lookup counters, modelled prefix FPR).
-    levels: Vec<(usize, IoCounters, f64)>,
-    total: IoCounters,
-}
-
-impl ScanPhase {
-    fn blocks_per_scan(&self) -> f64 {
-        self.total.prefix_scan_blocks as f64 / self.phase.ops.max(1) as f64
-    }
-
-    /// The modelled FPR of the probes made: each level's modelled FPR
-    /// weighted by its probes of prefixes the file did not hold.
-    fn predicted_fpr(&self) -> Option<f64> {
-        let (mut w, mut n) = (0.0, 0u64);
-        for (_, io, fpr) in &self.levels {
-            let absent = io.prefix_negatives + io.prefix_false_positives;
-            w += absent as f64 * fpr;
-            n += absent;
-        }
-        (n > 0).then(|| w / n as f64)
-    }
-}
 
 /// Runs the prefix study and writes its report (text, or one JSON line).
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
@@ -97,16 +69,6 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     Ok(())
 }
 
-/// Files per level, `L0:2 L1:4 ...` (non-empty levels).
-fn shape(s: &Stats) -> String {
-    s.levels
-        .iter()
-        .filter(|l| l.files > 0)
-        .map(|l| format!("L{}:{}", l.level, l.files))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// `--lookups` prefix scans of `prefix(seed, g)` for uniform groups `g`.
 fn scan_phase(
     args: &BenchArgs,
@@ -139,6 +101,7 @@ fn scan_phase(
     let phase = rec.finish(args.lookups, s.total.bytes_read);
     Ok(ScanPhase {
         name,
+        filter: ScanFilter::Prefix,
         phase,
         keys,
         levels: s
@@ -149,10 +112,6 @@ fn scan_phase(
             .collect(),
         total: s.total,
     })
-}
-
-fn fpr_text(x: Option<f64>) -> String {
-    x.map_or("-".to_string(), |f| format!("{:.3}%", f * 100.0))
 }
 
 fn write_text(
@@ -174,7 +133,7 @@ fn write_text(
     )?;
     writeln!(out, "loaded in {load_secs:.1} s; shape {shape}")?;
     for p in phases {
-        let t = &p.total;
+        let c = p.counts();
         writeln!(out)?;
         writeln!(
             out,
@@ -182,34 +141,17 @@ fn write_text(
              prefix filter checks {}, negatives {}, false positives {}, unusable {}; \
              FPR measured {} vs predicted {}",
             p.name,
-            p.keys as f64 / p.phase.ops.max(1) as f64,
-            p.blocks_per_scan(),
-            t.prefix_checks,
-            t.prefix_negatives,
-            t.prefix_false_positives,
-            t.prefix_unusable_reads,
-            fpr_text(t.observed_prefix_fpr()),
+            p.per_scan(p.keys),
+            p.per_scan(c.blocks),
+            c.checks,
+            c.negatives,
+            c.false_positives,
+            c.unusable_reads,
+            fpr_text(p.observed_fpr()),
             fpr_text(p.predicted_fpr()),
         )?;
         writeln!(out, "{}", p.phase.latency_text())?;
-        writeln!(
-            out,
-            "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
-            "level", "checks", "negative", "fp", "blocks", "fpr", "predicted"
-        )?;
-        for (level, io, fpr) in &p.levels {
-            writeln!(
-                out,
-                "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
-                format!("L{level}"),
-                io.prefix_checks,
-                io.prefix_negatives,
-                io.prefix_false_positives,
-                io.prefix_scan_blocks,
-                fpr_text(io.observed_prefix_fpr()),
-                fpr_text((*fpr > 0.0).then_some(*fpr)),
-            )?;
-        }
+        p.write_levels(out)?;
     }
     Ok(())
 }
@@ -221,31 +163,6 @@ fn json_report(
     load_secs: f64,
     phases: &[&ScanPhase],
 ) -> serde_json::Value {
-    let phase = |p: &ScanPhase| {
-        let t = &p.total;
-        let latency = p.phase.latency_json();
-        json!({
-            "scans": p.phase.ops,
-            "keys_per_scan": p.keys as f64 / p.phase.ops.max(1) as f64,
-            "data_blocks_per_scan": p.blocks_per_scan(),
-            "prefix_checks": t.prefix_checks,
-            "prefix_negatives": t.prefix_negatives,
-            "prefix_false_positives": t.prefix_false_positives,
-            "prefix_unusable_reads": t.prefix_unusable_reads,
-            "measured_fpr": t.observed_prefix_fpr(),
-            "predicted_fpr": p.predicted_fpr(),
-            "latency": latency,
-            "levels": p.levels.iter().map(|(level, io, fpr)| json!({
-                "level": level,
-                "prefix_checks": io.prefix_checks,
-                "prefix_negatives": io.prefix_negatives,
-                "prefix_false_positives": io.prefix_false_positives,
-                "data_blocks": io.prefix_scan_blocks,
-                "measured_fpr": io.observed_prefix_fpr(),
-                "predicted_fpr": fpr,
-            })).collect::<Vec<_>>(),
-        })
-    };
     json!({
         "workload": "prefix",
         "keys": args.keys,
@@ -255,7 +172,7 @@ fn json_report(
         "io": args.io_name(),
         "shape": shape,
         "load_secs": load_secs,
-        "empty": phase(phases[0]),
-        "non_empty": phase(phases[1]),
+        "empty": phases[0].json(),
+        "non_empty": phases[1].json(),
     })
 }

@@ -15,44 +15,16 @@ use std::io::Write;
 use std::ops::Bound;
 
 use bloomlsm::workload::{SplitMix64, present_key};
-use bloomlsm::{Bytes, Db, IoCounters, Stats};
+use bloomlsm::{Bytes, Db};
 use serde_json::json;
 
-use crate::phase::{Phase, Recorder};
+use crate::phase::Recorder;
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 
-use super::args::BenchArgs;
+use super::args::{BenchArgs, check_plot_path};
+use super::range_chart::{self, Curve};
+use super::scans::{ScanFilter, ScanPhase, fpr_text, shape};
 use super::stores::{KeyWriter, StoresHome, store_dir, store_options};
-
-/// What one scan phase measured.
-struct ScanPhase {
-    name: &'static str,
-    phase: Phase,
-    /// Keys the scans returned.
-    keys: u64,
-    /// Per level: (level, lookup counters, modelled range FPR at the
-    /// phase's length).
-    levels: Vec<(usize, IoCounters, f64)>,
-    total: IoCounters,
-}
-
-impl ScanPhase {
-    fn per_scan(&self, n: u64) -> f64 {
-        n as f64 / self.phase.ops.max(1) as f64
-    }
-
-    /// The modelled FPR of the probes made: each level's modelled FPR
-    /// weighted by its probes of files without a key of the range.
-    fn predicted_fpr(&self) -> Option<f64> {
-        let (mut w, mut n) = (0.0, 0u64);
-        for (_, io, fpr) in &self.levels {
-            let absent = io.range_negatives + io.range_false_positives;
-            w += absent as f64 * fpr;
-            n += absent;
-        }
-        (n > 0).then(|| w / n as f64)
-    }
-}
 
 /// The phases of one range length.
 struct LengthRun {
@@ -74,7 +46,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     let config = &args.configs[0];
     // The chart's path is checked before the (long) run starts.
     if let Some(path) = &args.plot {
-        super::chart::check_plot_path(path)?;
+        check_plot_path(path)?;
     }
     let home = StoresHome::prepare(args)?;
     let mut curves = Vec::new();
@@ -132,7 +104,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
         } else {
             write_text(out, &run)?;
         }
-        curves.push(super::range_chart::Curve {
+        curves.push(Curve {
             bits,
             points: run
                 .lengths
@@ -147,22 +119,12 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     }
     if let Some(path) = &args.plot {
         let empty_scans = (args.lookups as f64 * args.empty_fraction()).round() as u64;
-        super::range_chart::write(path, &curves, &args.range_lens(), empty_scans)?;
+        range_chart::write(path, &curves, &args.range_lens(), empty_scans)?;
         if !args.json {
             writeln!(out, "wrote {}", path.display())?;
         }
     }
     Ok(())
-}
-
-/// Files per level, `L0:2 L1:4 ...` (non-empty levels).
-fn shape(s: &Stats) -> String {
-    s.levels
-        .iter()
-        .filter(|l| l.files > 0)
-        .map(|l| format!("L{}:{}", l.level, l.files))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The point of present key `i`.
@@ -222,6 +184,7 @@ fn scan_phase(
     let phase = rec.finish(n, s.total.bytes_read);
     Ok(ScanPhase {
         name,
+        filter: ScanFilter::Range,
         phase,
         keys,
         levels: s
@@ -232,10 +195,6 @@ fn scan_phase(
             .collect(),
         total: s.total,
     })
-}
-
-fn fpr_text(x: Option<f64>) -> String {
-    x.map_or("-".to_string(), |f| format!("{:.3}%", f * 100.0))
 }
 
 fn write_header(out: &mut dyn Write, args: &BenchArgs, config: &str) -> CliResult {
@@ -265,7 +224,7 @@ fn write_text(out: &mut dyn Write, run: &BitsRun) -> CliResult {
     )?;
     for l in &run.lengths {
         for p in &l.phases {
-            let t = &p.total;
+            let c = p.counts();
             writeln!(out)?;
             writeln!(
                 out,
@@ -275,69 +234,27 @@ fn write_text(out: &mut dyn Write, run: &BitsRun) -> CliResult {
                 l.len,
                 p.name,
                 p.per_scan(p.keys),
-                p.per_scan(t.range_scan_blocks),
-                p.per_scan(t.range_checks),
-                t.range_negatives,
-                t.range_false_positives,
-                t.range_unusable_reads,
-                fpr_text(t.observed_range_fpr()),
+                p.per_scan(c.blocks),
+                p.per_scan(c.checks),
+                c.negatives,
+                c.false_positives,
+                c.unusable_reads,
+                fpr_text(p.observed_fpr()),
                 fpr_text(p.predicted_fpr()),
             )?;
             writeln!(out, "{}", p.phase.latency_text())?;
-            writeln!(
-                out,
-                "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
-                "level", "checks", "negative", "fp", "blocks", "fpr", "predicted"
-            )?;
-            for (level, io, fpr) in &p.levels {
-                writeln!(
-                    out,
-                    "  {:>5} {:>9} {:>9} {:>7} {:>9} {:>10} {:>11}",
-                    format!("L{level}"),
-                    io.range_checks,
-                    io.range_negatives,
-                    io.range_false_positives,
-                    io.range_scan_blocks,
-                    fpr_text(io.observed_range_fpr()),
-                    fpr_text(Some(*fpr)),
-                )?;
-            }
+            p.write_levels(out)?;
         }
     }
     Ok(())
 }
 
 fn json_report(args: &BenchArgs, config: &str, run: &BitsRun) -> serde_json::Value {
-    let phase = |p: &ScanPhase| {
-        let t = &p.total;
-        let latency = p.phase.latency_json();
-        json!({
-            "scans": p.phase.ops,
-            "keys_per_scan": p.per_scan(p.keys),
-            "data_blocks_per_scan": p.per_scan(t.range_scan_blocks),
-            "range_checks": t.range_checks,
-            "range_negatives": t.range_negatives,
-            "range_false_positives": t.range_false_positives,
-            "range_unusable_reads": t.range_unusable_reads,
-            "measured_fpr": t.observed_range_fpr(),
-            "predicted_fpr": p.predicted_fpr(),
-            "latency": latency,
-            "levels": p.levels.iter().map(|(level, io, fpr)| json!({
-                "level": level,
-                "range_checks": io.range_checks,
-                "range_negatives": io.range_negatives,
-                "range_false_positives": io.range_false_positives,
-                "data_blocks": io.range_scan_blocks,
-                "measured_fpr": io.observed_range_fpr(),
-                "predicted_fpr": fpr,
-            })).collect::<Vec<_>>(),
-        })
-    };
     let find = |l: &LengthRun, name: &str| {
         l.phases
             .iter()
             .find(|p| p.name == name)
-            .map_or(serde_json::Value::Null, phase)
+            .map_or(serde_json::Value::Null, ScanPhase::json)
     };
     json!({
         "workload": "range",

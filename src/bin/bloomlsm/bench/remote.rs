@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use crate::{CliError, CliResult};
 
 use super::args::BenchArgs;
+use super::bucket::{self, BucketCount};
 
 /// `--read-latency-us` and `--read-latency-p99-us` as a [`Latency`]
 /// (zero when not given: requests are then only counted).
@@ -67,33 +68,12 @@ pub struct Snapshot {
     bucket: Option<BucketCount>,
 }
 
-/// Requests the bucket client made, and their bytes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BucketCount {
-    pub gets: u64,
-    pub get_bytes: u64,
-    pub puts: u64,
-    pub put_bytes: u64,
-}
-
-impl BucketCount {
-    /// `self - before`.
-    pub fn since(&self, before: &BucketCount) -> BucketCount {
-        BucketCount {
-            gets: self.gets - before.gets,
-            get_bytes: self.get_bytes - before.get_bytes,
-            puts: self.puts - before.puts,
-            put_bytes: self.put_bytes - before.put_bytes,
-        }
-    }
-}
-
 impl Snapshot {
     /// The counts of `fs` (and of the bucket under it) now.
     pub fn take(fs: &LatencyFs) -> Snapshot {
         Snapshot {
             reads: fs.reads(),
-            bucket: super::bucket::requests(),
+            bucket: bucket::requests(),
         }
     }
 

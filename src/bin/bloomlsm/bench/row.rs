@@ -1,15 +1,23 @@
-//! [`BenchRow`]: what one configuration measured, and the figures the
-//! reports derive from it (FPRs, reads per get, I/O and device bytes saved
-//! against the `none` configuration).
+//! [`BenchRow`]: what one configuration measured — its read phases
+//! ([`PHASES`]), its store read from a bucket ([`BucketRow`]) and under
+//! filter memory budgets ([`BudgetPoint`]) — and the figures the reports
+//! derive from it (FPRs, reads per get, I/O, device bytes and requests
+//! saved against the `none` configuration).
 
 use bloomlsm::Stats;
 
-use crate::budget;
 use crate::phase::Phase;
 use crate::report::level_total;
 
 use super::args::IoMode;
 use super::configs::BenchConfig;
+
+/// The study's read phases: (label, JSON / CSV name).
+pub const PHASES: [(&str, &str); 3] = [
+    ("missing get", "missing_get"),
+    ("multi_get missing", "multi_get_missing"),
+    ("existing get", "existing_get"),
+];
 
 /// What one configuration measured.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,7 +49,7 @@ pub struct BenchRow {
     /// Mean ns per missing-key get.
     pub missing_get_ns: f64,
     /// Mean ns per missing key looked up by `multi_get`
-    /// ([`MULTI_GET_BATCH`](super::measure::MULTI_GET_BATCH) keys per call).
+    /// (1,024 keys per call).
     pub multi_get_missing_ns: f64,
     /// Mean ns per existing-key get.
     pub existing_get_ns: f64,
@@ -50,15 +58,14 @@ pub struct BenchRow {
     /// ([`filter_cost::store_cost`](crate::filter_cost::store_cost)); `None`
     /// without filters.
     pub filter_cost: Option<(f64, Option<f64>)>,
-    /// Latencies and bytes of each phase, in
-    /// [`PHASES`](super::measure::PHASES) order.
+    /// Latencies and bytes of each phase, in [`PHASES`] order.
     pub phases: [Phase; 3],
     /// How the store read its tables.
     pub io: IoMode,
     /// `--filter-budget`: the store under each filter memory budget.
-    pub budget: Vec<budget::BudgetPoint>,
+    pub budget: Vec<BudgetPoint>,
     /// `--store`: the store read with its tables in a bucket.
-    pub bucket: Option<super::bucket::BucketRow>,
+    pub bucket: Option<BucketRow>,
 }
 
 impl BenchRow {
@@ -182,6 +189,167 @@ pub fn device_saved(r: &BenchRow, none: Option<&BenchRow>, i: usize) -> Option<f
         return None;
     }
     Some(none?.phases[i].device_bytes_per_op()? - r.phases[i].device_bytes_per_op()?)
+}
+
+/// The phases against the bucket: (label, JSON name).
+pub const BUCKET_PHASES: [(&str, &str); 5] = [
+    ("missing get, cold", "missing_cold"),
+    ("existing get, cold", "existing_cold"),
+    ("existing multi_get, cold", "existing_multi_get_cold"),
+    ("missing get, warm", "missing_warm"),
+    ("existing get, warm", "existing_warm"),
+];
+
+/// One phase against the bucket.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketPhase {
+    /// Gets made.
+    pub gets: u64,
+    /// GET requests the bucket file system made, and the bytes they
+    /// returned.
+    pub requests: u64,
+    pub request_bytes: u64,
+    /// The model's requests: the store's reads of table blocks (data
+    /// blocks, and filter or index partitions not held in memory), one
+    /// request each, and their bytes.
+    pub model_requests: u64,
+    pub model_bytes: u64,
+    /// Missing gets: the filters' model of their data-block reads, the sum
+    /// over the files each get probed of the file's modelled FPR.
+    pub fpr_model_requests: Option<f64>,
+    /// Latencies.
+    pub phase: Phase,
+}
+
+impl BucketPhase {
+    /// Measured GETs per get.
+    pub fn per_get(&self) -> f64 {
+        self.requests as f64 / self.gets.max(1) as f64
+    }
+
+    /// The model's requests per get.
+    pub fn model_per_get(&self) -> f64 {
+        self.model_requests as f64 / self.gets.max(1) as f64
+    }
+
+    /// The filters' model of a missing get's requests.
+    pub fn fpr_model_per_get(&self) -> Option<f64> {
+        self.fpr_model_requests.map(|m| m / self.gets.max(1) as f64)
+    }
+
+    /// Bytes the GETs returned, per get.
+    pub fn bytes_per_get(&self) -> f64 {
+        self.request_bytes as f64 / self.gets.max(1) as f64
+    }
+}
+
+/// What one configuration's store did in the bucket.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketRow {
+    /// Where its objects were.
+    pub url: String,
+    /// Tables uploaded, their bytes, and the seconds the upload took.
+    pub tables: u64,
+    pub table_bytes: u64,
+    pub upload_secs: f64,
+    /// GETs, and their bytes, that opening the store cold made (footers,
+    /// filters, indexes).
+    pub open_requests: u64,
+    pub open_request_bytes: u64,
+    /// GETs, bytes and seconds of the prefetch that warmed the cache.
+    pub prefetch_requests: u64,
+    pub prefetch_bytes: u64,
+    pub prefetch_secs: f64,
+    /// Each of [`BUCKET_PHASES`].
+    pub phases: [BucketPhase; 5],
+}
+
+/// The GETs per get `none` made in phase `i`, less this row's: the
+/// requests its filters saved.
+pub fn bucket_saved(r: &BenchRow, none: Option<&BenchRow>, i: usize) -> Option<f64> {
+    let none = none?.bucket.as_ref()?;
+    let me = r.bucket.as_ref()?;
+    Some(none.phases[i].per_get() - me.phases[i].per_get())
+}
+
+/// Block reads per present-key get, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PresentReads {
+    /// Filter blocks (of files above the key's, read on demand).
+    pub filter: f64,
+    /// Index partitions.
+    pub index: f64,
+    /// Data blocks.
+    pub data: f64,
+}
+
+impl PresentReads {
+    /// Blocks read per present get.
+    pub fn io(&self) -> f64 {
+        self.filter + self.index + self.data
+    }
+}
+
+/// One budget's measurements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetPoint {
+    /// The budget as a fraction of the store's metadata bytes.
+    pub fraction: f64,
+    /// The budget in bytes.
+    pub budget_bytes: u64,
+    /// Filter bytes the store held in memory under it.
+    pub pinned_bytes: u64,
+    /// Filter bytes of the whole store.
+    pub filter_bytes: u64,
+    /// Index bytes the store held in memory under it (top levels and
+    /// one-block indexes always).
+    pub pinned_index_bytes: u64,
+    /// Index bytes of the whole store, every partition held.
+    pub index_bytes: u64,
+    /// Index-partition reads per missing get.
+    pub index_reads: f64,
+    /// Reads per present-key get.
+    pub present: PresentReads,
+    /// Filter-block reads per missing get (store counters).
+    pub filter_reads: f64,
+    /// Data-block reads per missing get (store counters).
+    pub data_reads: f64,
+    /// The allocation's model of filter-block reads per missing get: the
+    /// sum, over files whose filter is read on demand, of the chance a
+    /// missing get probes the file (`FileStats::probe_chance`).
+    pub predicted_filter_reads: f64,
+    /// Data-block reads predicted: the sum of the modelled FPRs of the
+    /// files each get probed (as in the main table).
+    pub predicted_data_reads: f64,
+    /// Filter-block bytes read from the file per missing get.
+    pub filter_bytes_read: f64,
+    /// Latency and device bytes of the missing gets (store bytes: data,
+    /// filter and index blocks).
+    pub phase: Phase,
+    /// The same of the present gets.
+    pub present_phase: Phase,
+}
+
+impl BudgetPoint {
+    /// Blocks read per missing get: filter, index and data.
+    pub fn io(&self) -> f64 {
+        self.filter_reads + self.index_reads + self.data_reads
+    }
+
+    /// Metadata held in memory: filters and indexes.
+    pub fn metadata_bytes(&self) -> u64 {
+        self.pinned_bytes + self.pinned_index_bytes
+    }
+
+    /// Blocks read per lookup, half of them missing and half present.
+    pub fn io_per_lookup(&self) -> f64 {
+        (self.io() + self.present.io()) / 2.0
+    }
+
+    /// Predicted blocks read per missing get.
+    pub fn predicted_io(&self) -> f64 {
+        self.predicted_filter_reads + self.predicted_data_reads
+    }
 }
 
 #[cfg(test)]

@@ -189,7 +189,7 @@ pub fn store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
 /// The options of `config`'s store: [`bench_options`] with the run's
 /// compression and filter and index partition sizes.
 pub fn store_options(args: &BenchArgs, config: &BenchConfig) -> CliResult<Options> {
-    let mut opts = bench_options(config.filters.clone(), args.io);
+    let mut opts = bench_options(config.filters.clone(), args.io.read_mode());
     args.compression
         .apply(&mut opts.compression, opts.max_levels)?;
     opts.filter_partition_bytes = args.partition_bytes();

@@ -9,14 +9,17 @@ use std::path::Path;
 
 use bloomlsm::Options;
 
+use crate::CliResult;
 use crate::design::describe_compression;
 use crate::phase::PERCENTILES;
 use crate::report::{self, TextTable, bytes, count, percent, sig3};
-use crate::{CliResult, budget};
 
-use super::args::{BenchArgs, IoMode};
-use super::measure::{MULTI_GET_BATCH, PHASES};
-use super::row::{BenchRow, device_saved, io_saved};
+use super::args::{BenchArgs, IoMode, StoreUrl};
+use super::bucket;
+use super::measure::MULTI_GET_BATCH;
+use super::row::{
+    BUCKET_PHASES, BenchRow, BudgetPoint, PHASES, bucket_saved, device_saved, io_saved,
+};
 
 /// The lines before the first configuration runs: the workload, the store
 /// options `o` every configuration shares, how tables are read and where
@@ -215,7 +218,7 @@ fn write_budget(out: &mut dyn Write, args: &BenchArgs, rows: &[BenchRow]) -> Cli
         .iter()
         .filter(|r| !r.budget.is_empty())
         .map(|r| (r.config.name.as_str(), &r.budget[..]));
-    out.write_all(budget::table(sweeps).render().as_bytes())?;
+    out.write_all(budget_table(sweeps).render().as_bytes())?;
     writeln!(
         out,
         "budget: fraction of the store's metadata bytes (every filter and index held whole) allowed in memory; in memory: filter and index bytes the store kept there (by reads saved per byte: L0 and the small levels' filters first; index top levels always), split in filters and indexes. filter reads: filter blocks read per missing get (one partition per probe of a filter not in memory); pred: the store's probe chance of each such file (the share of all its keys that lie in the file's range), summed. index reads: index partitions read per missing get (a filter positive of a file whose index is not in memory). data reads: as in the first table. I/O per miss: filter + index + data reads per missing get; per hit: the same per present get; per get: their mean. mean and percentiles: missing gets. device B: bytes that reached the device per missing get."
@@ -407,4 +410,153 @@ pub fn results_table(rows: &[BenchRow], none: Option<&BenchRow>) -> TextTable {
         ]);
     }
     t
+}
+
+/// The text table of every configuration's sweep.
+fn budget_table<'a>(rows: impl Iterator<Item = (&'a str, &'a [BudgetPoint])>) -> TextTable {
+    let mut head = vec![
+        "config",
+        "budget",
+        "in memory",
+        "filters",
+        "indexes",
+        "filter reads",
+        "pred",
+        "index reads",
+        "data reads",
+        "pred",
+        "I/O per miss",
+        "I/O per hit",
+        "I/O per get",
+        "mean",
+    ];
+    head.extend(PERCENTILES.iter().filter(|p| p.1 != "p90").map(|p| p.1));
+    head.push("device B");
+    let mut t = TextTable::new(&head);
+    for (name, points) in rows {
+        for (i, p) in points.iter().enumerate() {
+            let mut cells = vec![
+                if i == 0 {
+                    name.to_string()
+                } else {
+                    String::new()
+                },
+                format!("{}%", report::sig3(p.fraction * 100.0)),
+                format!(
+                    "{} of {}",
+                    bytes(p.metadata_bytes()),
+                    bytes(p.filter_bytes + p.index_bytes)
+                ),
+                bytes(p.pinned_bytes),
+                bytes(p.pinned_index_bytes),
+                format!("{:.4}", p.filter_reads),
+                format!("{:.4}", p.predicted_filter_reads),
+                format!("{:.4}", p.index_reads),
+                format!("{:.4}", p.data_reads),
+                format!("{:.4}", p.predicted_data_reads),
+                format!("{:.4}", p.io()),
+                format!("{:.4}", p.present.io()),
+                format!("{:.4}", p.io_per_lookup()),
+                report::duration_ns(p.phase.mean_ns),
+            ];
+            cells.extend(
+                PERCENTILES
+                    .iter()
+                    .zip(p.phase.percentiles_ns)
+                    .filter(|(q, _)| q.1 != "p90")
+                    .map(|(_, v)| report::duration_ns(v as f64)),
+            );
+            cells.push(
+                p.phase
+                    .device_bytes_per_op()
+                    .map_or("n/a".into(), |b| format!("{b:.1} B")),
+            );
+            t.row(cells);
+        }
+    }
+    t
+}
+
+/// The text report of the bucket phases, after the main table.
+pub fn write_bucket(
+    out: &mut dyn std::io::Write,
+    args: &BenchArgs,
+    url: &StoreUrl,
+    rows: &[BenchRow],
+    none: Option<&BenchRow>,
+) -> crate::CliResult {
+    let mut t = TextTable::new(&[
+        "config",
+        "phase",
+        "GETs/get",
+        "model",
+        "FPR model",
+        "bytes/get",
+        "p50",
+        "p99",
+        "GETs saved",
+        "USD/M gets",
+    ]);
+    for r in rows {
+        let Some(b) = &r.bucket else { continue };
+        for (i, (label, _)) in BUCKET_PHASES.iter().enumerate() {
+            let p = &b.phases[i];
+            t.row(vec![
+                if i == 0 {
+                    r.config.name.clone()
+                } else {
+                    String::new()
+                },
+                label.to_string(),
+                sig3(p.per_get()),
+                sig3(p.model_per_get()),
+                p.fpr_model_per_get().map_or("-".into(), sig3),
+                bytes(p.bytes_per_get().round() as u64),
+                latency(p.phase.percentiles_ns[0]),
+                latency(p.phase.percentiles_ns[2]),
+                bucket_saved(r, none, i).map_or("-".into(), sig3),
+                format!("{:.4}", p.per_get() * args.price_per_million_gets),
+            ]);
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "tables in {url} ({}): {} gets per phase",
+        bucket::endpoint(),
+        count(args.bucket_lookups.min(args.lookups))
+    )?;
+    out.write_all(t.render().as_bytes())?;
+    for r in rows {
+        let Some(b) = &r.bucket else { continue };
+        writeln!(
+            out,
+            "{}: {} tables ({}) uploaded in {:.1} s; opened with {} GETs ({}); warmed with {} GETs ({}) in {:.1} s",
+            r.config.name,
+            count(b.tables),
+            bytes(b.table_bytes),
+            b.upload_secs,
+            count(b.open_requests),
+            bytes(b.open_request_bytes),
+            count(b.prefetch_requests),
+            bytes(b.prefetch_bytes),
+            b.prefetch_secs
+        )?;
+    }
+    writeln!(
+        out,
+        "cold: no disk cache, each block read one ranged GET; multi_get: 1,024 keys a call, each level's reads in parallel (16 at a time), latency per key; warm: every table in the disk cache ({} chunks) first. GETs/get: measured at the bucket client; model: the store's block reads, one request each (what the latency model counts); FPR model: the sum of the modelled FPRs of the files each missing get probed. GETs saved: none's GETs/get less the row's. USD at {:.2} per million GETs.",
+        bytes(args.bucket_chunk_bytes),
+        args.price_per_million_gets
+    )?;
+    Ok(())
+}
+
+/// A latency: µs below a millisecond, else ms.
+fn latency(ns: u64) -> String {
+    if ns < 1_000_000 {
+        format!("{} µs", sig3(ns as f64 / 1e3))
+    } else {
+        format!("{} ms", sig3(ns as f64 / 1e6))
+    }
 }

@@ -3,7 +3,7 @@
 //! rate, p50 / p99 read latency, the filters' observed and modelled FPR,
 //! data blocks per get, L0 files), written with `--timeseries FILE` as CSV
 //! or JSON (by the name's ending) and drawn with `--plot FILE.svg`
-//! ([`super::series_chart`]).
+//! (`series_chart.rs`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};

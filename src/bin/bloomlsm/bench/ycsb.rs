@@ -32,7 +32,6 @@ use std::time::Instant;
 
 use bloomlsm::Db;
 use bloomlsm::fs::latency::LatencyFs;
-use clap::ValueEnum;
 use serde_json::json;
 
 use crate::phase::{Recorder, ThreadDeviceBytes};
@@ -41,34 +40,9 @@ use crate::workload::{ScrambledZipfian, SkewedLatest, SplitMix64, ValueSource, a
 use crate::{CliResult, progress};
 
 use super::args::{BenchArgs, IoMode};
+use super::benchmarks::{Distribution, Workload};
 use super::remote::{Requests, Snapshot};
 use super::row::predicted_fpr;
-
-/// One of YCSB's core workloads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Workload {
-    A,
-    B,
-    C,
-    D,
-    E,
-    F,
-}
-
-/// A YCSB request distribution (`requestdistribution`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Distribution {
-    /// Scrambled Zipfian, theta 0.99: popular keys spread over the key space.
-    Zipfian,
-    /// The most recently inserted keys the most popular.
-    Latest,
-    /// Every key equally likely.
-    Uniform,
-    /// YCSB's hotspot over the keys' order: 80% of the requests go to the
-    /// records whose keys are the lowest 20% of the key space, uniform
-    /// within it and within the rest.
-    Hotspot,
-}
 
 /// The share of the key space, from its low end, that holds
 /// [`Distribution::Hotspot`]'s hot records (YCSB's `hotspotdatafraction`).
@@ -156,35 +130,6 @@ const OPS: [(Op, &str); 5] = [
 
 /// YCSB's longest scan (`maxscanlength`); lengths are uniform in 1..=it.
 const MAX_SCAN: u64 = 100;
-
-impl Workload {
-    /// The operation proportions, in [`OPS`] order.
-    fn mix(self) -> [f64; 5] {
-        match self {
-            Workload::A => [0.5, 0.5, 0.0, 0.0, 0.0],
-            Workload::B => [0.95, 0.05, 0.0, 0.0, 0.0],
-            Workload::C => [1.0, 0.0, 0.0, 0.0, 0.0],
-            Workload::D => [0.95, 0.0, 0.05, 0.0, 0.0],
-            Workload::E => [0.0, 0.0, 0.05, 0.95, 0.0],
-            Workload::F => [0.5, 0.0, 0.0, 0.0, 0.5],
-        }
-    }
-
-    /// The request distribution of YCSB's workload file.
-    fn distribution(self) -> Distribution {
-        if self == Workload::D {
-            Distribution::Latest
-        } else {
-            Distribution::Zipfian
-        }
-    }
-
-    /// Whether the workload writes (its device bytes then include its
-    /// compactions' reads).
-    fn writes(self) -> bool {
-        self != Workload::C
-    }
-}
 
 /// The operation for the uniform variate `u`.
 fn pick(mix: &[f64; 5], u: f64) -> Op {

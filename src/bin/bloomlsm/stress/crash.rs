@@ -50,16 +50,6 @@ pub struct KillReport {
     pub counts: [u64; Op::ALL.len()],
 }
 
-/// Kills this process at once (SIGKILL): a crash at the caller's point.
-pub fn kill_self() -> ! {
-    #[cfg(target_os = "linux")]
-    // SAFETY: kill(2) on our own pid takes no pointers.
-    unsafe {
-        libc::kill(libc::getpid(), libc::SIGKILL);
-    }
-    std::process::abort()
-}
-
 /// Runs the kill loop on the store of `dir` (made, with its expected state,
 /// before the first child starts). `round_done` is told of each round.
 pub fn kill_loop(

@@ -11,13 +11,17 @@
 //! - [`expected`]: the expected state, in memory and in a file that
 //!   outlives a kill.
 //! - [`locks`]: the striped key locks.
-//! - [`store`]: the store and its keyspaces' handles.
-//! - [`ops`]: the kinds of operation, their weights and counts.
-//! - [`worker`]: the worker threads and what they share.
-//! - [`writes`], [`reads`], [`admin`], [`scratch`]: the operations.
-//! - [`verify`]: reads compared with the expected state.
-//! - [`crash`]: the kill loop.
 //! - [`failure`]: mismatches and errors.
+//! - [`ops`]: the kinds of operation, their weights and counts.
+//! - [`store`]: the store and its keyspaces' handles, the scratch
+//!   keyspace's among them.
+//! - [`verify`]: reads compared with the expected state.
+//! - [`worker`]: what the worker threads share, and one thread's state.
+//! - [`writes`], [`reads`], [`scratch`], [`admin`]: the operations.
+//! - [`threads`]: the worker threads, each running operations.
+//! - [`crash`]: the kill loop.
+//!
+//! Each file imports only from those listed before it.
 
 mod admin;
 pub mod args;
@@ -31,6 +35,7 @@ mod options;
 mod reads;
 mod scratch;
 mod store;
+mod threads;
 mod verify;
 mod worker;
 mod writes;
@@ -46,6 +51,7 @@ use failure::{Checked, Failure};
 use ops::{Op, counts_line};
 use options::RunOptions;
 use store::Store;
+use threads::run_workers;
 use worker::Shared;
 
 use crate::report::count;
@@ -95,7 +101,7 @@ fn plain(args: &StressArgs, dir: &Path, opts: RunOptions) -> Checked<[u64; Op::A
         .map_err(Failure::Error)?;
     let store = Store::open(&dir.join("db"), &opts)?;
     let sh = Shared::new(args, dir.to_path_buf(), opts, store, expected);
-    sh.run_workers(args.threads, Duration::MAX, |_| Ok(()))
+    run_workers(&sh, args.threads, Duration::MAX, |_| Ok(()))
         .map_err(|e| Failure::error("run", e))?;
     if let Some(f) = sh.take_failure() {
         return Err(f);
@@ -128,7 +134,7 @@ fn child(args: &StressArgs, out: &mut dyn Write) -> CliResult {
         .map_err(|e| fail(Failure::Error(e)))?;
     let store = Store::open(&dir.join("db"), &opts).map_err(fail)?;
     let sh = Shared::new(args, dir.clone(), opts, store, expected);
-    sh.run_workers(args.threads, Duration::from_millis(100), |c| {
+    run_workers(&sh, args.threads, Duration::from_millis(100), |c| {
         writeln!(out, "{}", counts_line(c))?;
         out.flush()
     })?;

@@ -9,23 +9,12 @@ use bloomlsm::{Bytes, Keyspace};
 use super::codec::{State, decode, describe, key, key_index};
 use super::failure::{Checked, Failure, engine};
 use super::options;
-use super::store::{SCRATCH, Store};
+use super::store::{SCRATCH, SCRATCH_ID, Store};
 use super::verify::{check, check_entries};
 use super::worker::{Worker, lock};
 
 /// Keys of the scratch keyspace.
 pub const KEYS: u32 = 256;
-/// The keyspace number its values carry.
-pub const ID: u32 = 1000;
-
-/// The scratch keyspace, if it exists, and its keys' states.
-#[derive(Default)]
-pub struct Scratch {
-    /// The handle, while the keyspace exists.
-    pub handle: Option<Keyspace>,
-    /// Each key's state (empty while the keyspace does not exist).
-    pub states: Vec<State>,
-}
 
 /// Creates the scratch keyspace, or writes to it, or drops it.
 pub fn create_or_drop(w: &mut Worker, store: &Store) -> Checked {
@@ -83,7 +72,7 @@ fn write_some(w: &mut Worker, h: &Keyspace, states: &mut [State]) -> Checked {
                 let s = states[k as usize].put();
                 engine(
                     "put (scratch)",
-                    h.put(key(k), super::codec::value(ID, k, s.version())),
+                    h.put(key(k), super::codec::value(SCRATCH_ID, k, s.version())),
                 )?;
                 states[k as usize] = s;
             }
@@ -110,13 +99,19 @@ pub fn check_all(h: &Keyspace, states: &[State]) -> Checked {
         .map(|k| (k, states[k as usize]))
         .filter(|(_, s)| s.present())
         .collect();
-    check_entries("keyspace_create_drop (scan)", ID, &got, &want, false)?;
+    check_entries(
+        "keyspace_create_drop (scan)",
+        SCRATCH_ID,
+        &got,
+        &want,
+        false,
+    )?;
     let keys: Vec<Vec<u8>> = (0..KEYS).map(key).collect();
     let got = engine("multi_get (scratch)", h.multi_get(&keys))?;
     for (k, v) in got.iter().enumerate() {
         check(
             "keyspace_create_drop (multi_get)",
-            ID,
+            SCRATCH_ID,
             k as u32,
             v.as_deref(),
             states[k],
@@ -134,7 +129,7 @@ pub fn reset(store: &Store) -> Checked {
     let h = engine("open the scratch keyspace", store.db.keyspace(SCRATCH))?;
     for e in h.scan(..) {
         let (k, v) = engine("scan (scratch)", e)?;
-        let ok = matches!((key_index(&k), decode(&v)), (Some(i), Some((ID, j, _))) if i == j && i < KEYS);
+        let ok = matches!((key_index(&k), decode(&v)), (Some(i), Some((SCRATCH_ID, j, _))) if i == j && i < KEYS);
         if !ok {
             return Err(Failure::mismatch(
                 "recover (scratch keyspace)",

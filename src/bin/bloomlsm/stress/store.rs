@@ -5,6 +5,7 @@ use std::path::Path;
 
 use bloomlsm::{Db, Keyspace};
 
+use super::codec::State;
 use super::failure::{Checked, engine};
 use super::options::RunOptions;
 
@@ -12,12 +13,24 @@ use super::options::RunOptions;
 /// its keys' expected state lives in memory only.
 pub const SCRATCH: &str = "scratch";
 
-/// The name of keyspace `ks` of the run ([`super::scratch::ID`]: the
-/// scratch keyspace).
+/// The keyspace number the scratch keyspace's values carry.
+pub const SCRATCH_ID: u32 = 1000;
+
+/// The scratch keyspace, if it exists, and its keys' states.
+#[derive(Default)]
+pub struct Scratch {
+    /// The handle, while the keyspace exists.
+    pub handle: Option<Keyspace>,
+    /// Each key's state (empty while the keyspace does not exist).
+    pub states: Vec<State>,
+}
+
+/// The name of keyspace `ks` of the run ([`SCRATCH_ID`]: the scratch
+/// keyspace).
 pub fn keyspace_name(ks: u32) -> String {
     match ks {
         0 => "default".to_string(),
-        super::scratch::ID => SCRATCH.to_string(),
+        SCRATCH_ID => SCRATCH.to_string(),
         _ => format!("ks{ks}"),
     }
 }

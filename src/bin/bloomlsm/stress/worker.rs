@@ -1,12 +1,13 @@
-//! The worker threads and the state they share: the store behind a
+//! What the worker threads share ([`Shared`]): the store behind a
 //! read-write lock (an operation holds it shared; a reopen holds it alone,
 //! so every thread pauses), the expected state, the key locks, the counts,
-//! and the first failure, which stops every thread.
+//! and the first failure, which stops every thread; and one thread's own
+//! state ([`Worker`]): its random choices and its crash points.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bloomlsm::workload::{SplitMix64, mix64};
 
@@ -14,11 +15,9 @@ use super::args::StressArgs;
 use super::expected::Expected;
 use super::failure::{Checked, Failure};
 use super::locks::KeyLocks;
-use super::ops::{Counts, Op};
+use super::ops::Counts;
 use super::options::RunOptions;
-use super::scratch::Scratch;
-use super::store::Store;
-use super::{admin, reads, writes};
+use super::store::{Scratch, Store};
 
 /// What every worker shares.
 pub struct Shared<'a> {
@@ -103,7 +102,7 @@ impl<'a> Shared<'a> {
     }
 
     /// Claims the next operation: `false` once the run's bound is reached.
-    fn claim(&self) -> bool {
+    pub fn claim(&self) -> bool {
         if self.stopped() || self.deadline.is_some_and(|d| Instant::now() >= d) {
             return false;
         }
@@ -122,32 +121,9 @@ impl<'a> Shared<'a> {
         }
     }
 
-    /// Runs `threads` workers until the run's bound or the first failure,
-    /// giving `report` the counts every `every` meanwhile. An error of
-    /// `report` stops the workers and is returned.
-    pub fn run_workers(
-        &self,
-        threads: u32,
-        every: Duration,
-        mut report: impl FnMut(&[u64]) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
-        std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|t| s.spawn(move || Worker::new(self, t).run()))
-                .collect();
-            let mut last = Instant::now();
-            while !workers.iter().all(|h| h.is_finished()) {
-                std::thread::sleep(Duration::from_millis(5));
-                if last.elapsed() >= every {
-                    last = Instant::now();
-                    if let Err(e) = report(&self.counts.snapshot()) {
-                        self.stop.store(true, Ordering::SeqCst);
-                        return Err(e);
-                    }
-                }
-            }
-            Ok(())
-        })
+    /// Stops every worker, with no failure.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
     }
 }
 
@@ -168,54 +144,14 @@ pub struct Worker<'s, 'a> {
 }
 
 impl<'s, 'a> Worker<'s, 'a> {
-    fn new(sh: &'s Shared<'a>, thread: u32) -> Self {
+    /// Thread `thread`'s worker.
+    pub fn new(sh: &'s Shared<'a>, thread: u32) -> Self {
         let seed = mix64(sh.args.seed ^ mix64(sh.args.round) ^ mix64(u64::from(thread) + 1));
         Worker {
             sh,
             rng: SplitMix64::new(seed),
             thread,
         }
-    }
-
-    fn run(mut self) {
-        while self.sh.claim() {
-            // A child of --kill never reopens: its parent does, after each kill.
-            let op = Op::draw(&mut self.rng, !self.sh.args.child);
-            match self.one(op) {
-                Ok(()) => self.sh.counts.add(op),
-                Err(f) => {
-                    self.sh.fail(f);
-                    return;
-                }
-            }
-        }
-    }
-
-    fn one(&mut self, op: Op) -> Checked {
-        if op == Op::Reopen {
-            return admin::reopen(self.sh);
-        }
-        let sh = self.sh;
-        sh.with_store(|store| match op {
-            Op::Put | Op::Delete => writes::put_or_delete(self, store, op == Op::Put),
-            Op::DeleteRange => writes::delete_range(self, store),
-            Op::Batch => writes::batch(self, store),
-            Op::Ingest => writes::ingest(self, store),
-            Op::Get => reads::get(self, store),
-            Op::MultiGet => reads::multi_get(self, store),
-            Op::Scan => reads::scan(self, store, false),
-            Op::ScanBackward => reads::scan(self, store, true),
-            Op::ScanBothEnds => reads::scan_both_ends(self, store),
-            Op::PrefixScan => reads::prefix_scan(self, store),
-            Op::Seek => reads::seek(self, store),
-            Op::Snapshot => reads::snapshot(self, store),
-            Op::Flush | Op::Compact | Op::Maintain | Op::RebuildFilters => {
-                admin::background_work(self, store, op)
-            }
-            Op::Checkpoint => admin::checkpoint(self, store),
-            Op::Keyspace => super::scratch::create_or_drop(self, store),
-            Op::Reopen => Ok(()),
-        })
     }
 
     /// A number below `n`.
@@ -245,7 +181,17 @@ impl<'s, 'a> Worker<'s, 'a> {
             && self.sh.args.child
             && self.rng.below(n) == 0
         {
-            super::crash::kill_self();
+            kill_self();
         }
     }
+}
+
+/// Kills this process at once (SIGKILL): a crash at the caller's point.
+fn kill_self() -> ! {
+    #[cfg(target_os = "linux")]
+    // SAFETY: kill(2) on our own pid takes no pointers.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    std::process::abort()
 }
