@@ -275,6 +275,38 @@ fn the_store_records_its_bucket_and_refuses_another_place() {
 }
 
 #[test]
+fn a_multi_get_reads_adjacent_blocks_of_a_table_in_one_get() {
+    const N: u64 = 10_000;
+    let (dir, at, _) = made_store("adjacent", N);
+    let cache = tempfile::tempdir().unwrap();
+    // No disk cache: every block read is a GET of just its bytes.
+    let fs =
+        Arc::new(BucketFs::open(config(dir.path(), cache.path(), &at).cache_bytes(0)).unwrap());
+    let db = Db::open(dir.path(), options(fs.clone())).unwrap();
+    let keys: Vec<Vec<u8>> = (2_000..3_000).map(key).collect();
+    let gets = fs.counters().gets;
+    let values = db.multi_get(&keys).unwrap();
+    let gets = fs.counters().gets - gets;
+    for (i, v) in (2_000..3_000).zip(&values) {
+        assert_eq!(v.as_deref(), Some(&value(i)[..]), "key {i}");
+    }
+    let blocks: u64 = db.stats().levels.iter().map(|l| l.io.block_reads).sum();
+    let tables = db
+        .file_stats()
+        .iter()
+        .filter(|f| f.io.block_reads > 0)
+        .count() as u64;
+    assert!(blocks >= 20, "{blocks} blocks");
+    // One GET per table touched (its blocks of these keys lie side by side,
+    // well under the 1 MiB a GET may span), against one per block.
+    assert!(
+        gets <= tables,
+        "{gets} GETs for {blocks} blocks in {tables} tables"
+    );
+    db.close().unwrap();
+}
+
+#[test]
 fn an_object_altered_behind_the_store_reads_as_corruption_naming_it() {
     const N: u64 = 10_000;
     let (dir, prefix, live) = made_store("altered", N);

@@ -122,3 +122,57 @@ fn empty_and_bad_keys() {
         "an empty key is refused"
     );
 }
+
+/// Where a read waits on a network (a `LatencyFs` with a latency, as a
+/// bucket): the keys of one file whose data blocks lie side by side are
+/// read with one request, each block still counted once as read, and the
+/// answers are `get`'s.
+#[test]
+fn adjacent_blocks_of_one_file_are_read_in_one_request() {
+    use bloomlsm::fs::RealFs;
+    use bloomlsm::fs::latency::{Latency, LatencyFs};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let dir = scratch_dir();
+    let fs = Arc::new(LatencyFs::new(
+        RealFs::shared(),
+        Latency::Fixed(Duration::from_micros(1)),
+    ));
+    let opts = options(FilterOptions::default())
+        .target_file_size(64 << 10)
+        .fs(fs.clone());
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..3_000u16 {
+        db.put(format!("k{i:05}"), [i as u8; 40]).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact().unwrap();
+    let mut keys: Vec<Vec<u8>> = (1_000..1_200u16)
+        .map(|i| format!("k{i:05}").into_bytes())
+        .collect();
+    // Keys of no block, and a key asked twice.
+    keys.push(b"k01000x".to_vec());
+    keys.push(b"k01100".to_vec());
+    let one: Vec<_> = keys.iter().map(|k| db.get(k).unwrap()).collect();
+    db.reset_stats();
+    let before = fs.reads().requests;
+    let many = db.multi_get(&keys).unwrap();
+    let requests = fs.reads().requests - before;
+    assert_eq!(many, one);
+    let io: Vec<_> = db.stats().levels.iter().map(|l| l.io).collect();
+    let blocks: u64 = io.iter().map(|c| c.block_reads).sum();
+    let hits: u64 = io.iter().map(|c| c.cache_hits).sum();
+    assert!(blocks >= 20, "{blocks} blocks read");
+    // One block per key found, and one for the missing key if its filter
+    // let it through.
+    let found = keys.len() as u64 - 1;
+    assert!(
+        (found..=found + 1).contains(&(blocks + hits)),
+        "{blocks} + {hits}"
+    );
+    assert!(
+        requests * 4 <= blocks,
+        "{requests} requests for {blocks} blocks"
+    );
+}

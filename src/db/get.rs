@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::range_tombstone::Fragments;
+use crate::sst::{BlockHandle, Preloaded, adjacent_runs};
 use iter::{ScanPoints, ScanPrefix, Skip};
 
 /// The reads of [`Db`] and [`crate::Keyspace`], and [`Snapshot`]'s scans,
@@ -431,11 +432,6 @@ impl Inner {
         costs: &mut [GetCost],
     ) -> Result<Vec<(usize, Found)>> {
         use rayon::prelude::*;
-        let one = |&(i, f, says): &(usize, &FileHandle, Option<bool>)| {
-            let mut cost = GetCost::default();
-            let r = self.probe_key(f, keys[i], snapshot, hashes[i], &mut cost, says);
-            (i, cost, r)
-        };
         // A device read takes ~100 µs, a GET from a bucket milliseconds:
         // two already overlap usefully.
         let slow = self.opts.read_mode == ReadMode::Direct || self.opts.fs.remote_reads();
@@ -444,18 +440,50 @@ impl Inner {
         } else {
             None
         };
+        let units = match pool {
+            Some(_) => adjacent_units(reads, keys, snapshot),
+            None => (0..reads.len()).map(ReadUnit::one).collect(),
+        };
+        let run = |u: &ReadUnit| -> Vec<(usize, GetCost, Result<Probed>)> {
+            let mut pre = Preloaded::default();
+            if let Some(&first) = u.reads.first()
+                && let Err(e) = reads[first].1.table.read_adjacent(&u.span, &mut pre)
+            {
+                return vec![(reads[first].0, GetCost::default(), Err(e))];
+            }
+            u.reads
+                .iter()
+                .map(|&r| {
+                    let (i, f, says) = reads[r];
+                    let mut cost = GetCost::default();
+                    let p = (!pre.is_empty()).then_some(&mut pre);
+                    let lookup = key::make_internal_key(keys[i], snapshot, ValueKind::Value);
+                    let probed = self.probe(f, &lookup, hashes[i], &mut cost, says, p);
+                    (i, cost, probed)
+                })
+                .collect()
+        };
         let results: Vec<(usize, GetCost, Result<Probed>)> = match pool {
-            // One task per read, so every read has its own thread. A panic
+            // One task per unit, so every read has its own thread. A panic
             // on one of them, resumed here by rayon, is caught: it poisons
             // the store like a background thread's.
             Some(pool) => {
-                let on_pool = |r: &(usize, &FileHandle, Option<bool>)| {
-                    let (i, cost, probed) = one(r);
-                    let probed = inject::hit(&self.dir, inject::Point::Io).and(probed);
-                    (i, cost, probed)
+                let on_pool = |u: &ReadUnit| {
+                    let mut out = run(u);
+                    if let Some(first) = out.first_mut() {
+                        let hit = inject::hit(&self.dir, inject::Point::Io);
+                        first.2 = hit.and(std::mem::replace(&mut first.2, Ok(None)));
+                    }
+                    out
                 };
                 let all = std::panic::AssertUnwindSafe(|| {
-                    pool.install(|| reads.par_iter().with_max_len(1).map(on_pool).collect())
+                    pool.install(|| {
+                        units
+                            .par_iter()
+                            .with_max_len(1)
+                            .flat_map_iter(on_pool)
+                            .collect()
+                    })
                 });
                 std::panic::catch_unwind(all).map_err(|p| {
                     let e = Error::from_panic(p.as_ref());
@@ -463,7 +491,7 @@ impl Inner {
                     e
                 })?
             }
-            None => reads.iter().map(one).collect(),
+            None => units.iter().flat_map(run).collect(),
         };
         let mut found = Vec::new();
         for (i, cost, r) in results {
@@ -493,26 +521,13 @@ impl Inner {
             cost.predicted += f.predicted_fpr();
             return Ok(None);
         }
-        self.probe(f, lookup.key(), hash, cost, says)
-    }
-
-    /// [`Self::probe`] for a user key, as of `snapshot`.
-    pub(super) fn probe_key(
-        &self,
-        f: &FileHandle,
-        user_key: &[u8],
-        snapshot: u64,
-        hash: u64,
-        cost: &mut GetCost,
-        filter_says: Option<bool>,
-    ) -> Result<Probed> {
-        let lookup = key::make_internal_key(user_key, snapshot, ValueKind::Value);
-        self.probe(f, &lookup, hash, cost, filter_says)
+        self.probe(f, lookup.key(), hash, cost, says, None)
     }
 
     /// Looks `lookup` up in one file, charging the costs. `Some((seq,
     /// Some(v)))`: a value written at `seq`; `Some((seq, None))`: a
-    /// tombstone; `None`: not in this file.
+    /// tombstone; `None`: not in this file. Its data block comes from
+    /// `preloaded` when it is there.
     pub(super) fn probe(
         &self,
         f: &FileHandle,
@@ -520,8 +535,11 @@ impl Inner {
         hash: u64,
         cost: &mut GetCost,
         filter_says: Option<bool>,
+        preloaded: Option<&mut Preloaded>,
     ) -> Result<Probed> {
-        let r = f.table.get_in_range(lookup, hash, filter_says)?;
+        let r = f
+            .table
+            .get_in_range_with(lookup, hash, filter_says, preloaded)?;
         let has_filter = f.table.filter_info().is_some();
         let c = IoCounters {
             files_considered: 1,
@@ -597,6 +615,81 @@ pub(super) const MAX_LEVELS: usize = 32;
 /// Sorts `order` (indexes into `keys`) into ascending key order: by the
 /// keys' 8-byte prefixes `prefixes` (numbers, one pass of an integer sort),
 /// then the rare runs of equal prefixes by whole key.
+/// Reads of a batch (indexes into it) that one task makes: alone, or keys
+/// of one file whose data blocks lie side by side, with those blocks
+/// (`span`), read in one request before the keys are looked up.
+struct ReadUnit {
+    reads: Vec<usize>,
+    span: Vec<BlockHandle>,
+}
+
+impl ReadUnit {
+    fn one(r: usize) -> ReadUnit {
+        ReadUnit {
+            reads: vec![r],
+            span: Vec::new(),
+        }
+    }
+}
+
+/// `reads` cut into [`ReadUnit`]s: the keys of one file whose data blocks
+/// are side by side (or the same block) share one read of those blocks —
+/// one GET from a bucket instead of one per key — and every other read is
+/// a unit of its own. Only blocks a lookup will read are grouped: the keys
+/// a filter let through (or of a file without one), whose block the
+/// in-memory index names and the block cache lacks.
+fn adjacent_units(
+    reads: &[(usize, &FileHandle, Option<bool>)],
+    keys: &[&[u8]],
+    snapshot: u64,
+) -> Vec<ReadUnit> {
+    let mut units = Vec::new();
+    // (file's place in `reads` order, its reads with their blocks)
+    let mut by_file: Vec<(*const FileHandle, Vec<(usize, BlockHandle)>)> = Vec::new();
+    for (r, &(i, f, says)) in reads.iter().enumerate() {
+        let will_read = says == Some(true) || f.table.filter_info().is_none();
+        let block = will_read
+            .then(|| {
+                let lookup = key::make_internal_key(keys[i], snapshot, ValueKind::Value);
+                f.table.resident_block_for(&lookup)
+            })
+            .flatten()
+            .filter(|&h| !f.table.data_block_cached(h));
+        let Some(h) = block else {
+            units.push(ReadUnit::one(r));
+            continue;
+        };
+        let id = f as *const FileHandle;
+        match by_file.iter_mut().find(|(p, _)| *p == id) {
+            Some((_, v)) => v.push((r, h)),
+            None => by_file.push((id, vec![(r, h)])),
+        }
+    }
+    for (_, mut v) in by_file {
+        v.sort_by_key(|&(r, h)| (h.offset, r));
+        let mut handles: Vec<BlockHandle> = v.iter().map(|&(_, h)| h).collect();
+        handles.dedup();
+        let mut next = 0;
+        for run in adjacent_runs(&handles) {
+            let end = run.last().map_or(0, |h| h.offset);
+            let mut unit = ReadUnit {
+                reads: Vec::new(),
+                span: run.to_vec(),
+            };
+            while next < v.len() && v[next].1.offset <= end {
+                unit.reads.push(v[next].0);
+                next += 1;
+            }
+            if unit.reads.len() == 1 {
+                // One key, one block: read as any lookup reads.
+                unit.span.clear();
+            }
+            units.push(unit);
+        }
+    }
+    units
+}
+
 pub(super) fn sort_by_user_key(order: &mut [usize], keys: &[&[u8]], prefixes: &[u64]) {
     let mut packed: Vec<(u64, usize)> = order.iter().map(|&i| (prefixes[i], i)).collect();
     packed.sort_unstable();

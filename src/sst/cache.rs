@@ -263,6 +263,16 @@ impl BlockCache {
         self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether the block at `offset` in file `file_id` is cached, without
+    /// counting a hit or a miss or moving it in the eviction order.
+    pub fn contains(&self, file_id: u64, offset: u64) -> bool {
+        self.is_enabled()
+            && self
+                .shard((file_id, offset))
+                .map
+                .contains_key(&(file_id, offset))
+    }
+
     /// The cached contents of the block at `offset` in file `file_id`.
     pub fn get(&self, file_id: u64, offset: u64) -> Option<Bytes> {
         if !self.is_enabled() {

@@ -39,6 +39,7 @@ pub use format::{
     FORMAT_VERSION_PARTITIONED_FILTER, FORMAT_VERSION_UNCOMPRESSED, Footer, KeyFormat,
 };
 pub use properties::TableProperties;
+pub(crate) use table::{Preloaded, adjacent_runs};
 pub use table::{
     ReadStats, StoredBlock, StoredBlocks, Table, TableGet, TableIter, TableOpenOptions,
 };

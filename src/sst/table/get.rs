@@ -7,7 +7,7 @@ use bytes::Bytes;
 use crate::error::Result;
 use crate::filter::key_hash;
 
-use super::{DATA, IndexCursor, ReadStats, Table};
+use super::{DATA, IndexCursor, Preloaded, ReadStats, Table};
 
 /// The outcome of [`Table::get`], with what it cost, for the engine's accounting.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -119,6 +119,19 @@ impl Table {
         hash: u64,
         filter_says: Option<bool>,
     ) -> Result<TableGet> {
+        self.get_in_range_with(key, hash, filter_says, None)
+    }
+
+    /// [`get_in_range`](Self::get_in_range), its data block taken from
+    /// `preloaded` when it is there (read there together with its
+    /// neighbours) rather than from the cache or the file.
+    pub(crate) fn get_in_range_with(
+        &self,
+        key: &[u8],
+        hash: u64,
+        filter_says: Option<bool>,
+        preloaded: Option<&mut Preloaded>,
+    ) -> Result<TableGet> {
         let mut r = TableGet::default();
         if self.data_blocks() == 0 {
             r.key_range_skipped = true;
@@ -144,7 +157,7 @@ impl Table {
             }
         }
         let mut io = ReadStats::default();
-        let found = self.get_from_blocks(key, &mut r, &mut io);
+        let found = self.get_from_blocks(key, &mut r, &mut io, preloaded);
         r.add_io(&io);
         found?;
         Ok(r)
@@ -152,7 +165,13 @@ impl Table {
 
     /// The data-block part of a lookup: the block the index names for
     /// `key`, searched; what it finds goes into `r`, what it reads into `io`.
-    fn get_from_blocks(&self, key: &[u8], r: &mut TableGet, io: &mut ReadStats) -> Result<()> {
+    fn get_from_blocks(
+        &self,
+        key: &[u8],
+        r: &mut TableGet,
+        io: &mut ReadStats,
+        preloaded: Option<&mut Preloaded>,
+    ) -> Result<()> {
         let fmt = self.props.key_format;
         let uk = fmt.user_key(key);
         let mut cur = IndexCursor::default();
@@ -163,7 +182,10 @@ impl Table {
             return Ok(());
         }
         let h = self.block_handle(i, &mut cur, io)?;
-        let block = self.data_block(h, io)?;
+        let block = match preloaded.and_then(|p| p.take(h, io)) {
+            Some(b) => b,
+            None => self.data_block(h, io)?,
+        };
         let mut it = block.iter(fmt);
         let found = it.seek(key).map_err(|e| self.block_error(h, DATA, e))?;
         if !found {

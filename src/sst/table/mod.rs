@@ -41,6 +41,7 @@ use super::format::{BlockHandle, ChecksumType, FORMAT_VERSION_UNCOMPRESSED, Foot
 use super::properties::TableProperties;
 use super::table_cache::TableCache;
 
+mod adjacent;
 mod file;
 mod filter;
 mod get;
@@ -54,6 +55,7 @@ mod stored;
 mod test_tables;
 mod verify;
 
+pub(crate) use adjacent::{Preloaded, adjacent_runs};
 pub use get::TableGet;
 pub(crate) use index::IndexCursor;
 pub use iter::TableIter;

@@ -213,6 +213,16 @@ impl Table {
             .map_err(|e| self.corruption(h.offset, format!("{what} block: {e}")))
     }
 
+    /// The contents of block `h` from `raw`, its bytes as stored with its
+    /// trailer: verified, then decompressed if it is stored compressed.
+    pub(super) fn decode_raw(&self, h: BlockHandle, what: &str, raw: &Bytes) -> Result<Bytes> {
+        let (n, block_type) = self.check_block(h, what, raw)?;
+        if block_type == BLOCK_TYPE_NONE {
+            return Ok(raw.slice(..n));
+        }
+        self.decompress_block(h, what, block_type, &raw[..n])
+    }
+
     pub(super) fn read_block(&self, h: BlockHandle, what: &str) -> Result<Block> {
         let data = self.read_raw(h, what)?;
         Block::new(data).map_err(|e| self.block_error(h, what, e))
