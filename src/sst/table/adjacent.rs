@@ -23,8 +23,11 @@ pub const MAX_SPAN_BYTES: u64 = 1 << 20;
 /// per-lookup counters stay what separate reads would have made.
 #[derive(Debug, Default)]
 pub struct Preloaded {
-    /// Sorted by offset: the handle, the block, whether a lookup took it.
-    blocks: Vec<(BlockHandle, Block, bool)>,
+    /// Sorted by offset: the handle, the block, the bytes a read of it
+    /// alone would have transferred (whole sectors with direct reads, as
+    /// [`crate::fs::ReadableFile::transfer_len`] counts), whether a lookup
+    /// took it.
+    blocks: Vec<(BlockHandle, Block, u64, bool)>,
 }
 
 impl Preloaded {
@@ -33,9 +36,9 @@ impl Preloaded {
     pub(super) fn take(&mut self, h: BlockHandle, io: &mut ReadStats) -> Option<Block> {
         let i = self
             .blocks
-            .binary_search_by_key(&h.offset, |(b, _, _)| b.offset)
+            .binary_search_by_key(&h.offset, |(b, ..)| b.offset)
             .ok()?;
-        let (stored, block, used) = &mut self.blocks[i];
+        let (stored, block, bytes, used) = &mut self.blocks[i];
         if stored.size != h.size {
             return None;
         }
@@ -44,7 +47,7 @@ impl Preloaded {
         } else {
             *used = true;
             io.blocks_read += 1;
-            io.bytes_read += h.size + BLOCK_TRAILER_LEN as u64;
+            io.bytes_read += *bytes;
         }
         Some(block.clone())
     }
@@ -104,12 +107,8 @@ impl Table {
             ));
         };
         let mut buf = vec![0u8; (end - first.offset) as usize];
-        read_at(
-            self.file.get()?.as_ref(),
-            &self.path,
-            &mut buf,
-            first.offset,
-        )?;
+        let file = self.file.get()?;
+        read_at(file.as_ref(), &self.path, &mut buf, first.offset)?;
         let span = Bytes::from(buf);
         let cache = self.cache.as_deref().filter(|c| c.is_enabled());
         for &h in handles {
@@ -120,9 +119,10 @@ impl Table {
             if let Some(c) = cache {
                 c.insert(self.file_id, h.offset, block.data().clone());
             }
-            into.blocks.push((h, block, false));
+            let bytes = file.transfer_len(h.offset, h.size as usize + BLOCK_TRAILER_LEN);
+            into.blocks.push((h, block, bytes, false));
         }
-        into.blocks.sort_by_key(|(h, _, _)| h.offset);
+        into.blocks.sort_by_key(|(h, ..)| h.offset);
         Ok(())
     }
 }
