@@ -286,6 +286,35 @@ pub fn level_total(s: &Stats) -> LevelStats {
     total
 }
 
+/// [`Stats::tickers`] as one JSON object, name to value.
+pub fn tickers_json(s: &Stats) -> Value {
+    Value::Object(
+        s.tickers()
+            .into_iter()
+            .map(|(name, v)| {
+                let v = match v {
+                    TickerValue::Count(n) => json!(n),
+                    TickerValue::Real(x) => json!(x),
+                };
+                (name, v)
+            })
+            .collect(),
+    )
+}
+
+/// [`Stats::tickers`] as db_bench's `--statistics` prints tickers, one a
+/// line: `rocksdb.bloom.filter.useful COUNT : 12`; a real number (a rate,
+/// a model's figure) as `NAME VALUE : 0.0096`.
+pub fn tickers_text(s: &Stats) -> String {
+    s.tickers()
+        .into_iter()
+        .map(|(name, v)| match v {
+            TickerValue::Count(n) => format!("{name} COUNT : {n}\n"),
+            TickerValue::Real(x) => format!("{name} VALUE : {x}\n"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,33 +357,4 @@ mod tests {
         assert_eq!(sig3(0.0123456), "0.0123");
         assert_eq!(duration_ns(1420.0), "1.42 µs");
     }
-}
-
-/// [`Stats::tickers`] as one JSON object, name to value.
-pub fn tickers_json(s: &Stats) -> Value {
-    Value::Object(
-        s.tickers()
-            .into_iter()
-            .map(|(name, v)| {
-                let v = match v {
-                    TickerValue::Count(n) => json!(n),
-                    TickerValue::Real(x) => json!(x),
-                };
-                (name, v)
-            })
-            .collect(),
-    )
-}
-
-/// [`Stats::tickers`] as db_bench's `--statistics` prints tickers, one a
-/// line: `rocksdb.bloom.filter.useful COUNT : 12`; a real number (a rate,
-/// a model's figure) as `NAME VALUE : 0.0096`.
-pub fn tickers_text(s: &Stats) -> String {
-    s.tickers()
-        .into_iter()
-        .map(|(name, v)| match v {
-            TickerValue::Count(n) => format!("{name} COUNT : {n}\n"),
-            TickerValue::Real(x) => format!("{name} VALUE : {x}\n"),
-        })
-        .collect()
 }
