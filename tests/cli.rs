@@ -577,6 +577,53 @@ fn bench_json_lines() {
         num(blocked, "block_reads_per_missing_get")
             < num(none, "block_reads_per_missing_get") / 10.0
     );
+    // RocksDB's ticker names carry the store's own counters, per phase.
+    for r in &rows {
+        let t = &r["tickers"]["missing_get"];
+        assert_eq!(
+            t["rocksdb.bloom.filter.useful"], r["filter_negatives"],
+            "{r}"
+        );
+        assert_eq!(t["rocksdb.number.keys.read"], 2000, "{r}");
+        assert_eq!(
+            r["tickers"]["existing_get"]["rocksdb.number.keys.read"],
+            2000
+        );
+    }
+    assert!(num(blocked, "filter_negatives") > 0.0);
+}
+
+#[test]
+fn bench_statistics_prints_tickers() {
+    let o = bloomlsm(&[
+        "bench",
+        "--benchmarks",
+        "fillrandom,readmissing",
+        "--keys",
+        "20000",
+        "--lookups",
+        "1000",
+        "--statistics",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    // One block, after the read; db_bench's `NAME COUNT : N` lines.
+    assert_eq!(out.matches("STATISTICS:\n").count(), 1, "{out}");
+    let useful = out
+        .lines()
+        .find_map(|l| l.strip_prefix("rocksdb.bloom.filter.useful COUNT : "))
+        .unwrap_or_else(|| panic!("no useful ticker:\n{out}"));
+    let useful: u64 = useful.parse().unwrap();
+    assert!((900..=1000).contains(&useful), "{out}");
+    assert!(
+        out.contains("\nrocksdb.number.keys.read COUNT : 1000\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nbloomlsm.filter.fpr.predicted@level"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -1357,6 +1404,16 @@ fn store_and_table_json() {
     assert_eq!(v["probe"]["lookups"], 1000);
     assert_eq!(v["probe"]["found"], 0);
     assert!(v["memory"]["filter_bytes"].as_u64() > Some(0));
+    // RocksDB's ticker names carry the store's own counters.
+    let tickers = &v["tickers"];
+    let negatives = v["total"]["filter_negatives"].as_u64().unwrap();
+    assert!(negatives > 0, "{v}");
+    assert_eq!(tickers["rocksdb.bloom.filter.useful"], negatives);
+    assert_eq!(tickers["rocksdb.number.keys.read"], 1000);
+    assert_eq!(
+        tickers["bloomlsm.filter.false.positive"],
+        v["total"]["false_positives"]
+    );
     let files = v["files"].as_array().unwrap();
     assert!(files[0]["file"].as_str().unwrap().ends_with(".sst"));
     assert!(bloomlsm(&["db", "stats", s, "--json"]).status.success());

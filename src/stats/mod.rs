@@ -11,10 +11,14 @@
 //! that compactions removed from the level.
 //!
 //! [`Stats`], [`LevelStats`], [`FileStats`] and [`IoCounters`] are plain data:
-//! `Display` prints a readable summary (`display.rs`), and with the `serde`
-//! feature they implement `Serialize` and `Deserialize`.
+//! `Display` prints a readable summary (`display.rs`), [`Stats::tickers`]
+//! names the counters as RocksDB's statistics do (`tickers.rs`), and with
+//! the `serde` feature they implement `Serialize` and `Deserialize`.
 
 mod display;
+mod tickers;
+
+pub use tickers::TickerValue;
 
 /// Costs and filter outcomes of lookups, as plain numbers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -101,6 +101,8 @@ pub const BENCH: &str = concat!(
   bloomlsm bench --configs blocked10 --compression zstd:3 --value-ratio 0.3
   bloomlsm bench --benchmarks fillrandom,readrandom,readmissing --num 1000000
                                                      db_bench's workloads and line format
+  bloomlsm bench --benchmarks fillrandom,readmissing --statistics
+                                                     and the counters under RocksDB's names
   bloomlsm bench --benchmarks fillrandom,ycsb-a,ycsb-c --num 200000 --miss-fraction 0.5
                                                      YCSB's workloads, half the reads missing
   bloomlsm bench --benchmarks fillrandom,readwhilewriting --timeseries rww.csv --plot rww.svg
@@ -171,6 +173,9 @@ JSON (--json): one object per configuration per line, in --configs order:
                                        cold: no disk cache, each block read one GET; warm: every
                                        table in the disk cache; model: the store's block reads
                                        (one request each); saved: below none's (null without none)
+  tickers                              {missing_get, existing_get}: each phase's counters under
+                                       RocksDB's names, name: value (as db stats --json's tickers;
+                                       missing_get's rocksdb.bloom.filter.useful = filter_negatives)
 CSV (--csv): the same scalar fields, then io, then per phase <phase>_p50_ns, _p90_ns, _p99_ns,
   _p999_ns, _max_ns, _store_bytes, _device_bytes.
 With --plot, one last line: {\"sweep\": [{filter, requested_bits_per_key, bits_per_key,
@@ -187,7 +192,11 @@ With --json, one object per workload: benchmark, config, ops, micros_per_op, ops
   false_positives, measured_fpr, predicted_fpr, block_reads_per_op, store_bytes_per_op,
   device_bytes_per_op, writer_puts (readwhilewriting), range_deletes (fills, with
   --writes-per-range-tombstone), range_tombstone_checks, range_tombstone_files and
-  gets_range_deleted (gets); null where a workload has none.
+  gets_range_deleted (gets); null where a workload has none; with --statistics, tickers
+  (gets: the store's counters under RocksDB's names, as db stats --json's).
+--statistics prints after each get workload its counters as db_bench's --statistics does,
+  one `NAME COUNT : N` line each (rocksdb.bloom.filter.useful, bloom_filter_useful@level1, ...;
+  `NAME VALUE : X` for a rate or a model's figure).
 ycsb-a to ycsb-f (YCSB's core workloads, --lookups operations each) print one line, a
 percentiles line per operation kind (read, update, insert, scan, rmw) and the filters'
 line per get; --miss-fraction F sends that fraction of their reads to absent keys.
@@ -474,6 +483,12 @@ JSON (--json): one object:
            probe_chance, bits_per_key, predicted_fpr, filter_checks, false_positives}]
   wal      {tail_bytes_dropped, records_salvaged}: what the open dropped of the
            write-ahead logs (also a warning line on stderr when not zero)
+  tickers  the counters under RocksDB's names, name: value (Stats::tickers):
+           rocksdb.bloom.filter.useful (= the filter_negatives of total),
+           rocksdb.bloom.filter.full.positive, ...full.true.positive, per level
+           bloom_filter_useful@levelN, ..., and bloomlsm.filter.fpr.predicted@levelN
+           beside bloomlsm.filter.fpr.measured@levelN (docs/benchmarks.md,
+           \"RocksDB's ticker names\", lists them all)
 Rates are fractions, not percent.
 ",
     read_only!(),

@@ -10,9 +10,11 @@
 //!
 //! The store's shape as `db`, `sst` and `bench` print it: on one line
 //! ([`shape_line`]), as JSON ([`shape_json`]), summed over the levels
-//! ([`level_total`]), and compression ratios ([`ratio`]).
+//! ([`level_total`]), and compression ratios ([`ratio`]). Its counters under
+//! RocksDB's names ([`Stats::tickers`]) as JSON ([`tickers_json`]) and as
+//! db_bench's `--statistics` lines ([`tickers_text`]).
 
-use bloomlsm::{LevelStats, Stats};
+use bloomlsm::{LevelStats, Stats, TickerValue};
 use serde_json::{Value, json};
 
 /// Column alignment in a [`TextTable`].
@@ -282,6 +284,35 @@ pub fn level_total(s: &Stats) -> LevelStats {
         total.io.add(&l.io);
     }
     total
+}
+
+/// [`Stats::tickers`] as one JSON object, name to value.
+pub fn tickers_json(s: &Stats) -> Value {
+    Value::Object(
+        s.tickers()
+            .into_iter()
+            .map(|(name, v)| {
+                let v = match v {
+                    TickerValue::Count(n) => json!(n),
+                    TickerValue::Real(x) => json!(x),
+                };
+                (name, v)
+            })
+            .collect(),
+    )
+}
+
+/// [`Stats::tickers`] as db_bench's `--statistics` prints tickers, one a
+/// line: `rocksdb.bloom.filter.useful COUNT : 12`; a real number (a rate,
+/// a model's figure) as `NAME VALUE : 0.0096`.
+pub fn tickers_text(s: &Stats) -> String {
+    s.tickers()
+        .into_iter()
+        .map(|(name, v)| match v {
+            TickerValue::Count(n) => format!("{name} COUNT : {n}\n"),
+            TickerValue::Real(x) => format!("{name} VALUE : {x}\n"),
+        })
+        .collect()
 }
 
 #[cfg(test)]

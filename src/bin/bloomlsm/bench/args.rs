@@ -48,6 +48,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_benchmark,
           conflicts_with_all = ["filter_budget", "csv", "zipf"])]
     pub benchmarks: Option<Vec<Benchmark>>,
+    /// After each db_bench read workload (readrandom, readmissing,
+    /// readwhilewriting), print the store's counters over it as db_bench's
+    /// --statistics prints tickers (`rocksdb.bloom.filter.useful COUNT :
+    /// N` lines, RocksDB's names; docs/benchmarks.md, "RocksDB's ticker
+    /// names"); with --json, a `tickers` object in each read's line.
+    #[arg(long, requires = "benchmarks")]
+    pub statistics: bool,
     /// The fraction (0 to 1) of the YCSB workloads' reads that ask for keys
     /// the store never held (YCSB's reads always find their key).
     #[arg(long, value_name = "F", value_parser = parse_fraction, requires = "benchmarks")]

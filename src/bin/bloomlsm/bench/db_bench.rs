@@ -20,7 +20,7 @@ use bloomlsm::{Db, Stats};
 use serde_json::json;
 
 use crate::phase::{Phase, Recorder};
-use crate::report::shape_line;
+use crate::report::{shape_line, tickers_json, tickers_text};
 use crate::workload::{SplitMix64, ValueSource, absent_key, present_key};
 use crate::{CliError, CliResult, interrupt, progress, write_json};
 
@@ -202,9 +202,20 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
             read_keys(args, &db, &fs, &values, b, seed)?
         };
         if args.json {
-            write_json(out, &json_outcome(&config, &o))?;
+            let mut v = json_outcome(&config, &o);
+            if args.statistics
+                && let Some(s) = &o.stats
+            {
+                v["tickers"] = tickers_json(s);
+            }
+            write_json(out, &v)?;
         } else {
             write_text(out, &o)?;
+            if args.statistics
+                && let Some(s) = &o.stats
+            {
+                write!(out, "STATISTICS:\n{}", tickers_text(s))?;
+            }
         }
         out.flush()?;
         if b == Benchmark::ReadWhileWriting && series.is_none() {

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::phase::PERCENTILES;
-use crate::report::{level_total, shape_json};
+use crate::report::{level_total, shape_json, tickers_json};
 use crate::sweep::SweepPoint;
 
 use super::row::{
@@ -70,6 +70,10 @@ pub fn json_row(r: &BenchRow, none: Option<&BenchRow>) -> Value {
             o
         }).collect::<Vec<_>>(),
         "filter_budget": budget_json(&r.budget),
+        "tickers": {
+            "missing_get": tickers_json(&r.missing),
+            "existing_get": tickers_json(&r.existing),
+        },
     });
     v["refilter_seconds"] = json!(r.refilter_secs);
     v

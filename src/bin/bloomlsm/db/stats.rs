@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use super::store::{KeyspaceArg, check_store, warn_wal_damage};
 use crate::design::{describe, describe_compression};
 use crate::open_files::OpenFilesArg;
-use crate::report::{TextTable, bytes, count, level_total, percent, ratio, shape_line, sig3};
+use crate::report::{
+    TextTable, bytes, count, level_total, percent, ratio, shape_line, sig3, tickers_json,
+};
 use crate::{CliResult, parse_size, write_json};
 
 /// Arguments of `db stats`.
@@ -107,6 +109,7 @@ pub(super) fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) ->
                 "block_reads_per_missing_get": s.block_reads_per_missing_get(),
                 "predicted_block_reads_per_missing_get": s.predicted_block_reads_per_missing_get(),
             })),
+            "tickers": tickers_json(&s),
         });
         if a.files {
             v["files"] = files
