@@ -47,11 +47,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# One target directory for both builds: the second reuses the first's
-# dependencies.
-export CARGO_TARGET_DIR="$work/target"
 build() { # name commit
     local name=$1 rev=$2 src
+    # A target directory per build: one shared by two source trees can take
+    # the second tree's crate for the first's, both having one name and
+    # version.
+    export CARGO_TARGET_DIR="$work/target-$name"
     if [ "$rev" = "." ]; then
         src=$repo
     else
