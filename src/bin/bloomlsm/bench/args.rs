@@ -157,8 +157,8 @@ pub struct BenchArgs {
           value_parser = crate::parse_size)]
     pub bucket_cache_bytes: u64,
     /// With --store: the disk cache's unit, the least a GET that fills it
-    /// asks for (a power of two, 4 KiB to 64 MiB).
-    #[arg(long, default_value_t = 64 << 10, value_name = "BYTES", requires = "store",
+    /// asks for (a power of two, 4 KiB to 64 MiB; the library's default).
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES", requires = "store",
           value_parser = parse_chunk)]
     pub bucket_chunk_bytes: u64,
     /// Let --dir hold stores of an earlier run: each configuration's old store
