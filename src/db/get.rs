@@ -644,8 +644,10 @@ fn adjacent_units(
     snapshot: u64,
 ) -> Vec<ReadUnit> {
     let mut units = Vec::new();
-    // (file's place in `reads` order, its reads with their blocks)
-    let mut by_file: Vec<(*const FileHandle, Vec<(usize, BlockHandle)>)> = Vec::new();
+    // Per file, in the order `reads` first names it: its reads with their
+    // blocks.
+    let mut by_file: Vec<Vec<(usize, BlockHandle)>> = Vec::new();
+    let mut file_slot: HashMap<*const FileHandle, usize> = HashMap::new();
     for (r, &(i, f, says)) in reads.iter().enumerate() {
         let will_read = says == Some(true) || f.table.filter_info().is_none();
         let block = will_read
@@ -659,13 +661,13 @@ fn adjacent_units(
             units.push(ReadUnit::one(r));
             continue;
         };
-        let id = f as *const FileHandle;
-        match by_file.iter_mut().find(|(p, _)| *p == id) {
-            Some((_, v)) => v.push((r, h)),
-            None => by_file.push((id, vec![(r, h)])),
-        }
+        let slot = *file_slot.entry(f as *const FileHandle).or_insert_with(|| {
+            by_file.push(Vec::new());
+            by_file.len() - 1
+        });
+        by_file[slot].push((r, h));
     }
-    for (_, mut v) in by_file {
+    for mut v in by_file {
         v.sort_by_key(|&(r, h)| (h.offset, r));
         let mut handles: Vec<BlockHandle> = v.iter().map(|&(_, h)| h).collect();
         handles.dedup();
