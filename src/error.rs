@@ -8,6 +8,59 @@ use std::sync::Arc;
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What a file system reports inside an [`std::io::Error`] that is not an
+/// operating-system error: [`Error::io`] turns it into the store's own
+/// variant, so a file system keeps the trait's plain `io::Result`s and the
+/// caller still gets [`Error::Fenced`] or [`Error::Corruption`].
+#[derive(Debug)]
+pub enum IoCause {
+    /// [`Error::Fenced`].
+    Fenced {
+        /// [`Error::Fenced::at`].
+        at: String,
+        /// [`Error::Fenced::by`].
+        by: String,
+    },
+    /// [`Error::Corruption`].
+    Corruption {
+        /// The file.
+        file: PathBuf,
+        /// The byte offset.
+        offset: u64,
+        /// What failed.
+        what: String,
+    },
+}
+
+impl fmt::Display for IoCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IoCause::Fenced { at, by } => write!(f, "fenced: {at} written by {by}"),
+            IoCause::Corruption { file, offset, what } => {
+                write!(
+                    f,
+                    "corruption in {} at offset {offset}: {what}",
+                    file.display()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for IoCause {}
+
+impl IoCause {
+    /// This cause as an `io::Error` (kind `Other` for a fence, `InvalidData`
+    /// for corruption).
+    pub fn into_io(self) -> std::io::Error {
+        let kind = match self {
+            IoCause::Fenced { .. } => std::io::ErrorKind::Other,
+            IoCause::Corruption { .. } => std::io::ErrorKind::InvalidData,
+        };
+        std::io::Error::new(kind, self)
+    }
+}
+
 /// Everything that can go wrong in bloomlsm.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -66,6 +119,19 @@ pub enum Error {
     /// The store was opened with [`crate::Db::open_read_only`]: writes,
     /// flushes and compactions are refused.
     ReadOnly,
+    /// Another writer took the store (a store kept wholly in a bucket:
+    /// `fs::bucket::BucketConfig::whole_store`): this one's write to the
+    /// store's journal found the newer writer's entry in its place. Nothing
+    /// this writer does from then on is acknowledged or deletes anything;
+    /// the store is poisoned with this cause.
+    Fenced {
+        /// The journal entry that took the place, e.g. `"journal
+        /// 00000000000000000042"`.
+        at: String,
+        /// The newer writer as it named itself (host and process), or what
+        /// the entry holds.
+        by: String,
+    },
 }
 
 impl Error {
@@ -80,9 +146,29 @@ impl Error {
 
     /// Builds an [`Error::Io`] with context.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io {
-            context: context.into(),
-            source,
+        match source.get_ref().and_then(|e| e.downcast_ref::<IoCause>()) {
+            Some(IoCause::Fenced { at, by }) => Error::Fenced {
+                at: at.clone(),
+                by: by.clone(),
+            },
+            Some(IoCause::Corruption { file, offset, what }) => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                what: what.clone(),
+            },
+            None => Error::Io {
+                context: context.into(),
+                source,
+            },
+        }
+    }
+
+    /// True for [`Error::Fenced`], and for a store poisoned by it.
+    pub fn is_fenced(&self) -> bool {
+        match self {
+            Error::Fenced { .. } => true,
+            Error::Poisoned { cause, .. } => cause.is_fenced(),
+            _ => false,
         }
     }
 
@@ -164,6 +250,11 @@ impl fmt::Display for Error {
             Error::Filter { family, what } => write!(f, "filter family {family}: {what}"),
             Error::Closed => write!(f, "store is closed"),
             Error::ReadOnly => write!(f, "store is open read-only"),
+            Error::Fenced { at, by } => write!(
+                f,
+                "fenced: another writer took the store ({at} written by {by}); this handle \
+                 writes nothing more"
+            ),
         }
     }
 }
@@ -196,6 +287,10 @@ impl Error {
             },
             Error::Closed => Error::Closed,
             Error::ReadOnly => Error::ReadOnly,
+            Error::Fenced { at, by } => Error::Fenced {
+                at: at.clone(),
+                by: by.clone(),
+            },
         }
     }
 }

@@ -448,6 +448,13 @@ pub struct Options {
     /// ([`crate::Db::open`]), so a mistyped path never gets a store among
     /// someone else's files. Not part of the store's design.
     pub create_among_other_files: bool,
+    /// A store opened read-only ([`crate::Db::open_read_only`]) refreshes
+    /// itself this often ([`crate::Db::refresh`]) on a thread of its own,
+    /// following its writer; a refresh that fails, or that a live
+    /// snapshot holds back, leaves the view where it was until the next.
+    /// Default `None`: the view moves only when `refresh` is called. Not
+    /// part of the store's design; a writable store ignores it.
+    pub refresh_interval: Option<std::time::Duration>,
     /// Bytes of writes buffered in the memtable before it is frozen and
     /// flushed to an L0 file. Default 4 MiB.
     pub write_buffer_size: usize,
@@ -623,6 +630,7 @@ impl Default for Options {
         let mut o = Options {
             create_if_missing: true,
             create_among_other_files: false,
+            refresh_interval: None,
             write_buffer_size: 4 << 20,
             block_size: 4096,
             checksum: ChecksumType::default(),
@@ -805,6 +813,7 @@ setters!(FilterOptions {
 setters!(Options {
     create_if_missing: bool,
     create_among_other_files: bool,
+    refresh_interval: Option<std::time::Duration>,
     write_buffer_size: usize,
     block_size: usize,
     checksum: ChecksumType,

@@ -44,6 +44,7 @@ pub mod log;
 pub(crate) mod memtable;
 pub(crate) mod merge;
 mod open;
+mod refresh;
 mod snapshot;
 pub(crate) mod version;
 #[doc(hidden)]

@@ -59,6 +59,10 @@ impl Db {
             Err(e) => return Err(Error::io(format!("lock {}", lock_path.display()), e)),
         };
         let fs = recorded_tables_fs(&dir, &mut opts, false)?;
+        // Before anything is read: an older writer elsewhere can add
+        // nothing the store then misses.
+        fs.take_writer(&dir)
+            .map_err(|e| Error::io(format!("take the writer's place in {}", dir.display()), e))?;
         let design = options_file::settle(fs.as_ref(), &dir, &mut opts)?;
         check_options(&opts)?;
         let new_store = fs.file_len(&filename::current_file(&dir)).is_err();
@@ -99,7 +103,13 @@ impl Db {
         let open_keyspace =
             |id: u32, name: &str| keyspace::recover_keyspace(&dir, &opts, &caches, id, name, true);
         let rec = recovery::recover_read_only(&dir, &opts, caches.clone(), &open_keyspace)?;
-        Db::start(dir, opts, caches, None, rec, 0)
+        let every = opts.refresh_interval;
+        let db = Db::start(dir, opts, caches, None, rec, 0)?;
+        if let Some(every) = every {
+            let t = super::refresh::refresh_thread(db.inner.clone(), every)?;
+            db.bg.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+        }
+        Ok(db)
     }
 
     /// Builds the handle around a recovered store, or keyspace `ks_id`'s

@@ -250,6 +250,23 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
         let _ = dir;
         None
     }
+    /// Makes this handle the one writer of the store in `dir` where other
+    /// machines share the store's files (a whole store in a bucket,
+    /// `bucket::BucketConfig::whole_store`): from then on every write of
+    /// an older writer to the store's journal fails as fenced
+    /// ([`crate::Error::Fenced`]). [`crate::Db::open`] calls it after
+    /// taking the directory lock and before reading the store. This
+    /// default does nothing: the directory lock alone keeps a store on a
+    /// local disk to one writer.
+    fn take_writer(&self, dir: &Path) -> io::Result<()> {
+        let _ = dir;
+        Ok(())
+    }
+    /// Forgets what this handle knows of files that others write, so the
+    /// next reads see them as they are now ([`crate::Db::refresh`]): a
+    /// whole store's journal as a reader listed it. This default knows
+    /// nothing to forget.
+    fn refresh(&self) {}
     /// Whether this file system is the operating system's with nothing of
     /// its own to say about where tables are ([`RealFs`]): a store whose
     /// `OPTIONS` file records a [`TableLocation`] then opens on a file

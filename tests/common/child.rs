@@ -10,7 +10,8 @@ use std::process::{ChildStdout, Command, ExitStatus, Stdio};
 /// A running child.
 pub struct Child {
     child: std::process::Child,
-    lines: Lines<BufReader<ChildStdout>>,
+    /// `None` once handed to a thread ([`Child::lines_on_a_thread`]).
+    lines: Option<Lines<BufReader<ChildStdout>>>,
 }
 
 /// What a killed child left.
@@ -41,19 +42,38 @@ impl Child {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let lines = Some(BufReader::new(child.stdout.take().unwrap()).lines());
         Child { child, lines }
     }
 
     /// The next line the child prints, waiting for it; `None` once the child
     /// has closed its stdout.
     pub fn next_line(&mut self) -> Option<String> {
-        self.lines.next().map(Result::unwrap)
+        self.lines.as_mut()?.next().map(Result::unwrap)
+    }
+
+    /// The child's lines from now on, read by a thread of their own (to
+    /// wait on several children at once).
+    pub fn lines_on_a_thread(&mut self) -> std::sync::mpsc::Receiver<String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(lines) = self.lines.take() {
+            std::thread::spawn(move || {
+                for l in lines.map_while(Result::ok) {
+                    if tx.send(l).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        rx
     }
 
     /// Waits for the child to end by itself and collects what it left.
     pub fn wait(mut self) -> Killed {
-        let rest = self.lines.by_ref().map_while(Result::ok).collect();
+        let rest = match self.lines.as_mut() {
+            Some(l) => l.by_ref().map_while(Result::ok).collect(),
+            None => Vec::new(),
+        };
         let status = self.child.wait().unwrap();
         let mut stderr = String::new();
         if let Some(mut e) = self.child.stderr.take() {

@@ -21,7 +21,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
 use object_store::{
     ClientOptions, GetOptions, GetRange, ListResult, ObjectMeta, ObjectStore, ObjectStoreExt,
-    PutPayload, RetryConfig,
+    PutMode, PutOptions, PutPayload, RetryConfig,
 };
 
 use crate::error::{Error, Result};
@@ -90,6 +90,27 @@ pub struct BucketConfig {
     /// table-named object of no store still makes the new store's first
     /// [`crate::Db::open`] refuse, as a local table without `CURRENT` does.
     pub create_among_other_objects: bool,
+    /// Keep the whole store in the bucket, not only its tables: its
+    /// write-ahead logs, MANIFESTs, `CURRENT` and `OPTIONS` become the
+    /// store's journal, `PREFIX` + `journal/` (docs/design.md, "A whole
+    /// store in a bucket"). The local directory ([`BucketConfig::dir`])
+    /// then holds only the store's lock: deleting it loses nothing, and
+    /// the store opens from any machine that reaches the bucket. One
+    /// writer at a time: [`crate::Db::open`] fences every older writer
+    /// out ([`crate::Error::Fenced`]). Default false.
+    pub whole_store: bool,
+    /// A whole store's unsynced log writes are gathered and written to
+    /// the bucket at least this often (a synced write is written at once,
+    /// with any gathered before it). Default 100 ms.
+    pub log_flush_interval: Duration,
+    /// ... and as soon as this many bytes have gathered. Default 1 MiB.
+    pub log_flush_bytes: u64,
+    /// A whole store's writer deletes a table it no longer needs this
+    /// long after the store has let it go, so that a reader elsewhere
+    /// still on an older state ([`crate::Db::refresh`]) can read it.
+    /// Tables still waiting when the writer closes are deleted by a later
+    /// open. Default 60 s; zero deletes at once.
+    pub delete_grace: Duration,
 }
 
 /// An access key pair (and session token) for [`BucketConfig::credentials`].
@@ -135,6 +156,10 @@ impl BucketConfig {
             max_retries: 3,
             request_timeout: Duration::from_secs(30),
             create_among_other_objects: false,
+            whole_store: false,
+            log_flush_interval: Duration::from_millis(100),
+            log_flush_bytes: 1 << 20,
+            delete_grace: Duration::from_secs(60),
         }
     }
 
@@ -227,6 +252,30 @@ impl BucketConfig {
     /// Sets [`BucketConfig::create_among_other_objects`].
     pub fn create_among_other_objects(mut self, create: bool) -> Self {
         self.create_among_other_objects = create;
+        self
+    }
+
+    /// Sets [`BucketConfig::whole_store`].
+    pub fn whole_store(mut self, whole: bool) -> Self {
+        self.whole_store = whole;
+        self
+    }
+
+    /// Sets [`BucketConfig::log_flush_interval`] (at least 1 ms).
+    pub fn log_flush_interval(mut self, every: Duration) -> Self {
+        self.log_flush_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`BucketConfig::log_flush_bytes`].
+    pub fn log_flush_bytes(mut self, bytes: u64) -> Self {
+        self.log_flush_bytes = bytes;
+        self
+    }
+
+    /// Sets [`BucketConfig::delete_grace`].
+    pub fn delete_grace(mut self, grace: Duration) -> Self {
+        self.delete_grace = grace;
         self
     }
 
@@ -510,6 +559,65 @@ impl Client {
             .map_err(|e| io_error("PUT", key, e))?;
         add(&self.counters.put_bytes, n);
         Ok(r.e_tag)
+    }
+
+    /// PUT of `data` as `key` only if no object has that key (S3's
+    /// `If-None-Match: *`): `Ok(false)` when one had it, and nothing was
+    /// written.
+    pub(super) fn put_create(&self, key: &ObjectPath, data: Bytes) -> io::Result<bool> {
+        let store = self.store.clone();
+        let k = key.clone();
+        let n = data.len() as u64;
+        add(&self.counters.puts, 1);
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        let r = self.run(async move { store.put_opts(&k, PutPayload::from(data), opts).await })?;
+        match r {
+            Ok(_) => {
+                add(&self.counters.put_bytes, n);
+                Ok(true)
+            }
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(io_error("conditional PUT", key, e)),
+        }
+    }
+
+    /// GET of the whole object `key`.
+    pub(super) fn get(&self, key: &ObjectPath) -> io::Result<Bytes> {
+        let store = self.store.clone();
+        let k = key.clone();
+        add(&self.counters.gets, 1);
+        let got = self
+            .run(async move { store.get(&k).await?.bytes().await })?
+            .map_err(|e| io_error("GET", key, e))?;
+        add(&self.counters.get_bytes, got.len() as u64);
+        Ok(got)
+    }
+
+    /// The keys of every object under `prefix` at any depth, in the
+    /// bucket's order (byte order of the keys), after `offset` if given.
+    pub(super) fn list_keys(
+        &self,
+        prefix: &ObjectPath,
+        offset: Option<&ObjectPath>,
+    ) -> io::Result<Vec<ObjectPath>> {
+        use futures_util::TryStreamExt;
+        let store = self.store.clone();
+        let (p, o) = (prefix.clone(), offset.cloned());
+        add(&self.counters.lists, 1);
+        let mut keys = self
+            .run(async move {
+                let s = match &o {
+                    Some(o) => store.list_with_offset(Some(&p), o),
+                    None => store.list(Some(&p)),
+                };
+                s.map_ok(|m| m.location).try_collect::<Vec<_>>().await
+            })?
+            .map_err(|e| io_error("LIST", prefix, e))?;
+        keys.sort();
+        Ok(keys)
     }
 
     /// DELETE of `key` (no error for a missing object: S3 has none).

@@ -38,6 +38,20 @@ pub(super) fn contents(root: &Path) -> Bytes {
     Bytes::from(v)
 }
 
+/// The marker of a store kept wholly in the bucket
+/// ([`BucketConfig::whole_store`]): no local directory names it.
+const WHOLE: &[u8] = b"bloomlsm store\nwhole\n";
+
+/// The marker `config`'s store writes: [`contents`] of `root`, or
+/// `bloomlsm store\nwhole\n` for a whole store.
+pub(super) fn contents_for(config: &BucketConfig, root: &Path) -> Bytes {
+    if config.whole_store {
+        Bytes::from_static(WHOLE)
+    } else {
+        contents(root)
+    }
+}
+
 /// The directory a marker names; `None` for bytes no marker holds.
 fn named_dir(data: &[u8]) -> Option<&[u8]> {
     let rest = data.strip_prefix(HEADER.as_bytes())?;
@@ -94,11 +108,24 @@ pub(super) fn check(
             let named = (data.len() as u64 <= MAX_LEN)
                 .then(|| named_dir(&data))
                 .flatten();
-            let ours = named == Some(root.as_os_str().as_bytes());
+            let whole = data.as_ref() == WHOLE;
+            let ours = if config.whole_store {
+                whole
+            } else {
+                named == Some(root.as_os_str().as_bytes())
+            };
             if ours || config.create_among_other_objects {
                 return Ok(!ours);
             }
             return refuse(match named {
+                _ if whole => "it holds a store kept wholly in the bucket (open it with \
+                               BucketConfig::whole_store)"
+                    .to_string(),
+                Some(d) if config.whole_store => format!(
+                    "it holds the tables of the store of directory {}, whose log and \
+                     MANIFEST are on that disk",
+                    String::from_utf8_lossy(d)
+                ),
                 Some(d) => format!(
                     "it holds the store of directory {} ({STORE_OBJECT}), not of {}",
                     String::from_utf8_lossy(d),
@@ -131,7 +158,7 @@ pub(super) fn check(
                 .filter_map(|p| p.filename().map(|n| format!("{n}/"))),
         )
         .collect();
-    let has_store = std::fs::metadata(filename::current_file(root)).is_ok();
+    let has_store = !config.whole_store && std::fs::metadata(filename::current_file(root)).is_ok();
     if others.is_empty()
         || config.create_among_other_objects
         || (has_store && others.iter().all(|n| store_name(n.trim_end_matches('/'))))

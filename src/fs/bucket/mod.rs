@@ -42,6 +42,10 @@ mod client;
 mod fault;
 #[cfg(test)]
 mod fault_tests;
+mod journal;
+mod journal_files;
+#[cfg(test)]
+mod journal_tests;
 mod marker;
 mod prefetch;
 mod reader;
@@ -49,6 +53,7 @@ mod upload;
 mod writer;
 
 pub use client::{BucketConfig, BucketCounters, BucketCredentials};
+pub use journal::JOURNAL_DIR;
 pub use marker::STORE_OBJECT;
 pub use upload::{Uploaded, upload_store};
 
@@ -67,6 +72,8 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use self::cache::DiskCache;
 use self::client::Client;
+use self::journal::Journal;
+use self::journal_files::{AppendWritable, Flusher, MemReadable, Tail, WholeWritable};
 use self::reader::BucketReadable;
 use self::writer::BucketWritable;
 use super::{FileLock, FileSystem, ReadableFile, RealFs, TableLocation, WritableFile, direct};
@@ -105,6 +112,19 @@ struct Shared {
     /// Tables created here and not uploaded: removing one needs no
     /// request.
     staged: Mutex<HashSet<String>>,
+    /// A whole store's journal ([`BucketConfig::whole_store`]).
+    journal: Option<Journal>,
+    /// A whole store's logs and MANIFESTs open for appending.
+    tails: Mutex<Vec<std::sync::Weak<Tail>>>,
+    /// A whole store's `CURRENT.tmp` and `OPTIONS.tmp`, by path, until
+    /// renamed into place.
+    staged_whole: Mutex<HashMap<String, Bytes>>,
+    /// Tables this handle uploaded (a whole store's writer deletes any
+    /// other only after checking that it still holds the store).
+    made: Mutex<HashSet<String>>,
+    /// A whole store's tables to delete, each once its time comes
+    /// ([`BucketConfig::delete_grace`]).
+    doomed: Mutex<std::collections::VecDeque<(ObjectPath, std::time::Instant)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -132,6 +152,84 @@ impl Shared {
     /// have been stored).
     fn uploading(&self, key: &ObjectPath) {
         lock(&self.staged).remove(key.as_ref());
+        if self.journal.is_some() {
+            lock(&self.made).insert(key.to_string());
+        }
+    }
+
+    /// Drops what is known and cached of `key`.
+    fn forget(&self, key: &ObjectPath) {
+        if let Some(k) = lock(&self.known).remove(key.as_ref()) {
+            self.cache.forget(self.object_id(key, &k));
+        }
+    }
+
+    /// Deletes the doomed tables whose time has come (all of them with
+    /// `all`); a failed DELETE leaves the object for the next open, which
+    /// finds it named by no MANIFEST.
+    fn delete_doomed(&self, all: bool) {
+        let now = std::time::Instant::now();
+        loop {
+            let key = {
+                let mut d = lock(&self.doomed);
+                match d.front() {
+                    Some((_, due)) if all || *due <= now => d.pop_front().map(|(k, _)| k),
+                    _ => None,
+                }
+            };
+            let Some(key) = key else { return };
+            self.forget(&key);
+            let _ = self.client.delete(&key);
+        }
+    }
+
+    /// The journal of a whole store; only called where one is.
+    fn journal(&self) -> &Journal {
+        self.journal
+            .as_ref()
+            .expect("a journal file of a store kept wholly in the bucket")
+    }
+
+    /// The path, relative to the store's directory, of `path` if it is a
+    /// file a whole store keeps in its journal: a log, MANIFEST, `CURRENT`,
+    /// `OPTIONS` or their `.tmp`, in the store's directory or a keyspace's.
+    fn journal_path(&self, path: &Path) -> Option<(String, FileKind)> {
+        self.journal.as_ref()?;
+        let name = path.file_name()?.to_str()?;
+        let (kind, _) = filename::parse_file_name(name)?;
+        use FileKind::*;
+        if !matches!(
+            kind,
+            Log | Manifest | Current | CurrentTmp | Options | OptionsTmp
+        ) {
+            return None;
+        }
+        let dir = self.journal_dir(path.parent()?)?;
+        Some((
+            if dir.is_empty() {
+                name.to_string()
+            } else {
+                format!("{dir}/{name}")
+            },
+            kind,
+        ))
+    }
+
+    /// `""` for the store's directory, `keyspace-NNNNNN` for a keyspace's,
+    /// of a whole store; `None` for any other directory.
+    fn journal_dir(&self, dir: &Path) -> Option<String> {
+        self.journal.as_ref()?;
+        let abs = std::path::absolute(dir).ok()?;
+        let rel = abs.strip_prefix(&self.root).ok()?;
+        let mut parts = rel.components().filter(|c| !matches!(c, Component::CurDir));
+        match (parts.next(), parts.next()) {
+            (None, _) => Some(String::new()),
+            (Some(Component::Normal(d)), None) => {
+                let d = d.to_str()?;
+                filename::parse_keyspace_dir(d).map(|_| d.to_string())
+            }
+            _ => None,
+        }
     }
 
     fn uploaded(&self, key: &ObjectPath, known: Known) {
@@ -191,6 +289,8 @@ pub struct BucketFs {
     /// A cache directory of this handle's own, removed when it is dropped
     /// (a reader beside a writer that holds the recorded one).
     scratch: Option<PathBuf>,
+    /// A whole store's thread writing its logs' gathered bytes.
+    _flusher: Option<Flusher>,
 }
 
 impl Drop for BucketFs {
@@ -304,7 +404,10 @@ impl BucketFs {
             .map_err(at_open)?;
         if take_prefix {
             client
-                .put(&dir_key.clone().join(STORE_OBJECT), marker::contents(&root))
+                .put(
+                    &dir_key.clone().join(STORE_OBJECT),
+                    marker::contents_for(&config, &root),
+                )
                 .map_err(at_open)?;
         }
         let local = |what: &str, p: &Path, e| Error::io(format!("{what} {}", p.display()), e);
@@ -329,22 +432,46 @@ impl BucketFs {
         let chunks = config.cache_dir.join("chunks");
         let cache = DiskCache::open(&chunks, config.cache_bytes)
             .map_err(|e| local("open the bucket cache", &chunks, e))?;
+        let journal = config
+            .whole_store
+            .then(|| Journal::new(&dir_key, root.clone()));
+        let shared = Arc::new(Shared {
+            endpoint,
+            client,
+            cache,
+            root,
+            prefix,
+            staging,
+            staging_seq: AtomicU64::new(0),
+            known: Mutex::new(HashMap::new()),
+            staged: Mutex::new(HashSet::new()),
+            journal,
+            tails: Mutex::default(),
+            staged_whole: Mutex::default(),
+            made: Mutex::default(),
+            doomed: Mutex::default(),
+            config,
+        });
+        let flusher = match shared.journal {
+            Some(_) => Some(
+                Flusher::start(&shared, shared.config.log_flush_interval)
+                    .map_err(|e| Error::io("start the journal's flush thread", e))?,
+            ),
+            None => None,
+        };
         Ok(BucketFs {
-            shared: Arc::new(Shared {
-                endpoint,
-                client,
-                cache,
-                root,
-                prefix,
-                staging,
-                staging_seq: AtomicU64::new(0),
-                known: Mutex::new(HashMap::new()),
-                staged: Mutex::new(HashSet::new()),
-                config,
-            }),
+            shared,
             _cache_lock: cache_lock,
             scratch: None,
+            _flusher: flusher,
         })
+    }
+
+    /// For a store kept wholly in the bucket, the number of the fence
+    /// this handle wrote when it took the store ([`FileSystem::take_writer`]):
+    /// its writer epoch, above every older writer's.
+    pub fn writer_epoch(&self) -> Option<u64> {
+        self.shared.journal.as_ref().and_then(Journal::epoch)
     }
 
     /// The requests made and the disk cache's work so far.
@@ -472,10 +599,7 @@ impl BucketFs {
 
     /// Drops what is known and cached of `key`.
     fn forget(&self, key: &ObjectPath) {
-        let sh = &self.shared;
-        if let Some(k) = lock(&sh.known).remove(key.as_ref()) {
-            sh.cache.forget(sh.object_id(key, &k));
-        }
+        self.shared.forget(key);
     }
 }
 
@@ -508,8 +632,64 @@ fn unsupported(what: String) -> io::Error {
     io::Error::new(io::ErrorKind::Unsupported, what)
 }
 
+impl BucketFs {
+    /// Opens the journal file `path` for writing: a log or MANIFEST is
+    /// appended to; `CURRENT`, `OPTIONS` and their `.tmp` are written whole.
+    fn create_journal_file(
+        &self,
+        path: String,
+        kind: FileKind,
+        truncate: bool,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let sh = &self.shared;
+        match kind {
+            FileKind::Log | FileKind::Manifest => {
+                if truncate && sh.journal().exists(&sh.client, &path)? {
+                    sh.journal().remove(&sh.client, &path)?;
+                }
+                Ok(Box::new(AppendWritable::create(sh, path)?))
+            }
+            _ => {
+                let staged = matches!(kind, FileKind::CurrentTmp | FileKind::OptionsTmp);
+                if !truncate {
+                    let there = if staged {
+                        lock(&sh.staged_whole).contains_key(&path)
+                    } else {
+                        sh.journal().exists(&sh.client, &path)?
+                    };
+                    if there {
+                        return Err(io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            format!("{path} exists"),
+                        ));
+                    }
+                }
+                let w = WholeWritable {
+                    shared: sh.clone(),
+                    path,
+                    staged,
+                    buf: Vec::new(),
+                };
+                Ok(Box::new(w))
+            }
+        }
+    }
+
+    /// The bytes of the journal file `path` (a staged `.tmp` from memory).
+    fn read_journal_file(&self, path: &str) -> io::Result<Bytes> {
+        let sh = &self.shared;
+        if let Some(b) = lock(&sh.staged_whole).get(path) {
+            return Ok(b.clone());
+        }
+        sh.journal().read(&sh.client, path)
+    }
+}
+
 impl FileSystem for BucketFs {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        if let Some((rel, kind)) = self.shared.journal_path(path) {
+            return self.create_journal_file(rel, kind, false);
+        }
         match self.shared.table_key(path) {
             Some(key) => self.create_table(key, false),
             None => RealFs.create_new(path),
@@ -517,6 +697,9 @@ impl FileSystem for BucketFs {
     }
 
     fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        if let Some((rel, kind)) = self.shared.journal_path(path) {
+            return self.create_journal_file(rel, kind, false);
+        }
         match self.shared.table_key(path) {
             Some(key) => self.create_table(key, false),
             None => RealFs.create_new_direct(path),
@@ -524,6 +707,9 @@ impl FileSystem for BucketFs {
     }
 
     fn create_truncate(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        if let Some((rel, kind)) = self.shared.journal_path(path) {
+            return self.create_journal_file(rel, kind, true);
+        }
         match self.shared.table_key(path) {
             Some(key) => self.create_table(key, true),
             None => RealFs.create_truncate(path),
@@ -531,6 +717,9 @@ impl FileSystem for BucketFs {
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        if let Some((rel, _)) = self.shared.journal_path(path) {
+            return Ok(Arc::new(MemReadable(self.read_journal_file(&rel)?)));
+        }
         let Some(key) = self.shared.table_key(path) else {
             return RealFs.open_read(path);
         };
@@ -545,6 +734,12 @@ impl FileSystem for BucketFs {
     }
 
     fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn ReadableFile>> {
+        if self.shared.journal_path(path).is_some() {
+            return Err(unsupported(format!(
+                "{} (a file in the store's journal)",
+                direct::REFUSED
+            )));
+        }
         if self.shared.table_key(path).is_some() {
             return Err(unsupported(format!(
                 "{} (a table in a bucket)",
@@ -556,6 +751,23 @@ impl FileSystem for BucketFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let sh = &self.shared;
+        match (sh.journal_path(from), sh.journal_path(to)) {
+            (None, None) => {}
+            (Some((f, FileKind::CurrentTmp | FileKind::OptionsTmp)), Some((t, _))) => {
+                let data = lock(&sh.staged_whole).remove(&f).ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotFound, format!("{f} was not written"))
+                })?;
+                return sh.journal().replace(&sh.client, &t, data);
+            }
+            _ => {
+                return Err(unsupported(format!(
+                    "rename {} to {}: a file in the store's journal is renamed only from its \
+                     .tmp",
+                    from.display(),
+                    to.display()
+                )));
+            }
+        }
         match (sh.table_key(from), sh.table_key(to)) {
             (Some(f), Some(t)) => {
                 let known = sh.known(&f)?;
@@ -579,6 +791,16 @@ impl FileSystem for BucketFs {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let sh = &self.shared;
+        if let Some((rel, kind)) = sh.journal_path(path) {
+            if matches!(kind, FileKind::CurrentTmp | FileKind::OptionsTmp) {
+                return match lock(&sh.staged_whole).remove(&rel) {
+                    Some(_) => Ok(()),
+                    None => Err(io::Error::new(io::ErrorKind::NotFound, rel)),
+                };
+            }
+            return sh.journal().remove(&sh.client, &rel);
+        }
         let Some(key) = self.shared.table_key(path) else {
             return RealFs.remove_file(path);
         };
@@ -586,17 +808,51 @@ impl FileSystem for BucketFs {
             // Created here and never uploaded: nothing in the bucket.
             return Ok(());
         }
+        if sh.journal.is_some() {
+            if !lock(&sh.made).contains(key.as_ref()) {
+                // A table this handle did not write may have been listed
+                // before a newer writer took the store and wrote it.
+                sh.journal().confirm(&sh.client)?;
+            }
+            if !sh.config.delete_grace.is_zero() {
+                // Readers elsewhere may still read it.
+                let due = std::time::Instant::now() + sh.config.delete_grace;
+                lock(&sh.doomed).push_back((key, due));
+                return Ok(());
+            }
+        }
         self.forget(&key);
         self.shared.client.delete(&key)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        // Bucket operations are durable when they return.
-        RealFs.sync_dir(dir)
+        // Bucket operations are durable when they return; a whole store's
+        // local directory holds nothing durable.
+        match RealFs.sync_dir(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.shared.journal.is_some() => {
+                Ok(())
+            }
+            r => r,
+        }
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        let sh = &self.shared;
+        let journal_dir = sh.journal_dir(dir);
+        if journal_dir.is_some() {
+            // A whole store's local directories hold only locks and
+            // caches: made again wherever the store is opened.
+            RealFs.create_dir_all(dir)?;
+        }
         let mut names = RealFs.list_dir(dir)?;
+        if let Some(jd) = &journal_dir {
+            for n in sh.journal().names_in(&sh.client, jd)? {
+                let n = OsString::from(n);
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
         let Some(key) = self.shared.dir_key(dir) else {
             return Ok(names);
         };
@@ -625,6 +881,12 @@ impl FileSystem for BucketFs {
     }
 
     fn file_len(&self, path: &Path) -> io::Result<u64> {
+        if let Some((rel, _)) = self.shared.journal_path(path) {
+            if let Some(b) = lock(&self.shared.staged_whole).get(&rel) {
+                return Ok(b.len() as u64);
+            }
+            return self.shared.journal().len(&self.shared.client, &rel);
+        }
         match self.shared.table_key(path) {
             Some(key) => Ok(self.shared.known(&key)?.size),
             None => RealFs.file_len(path),
@@ -655,7 +917,26 @@ impl FileSystem for BucketFs {
     }
 
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        RealFs.remove_dir(dir)
+        match RealFs.remove_dir(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.shared.journal.is_some() => {
+                Ok(())
+            }
+            r => r,
+        }
+    }
+
+    fn refresh(&self) {
+        if let Some(j) = &self.shared.journal {
+            j.forget();
+        }
+    }
+
+    fn take_writer(&self, dir: &Path) -> io::Result<()> {
+        let sh = &self.shared;
+        match (&sh.journal, sh.journal_dir(dir)) {
+            (Some(j), Some(d)) if d.is_empty() => j.take_writer(&sh.client),
+            _ => Ok(()),
+        }
     }
 
     fn remote_reads(&self) -> bool {
