@@ -1381,6 +1381,81 @@ fn load_is_all_or_nothing() {
     assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k1"])), "v1\n");
 }
 
+/// `db stats` says per level what its filters hold and the reads they
+/// saved (their "absent" answers) per MiB; a level whose filters answered
+/// none of at least 1,000 lookups "absent" is flagged in one line, one
+/// that answered fewer lookups is not; without lookups, or without
+/// filters, one line says so.
+#[test]
+fn db_stats_filters_paying() {
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = (0..5000).map(|i| format!("k{i:05}\n")).collect();
+    let load = |name: &str, filter: &str| {
+        let s = dir.path().join(name).to_str().unwrap().to_string();
+        let o = bloomlsm_stdin(
+            &["db", "load", &s, "-", "-q", "--filter", filter],
+            input.as_bytes(),
+        );
+        assert!(o.status.success(), "{o:?}");
+        s
+    };
+    let good = load("good", "blocked512:10");
+    // 16 probes into half a bit per key: every bit set, every answer "maybe".
+    let saturated = load("saturated", "blocked512:0.5:16");
+    let paying =
+        |s: &str, probes: &str| json(&ok(&["db", "stats", s, "--json", "--probe", probes]));
+    let v = paying(&good, "2000");
+    let p = &v["filters_paying"];
+    assert_eq!(p["unpaid_after_checks"], 1000);
+    let levels = p["levels"].as_array().unwrap();
+    assert!(!levels.is_empty(), "{v}");
+    for l in levels {
+        let level = v["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["level"] == l["level"])
+            .unwrap();
+        assert_eq!(l["reads_saved"], level["filter_negatives"], "{l}");
+        assert_eq!(l["filter_bytes"], level["filter_bytes"], "{l}");
+        let per_mib = l["reads_saved"].as_f64().unwrap()
+            / (l["filter_bytes"].as_f64().unwrap() / (1u64 << 20) as f64);
+        assert!((l["reads_saved_per_mib"].as_f64().unwrap() - per_mib).abs() < 1e-6 * per_mib);
+        assert_eq!(l["unpaid"], false, "{l}");
+    }
+    let text = ok(&["db", "stats", &good, "--probe", "2000"]);
+    assert!(
+        text.contains("filters paying for themselves: the reads"),
+        "{text}"
+    );
+    assert!(!text.contains("flagged"), "{text}");
+
+    let v = paying(&saturated, "1500");
+    let l = &v["filters_paying"]["levels"][0];
+    assert_eq!(
+        (&l["reads_saved"], &l["unpaid"]),
+        (&Value::from(0), &Value::Bool(true)),
+        "{v}"
+    );
+    let text = ok(&["db", "stats", &saturated, "--probe", "1500"]);
+    let flagged: Vec<&str> = text.lines().filter(|l| l.contains("flagged")).collect();
+    assert_eq!(flagged.len(), 1, "{text}");
+    assert!(flagged[0].contains("none of 1,500 lookups"), "{text}");
+    // Fewer lookups than that prove nothing yet.
+    let v = paying(&saturated, "999");
+    assert_eq!(v["filters_paying"]["levels"][0]["unpaid"], false, "{v}");
+
+    let text = ok(&["db", "stats", &good]);
+    assert!(text.contains("no lookup has checked a filter"), "{text}");
+    let none = load("none", "none");
+    let text = ok(&["db", "stats", &none, "--probe", "100"]);
+    assert!(text.contains("the store holds no filters"), "{text}");
+    assert_eq!(
+        paying(&none, "100")["filters_paying"]["levels"],
+        serde_json::json!([])
+    );
+}
+
 #[test]
 fn store_and_table_json() {
     let dir = tempfile::tempdir().unwrap();

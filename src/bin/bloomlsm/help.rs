@@ -498,6 +498,11 @@ JSON (--json): one object:
            bloom_filter_useful@levelN, ..., and bloomlsm.filter.fpr.predicted@levelN
            beside bloomlsm.filter.fpr.measured@levelN (docs/benchmarks.md,
            \"RocksDB's ticker names\", lists them all)
+  filters_paying  whether each level's filters pay for their memory: {unpaid_after_checks
+           (1000), levels [{level, filter_bytes, filter_checks, reads_saved (the checks a
+           filter answered \"absent\"), reads_saved_per_mib, unpaid (at least
+           unpaid_after_checks checks and no read saved; the text flags such a level in
+           one line)}]}
 Rates are fractions, not percent.
 ",
     read_only!(),
