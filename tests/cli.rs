@@ -1381,6 +1381,81 @@ fn load_is_all_or_nothing() {
     assert_eq!(stdout(&bloomlsm(&["db", "get", s, "k1"])), "v1\n");
 }
 
+/// `db stats` says per level what its filters hold and the reads they
+/// saved (their "absent" answers) per MiB; a level whose filters answered
+/// none of at least 1,000 lookups "absent" is flagged in one line, one
+/// that answered fewer lookups is not; without lookups, or without
+/// filters, one line says so.
+#[test]
+fn db_stats_filters_paying() {
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = (0..5000).map(|i| format!("k{i:05}\n")).collect();
+    let load = |name: &str, filter: &str| {
+        let s = dir.path().join(name).to_str().unwrap().to_string();
+        let o = bloomlsm_stdin(
+            &["db", "load", &s, "-", "-q", "--filter", filter],
+            input.as_bytes(),
+        );
+        assert!(o.status.success(), "{o:?}");
+        s
+    };
+    let good = load("good", "blocked512:10");
+    // 16 probes into half a bit per key: every bit set, every answer "maybe".
+    let saturated = load("saturated", "blocked512:0.5:16");
+    let paying =
+        |s: &str, probes: &str| json(&ok(&["db", "stats", s, "--json", "--probe", probes]));
+    let v = paying(&good, "2000");
+    let p = &v["filters_paying"];
+    assert_eq!(p["unpaid_after_checks"], 1000);
+    let levels = p["levels"].as_array().unwrap();
+    assert!(!levels.is_empty(), "{v}");
+    for l in levels {
+        let level = v["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["level"] == l["level"])
+            .unwrap();
+        assert_eq!(l["reads_saved"], level["filter_negatives"], "{l}");
+        assert_eq!(l["filter_bytes"], level["filter_bytes"], "{l}");
+        let per_mib = l["reads_saved"].as_f64().unwrap()
+            / (l["filter_bytes"].as_f64().unwrap() / (1u64 << 20) as f64);
+        assert!((l["reads_saved_per_mib"].as_f64().unwrap() - per_mib).abs() < 1e-6 * per_mib);
+        assert_eq!(l["unpaid"], false, "{l}");
+    }
+    let text = ok(&["db", "stats", &good, "--probe", "2000"]);
+    assert!(
+        text.contains("filters paying for themselves: the reads"),
+        "{text}"
+    );
+    assert!(!text.contains("flagged"), "{text}");
+
+    let v = paying(&saturated, "1500");
+    let l = &v["filters_paying"]["levels"][0];
+    assert_eq!(
+        (&l["reads_saved"], &l["unpaid"]),
+        (&Value::from(0), &Value::Bool(true)),
+        "{v}"
+    );
+    let text = ok(&["db", "stats", &saturated, "--probe", "1500"]);
+    let flagged: Vec<&str> = text.lines().filter(|l| l.contains("flagged")).collect();
+    assert_eq!(flagged.len(), 1, "{text}");
+    assert!(flagged[0].contains("none of 1,500 lookups"), "{text}");
+    // Fewer lookups than that prove nothing yet.
+    let v = paying(&saturated, "999");
+    assert_eq!(v["filters_paying"]["levels"][0]["unpaid"], false, "{v}");
+
+    let text = ok(&["db", "stats", &good]);
+    assert!(text.contains("no lookup has checked a filter"), "{text}");
+    let none = load("none", "none");
+    let text = ok(&["db", "stats", &none, "--probe", "100"]);
+    assert!(text.contains("the store holds no filters"), "{text}");
+    assert_eq!(
+        paying(&none, "100")["filters_paying"]["levels"],
+        serde_json::json!([])
+    );
+}
+
 #[test]
 fn store_and_table_json() {
     let dir = tempfile::tempdir().unwrap();
@@ -2892,37 +2967,90 @@ fn db_delete_range() {
     assert_eq!(stdout(&o), "");
 }
 
-/// `bench --workload range`: one JSON object per `--range-bits` value with
-/// each length's empty and non-empty phases; empty scans return no key and
-/// a range filter skips most of their files; bad values are one-line usage
+/// `bench --workload range`: one JSON object for the store without range
+/// filters, then one per `--range-bits` value, each with every length's
+/// empty and non-empty phases; the stores share one tree; empty scans
+/// return no key, and a range filter skips most of their files, so it
+/// reads no more data blocks than the store without range filters, which
+/// reads at least one per empty scan, none of them holding an entry; the
+/// same stores and phases as CSV and text; bad values are one-line usage
 /// errors.
 #[test]
 fn bench_range_workload() {
-    let o = bloomlsm(&[
-        "bench",
-        "--workload",
-        "range",
-        "--keys",
-        "20000",
-        "--lookups",
-        "400",
-        "--range-len",
-        "1,16",
-        "--range-bits",
-        "12,16",
-        "--correlated",
-        "--json",
-        "-q",
-    ]);
-    assert!(o.status.success(), "{o:?}");
-    let lines: Vec<Value> = stdout(&o)
+    let run = |format: &[&str]| {
+        let o = bloomlsm(
+            &[
+                &[
+                    "bench",
+                    "--workload",
+                    "range",
+                    "--keys",
+                    "20000",
+                    "--lookups",
+                    "400",
+                    "--range-len",
+                    "1,16",
+                    "--range-bits",
+                    "12,16",
+                    "--correlated",
+                    "-q",
+                ][..],
+                format,
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{o:?}");
+        stdout(&o)
+    };
+    let lines: Vec<Value> = run(&["--json"])
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 2);
-    for (v, bits) in lines.iter().zip([12.0, 16.0]) {
+    assert_eq!(lines.len(), 3);
+    let base = &lines[0];
+    assert_eq!(base["baseline"], true);
+    assert!(base["range_bits"].is_null(), "{base}");
+    for (i, l) in base["lengths"].as_array().unwrap().iter().enumerate() {
+        let e = &l["empty"];
+        assert_eq!(e["range_checks"], 0, "{e}");
+        assert!(e["saved"].is_null(), "{e}");
+        // Each empty scan seeks in every file it overlaps: at least one
+        // block read, none holding an entry of the scan.
+        assert!(e["data_blocks_per_scan"].as_f64().unwrap() >= 1.0, "{e}");
+        assert_eq!(e["useful_data_blocks_per_scan"], 0.0, "{e}");
+        let n = &l["non_empty"];
+        assert!(
+            n["useful_data_blocks_per_scan"].as_f64().unwrap() >= 1.0,
+            "{n}"
+        );
+        for v in &lines[1..] {
+            for phase in ["empty", "non_empty"] {
+                let (b, f) = (&l[phase], &v["lengths"][i][phase]);
+                let blocks = |p: &Value| p["data_blocks_per_scan"].as_f64().unwrap();
+                assert!(blocks(f) <= blocks(b), "{phase}: {f} against {b}");
+                let saved = &f["saved"];
+                assert!(
+                    saved["data_blocks_per_scan"].as_f64().unwrap() >= 0.0,
+                    "{saved}"
+                );
+                assert!(
+                    saved["requests_per_scan"].as_f64().unwrap() >= 0.0,
+                    "{saved}"
+                );
+                assert!(saved["bytes_per_scan"].as_f64().unwrap() >= 0.0, "{saved}");
+                assert_eq!(
+                    n["useful_data_blocks_per_scan"],
+                    v["lengths"][i]["non_empty"]["useful_data_blocks_per_scan"],
+                    "a filter never skips a block that holds an entry of the scan"
+                );
+            }
+        }
+    }
+    for (v, bits) in lines[1..].iter().zip([12.0, 16.0]) {
         assert_eq!(v["workload"], "range");
         assert_eq!(v["range_bits"], bits);
+        assert_eq!(v["baseline"], false);
+        assert_eq!(v["same_tree_as_baseline"], true, "{v}");
         assert_eq!(v["correlated"], true);
         let lengths = v["lengths"].as_array().unwrap();
         assert_eq!(lengths.len(), 2);
@@ -2932,11 +3060,43 @@ fn bench_range_workload() {
             assert_eq!(e["keys_per_scan"], 0.0);
             assert!(e["range_negatives"].as_u64().unwrap() > 150, "{e}");
             assert!(e["predicted_fpr"].as_f64().unwrap() < 0.02, "{e}");
+            assert!(
+                e["saved"]["fraction_of_data_blocks"].as_f64().unwrap() > 0.5,
+                "{e}"
+            );
             let n = &l["non_empty"];
             assert_eq!(n["scans"], 200);
             assert!(n["keys_per_scan"].as_f64().unwrap() >= 1.0, "{n}");
         }
     }
+    // CSV: a header, then per store, length and phase one line, the
+    // store without range filters first and with no savings.
+    let csv = run(&["--csv"]);
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 1 + 3 * 2 * 2, "{csv}");
+    let col = |name: &str| rows[0].iter().position(|c| *c == name).unwrap();
+    let (filter, bits, saved) = (
+        col("filter"),
+        col("range_bits"),
+        col("data_blocks_saved_per_scan"),
+    );
+    for r in &rows[1..5] {
+        assert_eq!((r[filter], r[bits], r[saved]), ("none", "", ""), "{r:?}");
+    }
+    for r in &rows[5..] {
+        assert_eq!(r[filter], "range", "{r:?}");
+        assert!(r[saved].parse::<f64>().unwrap() >= 0.0, "{r:?}");
+        assert_eq!(r[col("same_tree_as_baseline")], "true", "{r:?}");
+    }
+    let text = run(&[]);
+    assert!(text.contains("no range filters (the baseline)"), "{text}");
+    assert_eq!(
+        text.matches("saved against the store without the filter")
+            .count(),
+        2 * 2 * 2,
+        "{text}"
+    );
+    assert!(text.contains("per scan, each store against the one without range filters"));
     for args in [
         &["--range-bits", "1.5"][..],
         &["--range-bits", "65"],
@@ -2984,6 +3144,65 @@ fn bench_range_workload() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert_one_line_error(&o);
+}
+
+/// `bench --workload prefix`: one JSON object for the store without a
+/// prefix extractor, then one for the store with its prefix filters, on
+/// the same tree; the filtered store's empty scans read fewer data blocks
+/// than the other's, which reads at least one per scan and none holding an
+/// entry; its non-empty scans read every block holding entries the other
+/// does; the same as CSV lines.
+#[test]
+fn bench_prefix_workload() {
+    let args = [
+        "bench",
+        "--workload",
+        "prefix",
+        "--keys",
+        "20000",
+        "--lookups",
+        "300",
+        "-q",
+    ];
+    let lines: Vec<Value> = ok(&[&args[..], &["--json"]].concat())
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let (base, filtered) = (&lines[0], &lines[1]);
+    assert_eq!(
+        (&base["baseline"], &base["prefix_filters"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+    assert_eq!(filtered["prefix_filters"], true);
+    assert_eq!(filtered["same_tree_as_baseline"], true, "{filtered}");
+    let blocks = |p: &Value| p["data_blocks_per_scan"].as_f64().unwrap();
+    let (be, fe) = (&base["empty"], &filtered["empty"]);
+    assert!(blocks(be) >= 1.0, "{be}");
+    assert_eq!(be["useful_data_blocks_per_scan"], 0.0, "{be}");
+    assert!(be["saved"].is_null(), "{be}");
+    assert!(blocks(fe) < blocks(be), "{fe} against {be}");
+    assert!(
+        fe["saved"]["data_blocks_per_scan"].as_f64().unwrap() > 0.0,
+        "{fe}"
+    );
+    let (bn, fn_) = (&base["non_empty"], &filtered["non_empty"]);
+    assert!(blocks(fn_) <= blocks(bn), "{fn_} against {bn}");
+    assert!(
+        fn_["saved"]["data_blocks_per_scan"].as_f64().unwrap() >= 0.0,
+        "{fn_}"
+    );
+    assert_eq!(
+        bn["useful_data_blocks_per_scan"],
+        fn_["useful_data_blocks_per_scan"]
+    );
+    assert_eq!(bn["keys_per_scan"], 16.0);
+    let csv = ok(&[&args[..], &["--csv"]].concat());
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 1 + 2 * 2, "{csv}");
+    let filter = rows[0].iter().position(|c| *c == "filter").unwrap();
+    let filters: Vec<&str> = rows[1..].iter().map(|r| r[filter]).collect();
+    assert_eq!(filters, ["none", "none", "prefix", "prefix"]);
 }
 
 /// `--memory-ceiling` below what the run needs is refused before anything is

@@ -185,14 +185,28 @@ fn bounded_scans_skip_files_and_equal_the_model() {
     // the next one, which the merge reads ahead).
     assert!(t.range_false_positives <= t.range_scan_blocks);
     assert!(t.range_scan_blocks <= 2 * t.range_false_positives);
+    // Every file has a range filter, so every block a scan read is one a
+    // filter let through; no write ever touched these ranges, so none of
+    // those blocks held an entry of the scan.
+    assert_eq!(t.scan_blocks, t.range_scan_blocks, "{t:?}");
+    assert_eq!(t.scan_useful_blocks, 0, "{t:?}");
+    assert!(t.scan_block_reads <= t.scan_blocks, "{t:?}");
 
-    // A scan open at either end consults no range filter.
+    // A scan open at either end consults no range filter, and its blocks
+    // are counted all the same, each one that held an entry of the scan
+    // as useful.
     db.reset_stats();
     let _ = common::model::scan_all(&db);
+    let whole = totals(&db);
+    // Every entry of every block lies inside a scan of everything.
+    assert!(whole.scan_blocks > 0, "{whole:?}");
+    assert_eq!(whole.scan_useful_blocks, whole.scan_blocks, "{whole:?}");
     let _ = db.scan(point_key(STRIDE)..).count();
     let _ = db.scan(..point_key(2 * STRIDE)).count();
     let t = totals(&db);
     assert_eq!(t.range_checks + t.range_unusable_reads, 0, "{t:?}");
+    assert_eq!(t.range_scan_blocks, 0, "{t:?}");
+    assert!(t.scan_blocks > whole.scan_blocks, "{t:?}");
     // A prefix scan without a prefix extractor is a bounded scan.
     for slot in (1..SLOTS).step_by(2 * 97) {
         assert_eq!(db.scan_prefix(key(slot, false)).count(), 0);

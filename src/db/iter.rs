@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 
 use crate::db::memtable::MemTable;
-use crate::db::merge::{Direction, MergeIter, Source, Watch, above, below};
+use crate::db::merge::{Direction, MergeIter, ScanKeys, Source, Watch, above, below};
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
 use crate::filter::{PrefixExtractor, PrefixFilter, key_hash, key_point};
@@ -251,15 +251,22 @@ const PREFIX_UNUSABLE: IoCounters = IoCounters {
 };
 
 impl View {
-    /// A merge of every source that may hold user keys in `[lo, hi]`, from
-    /// internal key `start` (included) in direction `dir`.
+    /// A merge of every source that may hold user keys between `front` and
+    /// `back`, from internal key `start` (included) in direction `dir`; each
+    /// file's source charges the data blocks the scan read from it
+    /// ([`Source::Scanned`]).
     fn merge(
         &self,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
+        front: &Bound<Bytes>,
+        back: &Bound<Bytes>,
         start: Option<Bytes>,
         dir: Direction,
     ) -> MergeIter {
+        let (lo, hi) = (bound_key(front), bound_key(back));
+        let keys = ScanKeys {
+            lo: front.clone(),
+            hi: back.clone(),
+        };
         let mut sources = Vec::new();
         for mem in &self.mems {
             sources.push(Source::mem_dir(mem.clone(), self.seq, start.clone(), dir));
@@ -270,33 +277,36 @@ impl View {
             if !f.overlaps(lo, hi) {
                 continue;
             }
-            let source = Source::table_dir(f.table.clone(), start.as_deref(), dir);
-            sources.push(match (check(f), &self.skip) {
+            let watch = match (check(f), &self.skip) {
                 (Some(true), _) => continue,
-                (Some(false), Some(s)) => Source::watched(source, f.clone(), s.watch(), dir),
-                _ => source,
-            });
+                (Some(false), Some(s)) => Some(s.watch()),
+                _ => None,
+            };
+            let source = Source::table_dir(f.table.clone(), start.as_deref(), dir);
+            sources.push(Source::scanned(source, f.clone(), keys.clone(), watch, dir));
         }
         for level in 1..v.levels.len() {
             let files = v.overlapping(level, lo, hi);
             if files.is_empty() {
                 continue;
             }
-            match &self.skip {
-                None => sources.push(Source::level_dir(files, start.clone(), dir)),
-                Some(s) => {
-                    let kept: Vec<(Arc<FileHandle>, bool)> = files
-                        .into_iter()
-                        .filter_map(|f| match check(&f) {
-                            Some(true) => None,
-                            Some(false) => Some((f, true)),
-                            None => Some((f, false)),
-                        })
-                        .collect();
-                    if !kept.is_empty() {
-                        sources.push(Source::level_watched(kept, start.clone(), dir, s.watch()));
-                    }
-                }
+            let kept: Vec<(Arc<FileHandle>, bool)> = files
+                .into_iter()
+                .filter_map(|f| match check(&f) {
+                    Some(true) => None,
+                    Some(false) => Some((f, true)),
+                    None => Some((f, false)),
+                })
+                .collect();
+            if !kept.is_empty() {
+                let watch = self.skip.as_ref().map(Skip::watch);
+                sources.push(Source::level_scanned(
+                    kept,
+                    start.clone(),
+                    dir,
+                    keys.clone(),
+                    watch,
+                ));
             }
         }
         MergeIter::with_direction(sources, dir)
@@ -505,7 +515,7 @@ impl DbIter {
                 hi.map(|k| Bytes::from(key::make_internal_key(k, 0, ValueKind::Deletion)))
             }
         };
-        self.view.merge(lo, hi, start, dir)
+        self.view.merge(&self.front, &self.back, start, dir)
     }
 }
 

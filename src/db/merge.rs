@@ -63,16 +63,19 @@ pub(crate) enum Source {
     Table(TableIter<Arc<Table>>),
     /// One table, backward.
     TableRev(TableRevIter<Arc<Table>>),
-    /// A file a prefix or range filter let through: on the file's first
-    /// entry inside or past the scan's keys (or its end), counts a false
-    /// positive on the file if it holds none of them there.
-    Watched(Watched),
+    /// A file a user's scan reads: charges the data blocks the scan read
+    /// from it to the file ([`Scanned`]), and for a file a prefix or range
+    /// filter let through, on the file's first entry inside or past the
+    /// scan's keys (or its end), counts a false positive on the file if it
+    /// holds none of them there.
+    Scanned(Scanned),
     /// The disjoint, sorted files of one level ≥ 1, opened one after another
-    /// (from the front, or from the back when reversed); a file marked
-    /// `true` is opened [`Source::Watched`] for `watch`.
+    /// (from the front, or from the back when reversed). With `scan` (a
+    /// user's scan), each is opened [`Source::Scanned`], and a file marked
+    /// `true` is watched for the scan's filter.
     Level {
         files: VecDeque<(Arc<FileHandle>, bool)>,
-        watch: Option<Watch>,
+        scan: Option<(ScanKeys, Option<Watch>)>,
         dir: Direction,
         /// Bound for the first file opened.
         start: Option<Bytes>,
@@ -82,32 +85,69 @@ pub(crate) enum Source {
     },
 }
 
-/// A file a prefix or range filter let through (see [`Source::Watched`]).
-/// Dropped, it charges the data blocks read from the file to the file's
-/// `prefix_scan_blocks` or `range_scan_blocks`.
-pub(crate) struct Watched {
-    inner: Box<Source>,
-    file: Arc<FileHandle>,
-    watch: Watch,
-    dir: Direction,
-    /// Cleared once the outcome is known.
-    open: bool,
+/// The bounds of a user's scan, which tell the data blocks that held its
+/// entries from the ones it only touched.
+#[derive(Clone, Debug)]
+pub(crate) struct ScanKeys {
+    pub(crate) lo: Bound<Bytes>,
+    pub(crate) hi: Bound<Bytes>,
 }
 
-impl Drop for Watched {
+impl ScanKeys {
+    /// Whether user key `uk` lies inside the scan's bounds.
+    fn holds(&self, uk: &[u8]) -> bool {
+        above(&self.lo, uk) && below(&self.hi, uk)
+    }
+}
+
+/// A file a user's scan reads (see [`Source::Scanned`]). Dropped, it
+/// charges the data blocks read from the file to the file's
+/// `scan_blocks`, `scan_useful_blocks`, `scan_block_reads` and
+/// `scan_bytes_read`, and for a file its filter let through, to its
+/// `prefix_scan_blocks` or `range_scan_blocks`.
+pub(crate) struct Scanned {
+    inner: Box<Source>,
+    file: Arc<FileHandle>,
+    keys: ScanKeys,
+    /// The scan's filter kind, for a file that filter let through.
+    watch: Option<Watch>,
+    dir: Direction,
+    /// Cleared once the watched filter's outcome is known.
+    open: bool,
+    /// Data blocks from which the scan read an entry inside its bounds.
+    useful: u64,
+    /// The count of blocks loaded when the last useful block was counted:
+    /// an entry read while that count is unchanged comes from a block
+    /// already counted.
+    counted_at: u64,
+}
+
+impl Scanned {
+    /// Data blocks the table source has loaded so far.
+    fn loaded(&self) -> u64 {
+        self.inner
+            .read_stats()
+            .map_or(0, |r| r.blocks_read + r.cache_hits)
+    }
+}
+
+impl Drop for Scanned {
     fn drop(&mut self) {
         if let Some(r) = self.inner.read_stats() {
             let blocks = r.blocks_read + r.cache_hits;
-            self.file.io.add(&match self.watch {
-                Watch::Prefix(_) => IoCounters {
-                    prefix_scan_blocks: blocks,
-                    ..IoCounters::ZERO
-                },
-                Watch::Range(..) => IoCounters {
-                    range_scan_blocks: blocks,
-                    ..IoCounters::ZERO
-                },
-            });
+            let mut io = IoCounters {
+                scan_blocks: blocks,
+                scan_useful_blocks: self.useful,
+                scan_block_reads: r.blocks_read,
+                scan_bytes_read: r.bytes_read,
+                ..IoCounters::ZERO
+            };
+            match self.watch {
+                Some(Watch::Prefix(_)) => io.prefix_scan_blocks = blocks,
+                Some(Watch::Range(..)) => io.range_scan_blocks = blocks,
+                None => {}
+            }
+            self.file.io.add(&io);
         }
     }
 }
@@ -211,53 +251,47 @@ impl Source {
         Source::level_with(files, start, Direction::Forward, true)
     }
 
-    /// The disjoint, sorted `files` of one level, from internal key `start`
-    /// (included) in direction `dir`; files wholly on the far side of `start`
-    /// are left out.
-    pub(crate) fn level_dir(
-        files: Vec<Arc<FileHandle>>,
-        start: Option<Bytes>,
-        dir: Direction,
-    ) -> Self {
-        Source::level_with(files, start, dir, false)
-    }
-
-    /// [`Source::level_dir`] of `files`, each marked whether a prefix or
-    /// range filter let it through (then opened [`Source::Watched`] for
-    /// `watch`).
-    pub(crate) fn level_watched(
+    /// The disjoint, sorted `files` of one level for a user's scan of
+    /// `keys`, from internal key `start` (included) in direction `dir`
+    /// (files wholly on the far side of `start` are left out), each opened
+    /// [`Source::Scanned`], and watched for `watch` if marked `true`: its
+    /// prefix or range filter let it through.
+    pub(crate) fn level_scanned(
         files: Vec<(Arc<FileHandle>, bool)>,
         start: Option<Bytes>,
         dir: Direction,
-        watch: Watch,
+        keys: ScanKeys,
+        watch: Option<Watch>,
     ) -> Self {
         let watched: Vec<u64> = files.iter().filter(|f| f.1).map(|f| f.0.number()).collect();
         let mut s = Source::level_with(files.into_iter().map(|f| f.0).collect(), start, dir, false);
-        if let Source::Level {
-            files, watch: w, ..
-        } = &mut s
-        {
+        if let Source::Level { files, scan, .. } = &mut s {
             for f in files.iter_mut() {
                 f.1 = watched.contains(&f.0.number());
             }
-            *w = Some(watch);
+            *scan = Some((keys, watch));
         }
         s
     }
 
-    /// `inner`, reading `file`, watched for a false positive.
-    pub(crate) fn watched(
+    /// `inner`, reading `file` for a user's scan of `keys`, watched for
+    /// `watch` if the scan's filter let the file through.
+    pub(crate) fn scanned(
         inner: Source,
         file: Arc<FileHandle>,
-        watch: Watch,
+        keys: ScanKeys,
+        watch: Option<Watch>,
         dir: Direction,
     ) -> Self {
-        Source::Watched(Watched {
+        Source::Scanned(Scanned {
             inner: Box::new(inner),
             file,
+            keys,
+            open: watch.is_some(),
             watch,
             dir,
-            open: true,
+            useful: 0,
+            counted_at: 0,
         })
     }
 
@@ -292,7 +326,7 @@ impl Source {
         };
         Source::Level {
             files,
-            watch: None,
+            scan: None,
             dir,
             start,
             current: None,
@@ -353,32 +387,41 @@ impl Source {
             }
             Source::Table(it) => it.next(),
             Source::TableRev(it) => it.next(),
-            Source::Watched(Watched {
-                inner,
-                file,
-                watch,
-                dir,
-                open,
-            }) => {
-                let e = inner.next();
-                if *open {
-                    let decided = match &e {
-                        Some(Ok((ikey, _))) => watch.judge(key::user_key(ikey), *dir),
-                        None => Some(true),
-                        Some(Err(_)) => Some(false),
-                    };
-                    if let Some(false_positive) = decided {
-                        *open = false;
-                        if false_positive {
-                            file.io.add(watch.false_positive());
+            Source::Scanned(sc) => {
+                let e = sc.inner.next();
+                match &e {
+                    Some(Ok((ikey, _))) => {
+                        let uk = key::user_key(ikey);
+                        let loaded = sc.loaded();
+                        if loaded != sc.counted_at && sc.keys.holds(uk) {
+                            sc.useful += 1;
+                            sc.counted_at = loaded;
+                        }
+                        if sc.open
+                            && let Some(w) = &sc.watch
+                            && let Some(false_positive) = w.judge(uk, sc.dir)
+                        {
+                            sc.open = false;
+                            if false_positive {
+                                sc.file.io.add(w.false_positive());
+                            }
                         }
                     }
+                    None | Some(Err(_)) if sc.open => {
+                        sc.open = false;
+                        if e.is_none()
+                            && let Some(w) = &sc.watch
+                        {
+                            sc.file.io.add(w.false_positive());
+                        }
+                    }
+                    _ => {}
                 }
                 e
             }
             Source::Level {
                 files,
-                watch,
+                scan,
                 dir,
                 start,
                 current,
@@ -400,9 +443,12 @@ impl Source {
                 } else {
                     Source::table_dir(f.table.clone(), from.as_deref(), *dir)
                 };
-                *current = Some(Box::new(match watch {
-                    Some(w) if watched => Source::watched(source, f, w.clone(), *dir),
-                    _ => source,
+                *current = Some(Box::new(match scan {
+                    Some((keys, w)) => {
+                        let w = w.as_ref().filter(|_| watched).cloned();
+                        Source::scanned(source, f, keys.clone(), w, *dir)
+                    }
+                    None => source,
                 }));
             },
         }

@@ -95,6 +95,16 @@ impl fmt::Display for IoCounters {
                 self.range_unusable_reads
             )?;
         }
+        if self.scan_blocks > 0 {
+            write!(
+                f,
+                "; scans: {} data blocks ({} holding their entries), {} read from disk ({})",
+                self.scan_blocks,
+                self.scan_useful_blocks,
+                self.scan_block_reads,
+                Size(self.scan_bytes_read)
+            )?;
+        }
         Ok(())
     }
 }

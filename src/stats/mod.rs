@@ -97,6 +97,22 @@ pub struct IoCounters {
     /// files their range filter let through: with every file's range filter
     /// usable, every data block a bounded scan reads from files.
     pub range_scan_blocks: u64,
+    /// Data blocks (from disk or the block cache) that scans
+    /// ([`crate::Db::scan`], [`crate::Db::scan_prefix`], their seeks) read
+    /// from files, whether or not a filter was checked: what a scan filter
+    /// can save is the part of these that held none of the scan's entries.
+    pub scan_blocks: u64,
+    /// Of `scan_blocks`, the ones from which the scan read an entry (a
+    /// version of a key) inside its bounds: the blocks a filter cannot
+    /// save. The rest were touched for nothing: a seek that found its
+    /// file's next key past the scan's end (RocksDB's
+    /// `seek.data` against `seek.data.useful`, counted per block).
+    pub scan_useful_blocks: u64,
+    /// Of `scan_blocks`, the ones read from disk (one request each from a
+    /// store whose tables are remote).
+    pub scan_block_reads: u64,
+    /// Bytes read from disk for them, as [`IoCounters::bytes_read`] counts.
+    pub scan_bytes_read: u64,
 }
 
 impl IoCounters {
@@ -129,6 +145,10 @@ impl IoCounters {
         range_false_positives: 0,
         range_unusable_reads: 0,
         range_scan_blocks: 0,
+        scan_blocks: 0,
+        scan_useful_blocks: 0,
+        scan_block_reads: 0,
+        scan_bytes_read: 0,
     };
 
     /// Observed false-positive rate: false positives over probes of keys the
@@ -181,6 +201,10 @@ impl IoCounters {
         self.range_false_positives += other.range_false_positives;
         self.range_unusable_reads += other.range_unusable_reads;
         self.range_scan_blocks += other.range_scan_blocks;
+        self.scan_blocks += other.scan_blocks;
+        self.scan_useful_blocks += other.scan_useful_blocks;
+        self.scan_block_reads += other.scan_block_reads;
+        self.scan_bytes_read += other.scan_bytes_read;
     }
 }
 

@@ -40,6 +40,10 @@ pub(crate) struct AtomicIo {
     range_false_positives: AtomicU64,
     range_unusable_reads: AtomicU64,
     range_scan_blocks: AtomicU64,
+    scan_blocks: AtomicU64,
+    scan_useful_blocks: AtomicU64,
+    scan_block_reads: AtomicU64,
+    scan_bytes_read: AtomicU64,
 }
 
 const KEY_RANGE_SKIPS: usize = 0;
@@ -80,6 +84,10 @@ impl AtomicIo {
             (&self.range_false_positives, o.range_false_positives),
             (&self.range_unusable_reads, o.range_unusable_reads),
             (&self.range_scan_blocks, o.range_scan_blocks),
+            (&self.scan_blocks, o.scan_blocks),
+            (&self.scan_useful_blocks, o.scan_useful_blocks),
+            (&self.scan_block_reads, o.scan_block_reads),
+            (&self.scan_bytes_read, o.scan_bytes_read),
         ] {
             if v != 0 {
                 a.fetch_add(v, Relaxed);
@@ -132,6 +140,10 @@ impl AtomicIo {
             range_false_positives: self.range_false_positives.load(Relaxed),
             range_unusable_reads: self.range_unusable_reads.load(Relaxed),
             range_scan_blocks: self.range_scan_blocks.load(Relaxed),
+            scan_blocks: self.scan_blocks.load(Relaxed),
+            scan_useful_blocks: self.scan_useful_blocks.load(Relaxed),
+            scan_block_reads: self.scan_block_reads.load(Relaxed),
+            scan_bytes_read: self.scan_bytes_read.load(Relaxed),
             ..IoCounters::default()
         };
         IoCounters {
@@ -171,6 +183,10 @@ impl AtomicIo {
             &self.range_false_positives,
             &self.range_unusable_reads,
             &self.range_scan_blocks,
+            &self.scan_blocks,
+            &self.scan_useful_blocks,
+            &self.scan_block_reads,
+            &self.scan_bytes_read,
         ] {
             a.store(0, Relaxed);
         }

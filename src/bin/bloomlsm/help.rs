@@ -218,32 +218,41 @@ its filters saved per get, and USD per million ops at --price-per-million-gets (
 --stats-interval-ms: t_s, reads, reads_per_sec, writer_puts_per_sec, p50_us, p99_us,
   measured_fpr, predicted_fpr, data_blocks_per_get, l0_files.
 
---workload prefix loads --keys keys of 16 per 8-byte prefix into one store with a fixed:8
-prefix extractor (the first --configs configuration's point filters), then runs --lookups
-prefix scans of absent prefixes (empty) and as many of present ones (non-empty), and
-prints per phase the prefix-filter checks, negatives, false positives, measured vs
-predicted FPR, data blocks read per scan, latency percentiles, and the same per level.
-With --json, one object: workload, keys, keys_per_prefix, prefix_len, config, io, shape,
-  load_secs, empty and non_empty: {scans, keys_per_scan, data_blocks_per_scan,
-  prefix_checks, prefix_negatives, prefix_false_positives, prefix_unusable_reads,
-  measured_fpr, predicted_fpr, latency {p50_ns, p90_ns, p99_ns, p999_ns, mean_ns},
-  levels [{level, prefix_checks, prefix_negatives, prefix_false_positives, data_blocks,
-  measured_fpr, predicted_fpr}]}.
+--workload prefix loads --keys keys of 16 per 8-byte prefix into two stores written alike
+(the first --configs configuration's point filters): one without a prefix extractor (the
+baseline), then one with a fixed:8 extractor and its prefix filters; on each it runs
+--lookups prefix scans of absent prefixes (empty) and as many of present ones
+(non-empty), and prints per phase the prefix-filter checks, negatives, false positives,
+measured vs predicted FPR, data blocks read per scan (and of those, the ones holding
+entries of the scan), requests (one per block read from disk) and bytes per scan, latency
+percentiles, the same per level, and for the filtered store what it saved per scan against
+the baseline (blocks, requests, bytes). With --json, one object per store: workload, keys,
+  keys_per_prefix, prefix_len, prefix_filters, baseline, same_tree_as_baseline, config, io,
+  shape, load_secs, empty and non_empty: {scans, keys_per_scan, data_blocks_per_scan,
+  useful_data_blocks_per_scan, requests_per_scan, bytes_per_scan, device_bytes_per_scan,
+  saved {data_blocks_per_scan, fraction_of_data_blocks, requests_per_scan, bytes_per_scan,
+  device_bytes_per_scan} (null for the baseline), prefix_checks, prefix_negatives,
+  prefix_false_positives, prefix_unusable_reads, measured_fpr, predicted_fpr, latency
+  {p50_ns, p90_ns, p99_ns, p999_ns, mean_ns}, levels [{level, prefix_checks,
+  prefix_negatives, prefix_false_positives, data_blocks, useful_data_blocks, measured_fpr,
+  predicted_fpr}]}. With --csv, one line per store and phase (the columns of both studies:
+  workload, filter, range_bits, range_len, phase, the per-scan figures, the savings).
 
---workload range loads --keys random keys (points: their first 8 bytes) into one store per
---range-bits value (default 16) with range filters at those bits per key (the first
---configs configuration's point filters), then for each --range-len L (default
-1,16,256,4096,65536) runs --lookups scans of L points bounded at both ends: an
---empty-fraction of them (default 0.5) over empty ranges starting at random points, or with
---correlated one point past a key's, the rest around a key's point. It prints per phase
-the range-filter checks, negatives, false positives, measured vs predicted FPR
-(L / 2^(B-2) per file), data blocks read per scan, latency percentiles, and the same per
-level. With --json, one object per --range-bits value: workload, keys, range_bits, config,
-  io, empty_fraction, correlated, shape, load_secs, lengths [{range_len, empty and
-  non_empty: {scans, keys_per_scan, data_blocks_per_scan, range_checks, range_negatives,
-  range_false_positives, range_unusable_reads, measured_fpr, predicted_fpr, latency {...},
-  levels [{level, range_checks, range_negatives, range_false_positives, data_blocks,
-  measured_fpr, predicted_fpr}]} (null for a phase of no scans)}].
+--workload range loads --keys random keys (points: their first 8 bytes), written alike, into
+one store without range filters (the baseline), then one per --range-bits value (default
+16) with range filters at those bits per key (the first --configs configuration's point
+filters), then for each --range-len L (default 1,16,256,4096,65536) runs --lookups scans of
+L points bounded at both ends: an --empty-fraction of them (default 0.5) over empty ranges
+starting at random points, or with --correlated one point past a key's, the rest around a
+key's point. It prints per phase the range-filter checks, negatives, false positives,
+measured vs predicted FPR (L / 2^(B-2) per file), data blocks, useful blocks, requests and
+bytes per scan, latency percentiles, the same per level, what each filtered store saved
+against the baseline, and a table of every store's phases. With --json, one object per
+store, the baseline first: workload, keys, range_bits (null for the baseline), baseline,
+  same_tree_as_baseline, config, io, empty_fraction, correlated, shape, load_secs, lengths
+  [{range_len, empty and non_empty: {the prefix study's phase fields, with range_checks,
+  range_negatives, range_false_positives, range_unusable_reads} (null for a phase of no
+  scans)}]. With --csv, one line per store, length and phase.
 ",
     exit_status!()
 );
@@ -489,6 +498,11 @@ JSON (--json): one object:
            bloom_filter_useful@levelN, ..., and bloomlsm.filter.fpr.predicted@levelN
            beside bloomlsm.filter.fpr.measured@levelN (docs/benchmarks.md,
            \"RocksDB's ticker names\", lists them all)
+  filters_paying  whether each level's filters pay for their memory: {unpaid_after_checks
+           (1000), levels [{level, filter_bytes, filter_checks, reads_saved (the checks a
+           filter answered \"absent\"), reads_saved_per_mib, unpaid (at least
+           unpaid_after_checks checks and no read saved; the text flags such a level in
+           one line)}]}
 Rates are fractions, not percent.
 ",
     read_only!(),

@@ -57,13 +57,17 @@
 //! - `chart.rs`: `--plot`, the sweep and the SVG chart.
 //! - `series_chart.rs`: readwhilewriting's time series as an SVG chart.
 //! - `range_chart.rs`: `--workload range --plot`, FPR against range length
-//!   beside the bound.
-//! - `scans.rs`: a phase of the prefix or range study, and its per-level
-//!   table.
+//!   beside the bound, and data blocks per empty scan beside the store
+//!   without range filters.
+//! - `scans.rs`: a phase of the prefix or range study, its per-level table,
+//!   what it saved against the same phase on the store without the filter,
+//!   and both studies' CSV lines.
 //! - `db_bench.rs`: `--benchmarks`, db_bench's workloads (and YCSB's) on
 //!   one store, measured and printed.
-//! - `prefix.rs`: `--workload prefix`, the prefix-filter study.
-//! - `range.rs`: `--workload range`, the range-filter study.
+//! - `prefix.rs`: `--workload prefix`, the prefix-filter study, beside a
+//!   store without prefix filters.
+//! - `range.rs`: `--workload range`, the range-filter study, beside a store
+//!   without range filters.
 //!
 //! This file holds [`run`], the command's entry, and the point study's
 //! steps that tie the parts together: each configuration's store made,

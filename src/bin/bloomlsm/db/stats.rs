@@ -1,6 +1,7 @@
 //! `db stats`: the store's shape, design, memory, filters and lookup
 //! counters, per level and with `--files` per file, after `--probe`
-//! lookups of absent keys inside the files' key ranges.
+//! lookups of absent keys inside the files' key ranges; and whether each
+//! level's filters pay for their memory in reads saved ([`FilterPay`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -110,6 +111,7 @@ pub(super) fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) ->
                 "predicted_block_reads_per_missing_get": s.predicted_block_reads_per_missing_get(),
             })),
             "tickers": tickers_json(&s),
+            "filters_paying": filters_paying_json(&s),
         });
         if a.files {
             v["files"] = files
@@ -230,6 +232,8 @@ pub(super) fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) ->
              of each file (the weighting of the observed FPR)"
         )?;
     }
+    writeln!(out)?;
+    write_filters_paying(out, &s)?;
     if a.files {
         writeln!(out)?;
         let mut t = TextTable::new(&[
@@ -402,4 +406,172 @@ fn level_table(s: &Stats, checked: Option<&[Option<f64>]>) -> TextTable {
     }
     t.row(row("total".into(), &level_total(s), None));
     t
+}
+
+/// Lookups that checked a level's filters with no "absent" answer, after
+/// which `db stats` flags the level: its filters hold memory and have
+/// saved no read. At an FPR of 1% the chance that working filters answer
+/// 1,000 absent keys without one "absent" is 10^-2000; only lookups that
+/// all find their key there (or useless filters) get a level flagged.
+pub const UNPAID_AFTER_CHECKS: u64 = 1_000;
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// What one level's filters cost and saved over the lookups counted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct FilterPay {
+    level: usize,
+    /// Bytes of the level's filters (held in memory, but for those a
+    /// `--filter-budget` leaves on disk).
+    memory: u64,
+    /// Lookups that checked one of the level's filters.
+    checks: u64,
+    /// Of those, the ones a filter answered "absent": each a data-block
+    /// read saved.
+    saved: u64,
+}
+
+impl FilterPay {
+    /// Reads saved per MiB of filter memory; `None` for a level without
+    /// filter bytes.
+    fn per_mib(&self) -> Option<f64> {
+        (self.memory > 0).then(|| self.saved as f64 / (self.memory as f64 / MIB))
+    }
+
+    /// Whether the level's filters saved no read in at least
+    /// [`UNPAID_AFTER_CHECKS`] lookups.
+    fn unpaid(&self) -> bool {
+        self.memory > 0 && self.checks >= UNPAID_AFTER_CHECKS && self.saved == 0
+    }
+}
+
+/// The levels holding filters, with what their filters cost and saved.
+fn filter_pay(s: &Stats) -> Vec<FilterPay> {
+    s.levels
+        .iter()
+        .filter(|l| l.files > 0 && l.filter_bytes > 0)
+        .map(|l| FilterPay {
+            level: l.level,
+            memory: l.filter_bytes,
+            checks: l.io.filter_checks,
+            saved: l.io.filter_negatives,
+        })
+        .collect()
+}
+
+/// The "filters paying for themselves" section of `db stats`.
+fn write_filters_paying(out: &mut dyn Write, s: &Stats) -> CliResult {
+    let pay = filter_pay(s);
+    if pay.is_empty() {
+        writeln!(
+            out,
+            "filters paying for themselves: the store holds no filters (no memory spent, no read saved)"
+        )?;
+        return Ok(());
+    }
+    if pay.iter().all(|p| p.checks == 0) {
+        writeln!(
+            out,
+            "filters paying for themselves: no lookup has checked a filter in this process yet \
+             (use --probe N to look up N absent keys first)"
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "filters paying for themselves: the reads each level's filters saved (lookups they \
+         answered \"absent\") per MiB of their memory"
+    )?;
+    let mut t = TextTable::new(&[
+        "level",
+        "filter mem",
+        "checks",
+        "reads saved",
+        "saved per MiB",
+    ]);
+    for p in &pay {
+        t.row(vec![
+            format!("L{}", p.level),
+            bytes(p.memory),
+            count(p.checks),
+            count(p.saved),
+            p.per_mib()
+                .map_or("-".to_string(), |r| count(r.round() as u64)),
+        ]);
+    }
+    out.write_all(t.render().as_bytes())?;
+    for p in pay.iter().filter(|p| p.unpaid()) {
+        writeln!(
+            out,
+            "L{} flagged: its filters answered none of {} lookups \"absent\" (at least {}): \
+             {} of filters for no read saved",
+            p.level,
+            count(p.checks),
+            count(UNPAID_AFTER_CHECKS),
+            bytes(p.memory)
+        )?;
+    }
+    Ok(())
+}
+
+/// The `filters_paying` field of `db stats --json`.
+fn filters_paying_json(s: &Stats) -> Value {
+    json!({
+        "unpaid_after_checks": UNPAID_AFTER_CHECKS,
+        "levels": filter_pay(s).iter().map(|p| json!({
+            "level": p.level,
+            "filter_bytes": p.memory,
+            "filter_checks": p.checks,
+            "reads_saved": p.saved,
+            "reads_saved_per_mib": p.per_mib(),
+            "unpaid": p.unpaid(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pay(checks: u64, saved: u64) -> FilterPay {
+        FilterPay {
+            level: 2,
+            memory: 1 << 19,
+            checks,
+            saved,
+        }
+    }
+
+    #[test]
+    fn a_level_is_flagged_after_enough_checks_without_a_negative() {
+        assert!(pay(UNPAID_AFTER_CHECKS, 0).unpaid());
+        assert!(!pay(UNPAID_AFTER_CHECKS - 1, 0).unpaid());
+        assert!(!pay(UNPAID_AFTER_CHECKS, 1).unpaid());
+        // Half a MiB saving 3 reads: 6 per MiB.
+        assert_eq!(pay(10, 3).per_mib(), Some(6.0));
+        let none = FilterPay {
+            memory: 0,
+            ..pay(UNPAID_AFTER_CHECKS, 0)
+        };
+        assert!(!none.unpaid());
+        assert_eq!(none.per_mib(), None);
+    }
+
+    #[test]
+    fn the_section_flags_a_level_in_one_line() {
+        let mut s = Stats::default();
+        let mut l = LevelStats::default();
+        l.level = 3;
+        l.files = 2;
+        l.filter_bytes = 3 << 20;
+        l.io.filter_checks = 1500;
+        s.levels = vec![LevelStats::default(), l];
+        let mut out = Vec::new();
+        write_filters_paying(&mut out, &s).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let flagged: Vec<&str> = text.lines().filter(|l| l.contains("flagged")).collect();
+        assert_eq!(flagged.len(), 1, "{text}");
+        assert!(flagged[0].starts_with("L3 flagged"), "{text}");
+        assert_eq!(filters_paying_json(&s)["levels"][0]["unpaid"], true);
+    }
 }
