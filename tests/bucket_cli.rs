@@ -2,8 +2,10 @@
 //! (`BLOOMLSM_S3_ENDPOINT`, as in tests/bucket.rs): `bench --store s3://…`,
 //! the study's stores read from the bucket, cold and warm, their requests
 //! measured at the client and checked against the store's own count of
-//! block reads; and the `db` commands on a store whose `OPTIONS` file
-//! records its bucket, given nothing but the directory.
+//! block reads; the `db` commands on a store whose `OPTIONS` file
+//! records its bucket, given nothing but the directory; and the reading
+//! `db` commands on a store kept wholly in the bucket, named
+//! `s3://BUCKET/PREFIX`, beside its running writer.
 
 use std::process::Command;
 
@@ -78,6 +80,79 @@ fn the_db_commands_find_a_stores_bucket_from_its_directory() {
     for k in b.all_under(&prefix) {
         b.delete(&k);
     }
+}
+
+#[test]
+fn the_reading_commands_read_a_whole_store_in_the_bucket_beside_its_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let prefix = prefix("whole-cli");
+    let fs = BucketFs::shared(config(dir.path(), cache.path(), &prefix).whole_store(true)).unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options::default().write_buffer_size(64 << 10).fs(fs),
+    )
+    .unwrap();
+    for i in 0..2_000u32 {
+        db.put(format!("key{i:05}"), format!("value-{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    // An unflushed write, synced: in the journal only.
+    let mut b = bloomlsm::WriteBatch::new();
+    b.put("key77777", "synced");
+    db.write_with(b, bloomlsm::WriteOptions::default().sync(true))
+        .unwrap();
+
+    let url = format!("s3://{}/{prefix}", bucket());
+    let cmd = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+            .args(args)
+            .env("AWS_ENDPOINT", endpoint())
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap()
+    };
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).to_string();
+    let out = cmd(&["db", "get", &url, "key01234"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out).trim_end(), "value-1234");
+    let out = cmd(&["db", "get", &url, "key77777"]);
+    assert_eq!(text(&out).trim_end(), "synced", "{out:?}");
+    let out = cmd(&["db", "scan", &url, "--from", "key00010", "--limit", "3"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out).lines().count(), 3, "{out:?}");
+    let out = cmd(&["db", "verify", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let out = cmd(&["db", "stats", &url, "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_str(text(&out).lines().next().unwrap()).unwrap();
+    assert!(v.get("levels").is_some(), "{v}");
+
+    // Writing commands refuse a bucket, naming it; a prefix without a
+    // store is said to be one.
+    let out = cmd(&["db", "put", &url, "k", "v"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("writing commands take a local directory")
+    );
+    let empty = format!(
+        "s3://{}/{}",
+        bucket(),
+        common::bucket::prefix("whole-cli-none")
+    );
+    let out = cmd(&["db", "get", &empty, "k"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().count(),
+        1,
+        "{out:?}"
+    );
+
+    // The writer was never disturbed.
+    db.put("key88888", "after").unwrap();
+    db.close().unwrap();
 }
 
 /// `bloomlsm bench ARGS --store s3://BUCKET/PREFIX --json -q` with the

@@ -254,6 +254,9 @@ pub(super) struct Journal {
     index: Mutex<Option<Index>>,
     /// Held while an entry is written: one in flight.
     writer: Mutex<Writer>,
+    /// The prefix's marker is missing: the writer writes it when it takes
+    /// the store.
+    marker_due: bool,
 }
 
 /// A journal entry's key name: 20 digits.
@@ -268,7 +271,7 @@ fn parse_entry_name(name: &str) -> Option<u64> {
 }
 
 impl Journal {
-    pub(super) fn new(prefix: &ObjectPath, root: PathBuf) -> Journal {
+    pub(super) fn new(prefix: &ObjectPath, root: PathBuf, marker_due: bool) -> Journal {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
             .unwrap_or_else(|_| "a host".into());
@@ -278,6 +281,7 @@ impl Journal {
             whoami: format!("{host}, process {}", std::process::id()),
             index: Mutex::new(None),
             writer: Mutex::new(Writer::default()),
+            marker_due,
         }
     }
 
@@ -414,10 +418,19 @@ impl Journal {
     /// filled number, and the fill makes the journal below the fence
     /// final before it is read. A handle that holds the store already
     /// does nothing.
-    pub(super) fn take_writer(&self, client: &Client) -> io::Result<()> {
+    pub(super) fn take_writer(&self, client: &Client, marker: Bytes) -> io::Result<()> {
         let mut w = lock(&self.writer);
         if w.next.is_some() {
             return Ok(());
+        }
+        if self.marker_due {
+            let key = self
+                .dir
+                .parts()
+                .take(self.dir.parts().count() - 1)
+                .collect::<ObjectPath>()
+                .join(super::STORE_OBJECT);
+            client.put(&key, marker)?;
         }
         let fence = Entry::Fence {
             writer: self.whoami.clone(),

@@ -365,6 +365,42 @@ impl BucketFs {
         Ok(Arc::new(fs))
     }
 
+    /// A reader of the store kept wholly in `config`'s bucket and prefix
+    /// ([`BucketConfig::whole_store`], set here), from any machine: its
+    /// local directory and a disk cache of no size (each block read one
+    /// GET) in a fresh temporary directory, removed when the file system
+    /// is dropped. Returns the file system and the directory to give
+    /// [`crate::Db::open_read_only`] with it. Makes no write to the bucket.
+    ///
+    /// ```no_run
+    /// use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+    /// use bloomlsm::{Db, Options};
+    ///
+    /// let config = BucketConfig::new("", "my-bucket", "").prefix("stores/app/");
+    /// let (fs, dir) = BucketFs::whole_store_reader(config)?;
+    /// let db = Db::open_read_only(&dir, Options::default().fs(fs))?;
+    /// println!("{:?}", db.get("k")?);
+    /// # Ok::<(), bloomlsm::Error>(())
+    /// ```
+    pub fn whole_store_reader(mut config: BucketConfig) -> Result<(Arc<dyn FileSystem>, PathBuf)> {
+        static SCRATCH: AtomicU64 = AtomicU64::new(0);
+        let scratch = std::env::temp_dir().join(format!(
+            "bloomlsm-bucket-reader-{}-{}",
+            std::process::id(),
+            SCRATCH.fetch_add(1, Ordering::Relaxed)
+        ));
+        let dir = scratch.join("store");
+        config.dir = dir.clone();
+        config.cache_dir = scratch.join("cache");
+        config.cache_bytes = 0;
+        config.whole_store = true;
+        let mut fs = Self::open(config).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&scratch);
+        })?;
+        fs.scratch = Some(scratch);
+        Ok((Arc::new(fs), dir))
+    }
+
     /// [`BucketFs::open`] with `store` as the bucket (tests give
     /// `object_store::memory::InMemory`).
     #[cfg(test)]
@@ -396,13 +432,18 @@ impl BucketFs {
                 e,
             )
         };
-        client
-            .put(
-                &dir_key.clone().join(PROBE_OBJECT),
-                Bytes::from_static(b"bloomlsm"),
-            )
-            .map_err(at_open)?;
-        if take_prefix {
+        // A whole store writes nothing until its writer takes it
+        // (`take_writer`, whose fence is the check that the bucket takes
+        // writes): a reader needs only read access.
+        if !config.whole_store {
+            client
+                .put(
+                    &dir_key.clone().join(PROBE_OBJECT),
+                    Bytes::from_static(b"bloomlsm"),
+                )
+                .map_err(at_open)?;
+        }
+        if take_prefix && !config.whole_store {
             client
                 .put(
                     &dir_key.clone().join(STORE_OBJECT),
@@ -434,7 +475,7 @@ impl BucketFs {
             .map_err(|e| local("open the bucket cache", &chunks, e))?;
         let journal = config
             .whole_store
-            .then(|| Journal::new(&dir_key, root.clone()));
+            .then(|| Journal::new(&dir_key, root.clone(), take_prefix));
         let shared = Arc::new(Shared {
             endpoint,
             client,
@@ -934,7 +975,10 @@ impl FileSystem for BucketFs {
     fn take_writer(&self, dir: &Path) -> io::Result<()> {
         let sh = &self.shared;
         match (&sh.journal, sh.journal_dir(dir)) {
-            (Some(j), Some(d)) if d.is_empty() => j.take_writer(&sh.client),
+            (Some(j), Some(d)) if d.is_empty() => {
+                let marker = marker::contents_for(&sh.config, &sh.root);
+                j.take_writer(&sh.client, marker)
+            }
             _ => Ok(()),
         }
     }

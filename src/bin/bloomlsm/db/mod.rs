@@ -27,6 +27,7 @@
 //! [`help`]).
 
 mod admin;
+mod bucket_url;
 mod load;
 mod records;
 pub mod stats;
@@ -101,7 +102,8 @@ pub enum DbCommand {
     /// Check every block of every file of the store.
     #[command(after_help = help::DB_VERIFY)]
     Verify {
-        /// The store's directory.
+        /// The store's directory, or s3://BUCKET/PREFIX for a store kept
+        /// wholly in a bucket (AWS_* environment).
         dir: PathBuf,
         /// Print one JSON object (fields below).
         #[arg(long)]
@@ -121,7 +123,8 @@ pub enum DbCommand {
     /// or dropping one.
     #[command(after_help = help::DB_KEYSPACES)]
     Keyspaces {
-        /// The store's directory.
+        /// The store's directory, or s3://BUCKET/PREFIX for a store kept
+        /// wholly in a bucket (AWS_* environment).
         dir: PathBuf,
         /// Create this keyspace, with the design the flags give (the
         /// defaults without flags).

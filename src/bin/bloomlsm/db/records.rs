@@ -46,7 +46,8 @@ pub struct PutArgs {
 /// Arguments of `db get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// The store's directory.
+    /// The store's directory, or s3://BUCKET/PREFIX for a store kept wholly in
+    /// a bucket (endpoint and credentials from the AWS_* environment).
     pub dir: PathBuf,
     /// The key.
     pub key: String,
@@ -66,7 +67,8 @@ pub struct GetArgs {
 /// Arguments of `db scan`.
 #[derive(Debug, Args)]
 pub struct ScanArgs {
-    /// The store's directory.
+    /// The store's directory, or s3://BUCKET/PREFIX for a store kept wholly in
+    /// a bucket (endpoint and credentials from the AWS_* environment).
     pub dir: PathBuf,
     /// First key (inclusive).
     #[arg(long)]

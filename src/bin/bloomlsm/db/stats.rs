@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use bloomlsm::workload::SplitMix64;
-use bloomlsm::{Db, FileStats, Keyspace, LevelStats, Options, Stats};
+use bloomlsm::{FileStats, Keyspace, LevelStats, Options, Stats};
 use clap::Args;
 use serde_json::{Value, json};
 
@@ -22,7 +22,8 @@ use crate::{CliResult, parse_size, write_json};
 /// Arguments of `db stats`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// The store's directory.
+    /// The store's directory, or s3://BUCKET/PREFIX for a store kept wholly in
+    /// a bucket (endpoint and credentials from the AWS_* environment).
     pub dir: PathBuf,
     /// First look up this many keys that are (almost surely) absent but lie
     /// inside the store's key ranges, so the lookups reach the filters: each
@@ -62,7 +63,7 @@ pub(super) fn stats(a: &StatsArgs, files: &OpenFilesArg, out: &mut dyn Write) ->
     check_store(&a.dir)?;
     let mut opts = Options::default().metadata_memory_budget(a.filter_budget);
     files.apply(&mut opts);
-    let db = Db::open_read_only(&a.dir, opts)?;
+    let db = super::store::open_read_only(&a.dir, opts)?;
     warn_wal_damage(&a.dir, &db.stats(), false);
     let ks = a.keyspace.of(&db)?;
     ks.reset_stats();

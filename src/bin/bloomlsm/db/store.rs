@@ -103,6 +103,10 @@ pub(super) const NOT_A_STORE: &str = "is not a bloomlsm store (no CURRENT file)"
 /// create one. A directory the user may not look in is an I/O error
 /// naming the directory and the error, not a usage error.
 pub fn check_store(dir: &Path) -> CliResult {
+    if super::bucket_url::bucket_of(dir).is_some() {
+        // Its open says whether the prefix holds a store.
+        return Ok(());
+    }
     // `CURRENT` names the live manifest of every store (docs/format.md).
     store_verdict(
         dir,
@@ -190,6 +194,7 @@ pub fn check_store_dir(dir: &Path, new: NewStore) -> CliResult {
 /// `design`'s flags change it (the defaults for a new store). `new` says
 /// where a new store may be made ([`check_store_dir`]).
 pub fn open(dir: &Path, new: NewStore, design: &DesignArgs, files: &OpenFilesArg) -> CliResult<Db> {
+    super::bucket_url::refuse_for_writing(dir)?;
     check_store_dir(dir, new)?;
     let mut opts = Options::default()
         .create_if_missing(new != NewStore::Refuse)
@@ -212,6 +217,7 @@ pub fn open_keyspace(
     new: NewStore,
     files: &OpenFilesArg,
 ) -> CliResult<(Db, Keyspace)> {
+    super::bucket_url::refuse_for_writing(dir)?;
     keyspace.check_design(design)?;
     keyspace.check_exists(dir)?;
     let db = open(dir, new, design, files)?;
@@ -286,7 +292,16 @@ pub(super) fn warn_wal_damage(dir: &Path, s: &Stats, writable: bool) {
 pub(super) fn read_only_db(dir: &Path, files: &OpenFilesArg) -> bloomlsm::Result<Db> {
     let mut opts = Options::default().wal_recovery(WalRecovery::TolerateTornTail);
     files.apply(&mut opts);
-    Db::open_read_only(dir, opts)
+    open_read_only(dir, opts)
+}
+
+/// [`Db::open_read_only`] of a local directory, or of the store an
+/// `s3://BUCKET/PREFIX` argument names (`bucket_url`).
+pub(super) fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Db> {
+    match super::bucket_url::open_read_only(dir, opts.clone())? {
+        Some(db) => Ok(db),
+        None => Db::open_read_only(dir, opts),
+    }
 }
 
 /// Opens an existing store for the reading commands, warning on stderr if

@@ -96,6 +96,9 @@ pub(super) fn verify(
 /// as an open that refuses to drop it ([`WalRecovery::AbsoluteConsistency`])
 /// names them; `None` if that open names no log (the store changed since).
 fn first_cut(dir: &Path) -> Option<(PathBuf, u64)> {
+    if super::bucket_url::bucket_of(dir).is_some() {
+        return None;
+    }
     let strict = Options::default().wal_recovery(WalRecovery::AbsoluteConsistency);
     match Db::open_read_only(dir, strict) {
         Err(bloomlsm::Error::Corruption { file, offset, .. })

@@ -1,0 +1,81 @@
+//! `s3://BUCKET/PREFIX` in place of a store's directory: a store kept
+//! wholly in a bucket (the library's `BucketConfig::whole_store`, feature
+//! `object-store`). The reading commands (`get`, `scan`, `stats`,
+//! `verify`, `keyspaces`) open it read-only — from any machine, beside its
+//! running writer — with the endpoint, region and credentials of the
+//! `AWS_*` environment; the writing commands refuse it (a store in a bucket
+//! has one writer, which the library opens).
+
+use std::path::Path;
+
+use bloomlsm::{Db, Options};
+
+use crate::CliError;
+
+/// The bucket and prefix `dir` names, if it is `s3://BUCKET[/PREFIX]`.
+pub fn bucket_of(dir: &Path) -> Option<(String, String)> {
+    let s = dir.to_str()?.strip_prefix("s3://")?;
+    let (bucket, prefix) = s.split_once('/').unwrap_or((s, ""));
+    (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string()))
+}
+
+/// Refuses `s3://…` for a writing command (a usage error).
+pub fn refuse_for_writing(dir: &Path) -> Result<(), CliError> {
+    if bucket_of(dir).is_some() {
+        return Err(CliError::usage(format!(
+            "{}: the writing commands take a local directory; a store in a bucket has one \
+             writer, opened through the library (BucketConfig::whole_store), and the reading \
+             commands read it beside that writer",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Opens the store `dir` names read-only if it is `s3://…`; `None` for a
+/// local directory.
+#[cfg(feature = "object-store")]
+pub fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Option<Db>> {
+    use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+    let Some((bucket, prefix)) = bucket_of(dir) else {
+        return Ok(None);
+    };
+    let config = BucketConfig::new("", bucket, "").prefix(prefix);
+    let (fs, local) = BucketFs::whole_store_reader(config)?;
+    if fs.file_len(&local.join("CURRENT")).is_err() {
+        return Err(bloomlsm::Error::invalid(format!(
+            "{} holds no store kept wholly in a bucket (no CURRENT in its journal)",
+            dir.display()
+        )));
+    }
+    Db::open_read_only(local, opts.fs(fs)).map(Some)
+}
+
+/// Without the `object-store` feature, `s3://…` is refused naming it.
+#[cfg(not(feature = "object-store"))]
+pub fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Option<Db>> {
+    let _ = opts;
+    match bucket_of(dir) {
+        Some(_) => Err(bloomlsm::Error::invalid(format!(
+            "{}: reading a store in a bucket needs the object-store feature \
+             (cargo build --release --features object-store)",
+            dir.display()
+        ))),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_url_names_a_bucket_and_a_prefix() {
+        let b = |s: &str| bucket_of(Path::new(s));
+        assert_eq!(b("s3://bk/a/b/"), Some(("bk".into(), "a/b/".into())));
+        assert_eq!(b("s3://bk"), Some(("bk".into(), String::new())));
+        assert_eq!(b("s3://"), None);
+        assert_eq!(b("/var/db"), None);
+        assert_eq!(b("s3:/bk"), None);
+    }
+}
