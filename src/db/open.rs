@@ -34,7 +34,13 @@ impl Db {
         check_options(&opts)?;
         let dir = path.as_ref().to_path_buf();
         let fs = opts.fs.clone();
-        if fs.list_dir(&dir).is_err() {
+        if let Err(e) = fs.list_dir(&dir) {
+            use std::io::ErrorKind::{NotADirectory, NotFound};
+            if !matches!(e.kind(), NotFound | NotADirectory) {
+                // A directory that cannot be read, or a store whose files
+                // are damaged (a whole store's journal), is not missing.
+                return Err(Error::io(format!("list {}", dir.display()), e));
+            }
             if fs.file_len(&dir).is_ok() {
                 return Err(Error::invalid(format!(
                     "{} is a file, not a store's directory",

@@ -257,6 +257,11 @@ pub(super) struct Journal {
     /// The prefix's marker is missing: the writer writes it when it takes
     /// the store.
     marker_due: bool,
+    /// Every entry read, by number: an entry is written once and never
+    /// changes, so a reader's next reading of the journal fetches only the
+    /// entries it has not read (a refresh costs a LIST and the new
+    /// entries), and drops those deleted since.
+    read: Mutex<BTreeMap<u64, Entry>>,
 }
 
 /// A journal entry's key name: 20 digits.
@@ -282,6 +287,7 @@ impl Journal {
             index: Mutex::new(None),
             writer: Mutex::new(Writer::default()),
             marker_due,
+            read: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -373,7 +379,7 @@ impl Journal {
     /// until one listing's entries are all read — the journal as it was at
     /// that listing.
     fn read_index(&self, client: &Client, below: Option<u64>) -> io::Result<Index> {
-        let mut have: BTreeMap<u64, Entry> = BTreeMap::new();
+        let mut have = std::mem::take(&mut *lock(&self.read));
         for _ in 0..READ_ATTEMPTS {
             let mut listed = self.list(client, None)?;
             if let Some(b) = below {
@@ -389,9 +395,10 @@ impl Journal {
             have.extend(entries);
             if vanished == 0 {
                 let mut index = Index::default();
-                for (s, e) in have {
-                    index.add(s, e);
+                for (s, e) in &have {
+                    index.add(*s, e.clone());
                 }
+                *lock(&self.read) = have;
                 return Ok(index);
             }
         }

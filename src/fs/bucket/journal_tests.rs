@@ -245,3 +245,109 @@ fn a_reader_behind_a_writer_without_grace_gets_an_error_never_a_wrong_value() {
     }
     w.close().unwrap();
 }
+
+/// The journal's entries in the in-memory bucket, by key.
+fn entries(store: &Arc<InMemory>) -> Vec<ObjectPath> {
+    use futures_util::TryStreamExt;
+    let s = store.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut keys: Vec<ObjectPath> = rt
+        .block_on(async move {
+            s.list(Some(&ObjectPath::from("stores/one/journal")))
+                .map_ok(|m| m.location)
+                .try_collect::<Vec<_>>()
+                .await
+        })
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+fn rewrite(store: &Arc<InMemory>, key: &ObjectPath, f: impl FnOnce(Vec<u8>) -> Option<Vec<u8>>) {
+    use object_store::ObjectStoreExt;
+    let s = store.clone();
+    let k = key.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let old = s.get(&k).await.unwrap().bytes().await.unwrap().to_vec();
+        match f(old) {
+            Some(new) => {
+                s.put(&k, object_store::PutPayload::from(new))
+                    .await
+                    .unwrap();
+            }
+            None => s.delete(&k).await.unwrap(),
+        }
+    });
+}
+
+#[test]
+fn a_journal_damaged_or_cut_behind_the_store_is_corruption_naming_it() {
+    for damage in ["flip", "delete"] {
+        let store = Arc::new(InMemory::new());
+        let w_site = site();
+        let fs = whole_fs(&w_site, &store);
+        let db = Db::open(w_site.dir.path(), opts(&fs)).unwrap();
+        for i in 0..50 {
+            put(&db, key(i), "v").unwrap();
+        }
+        drop(db);
+        drop(fs);
+        // An entry in the middle of the log: its data, or the whole entry.
+        let all = entries(&store);
+        let victim = &all[all.len() - 10];
+        rewrite(&store, victim, |mut b| match damage {
+            "flip" => {
+                let n = b.len();
+                b[n / 2] ^= 1;
+                Some(b)
+            }
+            _ => None,
+        });
+        let before = entries(&store);
+        let r_site = site();
+        let fs = whole_fs(&r_site, &store);
+        let e = Db::open(r_site.dir.path(), opts(&fs)).unwrap_err();
+        assert!(e.is_corruption(), "{damage}: {e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("journal") || text.contains(".log") || text.contains("MANIFEST"),
+            "{damage}: {text}"
+        );
+        // The refused open wrote only its fence: nothing overwritten or
+        // deleted.
+        let after = entries(&store);
+        assert!(before.iter().all(|k| after.contains(k)), "{damage}");
+    }
+}
+
+#[test]
+fn a_prefix_holds_one_kind_of_store_and_a_reader_writes_nothing() {
+    let store = Arc::new(InMemory::new());
+    let w_site = site();
+    let fs = whole_fs(&w_site, &store);
+    let db = Db::open(w_site.dir.path(), opts(&fs)).unwrap();
+    put(&db, "k", "v").unwrap();
+    db.close().unwrap();
+    // A store whose log and MANIFEST are local, given the same prefix.
+    let other = site();
+    let config = BucketConfig::new(other.dir.path(), "b", other.cache.path().join("c"))
+        .prefix("stores/one/");
+    let e = BucketFs::with_store(config, store.clone()).unwrap_err();
+    assert!(e.to_string().contains("whole_store"), "{e}");
+
+    let r_site = site();
+    let config = BucketConfig::new(r_site.dir.path(), "b", r_site.cache.path().join("c"))
+        .prefix("stores/one/")
+        .whole_store(true);
+    let r_fs = Arc::new(BucketFs::with_store(config, store.clone()).unwrap());
+    let r = Db::open_read_only(r_site.dir.path(), opts(&r_fs)).unwrap();
+    assert_eq!(r.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(r);
+    assert_eq!(r_fs.counters().puts, 0, "a reader makes no PUT");
+    assert_eq!(r_fs.counters().deletes, 0);
+}

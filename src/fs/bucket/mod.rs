@@ -382,7 +382,7 @@ impl BucketFs {
     /// println!("{:?}", db.get("k")?);
     /// # Ok::<(), bloomlsm::Error>(())
     /// ```
-    pub fn whole_store_reader(mut config: BucketConfig) -> Result<(Arc<dyn FileSystem>, PathBuf)> {
+    pub fn whole_store_reader(mut config: BucketConfig) -> Result<(Arc<BucketFs>, PathBuf)> {
         static SCRATCH: AtomicU64 = AtomicU64::new(0);
         let scratch = std::env::temp_dir().join(format!(
             "bloomlsm-bucket-reader-{}-{}",

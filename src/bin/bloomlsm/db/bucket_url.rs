@@ -36,6 +36,7 @@ pub fn refuse_for_writing(dir: &Path) -> Result<(), CliError> {
 /// local directory.
 #[cfg(feature = "object-store")]
 pub fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Option<Db>> {
+    use bloomlsm::fs::FileSystem;
     use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
     let Some((bucket, prefix)) = bucket_of(dir) else {
         return Ok(None);
