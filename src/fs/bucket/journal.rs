@@ -509,16 +509,8 @@ impl Journal {
         if !created {
             let there = client.get(&self.key(seq)).ok();
             if there.as_ref() != Some(&body) {
-                let by = match there.as_ref().map(Entry::decode) {
-                    Some(Ok(Entry::Fence { writer })) => writer,
-                    _ => "another writer".to_string(),
-                };
-                let f = Failed::Fenced {
-                    at: format!("journal entry {}", Self::entry_label(seq)),
-                    by,
-                };
-                w.failed = Some(f.clone());
-                return Err(f.to_io());
+                let e = there.as_ref().and_then(|b| Entry::decode(b).ok());
+                return Err(fenced_out(&mut w, seq, e));
             }
         }
         w.next = Some(seq + 1);
@@ -540,16 +532,8 @@ impl Journal {
         };
         let after = self.list(client, Some(next - 1))?;
         if let Some(&seq) = after.first() {
-            let by = match self.fetch(client, &[seq])?.0.pop() {
-                Some((_, Entry::Fence { writer })) => writer,
-                _ => "another writer".to_string(),
-            };
-            let f = Failed::Fenced {
-                at: format!("journal entry {}", Self::entry_label(seq)),
-                by,
-            };
-            w.failed = Some(f.clone());
-            return Err(f.to_io());
+            let e = self.fetch(client, &[seq])?.0.pop().map(|(_, e)| e);
+            return Err(fenced_out(&mut w, seq, e));
         }
         Ok(())
     }
@@ -746,6 +730,21 @@ impl Journal {
         }
         Ok(out)
     }
+}
+
+/// Stops writer `w` for good: entry `seq`, `e` as read, is another
+/// writer's (a fence names its writer).
+fn fenced_out(w: &mut Writer, seq: u64, e: Option<Entry>) -> io::Error {
+    let by = match e {
+        Some(Entry::Fence { writer }) => writer,
+        _ => "another writer".to_string(),
+    };
+    let f = Failed::Fenced {
+        at: format!("journal entry {}", Journal::entry_label(seq)),
+        by,
+    };
+    w.failed = Some(f.clone());
+    f.to_io()
 }
 
 fn not_found(path: &str) -> io::Error {
