@@ -3,7 +3,8 @@
 //! entries in groups), a `CURRENT` or `OPTIONS` being written (held in
 //! memory until synced or renamed into place), a journal file read (its
 //! bytes in memory), and the thread that writes each open file's gathered
-//! bytes every [`super::BucketConfig::log_flush_interval`].
+//! bytes every [`super::BucketConfig::log_flush_interval`]; and the
+//! `BucketFs` methods that open and read them.
 
 use std::io;
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -12,8 +13,62 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{Shared, lock};
+use super::{BucketFs, Shared, lock};
+use crate::db::filename::FileKind;
 use crate::fs::{ReadableFile, WritableFile};
+
+impl BucketFs {
+    /// Opens the journal file `path` for writing: a log or MANIFEST is
+    /// appended to; `CURRENT`, `OPTIONS` and their `.tmp` are written whole.
+    pub(super) fn create_journal_file(
+        &self,
+        path: String,
+        kind: FileKind,
+        truncate: bool,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let sh = &self.shared;
+        match kind {
+            FileKind::Log | FileKind::Manifest => {
+                if truncate && sh.journal().exists(&sh.client, &path)? {
+                    sh.journal().remove(&sh.client, &path)?;
+                }
+                Ok(Box::new(AppendWritable::create(sh, path)?))
+            }
+            _ => {
+                let staged = matches!(kind, FileKind::CurrentTmp | FileKind::OptionsTmp);
+                if !truncate {
+                    let there = if staged {
+                        lock(&sh.staged_whole).contains_key(&path)
+                    } else {
+                        sh.journal().exists(&sh.client, &path)?
+                    };
+                    if there {
+                        return Err(io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            format!("{path} exists"),
+                        ));
+                    }
+                }
+                let w = WholeWritable {
+                    shared: sh.clone(),
+                    path,
+                    staged,
+                    buf: Vec::new(),
+                };
+                Ok(Box::new(w))
+            }
+        }
+    }
+
+    /// The bytes of the journal file `path` (a staged `.tmp` from memory).
+    pub(super) fn read_journal_file(&self, path: &str) -> io::Result<Bytes> {
+        let sh = &self.shared;
+        if let Some(b) = lock(&sh.staged_whole).get(path) {
+            return Ok(b.clone());
+        }
+        sh.journal().read(&sh.client, path)
+    }
+}
 
 /// An appended file's bytes not yet in the journal.
 #[derive(Debug, Default)]

@@ -73,7 +73,7 @@ use xxhash_rust::xxh3::xxh3_128;
 use self::cache::DiskCache;
 use self::client::Client;
 use self::journal::Journal;
-use self::journal_files::{AppendWritable, Flusher, MemReadable, Tail, WholeWritable};
+use self::journal_files::{Flusher, MemReadable, Tail};
 use self::reader::BucketReadable;
 use self::writer::BucketWritable;
 use super::{FileLock, FileSystem, ReadableFile, RealFs, TableLocation, WritableFile, direct};
@@ -671,59 +671,6 @@ fn check_recordable(config: &BucketConfig) -> Result<()> {
 
 fn unsupported(what: String) -> io::Error {
     io::Error::new(io::ErrorKind::Unsupported, what)
-}
-
-impl BucketFs {
-    /// Opens the journal file `path` for writing: a log or MANIFEST is
-    /// appended to; `CURRENT`, `OPTIONS` and their `.tmp` are written whole.
-    fn create_journal_file(
-        &self,
-        path: String,
-        kind: FileKind,
-        truncate: bool,
-    ) -> io::Result<Box<dyn WritableFile>> {
-        let sh = &self.shared;
-        match kind {
-            FileKind::Log | FileKind::Manifest => {
-                if truncate && sh.journal().exists(&sh.client, &path)? {
-                    sh.journal().remove(&sh.client, &path)?;
-                }
-                Ok(Box::new(AppendWritable::create(sh, path)?))
-            }
-            _ => {
-                let staged = matches!(kind, FileKind::CurrentTmp | FileKind::OptionsTmp);
-                if !truncate {
-                    let there = if staged {
-                        lock(&sh.staged_whole).contains_key(&path)
-                    } else {
-                        sh.journal().exists(&sh.client, &path)?
-                    };
-                    if there {
-                        return Err(io::Error::new(
-                            io::ErrorKind::AlreadyExists,
-                            format!("{path} exists"),
-                        ));
-                    }
-                }
-                let w = WholeWritable {
-                    shared: sh.clone(),
-                    path,
-                    staged,
-                    buf: Vec::new(),
-                };
-                Ok(Box::new(w))
-            }
-        }
-    }
-
-    /// The bytes of the journal file `path` (a staged `.tmp` from memory).
-    fn read_journal_file(&self, path: &str) -> io::Result<Bytes> {
-        let sh = &self.shared;
-        if let Some(b) = lock(&sh.staged_whole).get(path) {
-            return Ok(b.clone());
-        }
-        sh.journal().read(&sh.client, path)
-    }
 }
 
 impl FileSystem for BucketFs {
