@@ -159,8 +159,6 @@ struct Index {
     /// Appended files by path: pieces in entry order.
     appended: BTreeMap<String, Vec<Piece>>,
     whole: BTreeMap<String, WholeFile>,
-    /// Fences read, by number.
-    fences: BTreeMap<u64, String>,
 }
 
 impl Index {
@@ -202,9 +200,9 @@ impl Index {
                     );
                 }
             },
-            Entry::Fence { writer } => {
-                self.fences.insert(seq, writer);
-            }
+            // A fence holds its number against older writers; it is no
+            // part of any file.
+            Entry::Fence { .. } => {}
         }
     }
 }
