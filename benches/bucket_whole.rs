@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
-use bloomlsm::{Db, Options, WriteBatch, WriteOptions};
+use bloomlsm::{Db, Options, WriteBatch};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -40,33 +40,9 @@ fn config(endpoint: &str, dir: &std::path::Path, prefix: &str) -> BucketConfig {
         .whole_store(true)
 }
 
-fn synced_put(db: &Db, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-    let mut b = WriteBatch::new();
-    b.put(key, value);
-    db.write_with(b, WriteOptions::default().sync(true))
-        .unwrap();
-}
-
-/// Synced puts per second of `threads` writers, `puts` each.
-fn run(db: &Db, threads: usize, puts: u64, round: usize) -> f64 {
-    let value = [7u8; 100];
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        for w in 0..threads {
-            s.spawn(move || {
-                for i in 0..puts {
-                    synced_put(db, format!("r{round}-t{threads}-w{w}-{i:08}"), value);
-                }
-            });
-        }
-    });
-    (threads as u64 * puts) as f64 / t.elapsed().as_secs_f64()
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+#[path = "support/writers.rs"]
+mod writers;
+use writers::{median, puts_per_sec};
 
 fn main() {
     if std::env::args()
@@ -84,11 +60,15 @@ fn main() {
     let puts = env("BLOOMLSM_BENCH_PUTS", 200);
     let prefix = format!("bench-whole-sync-{run_id}/");
     let fs = Arc::new(BucketFs::open(config(&endpoint, &tmp.path().join("w"), &prefix)).unwrap());
-    let db = Db::open(tmp.path().join("w/db"), Options::default().fs(fs.clone())).unwrap();
+    let db = Db::open(
+        tmp.path().join("w/db"),
+        Options::default().sync_writes(true).fs(fs.clone()),
+    )
+    .unwrap();
     let (mut one, mut eight) = (Vec::new(), Vec::new());
     for round in 0..3 {
-        one.push(run(&db, 1, puts, round));
-        eight.push(run(&db, 8, puts, round));
+        one.push(puts_per_sec(&db, 1, puts, round));
+        eight.push(puts_per_sec(&db, 8, puts, round));
     }
     let (m1, m8) = (median(&mut one), median(&mut eight));
     println!(
@@ -108,7 +88,7 @@ fn main() {
     let mut seen = Vec::new();
     for i in 0..40 {
         let key = format!("visible-{i:04}");
-        synced_put(&db, &key, "v");
+        db.put(&key, "v").unwrap();
         let t = Instant::now();
         while reader.get(&key).unwrap().is_none() {
             assert!(

@@ -9,8 +9,6 @@
 //! per thread per round (default 1,000), `BLOOMLSM_BENCH_DIR` the directory
 //! (default: a temporary directory, on the disk `tempfile` picks).
 
-use std::time::Instant;
-
 use bloomlsm::{Db, Options};
 
 const THREADS: [usize; 4] = [1, 2, 4, 8];
@@ -23,27 +21,9 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Puts per second of `threads` writers, `puts` each, into `db`.
-fn run(db: &Db, threads: usize, puts: u64, round: usize) -> f64 {
-    let value = [7u8; 100];
-    let t = Instant::now();
-    std::thread::scope(|s| {
-        for w in 0..threads {
-            s.spawn(move || {
-                for i in 0..puts {
-                    let key = format!("r{round}-t{threads}-w{w}-{i:08}");
-                    db.put(key, value).unwrap();
-                }
-            });
-        }
-    });
-    (threads as u64 * puts) as f64 / t.elapsed().as_secs_f64()
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+#[path = "support/writers.rs"]
+mod writers;
+use writers::{median, puts_per_sec};
 
 fn main() {
     // `cargo bench` passes `--bench`; a name filter that matches nothing skips.
@@ -66,7 +46,7 @@ fn main() {
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); THREADS.len()];
     for round in 0..ROUNDS {
         for (j, &t) in THREADS.iter().enumerate() {
-            rates[j].push(run(&db, t, puts, round));
+            rates[j].push(puts_per_sec(&db, t, puts, round));
         }
     }
     let one = median(&mut rates[0].clone());
