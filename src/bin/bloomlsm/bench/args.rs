@@ -43,8 +43,10 @@ pub struct BenchArgs {
     /// --configs configuration, default blocked10) and print db_bench's
     /// lines instead of the study: fillseq, fillrandom, overwrite (--keys
     /// puts each), readrandom, readmissing, seekrandom, readwhilewriting
-    /// (--lookups reads each); and YCSB's core workloads ycsb-a to ycsb-f
-    /// (--lookups operations each, on the --keys records a fill loaded).
+    /// (--lookups reads each); flush and waitforcompaction (one step each:
+    /// nothing else waits between workloads); and YCSB's core workloads
+    /// ycsb-a to ycsb-f (--lookups operations each, on the --keys records a
+    /// fill loaded).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_benchmark,
           conflicts_with_all = ["filter_budget", "csv", "zipf"])]
     pub benchmarks: Option<Vec<Benchmark>>,

@@ -24,12 +24,17 @@ pub enum Benchmark {
     /// `--lookups` gets of existing keys while one thread overwrites
     /// random keys as fast as it can.
     ReadWhileWriting,
+    /// Flushes the memtables to L0 (db_bench's `flush`): one timed step.
+    Flush,
+    /// Runs every due flush and compaction before the next workload
+    /// (db_bench's `waitforcompaction`): one timed step.
+    WaitForCompaction,
     /// One of YCSB's core workloads, `--lookups` operations ([`ycsb`]).
     Ycsb(Workload),
 }
 
 /// The workloads, by db_bench's names, then YCSB's as `ycsb-a` to `ycsb-f`.
-pub const BENCHMARKS: [(&str, Benchmark); 13] = [
+pub const BENCHMARKS: [(&str, Benchmark); 15] = [
     ("fillseq", Benchmark::FillSeq),
     ("fillrandom", Benchmark::FillRandom),
     ("overwrite", Benchmark::Overwrite),
@@ -37,6 +42,8 @@ pub const BENCHMARKS: [(&str, Benchmark); 13] = [
     ("readmissing", Benchmark::ReadMissing),
     ("seekrandom", Benchmark::SeekRandom),
     ("readwhilewriting", Benchmark::ReadWhileWriting),
+    ("flush", Benchmark::Flush),
+    ("waitforcompaction", Benchmark::WaitForCompaction),
     ("ycsb-a", Benchmark::Ycsb(Workload::A)),
     ("ycsb-b", Benchmark::Ycsb(Workload::B)),
     ("ycsb-c", Benchmark::Ycsb(Workload::C)),
@@ -60,6 +67,12 @@ impl Benchmark {
             self,
             Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
         )
+    }
+
+    /// Whether the workload is one step on the store rather than many
+    /// operations.
+    pub fn is_step(self) -> bool {
+        matches!(self, Benchmark::Flush | Benchmark::WaitForCompaction)
     }
 }
 
