@@ -492,6 +492,12 @@ pub struct Options {
     pub l0_stop_trigger: usize,
     /// Number of levels (L0 .. L{max_levels-1}). Default 7.
     pub max_levels: usize,
+    /// Edits a MANIFEST takes before the store starts a new one holding the
+    /// whole state as one edit (and points `CURRENT` at it). An open replays
+    /// at most this many edits; a store wholly in a bucket
+    /// (`BucketConfig::whole_store`) keeps each edit as an object a cold
+    /// open GETs. Default 128; at least 1.
+    pub max_manifest_edits: u64,
     /// Bytes of data blocks kept in the block cache; 0 disables it. Index and
     /// filter blocks of every open file stay in memory regardless (accounted in
     /// [`crate::Stats`]), unless [`Options::metadata_memory_budget`] leaves
@@ -642,6 +648,7 @@ impl Default for Options {
             l0_slowdown_trigger: 20,
             l0_stop_trigger: 36,
             max_levels: 7,
+            max_manifest_edits: 128,
             block_cache_capacity: 8 << 20,
             filters: FilterOptions::default(),
             filter_partition_bytes: 0,
@@ -741,6 +748,9 @@ impl Options {
         if !(2..=32).contains(&self.max_levels) {
             return bad("max_levels must be in 2..=32");
         }
+        if self.max_manifest_edits == 0 {
+            return bad("max_manifest_edits must be at least 1");
+        }
         if self.level_size_multiplier < 2 {
             return bad("level_size_multiplier must be at least 2");
         }
@@ -825,6 +835,7 @@ setters!(Options {
     l0_slowdown_trigger: usize,
     l0_stop_trigger: usize,
     max_levels: usize,
+    max_manifest_edits: u64,
     block_cache_capacity: usize,
     filters: FilterOptions,
     filter_partition_bytes: usize,

@@ -104,6 +104,8 @@ fn options(sync: bool) -> Options {
         .level_size_multiplier(2)
         .l0_compaction_trigger(2)
         .block_size(512)
+        // Kills land inside MANIFEST rollovers too.
+        .max_manifest_edits(4)
 }
 
 fn apply(m: &mut Model, op: &Op) {

@@ -84,6 +84,9 @@ fn options(fs: &FaultFs, sync: bool) -> Options {
         block_cache_capacity: 0,
         background_compaction: false,
         sync_writes: sync,
+        // The MANIFEST rolls over every few edits: faults land inside
+        // rollovers too.
+        max_manifest_edits: 3,
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }

@@ -533,8 +533,8 @@ impl Manifest {
         self.writer.path()
     }
 
-    /// Bytes in the manifest. (The store starts a new manifest at every open;
-    /// it does not rotate one that grows while open.)
+    /// Bytes in the manifest. (The store starts a new manifest at every open,
+    /// and after [`crate::Options::max_manifest_edits`] edits.)
     pub fn size(&self) -> u64 {
         self.writer.len()
     }

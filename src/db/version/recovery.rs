@@ -132,6 +132,7 @@ pub(crate) fn recover(
     let manifest = Manifest::create(fs, dir, manifest_number, &snapshot.snapshot_edit())?;
     let mut vs = VersionSet::new(manifest, snapshot, version);
     vs.metadata_budget = opts.metadata_memory_budget;
+    vs.roll_over_every(opts.fs.clone(), dir.to_path_buf(), opts.max_manifest_edits);
 
     // Each keyspace's writes reach its tables (and its MANIFEST records
     // them flushed) before this store's log number passes their logs.

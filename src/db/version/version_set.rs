@@ -21,11 +21,13 @@
 //! the MANIFEST lost edits (docs/design.md, "Recovery").
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::db::manifest::{FileMeta, Manifest, NUM_LEVELS, RecoveredState, VersionEdit};
 use crate::db::version::{FileHandle, Version};
 use crate::error::{Error, Result};
+use crate::fs::FileSystem;
 use crate::key::{self, compare_internal};
 
 /// File numbers reserved by one MANIFEST append: the counter may run this far
@@ -277,6 +279,20 @@ pub(crate) struct VersionSet {
     /// [`crate::Options::metadata_memory_budget`]: each new version chooses
     /// the filters and index partitions held in memory under it.
     pub(crate) metadata_budget: Option<u64>,
+    /// Where and when the MANIFEST rolls over ([`VersionSet::roll_over_every`]).
+    rollover: Option<Rollover>,
+    /// Edits appended to the open MANIFEST since it was created.
+    edits: u64,
+}
+
+/// A writer's MANIFEST rollover: after `limit` edits the next edit first
+/// starts a new MANIFEST in `dir` on `fs`.
+struct Rollover {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    limit: u64,
+    /// A rollover is under way (its number reservation is an edit too).
+    running: bool,
 }
 
 impl VersionSet {
@@ -292,6 +308,8 @@ impl VersionSet {
             pointers: vec![Vec::new(); levels],
             failed: None,
             metadata_budget: None,
+            rollover: None,
+            edits: 0,
         }
     }
 
@@ -306,7 +324,59 @@ impl VersionSet {
             pointers: vec![Vec::new(); levels],
             failed: None,
             metadata_budget: None,
+            rollover: None,
+            edits: 0,
         }
+    }
+
+    /// Starts a new MANIFEST in `dir` on `fs` once the open one holds
+    /// `limit` edits ([`crate::Options::max_manifest_edits`]), so that an
+    /// open never replays more than that many.
+    pub(crate) fn roll_over_every(&mut self, fs: Arc<dyn FileSystem>, dir: PathBuf, limit: u64) {
+        self.rollover = Some(Rollover {
+            fs,
+            dir,
+            limit: limit.max(1),
+            running: false,
+        });
+    }
+
+    /// Writes the state as one snapshot edit into a new MANIFEST, points
+    /// `CURRENT` at it and deletes the old one. The state is the same in
+    /// both, so a crash anywhere in between recovers it whichever `CURRENT`
+    /// names (a new MANIFEST `CURRENT` never named is deleted at the next
+    /// open). A failure leaves which one is live unknown: no edit follows.
+    fn roll_over(&mut self, last_sequence: u64) -> Result<()> {
+        let number = self.new_file_number(last_sequence)?;
+        let mut state = self.state.clone();
+        let bound = VersionEdit {
+            next_file_number: Some(self.state.next_file_number().max(self.next_file)),
+            last_sequence: Some(last_sequence.max(self.state.last_sequence())),
+            ..VersionEdit::default()
+        };
+        let snapshot = state
+            .apply(&bound)
+            .and_then(|()| state.finish(number))
+            .map_err(|what| Error::invalid(format!("MANIFEST rollover refused: {what}")))?;
+        let Some(r) = self.rollover.as_ref() else {
+            return Ok(());
+        };
+        let created = Manifest::create(r.fs.as_ref(), &r.dir, number, &snapshot.snapshot_edit());
+        let manifest = match created {
+            Ok(m) => m,
+            Err(e) => {
+                self.failed = Some(e.duplicate());
+                return Err(e);
+            }
+        };
+        if let Some(old) = self.manifest.replace(manifest) {
+            // A leftover is deleted at the next open.
+            let _ = r.fs.remove_file(old.path());
+        }
+        self.state = settled(&snapshot);
+        self.next_file = self.next_file.max(number + 1);
+        self.edits = 0;
+        Ok(())
     }
 
     /// Whether the store was opened read-only (every edit is refused).
@@ -409,6 +479,20 @@ impl VersionSet {
         if let Some(e) = &self.failed {
             return Err(Error::poisoned("an earlier MANIFEST append", e.duplicate()));
         }
+        if self.manifest.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        if let Some(r) = self.rollover.as_mut()
+            && !r.running
+            && self.edits >= r.limit
+        {
+            r.running = true;
+            let rolled = self.roll_over(last_sequence);
+            if let Some(r) = self.rollover.as_mut() {
+                r.running = false;
+            }
+            rolled?;
+        }
         let Some(manifest) = self.manifest.as_mut() else {
             return Err(Error::ReadOnly);
         };
@@ -475,6 +559,7 @@ impl VersionSet {
             self.failed = Some(e.duplicate());
             return Err(e);
         }
+        self.edits += 1;
         self.current = Arc::new(v);
         self.state = state;
         Ok(())
@@ -734,5 +819,54 @@ mod tests {
         let st = b.finish(1).unwrap();
         assert!(st.levels[0].is_empty());
         assert_eq!(st.levels[1][0].number, 4);
+    }
+}
+
+#[cfg(test)]
+mod rollover_tests {
+    use crate::db::version::filename::{FileKind, list_store_files_in};
+    use crate::fs::RealFs;
+    use crate::{Db, Options};
+
+    fn manifests(dir: &std::path::Path) -> Vec<u64> {
+        list_store_files_in(&RealFs, dir)
+            .unwrap()
+            .into_iter()
+            .filter(|(k, _, _)| *k == FileKind::Manifest)
+            .map(|(_, n, _)| n)
+            .collect()
+    }
+
+    #[test]
+    fn a_manifest_rolls_over_after_its_edits_and_the_store_reopens_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = || Options {
+            max_manifest_edits: 3,
+            background_compaction: false,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts()).unwrap();
+        let first = manifests(dir.path());
+        assert_eq!(first.len(), 1);
+        for i in 0..20u32 {
+            db.put(format!("key{i:02}"), format!("v{i}")).unwrap();
+            db.flush().unwrap();
+        }
+        // One MANIFEST, newer than the open's, named by CURRENT, holding no
+        // more than the snapshot and the limit's edits.
+        let now = manifests(dir.path());
+        assert_eq!(now.len(), 1, "{now:?}");
+        assert!(now[0] > first[0], "{first:?} -> {now:?}");
+        let current = crate::db::manifest::read_current(&RealFs, dir.path()).unwrap();
+        assert_eq!(current, now[0]);
+        let (_, report) = crate::db::manifest::Manifest::recover(&RealFs, dir.path()).unwrap();
+        assert!(report.edits <= 4, "{report:?}");
+        drop(db);
+        let db = Db::open(dir.path(), opts()).unwrap();
+        for i in 0..20u32 {
+            let got = db.get(format!("key{i:02}")).unwrap();
+            assert_eq!(got.as_deref(), Some(format!("v{i}").as_bytes()));
+        }
+        assert_eq!(db.stats().levels.iter().map(|l| l.entries).sum::<u64>(), 20);
     }
 }
