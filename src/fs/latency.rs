@@ -264,6 +264,26 @@ impl FileSystem for LatencyFs {
     fn table_location(&self, dir: &Path) -> Option<super::TableLocation> {
         self.inner.table_location(dir)
     }
+    fn take_writer(&self, dir: &Path) -> io::Result<()> {
+        self.inner.take_writer(dir)
+    }
+    fn refresh(&self) {
+        self.inner.refresh()
+    }
+    fn put_checkpoint(
+        &self,
+        dir: &Path,
+        name: &str,
+        checkpoint: &super::kept::KeptCheckpoint,
+    ) -> io::Result<()> {
+        self.inner.put_checkpoint(dir, name, checkpoint)
+    }
+    fn list_checkpoints(&self, dir: &Path) -> io::Result<Vec<super::kept::CheckpointInfo>> {
+        self.inner.list_checkpoints(dir)
+    }
+    fn delete_checkpoint(&self, dir: &Path, name: &str) -> io::Result<()> {
+        self.inner.delete_checkpoint(dir, name)
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ mod direct_write;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
 mod io_pool;
+pub mod kept;
 pub mod latency;
 mod location;
 mod lock;
@@ -267,6 +268,32 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// whole store's journal as a reader listed it. This default knows
     /// nothing to forget.
     fn refresh(&self) {}
+    /// Keeps `checkpoint` under `name` beside the store in `dir`, with its
+    /// tables ([`crate::Db::checkpoint_in_bucket`]); a name taken already
+    /// is refused (`AlreadyExists`). This default keeps none
+    /// (`Unsupported`): a store on a local disk makes its checkpoints in
+    /// directories ([`crate::Db::checkpoint`]).
+    fn put_checkpoint(
+        &self,
+        dir: &Path,
+        name: &str,
+        checkpoint: &kept::KeptCheckpoint,
+    ) -> io::Result<()> {
+        let _ = (dir, name, checkpoint);
+        Err(no_kept_checkpoints())
+    }
+    /// The checkpoints kept beside the store in `dir`, by name.
+    fn list_checkpoints(&self, dir: &Path) -> io::Result<Vec<kept::CheckpointInfo>> {
+        let _ = dir;
+        Err(no_kept_checkpoints())
+    }
+    /// Deletes the kept checkpoint `name` of the store in `dir` (`NotFound`
+    /// if there is none); the tables only it kept are deleted by the
+    /// store's writer.
+    fn delete_checkpoint(&self, dir: &Path, name: &str) -> io::Result<()> {
+        let _ = (dir, name);
+        Err(no_kept_checkpoints())
+    }
     /// Whether this file system is the operating system's with nothing of
     /// its own to say about where tables are ([`RealFs`]): a store whose
     /// `OPTIONS` file records a [`TableLocation`] then opens on a file
@@ -276,6 +303,14 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn defers_to_recorded_location(&self) -> bool {
         false
     }
+}
+
+fn no_kept_checkpoints() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this file system keeps no checkpoints beside the store (a store wholly in a bucket \
+         does; elsewhere make one in a directory with Db::checkpoint)",
+    )
 }
 
 /// Whether a failed [`FileSystem::hard_link`] means that no link can be

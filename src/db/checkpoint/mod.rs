@@ -40,7 +40,9 @@
 
 use std::path::{Path, PathBuf};
 
+mod capture;
 mod from_files;
+mod in_bucket;
 mod report;
 
 pub use report::{CheckpointReport, INCOMPLETE, TEMP_SUFFIX, temp_dir};
@@ -96,7 +98,7 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
-        self.inner.checkpoint(dir.as_ref())
+        self.inner.checkpoint(dir.as_ref(), self.inner.fs())
     }
 }
 
@@ -115,8 +117,14 @@ struct ToCopy {
 }
 
 impl Inner {
-    fn checkpoint(&self, target: &Path) -> Result<CheckpointReport> {
-        let fs = self.fs();
+    /// Makes the checkpoint into `target` through `fs`: the store's own
+    /// file system, or one that keeps the checkpoint's files elsewhere
+    /// (`bucket.rs`) and reads the store's through the store's.
+    pub(super) fn checkpoint(
+        &self,
+        target: &Path,
+        fs: &dyn FileSystem,
+    ) -> Result<CheckpointReport> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
@@ -169,10 +177,10 @@ impl Inner {
             .read()
             .unwrap_or_else(|p| p.into_inner());
         let filled = if read_only {
-            self.mark_incomplete(&tmp)
+            mark_incomplete(fs, &tmp)
                 .and_then(|()| from_files::fill_from_files(fs, &self.dir, &tmp))
         } else {
-            self.fill_checkpoint(&tmp)
+            self.fill_checkpoint(fs, &tmp)
         };
         drop(files);
         let made = filled.and_then(|report| {
@@ -194,13 +202,12 @@ impl Inner {
 
     /// Steps 1 (the marker) to 5 (before the rename) of the module docs, in
     /// the temporary directory `tmp`.
-    fn fill_checkpoint(&self, tmp: &Path) -> Result<CheckpointReport> {
-        let fs = self.fs();
+    fn fill_checkpoint(&self, fs: &dyn FileSystem, tmp: &Path) -> Result<CheckpointReport> {
         let marker = tmp.join(INCOMPLETE);
-        self.mark_incomplete(tmp)?;
+        mark_incomplete(fs, tmp)?;
 
         self.flush_for_checkpoint()?;
-        let moment = self.take_moment(tmp)?;
+        let moment = self.take_moment(fs, tmp)?;
         let mut report = CheckpointReport {
             sequence: moment.sequence,
             logs: moment.logs_linked + moment.log_copies.len(),
@@ -212,14 +219,14 @@ impl Inner {
             let kdir = filename::keyspace_dir(tmp, part.id);
             fs.create_dir_all(&kdir)
                 .map_err(io_err("create directory", &kdir))?;
-            self.fill_engine(part, &kdir, &moment, &mut report)?;
+            self.fill_engine(fs, part, &kdir, &moment, &mut report)?;
             filename::sync_dir_in(fs, &kdir)?;
         }
         for c in &moment.log_copies {
             let to = filename::log_file(tmp, c.number);
             copy_file(fs, &*c.from, c.size, &to, &format!("log {}", c.number))?;
         }
-        self.fill_engine(&moment.parts[0], tmp, &moment, &mut report)?;
+        self.fill_engine(fs, &moment.parts[0], tmp, &moment, &mut report)?;
         fs.remove_file(&marker).map_err(io_err("remove", &marker))?;
         filename::sync_dir_in(fs, tmp)?;
         Ok(report)
@@ -229,12 +236,12 @@ impl Inner {
     /// the keyspace `part` as of `moment`.
     fn fill_engine(
         &self,
+        fs: &dyn FileSystem,
         part: &Part,
         to: &Path,
         moment: &Moment,
         report: &mut CheckpointReport,
     ) -> Result<()> {
-        let fs = self.fs();
         let (mut state, copies) = link_tables(fs, part, to, report)?;
         for c in &copies {
             let path = filename::table_file(to, c.number);
@@ -272,16 +279,6 @@ impl Inner {
         // CURRENT last: until it exists the directory is no store.
         Manifest::create(fs, to, state.next_file_number - 1, &state.snapshot_edit())?;
         Ok(())
-    }
-
-    /// Step 1's marker, written and synced in `tmp`.
-    fn mark_incomplete(&self, tmp: &Path) -> Result<()> {
-        let fs = self.fs();
-        let marker = tmp.join(INCOMPLETE);
-        let mut f = fs.create_new(&marker).map_err(io_err("create", &marker))?;
-        f.sync_data().map_err(io_err("fsync", &marker))?;
-        drop(f);
-        filename::sync_dir_in(fs, tmp)
     }
 
     /// Step 2 of the module docs: every write acknowledged before the call
@@ -333,8 +330,7 @@ impl Inner {
     /// the store's last sequence, and the logs that hold the writes between
     /// (given a hard link in `tmp` here, before a flush may delete them; the
     /// active log is opened, to be copied up to its present length).
-    fn take_moment(&self, tmp: &Path) -> Result<Moment> {
-        let fs = self.fs();
+    fn take_moment(&self, fs: &dyn FileSystem, tmp: &Path) -> Result<Moment> {
         let w = self.open_writer()?;
         let st = self.state();
         if let Some(e) = &st.bg_error {
@@ -417,6 +413,15 @@ impl Inner {
         drop(w);
         Ok(moment)
     }
+}
+
+/// Step 1's marker, written and synced in `tmp`.
+fn mark_incomplete(fs: &dyn FileSystem, tmp: &Path) -> Result<()> {
+    let marker = tmp.join(INCOMPLETE);
+    let mut f = fs.create_new(&marker).map_err(io_err("create", &marker))?;
+    f.sync_data().map_err(io_err("fsync", &marker))?;
+    drop(f);
+    filename::sync_dir_in(fs, tmp)
 }
 
 /// The moment a checkpoint holds ([`Inner::take_moment`]).

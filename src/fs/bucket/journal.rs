@@ -260,6 +260,9 @@ pub(super) struct Journal {
     /// entries it has not read (a refresh costs a LIST and the new
     /// entries), and drops those deleted since.
     read: Mutex<BTreeMap<u64, Entry>>,
+    /// The files are a kept checkpoint's ([`Journal::fix`]): never listed,
+    /// never forgotten, never written.
+    fixed: std::sync::atomic::AtomicBool,
 }
 
 /// A journal entry's key name: 20 digits.
@@ -286,6 +289,7 @@ impl Journal {
             writer: Mutex::new(Writer::default()),
             marker_due,
             read: Mutex::new(BTreeMap::new()),
+            fixed: Default::default(),
         }
     }
 
@@ -428,6 +432,12 @@ impl Journal {
         if w.next.is_some() {
             return Ok(());
         }
+        if self.is_fixed() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "a kept checkpoint opens read-only",
+            ));
+        }
         if self.marker_due {
             let key = self
                 .dir
@@ -466,11 +476,26 @@ impl Journal {
         )))
     }
 
+    /// Makes `files` (whole, by path) this handle's journal for good: a
+    /// kept checkpoint's, opened read-only.
+    pub(super) fn fix(&self, files: Vec<(String, Bytes)>) {
+        let mut index = Index::default();
+        for (path, data) in files {
+            index.add(0, Entry::Whole { path, data });
+        }
+        *lock(&self.index) = Some(index);
+        self.fixed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn is_fixed(&self) -> bool {
+        self.fixed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Drops what a reader read of the journal: the next access lists it
     /// again. The writer's index is the journal (no other handle writes
-    /// it) and stays.
+    /// it) and stays; so does a kept checkpoint's.
     pub(super) fn forget(&self) {
-        if lock(&self.writer).next.is_none() {
+        if lock(&self.writer).next.is_none() && !self.is_fixed() {
             *lock(&self.index) = None;
         }
     }

@@ -7,12 +7,12 @@ use object_store::memory::InMemory;
 use super::*;
 use crate::{Db, Options, WriteBatch, WriteOptions};
 
-struct Site {
-    dir: tempfile::TempDir,
+pub(super) struct Site {
+    pub(super) dir: tempfile::TempDir,
     cache: tempfile::TempDir,
 }
 
-fn site() -> Site {
+pub(super) fn site() -> Site {
     Site {
         dir: tempfile::tempdir().unwrap(),
         cache: tempfile::tempdir().unwrap(),
@@ -27,18 +27,18 @@ fn whole_fs(site: &Site, store: &Arc<InMemory>) -> Arc<BucketFs> {
     Arc::new(BucketFs::with_store(config, store.clone()).unwrap())
 }
 
-fn opts(fs: &Arc<BucketFs>) -> Options {
+pub(super) fn opts(fs: &Arc<BucketFs>) -> Options {
     Options::default()
         .fs(fs.clone())
         .write_buffer_size(64 << 10)
 }
 
-fn key(i: u32) -> String {
+pub(super) fn key(i: u32) -> String {
     format!("key{i:06}")
 }
 
 /// Puts `key` = `value`, synced.
-fn put(db: &Db, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> crate::Result<()> {
+pub(super) fn put(db: &Db, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> crate::Result<()> {
     let mut b = WriteBatch::new();
     b.put(key, value);
     db.write_with(b, WriteOptions::default().sync(true))
@@ -152,7 +152,11 @@ fn a_reader_elsewhere_reads_the_store_as_its_writer_left_it() {
     w.close().unwrap();
 }
 
-fn whole_fs_with(site: &Site, store: &Arc<InMemory>, grace: std::time::Duration) -> Arc<BucketFs> {
+pub(super) fn whole_fs_with(
+    site: &Site,
+    store: &Arc<InMemory>,
+    grace: std::time::Duration,
+) -> Arc<BucketFs> {
     let config = BucketConfig::new(site.dir.path(), "b", site.cache.path().join("c"))
         .prefix("stores/one/")
         .whole_store(true)
@@ -248,14 +252,20 @@ fn a_reader_behind_a_writer_without_grace_gets_an_error_never_a_wrong_value() {
 
 /// The journal's entries in the in-memory bucket, by key.
 fn entries(store: &Arc<InMemory>) -> Vec<ObjectPath> {
+    objects_under(store, "stores/one/journal")
+}
+
+/// The keys of the objects under `prefix`, sorted.
+pub(super) fn objects_under(store: &Arc<InMemory>, prefix: &str) -> Vec<ObjectPath> {
     use futures_util::TryStreamExt;
     let s = store.clone();
+    let p = ObjectPath::from(prefix);
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
     let mut keys: Vec<ObjectPath> = rt
         .block_on(async move {
-            s.list(Some(&ObjectPath::from("stores/one/journal")))
+            s.list(Some(&p))
                 .map_ok(|m| m.location)
                 .try_collect::<Vec<_>>()
                 .await

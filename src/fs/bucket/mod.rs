@@ -37,6 +37,9 @@
 //! ```
 
 mod cache;
+#[cfg(test)]
+mod checkpoint_tests;
+mod checkpoints;
 mod client;
 #[cfg(test)]
 mod fault;
@@ -52,6 +55,7 @@ mod reader;
 mod upload;
 mod writer;
 
+pub use checkpoints::CHECKPOINT_DIR;
 pub use client::{BucketConfig, BucketCounters, BucketCredentials};
 pub use journal::JOURNAL_DIR;
 pub use marker::STORE_OBJECT;
@@ -76,6 +80,7 @@ use self::journal::Journal;
 use self::journal_files::{Flusher, MemReadable, Tail};
 use self::reader::BucketReadable;
 use self::writer::BucketWritable;
+use super::kept::{CheckpointInfo, KeptCheckpoint};
 use super::{FileLock, FileSystem, ReadableFile, RealFs, TableLocation, WritableFile, direct};
 use crate::db::filename::{self, FileKind};
 use crate::error::{Error, Result};
@@ -114,6 +119,8 @@ struct Shared {
     staged: Mutex<HashSet<String>>,
     /// A whole store's journal ([`BucketConfig::whole_store`]).
     journal: Option<Journal>,
+    /// A whole store's kept checkpoints.
+    checkpoints: Option<checkpoints::Checkpoints>,
     /// A whole store's logs and MANIFESTs open for appending.
     tails: Mutex<Vec<std::sync::Weak<Tail>>>,
     /// A whole store's `CURRENT.tmp` and `OPTIONS.tmp`, by path, until
@@ -165,21 +172,44 @@ impl Shared {
     }
 
     /// Deletes the doomed tables whose time has come (all of them with
-    /// `all`); a failed DELETE leaves the object for the next open, which
-    /// finds it named by no MANIFEST.
+    /// `all`), but those a kept checkpoint names (one LIST of the
+    /// checkpoints first; when it fails, they wait for the next round). A
+    /// failed DELETE leaves the object for the next open, which finds it
+    /// named by no MANIFEST.
     fn delete_doomed(&self, all: bool) {
         let now = std::time::Instant::now();
-        loop {
-            let key = {
+        let due: Vec<ObjectPath> = {
+            let mut d = lock(&self.doomed);
+            let n = d.iter().take_while(|(_, due)| all || *due <= now).count();
+            d.drain(..n).map(|(k, _)| k).collect()
+        };
+        if due.is_empty() {
+            return;
+        }
+        let pinned = match self.pinned() {
+            Ok(p) => p,
+            Err(_) => {
                 let mut d = lock(&self.doomed);
-                match d.front() {
-                    Some((_, due)) if all || *due <= now => d.pop_front().map(|(k, _)| k),
-                    _ => None,
+                for k in due.into_iter().rev() {
+                    d.push_front((k, now));
                 }
-            };
-            let Some(key) = key else { return };
+                return;
+            }
+        };
+        for key in due {
             self.forget(&key);
-            let _ = self.client.delete(&key);
+            if !pinned.contains(key.as_ref()) {
+                let _ = self.client.delete(&key);
+            }
+        }
+    }
+
+    /// The object keys of the tables kept checkpoints name (none for a
+    /// store with no checkpoints beside it).
+    fn pinned(&self) -> io::Result<HashSet<String>> {
+        match &self.checkpoints {
+            Some(c) => c.pinned(&self.client),
+            None => Ok(HashSet::new()),
         }
     }
 
@@ -401,6 +431,42 @@ impl BucketFs {
         Ok((Arc::new(fs), dir))
     }
 
+    /// A file system to open the kept checkpoint `name` of the whole store
+    /// `config` names with [`crate::Db::open_read_only`], and the directory
+    /// to open it in: as [`BucketFs::whole_store_reader`], but the store's
+    /// small files are the checkpoint's (one GET), its tables the store's,
+    /// and [`crate::Db::refresh`] leaves it as it is. Fails with
+    /// `NotFound` naming the checkpoint when there is none of that name.
+    ///
+    /// ```no_run
+    /// use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+    /// use bloomlsm::{Db, Options};
+    ///
+    /// let config = BucketConfig::new("my-bucket", "stores/orders/", "unused");
+    /// let (fs, dir) = BucketFs::checkpoint_reader(config, "nightly")?;
+    /// let db = Db::open_read_only(&dir, Options::default().fs(fs))?;
+    /// println!("{:?}", db.get("k")?);
+    /// # Ok::<(), bloomlsm::Error>(())
+    /// ```
+    pub fn checkpoint_reader(config: BucketConfig, name: &str) -> Result<(Arc<BucketFs>, PathBuf)> {
+        crate::fs::kept::check_name(name).map_err(|e| Error::invalid(e.to_string()))?;
+        let (fs, dir) = Self::whole_store_reader(config)?;
+        fs.fix_to_checkpoint(name)?;
+        Ok((fs, dir))
+    }
+
+    /// Makes the kept checkpoint `name` the store this whole store's
+    /// handle reads.
+    fn fix_to_checkpoint(&self, name: &str) -> Result<()> {
+        let sh = &self.shared;
+        let cps = sh.checkpoints.as_ref().expect("a whole store");
+        let c = cps
+            .get(&sh.client, name)
+            .map_err(|e| Error::io(format!("read checkpoint {name:?}"), e))?;
+        sh.journal().fix(c.files);
+        Ok(())
+    }
+
     /// [`BucketFs::open`] with `store` as the bucket (tests give
     /// `object_store::memory::InMemory`).
     #[cfg(test)]
@@ -476,6 +542,9 @@ impl BucketFs {
         let journal = config
             .whole_store
             .then(|| Journal::new(&dir_key, root.clone(), take_prefix));
+        let checkpoints = config
+            .whole_store
+            .then(|| checkpoints::Checkpoints::new(&dir_key));
         let shared = Arc::new(Shared {
             endpoint,
             client,
@@ -487,6 +556,7 @@ impl BucketFs {
             known: Mutex::new(HashMap::new()),
             staged: Mutex::new(HashSet::new()),
             journal,
+            checkpoints,
             tails: Mutex::default(),
             staged_whole: Mutex::default(),
             made: Mutex::default(),
@@ -513,6 +583,19 @@ impl BucketFs {
     /// its writer epoch, above every older writer's.
     pub fn writer_epoch(&self) -> Option<u64> {
         self.shared.journal.as_ref().and_then(Journal::epoch)
+    }
+
+    /// The kept checkpoints of the store in `dir`, if it is a whole store's
+    /// directory.
+    fn checkpoints_of(&self, dir: &Path) -> io::Result<&checkpoints::Checkpoints> {
+        match (&self.shared.checkpoints, self.shared.journal_dir(dir)) {
+            (Some(c), Some(d)) if d.is_empty() => Ok(c),
+            _ => Err(unsupported(format!(
+                "{} is not the directory of a store kept wholly in a bucket: only such a store \
+                 keeps checkpoints beside it",
+                dir.display()
+            ))),
+        }
     }
 
     /// The requests made and the disk cache's work so far.
@@ -808,6 +891,11 @@ impl FileSystem for BucketFs {
                 lock(&sh.doomed).push_back((key, due));
                 return Ok(());
             }
+            if sh.pinned()?.contains(key.as_ref()) {
+                // A kept checkpoint still names it.
+                self.forget(&key);
+                return Ok(());
+            }
         }
         self.forget(&key);
         self.shared.client.delete(&key)
@@ -932,6 +1020,36 @@ impl FileSystem for BucketFs {
 
     fn remote_reads(&self) -> bool {
         true
+    }
+
+    fn put_checkpoint(
+        &self,
+        dir: &Path,
+        name: &str,
+        checkpoint: &KeptCheckpoint,
+    ) -> io::Result<()> {
+        let sh = &self.shared;
+        let cps = self.checkpoints_of(dir)?;
+        crate::fs::kept::check_name(name)?;
+        cps.put(&sh.client, name, checkpoint)?;
+        if sh.journal().epoch().is_some()
+            && let Err(e) = sh.journal().confirm(&sh.client)
+        {
+            // Fenced: a newer writer may not have seen the checkpoint
+            // before it deleted a table it names.
+            let _ = cps.delete(&sh.client, name);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn list_checkpoints(&self, dir: &Path) -> io::Result<Vec<CheckpointInfo>> {
+        self.checkpoints_of(dir)?.infos(&self.shared.client)
+    }
+
+    fn delete_checkpoint(&self, dir: &Path, name: &str) -> io::Result<()> {
+        crate::fs::kept::check_name(name)?;
+        self.checkpoints_of(dir)?.delete(&self.shared.client, name)
     }
 
     fn table_location(&self, dir: &Path) -> Option<TableLocation> {

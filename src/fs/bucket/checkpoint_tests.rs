@@ -1,0 +1,136 @@
+//! Checkpoints kept beside a store wholly in a bucket
+//! ([`crate::Db::checkpoint_in_bucket`]), on an in-memory object store:
+//! one object, no table copied, opened as of its moment while the writer
+//! goes on, its tables kept until it is deleted.
+
+use object_store::memory::InMemory;
+use std::time::Duration;
+
+use super::journal_tests::{Site, key, objects_under, opts, put, site, whole_fs_with};
+use super::*;
+use crate::{Db, Options};
+
+/// The table objects under the store's prefix.
+fn tables(store: &Arc<InMemory>) -> usize {
+    objects_under(store, "stores/one")
+        .iter()
+        .filter(|k| k.as_ref().ends_with(".sst"))
+        .count()
+}
+
+/// A read-only handle on the kept checkpoint `name`.
+fn open_checkpoint(site: &Site, store: &Arc<InMemory>, name: &str) -> crate::Result<Db> {
+    let fs = whole_fs_with(site, store, Duration::ZERO);
+    fs.fix_to_checkpoint(name)?;
+    Db::open_read_only(site.dir.path(), opts(&fs))
+}
+
+#[test]
+fn a_kept_checkpoint_opens_as_of_its_moment_and_keeps_its_tables() {
+    let store = Arc::new(InMemory::new());
+    let w_site = site();
+    // No grace: a table the writer no longer needs is deleted at once,
+    // unless a checkpoint names it.
+    let w_fs = whole_fs_with(&w_site, &store, Duration::ZERO);
+    let w = Db::open(w_site.dir.path(), opts(&w_fs)).unwrap();
+    let ks = w.create_keyspace("ks", opts(&w_fs)).unwrap();
+    for i in 0..2000 {
+        put(&w, key(i), "a").unwrap();
+    }
+    w.flush().unwrap();
+    for i in 0..100 {
+        put(&w, key(2000 + i), "a").unwrap();
+        ks.put(key(i), "ks-a").unwrap();
+    }
+    let report = w.checkpoint_in_bucket("c1").unwrap();
+    assert!(report.tables >= 2, "{report:?}");
+    assert_eq!((report.linked, report.copied), (report.tables, 0));
+    let e = w.checkpoint_in_bucket("c1").unwrap_err();
+    assert_eq!(e.io_kind(), Some(std::io::ErrorKind::AlreadyExists), "{e}");
+    let e = w.checkpoint_in_bucket("a/b").unwrap_err();
+    assert!(e.to_string().contains("checkpoint name"), "{e}");
+
+    // The writer moves on: every table the checkpoint names is replaced.
+    for i in 0..2100 {
+        put(&w, key(i), "b").unwrap();
+    }
+    ks.put(key(0), "ks-b").unwrap();
+    w.compact().unwrap();
+    ks.compact().unwrap();
+    let live = w.file_stats().len() + ks.file_stats().len();
+    assert!(tables(&store) > live, "the checkpoint's tables are kept");
+
+    let r_site = site();
+    let r = open_checkpoint(&r_site, &store, "c1").unwrap();
+    r.verify().unwrap();
+    assert_eq!(r.scan(..).count(), 2100);
+    for i in (0..2100).step_by(13) {
+        assert_eq!(r.get(key(i)).unwrap().as_deref(), Some(&b"a"[..]), "{i}");
+    }
+    let rks = r.keyspace("ks").unwrap();
+    assert_eq!(rks.get(key(0)).unwrap().as_deref(), Some(&b"ks-a"[..]));
+    assert_eq!(rks.scan(..).count(), 100);
+    assert!(!r.refresh().unwrap(), "a checkpoint stays as it was");
+    assert!(r.put("k", "v").is_err());
+
+    let list = w.bucket_checkpoints().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].name, "c1");
+    assert_eq!(list[0].sequence, report.sequence);
+    assert_eq!(list[0].tables, report.tables);
+    drop(r);
+
+    w.delete_bucket_checkpoint("c1").unwrap();
+    let e = w.delete_bucket_checkpoint("c1").unwrap_err();
+    assert_eq!(e.io_kind(), Some(std::io::ErrorKind::NotFound), "{e}");
+    assert!(w.bucket_checkpoints().unwrap().is_empty());
+    let e = open_checkpoint(&site(), &store, "c1").unwrap_err();
+    assert_eq!(e.io_kind(), Some(std::io::ErrorKind::NotFound), "{e}");
+    drop(ks);
+    w.close().unwrap();
+    drop(w_fs);
+    // The next writer deletes what only the checkpoint kept.
+    let w_fs = whole_fs_with(&w_site, &store, Duration::ZERO);
+    let w = Db::open(w_site.dir.path(), opts(&w_fs)).unwrap();
+    let ks = w.keyspace("ks").unwrap();
+    assert_eq!(tables(&store), w.file_stats().len() + ks.file_stats().len());
+    assert_eq!(w.get(key(7)).unwrap().as_deref(), Some(&b"b"[..]));
+}
+
+#[test]
+fn a_reader_keeps_a_checkpoint_of_what_it_read() {
+    let store = Arc::new(InMemory::new());
+    let (w_site, r_site) = (site(), site());
+    let w_fs = whole_fs_with(&w_site, &store, Duration::from_secs(3600));
+    let w = Db::open(w_site.dir.path(), opts(&w_fs)).unwrap();
+    for i in 0..500 {
+        put(&w, key(i), "a").unwrap();
+    }
+    w.flush().unwrap();
+    // Synced, in the log only.
+    put(&w, key(500), "logged").unwrap();
+    let r_fs = whole_fs_with(&r_site, &store, Duration::ZERO);
+    let r = Db::open_read_only(r_site.dir.path(), opts(&r_fs)).unwrap();
+    for i in 0..501 {
+        put(&w, key(i), "b").unwrap();
+    }
+    let report = r.checkpoint_in_bucket("by-reader").unwrap();
+    assert_eq!(report.copied, 0, "{report:?}");
+    let c = open_checkpoint(&site(), &store, "by-reader").unwrap();
+    assert_eq!(c.get(key(3)).unwrap().as_deref(), Some(&b"a"[..]));
+    assert_eq!(c.get(key(500)).unwrap().as_deref(), Some(&b"logged"[..]));
+    assert_eq!(c.scan(..).count(), 501);
+    w.close().unwrap();
+}
+
+#[test]
+fn a_store_on_a_local_disk_keeps_no_checkpoint_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put("k", "v").unwrap();
+    let e = db.checkpoint_in_bucket("c").unwrap_err();
+    assert_eq!(e.io_kind(), Some(std::io::ErrorKind::Unsupported), "{e}");
+    assert!(e.to_string().contains("Db::checkpoint"), "{e}");
+    let e = db.bucket_checkpoints().unwrap_err();
+    assert_eq!(e.io_kind(), Some(std::io::ErrorKind::Unsupported), "{e}");
+}
