@@ -28,6 +28,23 @@ fn bloomlsm(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `bloomlsm ARGS` with the server's endpoint, region and credentials in
+/// the environment.
+fn on_server(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args(args)
+        .env("AWS_ENDPOINT", endpoint())
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
 #[test]
 fn the_db_commands_find_a_stores_bucket_from_its_directory() {
     let dir = tempfile::tempdir().unwrap();
@@ -104,17 +121,7 @@ fn the_reading_commands_read_a_whole_store_in_the_bucket_beside_its_writer() {
         .unwrap();
 
     let url = format!("s3://{}/{prefix}", bucket());
-    let cmd = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-            .args(args)
-            .env("AWS_ENDPOINT", endpoint())
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-            .env("AWS_REGION", "us-east-1")
-            .output()
-            .unwrap()
-    };
-    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).to_string();
+    let cmd = on_server;
     let out = cmd(&["db", "get", &url, "key01234"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(text(&out).trim_end(), "value-1234");
@@ -152,6 +159,94 @@ fn the_reading_commands_read_a_whole_store_in_the_bucket_beside_its_writer() {
 
     // The writer was never disturbed.
     db.put("key88888", "after").unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn checkpoints_of_a_whole_store_are_kept_opened_copied_and_deleted_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let prefix = prefix("whole-cli-checkpoints");
+    let fs = BucketFs::shared(config(dir.path(), cache.path(), &prefix).whole_store(true)).unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options::default().write_buffer_size(64 << 10).fs(fs),
+    )
+    .unwrap();
+    let synced = bloomlsm::WriteOptions::default().sync(true);
+    for i in 0..2_000u32 {
+        db.put(format!("key{i:05}"), format!("value-{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    let mut b = bloomlsm::WriteBatch::new();
+    b.put("key77777", "synced");
+    db.write_with(b, synced).unwrap();
+
+    let url = format!("s3://{}/{prefix}", bucket());
+    let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).to_string();
+    let out = on_server(&["db", "checkpoint", &url, "--name", "cli-1"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out).starts_with("kept checkpoint cli-1 beside "), "{out:?}");
+    assert!(text(&out).contains("none copied"), "{out:?}");
+
+    // The writer goes on; the checkpoint stays as it was.
+    let mut b = bloomlsm::WriteBatch::new();
+    b.put("key01234", "changed");
+    db.write_with(b, synced).unwrap();
+    db.flush().unwrap();
+    db.compact().unwrap();
+    let at = format!("{url}?checkpoint=cli-1");
+    let out = on_server(&["db", "get", &at, "key01234"]);
+    assert_eq!(text(&out).trim_end(), "value-1234", "{out:?}");
+    let out = on_server(&["db", "get", &at, "key77777"]);
+    assert_eq!(text(&out).trim_end(), "synced", "{out:?}");
+    let out = on_server(&["db", "get", &url, "key01234"]);
+    assert_eq!(text(&out).trim_end(), "changed", "{out:?}");
+    let out = on_server(&["db", "verify", &at]);
+    assert!(out.status.success(), "{out:?}");
+
+    let out = on_server(&["db", "checkpoints", &url, "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let rows: Vec<Value> = text(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{out:?}");
+    assert_eq!(rows[0]["name"], "cli-1");
+    assert!(rows[0]["tables"].as_u64() > Some(0), "{out:?}");
+
+    // Copied into a local directory: a local store of its own.
+    let local = tempfile::tempdir().unwrap();
+    let copy = local.path().join("restored");
+    let copy_s = copy.to_str().unwrap();
+    let out = on_server(&["db", "checkpoint", &at, copy_s]);
+    assert!(out.status.success(), "{out:?}");
+    let out = bloomlsm(&["db", "verify", copy_s]);
+    assert!(out.status.success(), "{out:?}");
+    let out = bloomlsm(&["db", "get", copy_s, "key01234"]);
+    assert_eq!(text(&out).trim_end(), "value-1234", "{out:?}");
+    let out = bloomlsm(&["db", "scan", copy_s]);
+    assert_eq!(text(&out).lines().count(), 2_001, "{}", err(&out));
+
+    // Bad input: one line each.
+    let out = on_server(&["db", "checkpoint", &url, "--name", "a/b"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(err(&out).contains("checkpoint name"), "{out:?}");
+    assert_eq!(err(&out).lines().count(), 1, "{out:?}");
+    let out = on_server(&["db", "checkpoint", &url, "--name", "cli-1"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(err(&out).contains("exists"), "{out:?}");
+    let out = on_server(&["db", "checkpoints", copy_s]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let out = on_server(&["db", "get", &format!("{url}?checkpoint=none"), "k"]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(err(&out).contains("no checkpoint named \"none\""), "{out:?}");
+
+    let out = on_server(&["db", "checkpoints", &url, "--delete", "cli-1"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out), "", "{out:?}");
+    let out = on_server(&["db", "checkpoints", &url, "--delete", "cli-1"]);
+    assert!(!out.status.success(), "{out:?}");
     db.close().unwrap();
 }
 

@@ -533,10 +533,28 @@ JSON (--json): one object: {\"store\": DIR, \"ok\": true, \"files\": N, \"entrie
 );
 
 /// `bloomlsm db checkpoint`.
+pub const DB_CHECKPOINTS: &str = concat!(
+    "Examples:
+  bloomlsm db checkpoints s3://my-bucket/stores/orders/
+  bloomlsm db checkpoints s3://my-bucket/stores/orders/ --delete nightly --json
+
+Lists the checkpoints kept beside a store in a bucket (db checkpoint --name), one per
+line: its name, the sequence number of the newest write it holds, its tables and when it
+was made; with --delete NAME, after deleting that one. The tables only a deleted
+checkpoint kept are deleted by the store's writer when it next opens.
+
+JSON (--json): one object per checkpoint: {\"name\": NAME, \"sequence\": N, \"tables\":
+  N, \"created_unix_ms\": N}.
+",
+    exit_status!()
+);
+
 pub const DB_CHECKPOINT: &str = concat!(
     "Examples:
   bloomlsm db checkpoint /tmp/s /backup/s-monday
   bloomlsm db checkpoint /tmp/s /backup/s-monday --json
+  bloomlsm db checkpoint s3://my-bucket/stores/orders/ --name nightly
+  bloomlsm db checkpoint s3://my-bucket/stores/orders/ /restore/orders
 
 Makes TARGET a copy of the store as of now, which opens as a store of its own: the
 memtable is flushed, then each table gets a hard link in TARGET (a copy where links are
@@ -550,6 +568,13 @@ The copy is made in TARGET.checkpoint-tmp and renamed to TARGET when whole: afte
 crash TARGET is whole or absent, and the next checkpoint into TARGET removes the
 leftover TARGET.checkpoint-tmp (which no command opens as a store). TARGET must not
 exist, its parent must, and it must lie outside the store's directory.
+
+A store kept wholly in a bucket (s3://BUCKET/PREFIX, read beside its writer, which goes
+on): --name NAME keeps the checkpoint beside the store, as one object naming its tables
+(none is copied; the writer keeps them until the checkpoint is deleted: db checkpoints
+--delete); it opens as s3://BUCKET/PREFIX?checkpoint=NAME with every reading command.
+TARGET instead copies the store (or s3://...?checkpoint=NAME) into a local directory, its
+tables downloaded: a local store of its own.
 
 JSON (--json): one object: {\"store\": DIR, \"checkpoint\": TARGET, \"tables\": N,
   \"linked\": N, \"copied\": N, \"bytes\": N, \"bytes_copied\": N, \"sequence\": N}: the

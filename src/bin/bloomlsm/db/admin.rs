@@ -110,7 +110,11 @@ pub(super) fn keyspaces(
 /// that lies inside the store's directory (usage errors, before the store
 /// is opened), then opens the store for writing and takes the checkpoint.
 pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> CliResult {
-    check_store(dir)?;
+    let in_bucket = super::bucket_url::bucket_of(dir).is_some()
+        || dir.to_str().is_some_and(|d| d.starts_with("s3://"));
+    if !in_bucket {
+        check_store(dir)?;
+    }
     if target.exists() {
         return Err(CliError::usage(format!(
             "{} exists; a checkpoint makes a new directory",
@@ -135,6 +139,13 @@ pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Wr
     let real = |p: &Path| {
         std::fs::canonicalize(p).map_err(|e| CliError::new(format!("{}: {e}", p.display())))
     };
+    if in_bucket {
+        // A copy of a store in a bucket on the local disk: its tables are
+        // downloaded, and it opens as a local store.
+        let db = super::store::open_read_only(dir, Options::default())?;
+        let r = db.checkpoint(target)?;
+        return report_checkpoint(dir, target, &r, json, out);
+    }
     if real(parent)?.starts_with(real(dir)?) {
         return Err(CliError::usage(format!(
             "{} is inside the store {}; a checkpoint goes outside the store's directory",
@@ -153,6 +164,17 @@ pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Wr
     warn_wal_damage(dir, &db.stats(), writable);
     let r = db.checkpoint(target)?;
     db.close()?;
+    report_checkpoint(dir, target, &r, json, out)
+}
+
+/// `db checkpoint`'s report of the checkpoint `r` of `dir` in `target`.
+fn report_checkpoint(
+    dir: &Path,
+    target: &Path,
+    r: &bloomlsm::CheckpointReport,
+    json: bool,
+    out: &mut dyn Write,
+) -> CliResult {
     if json {
         return write_json(
             out,
@@ -188,5 +210,85 @@ pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Wr
         count(r.linked as u64),
         r.sequence
     )?;
+    Ok(())
+}
+
+/// `db checkpoint s3://… --name NAME`: keeps a checkpoint of the store in
+/// the bucket beside it, made through a read-only handle (the store's
+/// writer goes on).
+pub(super) fn keep_checkpoint(dir: &Path, name: &str, json: bool, out: &mut dyn Write) -> CliResult {
+    require_bucket(dir, "--name")?;
+    let db = super::store::open_read_only(dir, Options::default())?;
+    let r = db.checkpoint_in_bucket(name)?;
+    if json {
+        return write_json(
+            out,
+            &json!({
+                "store": dir.display().to_string(),
+                "name": name,
+                "tables": r.tables,
+                "bytes": r.bytes,
+                "logs": r.logs,
+                "sequence": r.sequence,
+            }),
+        );
+    }
+    writeln!(
+        out,
+        "kept checkpoint {name} beside {}: {} tables, {}, named, none copied; up to sequence {}",
+        dir.display(),
+        count(r.tables as u64),
+        bytes(r.bytes),
+        r.sequence
+    )?;
+    Ok(())
+}
+
+/// `db checkpoints s3://… [--delete NAME]`.
+pub(super) fn checkpoints(
+    dir: &Path,
+    delete: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> CliResult {
+    require_bucket(dir, "db checkpoints")?;
+    let db = super::store::open_read_only(dir, Options::default())?;
+    if let Some(name) = delete {
+        db.delete_bucket_checkpoint(name)?;
+    }
+    for c in db.bucket_checkpoints()? {
+        if json {
+            write_json(
+                out,
+                &json!({
+                    "name": c.name,
+                    "sequence": c.sequence,
+                    "tables": c.tables,
+                    "created_unix_ms": c.created_unix_ms,
+                }),
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{}  sequence {}  {} tables  made {}",
+                c.name,
+                c.sequence,
+                count(c.tables as u64),
+                crate::report::utc_date(c.created_unix_ms / 1000, false)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `what` for a store that is not in a bucket (a usage error).
+fn require_bucket(dir: &Path, what: &str) -> CliResult {
+    if super::bucket_url::bucket_of(dir).is_none() {
+        return Err(CliError::usage(format!(
+            "{what}: {} is not s3://BUCKET/PREFIX; only a store in a bucket keeps checkpoints \
+             beside it (db checkpoint DIR TARGET copies a local store)",
+            dir.display()
+        )));
+    }
     Ok(())
 }

@@ -3,8 +3,11 @@
 //! `object-store`). The reading commands (`get`, `scan`, `stats`,
 //! `verify`, `keyspaces`) open it read-only — from any machine, beside its
 //! running writer — with the endpoint, region and credentials of the
-//! `AWS_*` environment; the writing commands refuse it (a store in a bucket
-//! has one writer, which the library opens).
+//! `AWS_*` environment; `s3://BUCKET/PREFIX?checkpoint=NAME` opens its kept
+//! checkpoint `NAME` instead. `checkpoint` keeps a checkpoint beside it or
+//! copies it into a local directory, `checkpoints` lists and deletes them;
+//! the writing commands refuse it (a store in a bucket has one writer,
+//! which the library opens).
 
 use std::path::Path;
 
@@ -12,11 +15,22 @@ use bloomlsm::{Db, Options};
 
 use crate::CliError;
 
-/// The bucket and prefix `dir` names, if it is `s3://BUCKET[/PREFIX]`.
+/// The bucket and prefix `dir` names, if it is `s3://BUCKET[/PREFIX]`
+/// (without a `?checkpoint=NAME`).
 pub fn bucket_of(dir: &Path) -> Option<(String, String)> {
+    parse(dir).map(|(b, p, _)| (b, p))
+}
+
+/// `s3://BUCKET[/PREFIX][?checkpoint=NAME]`: the bucket, the prefix and
+/// the checkpoint named, if `dir` is such a URL.
+fn parse(dir: &Path) -> Option<(String, String, Option<String>)> {
     let s = dir.to_str()?.strip_prefix("s3://")?;
+    let (s, checkpoint) = match s.split_once('?') {
+        Some((s, q)) => (s, Some(q.strip_prefix("checkpoint=").unwrap_or(q).to_string())),
+        None => (s, None),
+    };
     let (bucket, prefix) = s.split_once('/').unwrap_or((s, ""));
-    (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string()))
+    (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string(), checkpoint))
 }
 
 /// Refuses `s3://…` for a writing command (a usage error).
@@ -38,10 +52,14 @@ pub fn refuse_for_writing(dir: &Path) -> Result<(), CliError> {
 pub fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Option<Db>> {
     use bloomlsm::fs::FileSystem;
     use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
-    let Some((bucket, prefix)) = bucket_of(dir) else {
+    let Some((bucket, prefix, checkpoint)) = parse(dir) else {
         return Ok(None);
     };
     let config = BucketConfig::new("", bucket, "").prefix(prefix);
+    if let Some(name) = checkpoint {
+        let (fs, local) = BucketFs::checkpoint_reader(config, &name)?;
+        return Db::open_read_only(local, opts.fs(fs)).map(Some);
+    }
     let (fs, local) = BucketFs::whole_store_reader(config)?;
     if fs.file_len(&local.join("CURRENT")).is_err() {
         return Err(bloomlsm::Error::invalid(format!(
@@ -78,5 +96,10 @@ mod tests {
         assert_eq!(b("s3://"), None);
         assert_eq!(b("/var/db"), None);
         assert_eq!(b("s3:/bk"), None);
+        assert_eq!(
+            parse(Path::new("s3://bk/a/?checkpoint=n1")),
+            Some(("bk".into(), "a/".into(), Some("n1".into())))
+        );
+        assert_eq!(b("s3://bk/a?checkpoint=n1"), Some(("bk".into(), "a".into())));
     }
 }

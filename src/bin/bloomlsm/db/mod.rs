@@ -142,12 +142,31 @@ pub enum DbCommand {
     /// Copy the store as of now into a new directory (hard links where
     /// possible): a store of its own, for backups.
     #[command(after_help = help::DB_CHECKPOINT)]
+    #[command(group = clap::ArgGroup::new("into").required(true).args(["target", "name"]))]
     Checkpoint {
-        /// The store's directory.
+        /// The store's directory, or s3://BUCKET/PREFIX for a store in a
+        /// bucket.
         dir: PathBuf,
         /// The new directory (must not exist; its parent must).
-        target: PathBuf,
+        target: Option<PathBuf>,
+        /// For a store in a bucket: keep the checkpoint beside it under
+        /// this name, naming its tables instead of copying them.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
         /// Print one JSON object (fields below).
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the checkpoints kept beside a store in a bucket, after
+    /// deleting one.
+    #[command(after_help = help::DB_CHECKPOINTS)]
+    Checkpoints {
+        /// s3://BUCKET/PREFIX.
+        dir: PathBuf,
+        /// Delete this checkpoint first.
+        #[arg(long, value_name = "NAME")]
+        delete: Option<String>,
+        /// Print one JSON object per checkpoint.
         #[arg(long)]
         json: bool,
     },
@@ -199,8 +218,18 @@ impl DbCommand {
                 files,
                 out,
             ),
-            DbCommand::Checkpoint { dir, target, json } => {
-                admin::checkpoint(dir, target, *json, out)
+            DbCommand::Checkpoint {
+                dir,
+                target,
+                name,
+                json,
+            } => match (target, name) {
+                (_, Some(name)) => admin::keep_checkpoint(dir, name, *json, out),
+                (Some(target), None) => admin::checkpoint(dir, target, *json, out),
+                (None, None) => unreachable!("clap requires one"),
+            },
+            DbCommand::Checkpoints { dir, delete, json } => {
+                admin::checkpoints(dir, delete.as_deref(), *json, out)
             }
         }
     }
