@@ -186,7 +186,10 @@ fn checkpoints_of_a_whole_store_are_kept_opened_copied_and_deleted_from_the_cli(
     let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).to_string();
     let out = on_server(&["db", "checkpoint", &url, "--name", "cli-1"]);
     assert!(out.status.success(), "{out:?}");
-    assert!(text(&out).starts_with("kept checkpoint cli-1 beside "), "{out:?}");
+    assert!(
+        text(&out).starts_with("kept checkpoint cli-1 beside "),
+        "{out:?}"
+    );
     assert!(text(&out).contains("none copied"), "{out:?}");
 
     // The writer goes on; the checkpoint stays as it was.
@@ -240,7 +243,10 @@ fn checkpoints_of_a_whole_store_are_kept_opened_copied_and_deleted_from_the_cli(
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let out = on_server(&["db", "get", &format!("{url}?checkpoint=none"), "k"]);
     assert!(!out.status.success(), "{out:?}");
-    assert!(err(&out).contains("no checkpoint named \"none\""), "{out:?}");
+    assert!(
+        err(&out).contains("no checkpoint named \"none\""),
+        "{out:?}"
+    );
 
     let out = on_server(&["db", "checkpoints", &url, "--delete", "cli-1"]);
     assert!(out.status.success(), "{out:?}");

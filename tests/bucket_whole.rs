@@ -12,7 +12,12 @@
 //!   fresh directory each time, while two reader processes refresh and
 //!   read: no synced write acknowledged is lost, what survives of each
 //!   writer is a prefix of its writes, no reader sees half a batch or a
-//!   state older than one it saw.
+//!   state older than one it saw;
+//! - checkpoints kept by the writer and by a reader while four threads
+//!   write: each opens whole, as of one moment (each thread's writes a
+//!   prefix, none half), the writer's holding every write acknowledged
+//!   before it and never going back, after every table they name was
+//!   replaced in the store.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -428,5 +433,131 @@ fn killed_writers_lose_no_synced_write_and_readers_never_see_half_or_the_past() 
         "whole kill: {rounds} kills, {all} writes acknowledged ({synced_kept} synced, all kept), \
          {reads} reads by 2 readers"
     );
+    db.close().unwrap();
+}
+
+/// Thread `t`'s write `i`: `t{t}/last` = `i` and `t{t}/{i}` = `i` padded
+/// to 256 bytes (the writes fill memtables, flushes and compactions run),
+/// one batch.
+fn thread_batch(t: usize, i: u64) -> WriteBatch {
+    let mut b = WriteBatch::new();
+    b.put(format!("t{t}/last"), format!("{i:08}"));
+    b.put(format!("t{t}/{i:08}"), format!("{i:08}{}", "x".repeat(248)));
+    b
+}
+
+/// Of the store `db`, for each of `threads` writer threads: how many of its
+/// writes it holds, checked to be exactly its first ones with `last`
+/// naming the newest (a store as of one moment).
+fn writes_held(db: &Db, threads: usize) -> Vec<u64> {
+    (0..threads)
+        .map(|t| {
+            let held: Vec<u64> = db
+                .scan_prefix(format!("t{t}/0"))
+                .map(|e| {
+                    String::from_utf8(e.unwrap().1[..8].to_vec())
+                        .unwrap()
+                        .parse()
+                        .unwrap()
+                })
+                .collect();
+            let n = held.len() as u64;
+            assert!(
+                held.iter().copied().eq(0..n),
+                "thread {t}: a hole in {held:?}"
+            );
+            let last = db.get(format!("t{t}/last")).unwrap();
+            let last = last.map(|v| {
+                String::from_utf8(v.to_vec())
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+            });
+            assert_eq!(last.map(|l| l + 1), (n > 0).then_some(n), "thread {t}");
+            n
+        })
+        .collect()
+}
+
+#[test]
+fn checkpoints_taken_under_writers_open_whole_as_of_one_moment() {
+    const THREADS: usize = 4;
+    let root = tempfile::tempdir().unwrap();
+    let prefix = prefix("whole-checkpoints");
+    // No grace: a replaced table goes at once, unless a checkpoint keeps it.
+    let at = |name: &str| {
+        whole(
+            &root.path().join(name),
+            &root.path().join(format!("{name}-cache")),
+            &prefix,
+        )
+        .delete_grace(Duration::ZERO)
+    };
+    let w_fs = Arc::new(BucketFs::open(at("writer")).unwrap());
+    let db = Db::open(root.path().join("writer"), options(w_fs)).unwrap();
+    let r_fs = Arc::new(BucketFs::open(at("reader")).unwrap());
+    let acked: Vec<std::sync::atomic::AtomicU64> =
+        (0..THREADS).map(|_| Default::default()).collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut taken = Vec::new();
+    std::thread::scope(|s| {
+        for (t, acked) in acked.iter().enumerate() {
+            let (db, stop) = (&db, &stop);
+            s.spawn(move || {
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let sync = WriteOptions::default().sync(i % 4 == 0);
+                    db.write_with(thread_batch(t, i), sync).unwrap();
+                    i += 1;
+                    acked.store(i, std::sync::atomic::Ordering::Release);
+                }
+            });
+        }
+        let reader = Db::open_read_only(root.path().join("reader"), options(r_fs.clone())).unwrap();
+        for k in 0..6 {
+            std::thread::sleep(Duration::from_millis(150));
+            let before: Vec<u64> = acked
+                .iter()
+                .map(|a| a.load(std::sync::atomic::Ordering::Acquire))
+                .collect();
+            let name = format!("writer-{k}");
+            db.checkpoint_in_bucket(&name).unwrap();
+            taken.push((name, Some(before)));
+            // A reader's checkpoint: what it read, whole.
+            reader.refresh().unwrap();
+            let name = format!("reader-{k}");
+            reader.checkpoint_in_bucket(&name).unwrap();
+            taken.push((name, None));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    // Every table the checkpoints hold is replaced.
+    db.compact().unwrap();
+    let total: u64 = acked
+        .iter()
+        .map(|a| a.load(std::sync::atomic::Ordering::Acquire))
+        .sum();
+    assert_eq!(writes_held(&db, THREADS).iter().sum::<u64>(), total);
+    assert_eq!(db.bucket_checkpoints().unwrap().len(), taken.len());
+    let mut previous = vec![0; THREADS];
+    for (name, before) in &taken {
+        let (fs, dir) = BucketFs::checkpoint_reader(at(&format!("open-{name}")), name).unwrap();
+        let cp = Db::open_read_only(&dir, options(fs)).unwrap();
+        cp.verify().unwrap();
+        let held = writes_held(&cp, THREADS);
+        if let Some(before) = before {
+            for t in 0..THREADS {
+                assert!(
+                    held[t] >= before[t],
+                    "{name}: thread {t} held {held:?}, acked {before:?}"
+                );
+                assert!(
+                    held[t] >= previous[t],
+                    "{name} went back: {held:?} after {previous:?}"
+                );
+            }
+            previous = held;
+        }
+    }
     db.close().unwrap();
 }

@@ -216,7 +216,12 @@ fn report_checkpoint(
 /// `db checkpoint s3://… --name NAME`: keeps a checkpoint of the store in
 /// the bucket beside it, made through a read-only handle (the store's
 /// writer goes on).
-pub(super) fn keep_checkpoint(dir: &Path, name: &str, json: bool, out: &mut dyn Write) -> CliResult {
+pub(super) fn keep_checkpoint(
+    dir: &Path,
+    name: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> CliResult {
     require_bucket(dir, "--name")?;
     let db = super::store::open_read_only(dir, Options::default())?;
     let r = db.checkpoint_in_bucket(name)?;

@@ -26,7 +26,10 @@ pub fn bucket_of(dir: &Path) -> Option<(String, String)> {
 fn parse(dir: &Path) -> Option<(String, String, Option<String>)> {
     let s = dir.to_str()?.strip_prefix("s3://")?;
     let (s, checkpoint) = match s.split_once('?') {
-        Some((s, q)) => (s, Some(q.strip_prefix("checkpoint=").unwrap_or(q).to_string())),
+        Some((s, q)) => (
+            s,
+            Some(q.strip_prefix("checkpoint=").unwrap_or(q).to_string()),
+        ),
         None => (s, None),
     };
     let (bucket, prefix) = s.split_once('/').unwrap_or((s, ""));
@@ -100,6 +103,9 @@ mod tests {
             parse(Path::new("s3://bk/a/?checkpoint=n1")),
             Some(("bk".into(), "a/".into(), Some("n1".into())))
         );
-        assert_eq!(b("s3://bk/a?checkpoint=n1"), Some(("bk".into(), "a".into())));
+        assert_eq!(
+            b("s3://bk/a?checkpoint=n1"),
+            Some(("bk".into(), "a".into()))
+        );
     }
 }
