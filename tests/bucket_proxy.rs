@@ -9,7 +9,11 @@
 //! fail; once it is back a reopen holds every acknowledged write, every
 //! table its MANIFEST names is in the bucket, and the bucket holds no table
 //! the MANIFEST does not name. Fixed seeds; the outages of the second test
-//! fall where a thread's seeded sleeps put them.
+//! fall where a thread's seeded sleeps put them. A store kept wholly in the
+//! bucket, with a reader elsewhere: a synced write with the server away
+//! fails and stops its writer, the reader's refresh fails and its reads
+//! fail or answer right, and once the server is back the reader catches up
+//! and a new writer holds every acknowledged write.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -319,5 +323,93 @@ fn the_server_stopped_and_restarted_at_random_during_loads_and_reads_loses_nothi
          failed calls, {failed_reads} of {reads} reads failed, {} tables",
         model.len(),
         table_names(&db).len()
+    );
+}
+
+/// A store kept wholly in the bucket, its writer and a reader elsewhere
+/// both through the proxy: while the server is away a synced write fails
+/// and stops the writer, a reader's refresh fails and its reads fail or
+/// answer right; once it is back the reader refreshes to the newest
+/// state, a new writer (another directory) holds every acknowledged write
+/// and the failed batch whole or not at all, and fences the old one out.
+#[test]
+fn a_whole_store_in_the_bucket_survives_the_server_going_away() {
+    let proxy = Proxy::start(&endpoint());
+    let prefix = prefix("away-whole");
+    let root = tempfile::tempdir().unwrap();
+    let fs_at = |name: &str| {
+        let d = root.path().join(name);
+        let config = config_at(&proxy.endpoint(), &d.join("db"), &d.join("cache"), &prefix)
+            .whole_store(true)
+            .cache_bytes(0)
+            .max_retries(1)
+            .request_timeout(Duration::from_secs(5))
+            .log_flush_interval(Duration::from_millis(10));
+        (Arc::new(BucketFs::open(config).unwrap()), d.join("db"))
+    };
+    let (w_fs, w_dir) = fs_at("writer");
+    let w = Db::open(&w_dir, options(w_fs)).unwrap();
+    let (r_fs, r_dir) = fs_at("reader");
+    let mut rng = SplitMix64::new(0x3A7E);
+    let mut model = Model::new();
+    for b in 0..6u64 {
+        let (r, m) = write_batch(&w, &mut rng, 2 * b);
+        r.unwrap();
+        model.extend(m);
+        if b % 2 == 1 {
+            w.flush().unwrap();
+        }
+    }
+    let r = Db::open_read_only(&r_dir, options(r_fs)).unwrap();
+    check_all(&r, &model, 5, "the reader before");
+
+    proxy.stop();
+    let (lost, failed) = write_batch(&w, &mut rng, 100);
+    let e = lost.expect_err("a synced write with the server away succeeded");
+    eprintln!("a synced write with the server away: {e}");
+    assert!(r.refresh().is_err(), "a refresh with the server away");
+    let mut failed_reads = 0;
+    for k in model.keys().step_by(model.len() / 16) {
+        if check_read(&r, k, &model, &Model::new(), "the reader, server away") {
+            failed_reads += 1;
+        }
+    }
+    assert!(failed_reads > 0, "no read needed the server");
+    assert!(
+        w.put("p", "q").is_err(),
+        "the writer goes on after a failed write"
+    );
+    proxy.restart();
+
+    // The reader catches up on its own handle.
+    r.refresh().unwrap();
+    check_all(&r, &model, 5, "the reader after");
+    // A new writer elsewhere: every acknowledged write, the failed batch
+    // whole or not at all.
+    let (n_fs, n_dir) = fs_at("next");
+    let n = Db::open(&n_dir, options(n_fs)).unwrap();
+    check_all(&n, &model, 1, "the next writer");
+    let (k0, v0) = failed.iter().next().unwrap();
+    let landed = n.get(k0).unwrap().as_deref() == Some(&v0[..]);
+    for (k, v) in &failed {
+        let got = n.get(k).unwrap();
+        if landed {
+            assert_eq!(got.as_deref(), Some(&v[..]), "half the failed batch");
+        } else {
+            assert_eq!(
+                got.map(|g| g.to_vec()),
+                model.get(k).cloned(),
+                "half the failed batch"
+            );
+        }
+    }
+    n.put("after", "outage").unwrap();
+    let e = w.put("p", "q").unwrap_err();
+    eprintln!("the old writer after the new one took the store: {e}");
+    n.close().unwrap();
+    eprintln!(
+        "failed batch {}; {failed_reads} reads failed while away; {} connections",
+        if landed { "landed" } else { "lost" },
+        proxy.accepted()
     );
 }
