@@ -58,6 +58,9 @@ pub(crate) enum Kind {
     /// A PUT stores its bytes, then fails (the answer is lost); any other
     /// request fails at once.
     StoredThenFail,
+    /// The request is refused as S3's `403 AccessDenied` (credentials
+    /// that do not allow it).
+    Forbidden,
 }
 
 /// When a fault strikes.
@@ -156,6 +159,10 @@ impl Faults {
                     "{r:?} {what}: connection reset after the object was stored (injected)"
                 )))
             }
+            Kind::Forbidden => Err(object_store::Error::PermissionDenied {
+                path: what.to_string(),
+                source: format!("{r:?} {what}: 403 AccessDenied (injected)").into(),
+            }),
             Kind::Error | Kind::StoredThenFail => Err(injected(format!(
                 "{r:?} {what}: 500 InternalError (injected)"
             ))),

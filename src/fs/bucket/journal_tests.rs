@@ -361,3 +361,70 @@ fn a_prefix_holds_one_kind_of_store_and_a_reader_writes_nothing() {
     assert_eq!(r_fs.counters().puts, 0, "a reader makes no PUT");
     assert_eq!(r_fs.counters().deletes, 0);
 }
+
+/// Credentials that allow reads but not writes: the writer refuses at
+/// open, in one line and before changing anything; readers read, and keep
+/// no checkpoint.
+#[test]
+fn read_only_credentials_refuse_the_writer_at_open_and_serve_readers() {
+    use super::fault::{FaultStore, Kind, Plan, Request, When};
+    let store = Arc::new(InMemory::new());
+    let first = site();
+    {
+        let fs = whole_fs(&first, &store);
+        let db = Db::open(first.dir.path(), opts(&fs)).unwrap();
+        for i in 0..500 {
+            put(&db, key(i), "v").unwrap();
+        }
+        db.close().unwrap();
+    }
+    let before = objects_under(&store, "stores/one");
+    let read_only = Arc::new(FaultStore::new(store.clone()));
+    read_only.arm(Plan {
+        kind: Kind::Forbidden,
+        requests: vec![
+            Request::Put,
+            Request::Delete,
+            Request::Copy,
+            Request::Multipart,
+        ],
+        when: When::Chance {
+            per_1024: 1024,
+            seed: 1,
+        },
+        delay: std::time::Duration::ZERO,
+    });
+    let on = |site: &Site| {
+        let config = BucketConfig::new(site.dir.path(), "b", site.cache.path().join("c"))
+            .prefix("stores/one/")
+            .whole_store(true);
+        Arc::new(BucketFs::with_store(config, read_only.clone()).unwrap())
+    };
+    let w_site = site();
+    let e = Db::open(w_site.dir.path(), opts(&on(&w_site))).unwrap_err();
+    let text = e.to_string();
+    assert!(!text.contains('\n'), "{text}");
+    assert!(text.contains("403 AccessDenied"), "{text}");
+    assert_eq!(
+        e.io_kind(),
+        Some(std::io::ErrorKind::PermissionDenied),
+        "{text}"
+    );
+    assert_eq!(
+        objects_under(&store, "stores/one"),
+        before,
+        "the refused writer wrote"
+    );
+
+    let r_site = site();
+    let r = Db::open_read_only(r_site.dir.path(), opts(&on(&r_site))).unwrap();
+    assert_eq!(r.scan(..).count(), 500);
+    r.refresh().unwrap();
+    let e = r.checkpoint_in_bucket("c").unwrap_err();
+    assert_eq!(
+        e.io_kind(),
+        Some(std::io::ErrorKind::PermissionDenied),
+        "{e}"
+    );
+    assert!(r.bucket_checkpoints().unwrap().is_empty());
+}
