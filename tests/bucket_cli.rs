@@ -163,7 +163,7 @@ fn the_reading_commands_read_a_whole_store_in_the_bucket_beside_its_writer() {
 }
 
 #[test]
-fn checkpoints_of_a_whole_store_are_kept_opened_copied_and_deleted_from_the_cli() {
+fn checkpoints_of_a_whole_store_are_kept_opened_copied_both_ways_and_deleted_from_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let prefix = prefix("whole-cli-checkpoints");
@@ -230,6 +230,21 @@ fn checkpoints_of_a_whole_store_are_kept_opened_copied_and_deleted_from_the_cli(
     assert_eq!(text(&out).trim_end(), "value-1234", "{out:?}");
     let out = bloomlsm(&["db", "scan", copy_s]);
     assert_eq!(text(&out).lines().count(), 2_001, "{}", err(&out));
+    // And up again, into a new prefix: a whole store of its own.
+    let up = format!(
+        "s3://{}/{}",
+        bucket(),
+        common::bucket::prefix("whole-cli-upload")
+    );
+    let out = on_server(&["db", "checkpoint", copy_s, &up]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out).contains("uploaded"), "{out:?}");
+    let out = on_server(&["db", "get", &up, "key77777"]);
+    assert_eq!(text(&out).trim_end(), "synced", "{out:?}");
+    let out = on_server(&["db", "verify", &up]);
+    assert!(out.status.success(), "{out:?}");
+    let out = on_server(&["db", "checkpoint", copy_s, &up]);
+    assert!(err(&out).contains("holds a store already"), "{out:?}");
 
     // Bad input: one line each.
     let out = on_server(&["db", "checkpoint", &url, "--name", "a/b"]);

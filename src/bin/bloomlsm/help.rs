@@ -555,6 +555,7 @@ pub const DB_CHECKPOINT: &str = concat!(
   bloomlsm db checkpoint /tmp/s /backup/s-monday --json
   bloomlsm db checkpoint s3://my-bucket/stores/orders/ --name nightly
   bloomlsm db checkpoint s3://my-bucket/stores/orders/ /restore/orders
+  bloomlsm db checkpoint /restore/orders s3://my-bucket/stores/orders-copy/
 
 Makes TARGET a copy of the store as of now, which opens as a store of its own: the
 memtable is flushed, then each table gets a hard link in TARGET (a copy where links are
@@ -574,7 +575,9 @@ on): --name NAME keeps the checkpoint beside the store, as one object naming its
 (none is copied; the writer keeps them until the checkpoint is deleted: db checkpoints
 --delete); it opens as s3://BUCKET/PREFIX?checkpoint=NAME with every reading command.
 TARGET instead copies the store (or s3://...?checkpoint=NAME) into a local directory, its
-tables downloaded: a local store of its own.
+tables downloaded: a local store of its own. A local store copied to s3://BUCKET/PREFIX
+(an empty prefix) becomes a store kept wholly there: tables uploaded, then its small
+files, CURRENT last.
 
 JSON (--json): one object: {\"store\": DIR, \"checkpoint\": TARGET, \"tables\": N,
   \"linked\": N, \"copied\": N, \"bytes\": N, \"bytes_copied\": N, \"sequence\": N}: the

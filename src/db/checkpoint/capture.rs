@@ -38,6 +38,9 @@ pub(super) struct CaptureFs<'a> {
     target: PathBuf,
     tmp: PathBuf,
     held: Arc<Mutex<Held>>,
+    /// Where the checkpoint will live, if not beside the store: the file
+    /// system and directory whose table location its `OPTIONS` records.
+    home: Option<(&'a dyn FileSystem, PathBuf)>,
 }
 
 fn lock(m: &Mutex<Held>) -> MutexGuard<'_, Held> {
@@ -59,7 +62,15 @@ impl<'a> CaptureFs<'a> {
             target,
             tmp,
             held: Arc::default(),
+            home: None,
         }
+    }
+
+    /// The checkpoint will be written into `dir` on `fs`: its `OPTIONS`
+    /// record where that file system keeps tables.
+    pub(super) fn homed(mut self, fs: &'a dyn FileSystem, dir: &Path) -> Self {
+        self.home = Some((fs, dir.to_path_buf()));
+        self
     }
 
     /// The directory in memory to make the checkpoint into.
@@ -344,10 +355,11 @@ impl FileSystem for CaptureFs<'_> {
     }
 
     fn table_location(&self, dir: &Path) -> Option<TableLocation> {
-        match dir.strip_prefix(&self.target) {
+        match (dir.strip_prefix(&self.target), &self.home) {
+            (Ok(rest), Some((fs, home))) => fs.table_location(&home.join(rest)),
             // The checkpoint's tables are the store's.
-            Ok(rest) => self.store_fs.table_location(&self.store.join(rest)),
-            Err(_) => self.store_fs.table_location(dir),
+            (Ok(rest), None) => self.store_fs.table_location(&self.store.join(rest)),
+            (Err(_), _) => self.store_fs.table_location(dir),
         }
     }
 }

@@ -43,6 +43,7 @@ use std::path::{Path, PathBuf};
 mod capture;
 mod from_files;
 mod in_bucket;
+mod into;
 mod report;
 
 pub use report::{CheckpointReport, INCOMPLETE, TEMP_SUFFIX, temp_dir};

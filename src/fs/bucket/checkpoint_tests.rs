@@ -134,3 +134,65 @@ fn a_store_on_a_local_disk_keeps_no_checkpoint_beside_it() {
     let e = db.bucket_checkpoints().unwrap_err();
     assert_eq!(e.io_kind(), Some(std::io::ErrorKind::Unsupported), "{e}");
 }
+
+#[test]
+fn a_local_store_goes_into_the_bucket_whole_and_comes_back() {
+    let local = tempfile::tempdir().unwrap();
+    let db = Db::open(local.path(), Options::default().write_buffer_size(64 << 10)).unwrap();
+    let ks = db.create_keyspace("ks", Options::default()).unwrap();
+    for i in 0..3000 {
+        db.put(key(i), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.put(key(9999), "in the log").unwrap();
+    ks.put("k", "ks-value").unwrap();
+
+    let store = Arc::new(InMemory::new());
+    let up = site();
+    let fs = whole_fs_with(&up, &store, Duration::ZERO);
+    let r = db.checkpoint_into(fs.clone(), up.dir.path()).unwrap();
+    assert_eq!((r.linked, r.copied), (0, r.tables), "{r:?}");
+    assert!(r.tables >= 2, "{r:?}");
+    // Into a store again: refused, before the writer's place is taken.
+    let again = site();
+    let fs2 = whole_fs_with(&again, &store, Duration::ZERO);
+    let e = db
+        .checkpoint_into(fs2.clone(), again.dir.path())
+        .unwrap_err();
+    assert!(e.to_string().contains("holds a store already"), "{e}");
+    drop(fs2);
+    drop(fs);
+
+    // The bucket's store opens for writing elsewhere, whole.
+    let w_site = site();
+    let w_fs = whole_fs_with(&w_site, &store, Duration::ZERO);
+    let w = Db::open(w_site.dir.path(), opts(&w_fs)).unwrap();
+    assert_eq!(w.get(key(1234)).unwrap().as_deref(), Some(&b"v1234"[..]));
+    assert_eq!(
+        w.get(key(9999)).unwrap().as_deref(),
+        Some(&b"in the log"[..])
+    );
+    let wks = w.keyspace("ks").unwrap();
+    assert_eq!(wks.get("k").unwrap().as_deref(), Some(&b"ks-value"[..]));
+    put(&w, key(5), "changed in the bucket").unwrap();
+    w.verify().unwrap();
+
+    // And back onto a local disk, a local store of its own.
+    let back = tempfile::tempdir().unwrap();
+    let home = back.path().join("db");
+    let r = w
+        .checkpoint_into(crate::fs::RealFs::shared(), &home)
+        .unwrap();
+    assert_eq!(r.copied, r.tables);
+    drop(wks);
+    w.close().unwrap();
+    let l = Db::open(&home, Options::default()).unwrap();
+    assert_eq!(
+        l.get(key(5)).unwrap().as_deref(),
+        Some(&b"changed in the bucket"[..])
+    );
+    assert_eq!(l.scan(..).count(), 3001);
+    assert_eq!(l.keyspace("ks").unwrap().scan(..).count(), 1);
+    l.verify().unwrap();
+    assert!(l.stats().levels.iter().any(|lv| lv.files > 0));
+}

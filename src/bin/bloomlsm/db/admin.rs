@@ -115,6 +115,9 @@ pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Wr
     if !in_bucket {
         check_store(dir)?;
     }
+    if super::bucket_url::bucket_of(target).is_some() {
+        return checkpoint_into_bucket(dir, target, json, out);
+    }
     if target.exists() {
         return Err(CliError::usage(format!(
             "{} exists; a checkpoint makes a new directory",
@@ -167,6 +170,30 @@ pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Wr
     report_checkpoint(dir, target, &r, json, out)
 }
 
+/// `db checkpoint DIR s3://BUCKET/PREFIX`: the local store copied into
+/// the bucket as a store kept wholly there (its tables uploaded).
+fn checkpoint_into_bucket(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> CliResult {
+    if super::bucket_url::bucket_of(dir).is_some() {
+        return Err(CliError::usage(format!(
+            "{} to {}: copy a store in a bucket into a local directory, or a local store into \
+             a bucket",
+            dir.display(),
+            target.display()
+        )));
+    }
+    let (fs, local) = super::bucket_url::whole_store_destination(target)?;
+    let opts = Options::default().create_if_missing(false);
+    let (db, writable) = match Db::open(dir, opts.clone()) {
+        Ok(db) => (db, true),
+        Err(bloomlsm::Error::Locked(_)) => (Db::open_read_only(dir, opts)?, false),
+        Err(e) => return Err(e.into()),
+    };
+    warn_wal_damage(dir, &db.stats(), writable);
+    let r = db.checkpoint_into(fs, &local)?;
+    db.close()?;
+    report_checkpoint(dir, target, &r, json, out)
+}
+
 /// `db checkpoint`'s report of the checkpoint `r` of `dir` in `target`.
 fn report_checkpoint(
     dir: &Path,
@@ -191,9 +218,14 @@ fn report_checkpoint(
             }),
         );
     }
+    let why = if super::bucket_url::bucket_of(target).is_some() {
+        "uploaded"
+    } else {
+        "hard links refused"
+    };
     let copied = if r.copied > 0 {
         format!(
-            ", {} copied ({}; hard links refused)",
+            ", {} copied ({}; {why})",
             count(r.copied as u64),
             bytes(r.bytes_copied)
         )

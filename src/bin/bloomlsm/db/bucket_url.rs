@@ -73,6 +73,53 @@ pub fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Option<Db>>
     Db::open_read_only(local, opts.fs(fs)).map(Some)
 }
 
+/// The file system and directory of a new store kept wholly in the bucket
+/// `url` names (`s3://BUCKET/PREFIX`), for `db checkpoint DIR s3://…`: its
+/// local directory a scratch one, removed when the file system is dropped.
+#[cfg(feature = "object-store")]
+pub fn whole_store_destination(
+    url: &Path,
+) -> bloomlsm::Result<(
+    std::sync::Arc<dyn bloomlsm::fs::FileSystem>,
+    std::path::PathBuf,
+)> {
+    use bloomlsm::fs::FileSystem;
+    use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+    let (bucket, prefix, checkpoint) = parse(url).ok_or_else(|| {
+        bloomlsm::Error::invalid(format!("{} is not s3://BUCKET/PREFIX", url.display()))
+    })?;
+    if checkpoint.is_some() {
+        return Err(bloomlsm::Error::invalid(format!(
+            "{}: a checkpoint opens read-only; name a prefix to copy the store into",
+            url.display()
+        )));
+    }
+    let config = BucketConfig::new("", bucket, "").prefix(prefix);
+    let (fs, dir) = BucketFs::whole_store_reader(config)?;
+    if fs.file_len(&dir.join("CURRENT")).is_ok() {
+        return Err(bloomlsm::Error::invalid(format!(
+            "{} holds a store already; copy into an empty prefix",
+            url.display()
+        )));
+    }
+    Ok((fs, dir))
+}
+
+/// Without the `object-store` feature there is no bucket to copy into.
+#[cfg(not(feature = "object-store"))]
+pub fn whole_store_destination(
+    url: &Path,
+) -> bloomlsm::Result<(
+    std::sync::Arc<dyn bloomlsm::fs::FileSystem>,
+    std::path::PathBuf,
+)> {
+    Err(bloomlsm::Error::invalid(format!(
+        "{}: writing a store into a bucket needs the object-store feature \
+         (cargo build --release --features object-store)",
+        url.display()
+    )))
+}
+
 /// Without the `object-store` feature, `s3://…` is refused naming it.
 #[cfg(not(feature = "object-store"))]
 pub fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Option<Db>> {
