@@ -263,6 +263,21 @@ fn checkpoints_of_a_whole_store_are_kept_opened_copied_both_ways_and_deleted_fro
         "{out:?}"
     );
 
+    // A clone under another prefix: its own store, the tables linked.
+    let clone = format!(
+        "s3://{}/{}",
+        bucket(),
+        common::bucket::prefix("whole-cli-clone")
+    );
+    let out = on_server(&["db", "checkpoint", &at, &clone]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out).contains("linked, none copied"), "{out:?}");
+    let out = on_server(&["db", "get", &clone, "key01234"]);
+    assert_eq!(text(&out).trim_end(), "value-1234", "{out:?}");
+    let out = on_server(&["db", "checkpoint", &url, &clone]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(err(&out).contains("--name NAME"), "{out:?}");
+
     let out = on_server(&["db", "checkpoints", &url, "--delete", "cli-1"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(text(&out), "", "{out:?}");

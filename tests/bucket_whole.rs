@@ -17,7 +17,10 @@
 //!   write: each opens whole, as of one moment (each thread's writes a
 //!   prefix, none half), the writer's holding every write acknowledged
 //!   before it and never going back, after every table they name was
-//!   replaced in the store.
+//!   replaced in the store;
+//! - a clone of a checkpoint under another prefix: writable on its own,
+//!   reading the source's tables without deleting one, and a clone of the
+//!   clone reading through both.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -559,5 +562,110 @@ fn checkpoints_taken_under_writers_open_whole_as_of_one_moment() {
             previous = held;
         }
     }
+    db.close().unwrap();
+}
+
+#[test]
+fn a_clone_of_a_checkpoint_writes_on_its_own_and_never_touches_its_source() {
+    let root = tempfile::tempdir().unwrap();
+    let (src, dst, dst2) = (
+        prefix("clone-source"),
+        prefix("clone-copy"),
+        prefix("clone-copy-of-copy"),
+    );
+    let at = |name: &str, prefix: &str| {
+        let d = root.path().join(name);
+        let c = whole(&d.join("db"), &d.join("cache"), prefix).delete_grace(Duration::ZERO);
+        (Arc::new(BucketFs::open(c).unwrap()), d.join("db"))
+    };
+    let (fs, dir) = at("source", &src);
+    let db = Db::open(&dir, options(fs)).unwrap();
+    let ks = db.create_keyspace("ks", Options::default()).unwrap();
+    for i in 0..3000u64 {
+        db.put(format!("key{i:05}"), format!("src-{i}")).unwrap();
+    }
+    ks.put("k", "ks-src").unwrap();
+    db.checkpoint_in_bucket("base").unwrap();
+    let source_objects = common::bucket::Bucket::new().all_under(&src);
+
+    let base = whole(&root.path().join("x"), &root.path().join("x-cache"), &src);
+    let linked = BucketFs::clone_checkpoint(base.clone(), "base", &dst).unwrap();
+    assert!(linked > 1, "{linked}");
+    let e = BucketFs::clone_checkpoint(base.clone(), "base", &dst).unwrap_err();
+    assert!(e.to_string().contains("holds a store already"), "{e}");
+    let e = BucketFs::clone_checkpoint(base.clone(), "base", &src).unwrap_err();
+    assert!(e.to_string().contains("source's prefix"), "{e}");
+
+    // The clone: writable on its own; its compactions replace every
+    // table it linked, and delete none of them.
+    let (cfs, cdir) = at("clone", &dst);
+    let clone = Db::open(&cdir, options(cfs)).unwrap();
+    assert_eq!(
+        clone.get("key01234").unwrap().as_deref(),
+        Some(&b"src-1234"[..])
+    );
+    let cks = clone.keyspace("ks").unwrap();
+    assert_eq!(cks.get("k").unwrap().as_deref(), Some(&b"ks-src"[..]));
+    // Kept while the clone links only its source's tables.
+    clone.checkpoint_in_bucket("early").unwrap();
+    for i in 0..3000u64 {
+        clone
+            .put(format!("key{i:05}"), format!("clone-{i}"))
+            .unwrap();
+    }
+    clone.compact().unwrap();
+    cks.put("k", "ks-clone").unwrap();
+    cks.compact().unwrap();
+    clone.verify().unwrap();
+    // The source goes on as it was.
+    db.put("key00007", "src-later").unwrap();
+    assert_eq!(
+        db.get("key01234").unwrap().as_deref(),
+        Some(&b"src-1234"[..])
+    );
+    assert_eq!(
+        clone.get("key00007").unwrap().as_deref(),
+        Some(&b"clone-7"[..])
+    );
+    let now = common::bucket::Bucket::new().all_under(&src);
+    for o in &source_objects {
+        if o.ends_with(".sst") {
+            assert!(now.contains(o), "the clone deleted its source's {o}");
+        }
+    }
+
+    // A clone of the clone, from a checkpoint the clone keeps while it
+    // still links the source's tables.
+    let (cfs2, cdir2) = at("clone-fresh", &dst);
+    drop(cks);
+    clone.close().unwrap();
+    let clone = Db::open(&cdir2, options(cfs2)).unwrap();
+    clone.checkpoint_in_bucket("of-clone").unwrap();
+    let from_clone = whole(&root.path().join("y"), &root.path().join("y-cache"), &dst);
+    // Its tables are where the clone's links lead: under the source.
+    BucketFs::clone_checkpoint(from_clone, "early", &dst2).unwrap();
+    let (rfs, rdir) = BucketFs::checkpoint_reader(
+        whole(&root.path().join("z"), &root.path().join("z-cache"), &dst),
+        "of-clone",
+    )
+    .unwrap();
+    let r = Db::open_read_only(&rdir, options(rfs)).unwrap();
+    r.verify().unwrap();
+    assert_eq!(
+        r.get("key00042").unwrap().as_deref(),
+        Some(&b"clone-42"[..])
+    );
+    let (gfs, gdir) = at("grandchild", &dst2);
+    let g = Db::open(&gdir, options(gfs)).unwrap();
+    assert_eq!(g.get("key00042").unwrap().as_deref(), Some(&b"src-42"[..]));
+    g.put("key00042", "grandchild").unwrap();
+    g.compact().unwrap();
+    assert_eq!(
+        g.get("key00042").unwrap().as_deref(),
+        Some(&b"grandchild"[..])
+    );
+    g.verify().unwrap();
+    g.close().unwrap();
+    clone.close().unwrap();
     db.close().unwrap();
 }

@@ -556,6 +556,7 @@ pub const DB_CHECKPOINT: &str = concat!(
   bloomlsm db checkpoint s3://my-bucket/stores/orders/ --name nightly
   bloomlsm db checkpoint s3://my-bucket/stores/orders/ /restore/orders
   bloomlsm db checkpoint /restore/orders s3://my-bucket/stores/orders-copy/
+  bloomlsm db checkpoint 's3://my-bucket/stores/orders/?checkpoint=nightly' s3://my-bucket/test/orders/
 
 Makes TARGET a copy of the store as of now, which opens as a store of its own: the
 memtable is flushed, then each table gets a hard link in TARGET (a copy where links are
@@ -577,7 +578,9 @@ on): --name NAME keeps the checkpoint beside the store, as one object naming its
 TARGET instead copies the store (or s3://...?checkpoint=NAME) into a local directory, its
 tables downloaded: a local store of its own. A local store copied to s3://BUCKET/PREFIX
 (an empty prefix) becomes a store kept wholly there: tables uploaded, then its small
-files, CURRENT last.
+files, CURRENT last. s3://BUCKET/PREFIX?checkpoint=NAME copied to s3://BUCKET/OTHER makes a
+clone: a store of its own under OTHER that reads the checkpoint's tables where they are
+(none copied; keep the checkpoint while the clone names them) and never deletes them.
 
 JSON (--json): one object: {\"store\": DIR, \"checkpoint\": TARGET, \"tables\": N,
   \"linked\": N, \"copied\": N, \"bytes\": N, \"bytes_copied\": N, \"sequence\": N}: the

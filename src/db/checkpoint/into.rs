@@ -52,18 +52,15 @@ impl Db {
         if let Some(e) = holds_store() {
             return Err(e);
         }
-        // The keyspaces' folders first.
-        for (rel, _) in &kept.files {
+        report.linked = 0;
+        report.copied = 0;
+        report.bytes_copied = 0;
+        for rel in &kept.tables {
             if let Some((folder, _)) = rel.rsplit_once('/') {
                 let d = dir.join(folder);
                 out.create_dir_all(&d)
                     .map_err(io_err("create directory", &d))?;
             }
-        }
-        report.linked = 0;
-        report.copied = 0;
-        report.bytes_copied = 0;
-        for rel in &kept.tables {
             let from_path = inner.dir.join(rel);
             let from = inner
                 .fs()
@@ -74,34 +71,59 @@ impl Db {
             report.copied += 1;
             report.bytes_copied += size;
         }
-        // A keyspace's files before the store's; CURRENT last in each.
-        let mut files: Vec<&(String, bytes::Bytes)> = kept.files.iter().collect();
-        files.sort_by_key(|(rel, _)| (!rel.contains('/'), rel.ends_with("CURRENT")));
-        for (rel, data) in files {
-            let path = dir.join(rel);
-            let (name, parent) = (
-                path.file_name().and_then(|n| n.to_str()).unwrap_or(""),
-                path.parent().unwrap_or(dir),
-            );
-            let tmp = match name {
-                "CURRENT" => Some(filename::current_tmp_file(parent)),
-                "OPTIONS" => Some(filename::options_tmp_file(parent)),
-                _ => None,
-            };
-            let write_to = tmp.as_deref().unwrap_or(&path);
-            let mut f = out
-                .create_new(write_to)
-                .map_err(io_err("create", write_to))?;
-            f.write_all(data).map_err(io_err("write", write_to))?;
-            f.sync_data().map_err(io_err("fsync", write_to))?;
-            drop(f);
-            if let Some(tmp) = &tmp {
-                out.rename(tmp, &path)
-                    .map_err(io_err("rename onto", &path))?;
-            }
-            out.sync_dir(parent)
-                .map_err(io_err("sync directory", parent))?;
-        }
+        write_store_files(out, dir, &kept.files)?;
         Ok(report)
     }
+}
+
+/// Writes a checkpoint's small `files` (by path relative to `dir`) into
+/// `dir` on `out`: each keyspace's first, the store's last, `CURRENT` last
+/// of each, `CURRENT` and `OPTIONS` through their `.tmp` and a rename;
+/// each `OPTIONS` records where `out` keeps the tables of its directory.
+pub(crate) fn write_store_files(
+    out: &dyn FileSystem,
+    dir: &Path,
+    files: &[(String, bytes::Bytes)],
+) -> Result<()> {
+    for (rel, _) in files {
+        if let Some((folder, _)) = rel.rsplit_once('/') {
+            let d = dir.join(folder);
+            out.create_dir_all(&d)
+                .map_err(io_err("create directory", &d))?;
+        }
+    }
+    let mut files: Vec<&(String, bytes::Bytes)> = files.iter().collect();
+    files.sort_by_key(|(rel, _)| (!rel.contains('/'), rel.ends_with("CURRENT")));
+    for (rel, data) in files {
+        let path = dir.join(rel);
+        let (name, parent) = (
+            path.file_name().and_then(|n| n.to_str()).unwrap_or(""),
+            path.parent().unwrap_or(dir),
+        );
+        let mut data = data.to_vec();
+        let tmp = match name {
+            "CURRENT" => Some(filename::current_tmp_file(parent)),
+            "OPTIONS" => {
+                let mut o = options_file::OptionsFile::decode(&data, &path)?;
+                o.tables = out.table_location(parent);
+                data = o.encode();
+                Some(filename::options_tmp_file(parent))
+            }
+            _ => None,
+        };
+        let write_to = tmp.as_deref().unwrap_or(&path);
+        let mut f = out
+            .create_new(write_to)
+            .map_err(io_err("create", write_to))?;
+        f.write_all(&data).map_err(io_err("write", write_to))?;
+        f.sync_data().map_err(io_err("fsync", write_to))?;
+        drop(f);
+        if let Some(tmp) = &tmp {
+            out.rename(tmp, &path)
+                .map_err(io_err("rename onto", &path))?;
+        }
+        out.sync_dir(parent)
+            .map_err(io_err("sync directory", parent))?;
+    }
+    Ok(())
 }

@@ -46,6 +46,8 @@ mod in_bucket;
 mod into;
 mod report;
 
+#[cfg(feature = "object-store")]
+pub(crate) use into::write_store_files;
 pub use report::{CheckpointReport, INCOMPLETE, TEMP_SUFFIX, temp_dir};
 
 use super::*;

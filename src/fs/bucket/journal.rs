@@ -32,6 +32,10 @@ use crate::error::IoCause;
 /// The journal's folder under the prefix.
 pub const JOURNAL_DIR: &str = "journal";
 
+/// The journal's file of a clone's tables kept under another prefix
+/// (`clone.rs`): no file of the store's own.
+pub(super) const LINKS_FILE: &str = "LINKS";
+
 const MAGIC: &[u8; 4] = b"BLJ1";
 const APPEND: u8 = 1;
 const WHOLE: u8 = 2;
@@ -744,6 +748,9 @@ impl Journal {
         let index = g.as_ref().expect("read");
         let mut out = Vec::new();
         for path in index.appended.keys().chain(index.whole.keys()) {
+            if path == LINKS_FILE {
+                continue;
+            }
             let (d, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
             if d == dir {
                 out.push(name.to_string());

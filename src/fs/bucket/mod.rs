@@ -41,6 +41,7 @@ mod cache;
 mod checkpoint_tests;
 mod checkpoints;
 mod client;
+mod clone;
 #[cfg(test)]
 mod fault;
 #[cfg(test)]
@@ -794,6 +795,8 @@ impl FileSystem for BucketFs {
         let Some(key) = self.shared.table_key(path) else {
             return RealFs.open_read(path);
         };
+        // A clone reads a linked table under its source's prefix.
+        let key = self.shared.linked(&key)?.unwrap_or(key);
         let known = self.shared.known(&key)?;
         Ok(Arc::new(BucketReadable {
             object: self.shared.object_id(&key, &known),
@@ -879,6 +882,11 @@ impl FileSystem for BucketFs {
             // Created here and never uploaded: nothing in the bucket.
             return Ok(());
         }
+        if let Some(source) = sh.linked(&key)? {
+            // A clone never deletes its source's objects.
+            self.forget(&source);
+            return Ok(());
+        }
         if sh.journal.is_some() {
             if !lock(&sh.made).contains(key.as_ref()) {
                 // A table this handle did not write may have been listed
@@ -922,7 +930,13 @@ impl FileSystem for BucketFs {
         }
         let mut names = RealFs.list_dir(dir)?;
         if let Some(jd) = &journal_dir {
-            for n in sh.journal().names_in(&sh.client, jd)? {
+            let linked = sh.linked_in(jd)?;
+            for n in sh
+                .journal()
+                .names_in(&sh.client, jd)?
+                .into_iter()
+                .chain(linked)
+            {
                 let n = OsString::from(n);
                 if !names.contains(&n) {
                     names.push(n);
@@ -964,7 +978,10 @@ impl FileSystem for BucketFs {
             return self.shared.journal().len(&self.shared.client, &rel);
         }
         match self.shared.table_key(path) {
-            Some(key) => Ok(self.shared.known(&key)?.size),
+            Some(key) => {
+                let key = self.shared.linked(&key)?.unwrap_or(key);
+                Ok(self.shared.known(&key)?.size)
+            }
             None => RealFs.file_len(path),
         }
     }
@@ -1031,7 +1048,16 @@ impl FileSystem for BucketFs {
         let sh = &self.shared;
         let cps = self.checkpoints_of(dir)?;
         crate::fs::kept::check_name(name)?;
-        cps.put(&sh.client, name, checkpoint)?;
+        let mut checkpoint = checkpoint.clone();
+        match sh.journal().read(&sh.client, journal::LINKS_FILE) {
+            // A clone's checkpoint reads its linked tables where it does.
+            Ok(links) => checkpoint
+                .files
+                .push((journal::LINKS_FILE.to_string(), links)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        cps.put(&sh.client, name, &checkpoint)?;
         if sh.journal().epoch().is_some()
             && let Err(e) = sh.journal().confirm(&sh.client)
         {

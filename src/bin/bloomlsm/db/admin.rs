@@ -174,12 +174,26 @@ pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Wr
 /// the bucket as a store kept wholly there (its tables uploaded).
 fn checkpoint_into_bucket(dir: &Path, target: &Path, json: bool, out: &mut dyn Write) -> CliResult {
     if super::bucket_url::bucket_of(dir).is_some() {
-        return Err(CliError::usage(format!(
-            "{} to {}: copy a store in a bucket into a local directory, or a local store into \
-             a bucket",
+        let linked = super::bucket_url::clone_checkpoint(dir, target)?;
+        if json {
+            return write_json(
+                out,
+                &json!({
+                    "store": dir.display().to_string(),
+                    "clone": target.display().to_string(),
+                    "tables_linked": linked,
+                }),
+            );
+        }
+        writeln!(
+            out,
+            "clone of {} in {}: {} tables linked, none copied (keep the checkpoint while the \
+             clone names them)",
             dir.display(),
-            target.display()
-        )));
+            target.display(),
+            count(linked as u64)
+        )?;
+        return Ok(());
     }
     let (fs, local) = super::bucket_url::whole_store_destination(target)?;
     let opts = Options::default().create_if_missing(false);

@@ -105,6 +105,48 @@ pub fn whole_store_destination(
     Ok((fs, dir))
 }
 
+/// `db checkpoint s3://BUCKET/SRC?checkpoint=NAME s3://BUCKET/DEST`: a
+/// clone of the checkpoint under `DEST`, linking its tables; the number
+/// linked.
+#[cfg(feature = "object-store")]
+pub fn clone_checkpoint(from: &Path, into: &Path) -> Result<usize, CliError> {
+    use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+    let (Some((bucket, prefix, checkpoint)), Some((into_bucket, into_prefix, into_cp))) =
+        (parse(from), parse(into))
+    else {
+        return Err(CliError::usage(
+            "a clone goes from s3://… to s3://…".to_string(),
+        ));
+    };
+    let Some(name) = checkpoint else {
+        return Err(CliError::usage(format!(
+            "{} to {}: a store in a bucket goes into another prefix as a clone of one of its              checkpoints: keep one (db checkpoint {} --name NAME), then copy              {}?checkpoint=NAME",
+            from.display(),
+            into.display(),
+            from.display(),
+            from.display()
+        )));
+    };
+    if into_bucket != bucket || into_cp.is_some() {
+        return Err(CliError::usage(format!(
+            "{}: a clone goes into another prefix of the same bucket ({bucket})",
+            into.display()
+        )));
+    }
+    let config = BucketConfig::new("", bucket, "").prefix(prefix);
+    Ok(BucketFs::clone_checkpoint(config, &name, &into_prefix)?)
+}
+
+/// Without the `object-store` feature there is no bucket to clone in.
+#[cfg(not(feature = "object-store"))]
+pub fn clone_checkpoint(from: &Path, _into: &Path) -> Result<usize, CliError> {
+    Err(CliError::new(format!(
+        "{}: reading a store in a bucket needs the object-store feature \
+         (cargo build --release --features object-store)",
+        from.display()
+    )))
+}
+
 /// Without the `object-store` feature there is no bucket to copy into.
 #[cfg(not(feature = "object-store"))]
 pub fn whole_store_destination(
