@@ -532,7 +532,7 @@ JSON (--json): one object: {\"store\": DIR, \"ok\": true, \"files\": N, \"entrie
     exit_status!()
 );
 
-/// `bloomlsm db checkpoint`.
+/// `bloomlsm db checkpoints`.
 pub const DB_CHECKPOINTS: &str = concat!(
     "Examples:
   bloomlsm db checkpoints s3://my-bucket/stores/orders/

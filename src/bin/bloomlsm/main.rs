@@ -5,7 +5,7 @@
 //!   [`sweep`] is its filter-only FPR sweep, [`workload`] its keys.
 //! - [`sst_cmd`]: `bloomlsm sst dump | verify | filter-test`.
 //! - [`db`](mod@db): `bloomlsm db put | get | delete | delete-range | scan | load | stats | verify |
-//!   compact | keyspaces | checkpoint`.
+//!   compact | keyspaces | checkpoint | checkpoints`.
 //! - [`stress`]: `bloomlsm stress`, random operations checked against an
 //!   expected state, with `--kill` a SIGKILL loop.
 //! - [`report`]: text tables, JSON, CSV, number and date formats, the
@@ -70,7 +70,7 @@ enum Command {
         command: SstCommand,
     },
     /// Operate on a store directory: put, get, delete, delete-range, scan, load, stats, verify,
-    /// compact, keyspaces, checkpoint.
+    /// compact, keyspaces, checkpoint, checkpoints.
     #[command(after_help = help::TOP)]
     Db {
         #[command(subcommand)]
