@@ -14,8 +14,12 @@ use std::sync::Mutex;
 use bytes::{BufMut, Bytes};
 use object_store::path::Path as ObjectPath;
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use super::client::Client;
-use super::lock;
+use super::{BucketConfig, BucketFs, lock, unsupported};
+use crate::error::{Error, Result};
 use crate::fs::kept::{CheckpointInfo, KeptCheckpoint};
 
 /// The checkpoints' folder under the prefix.
@@ -240,6 +244,57 @@ impl Checkpoints {
             }
         }
         Ok(out)
+    }
+}
+
+impl BucketFs {
+    /// A file system to open the kept checkpoint `name` of the whole store
+    /// `config` names with [`crate::Db::open_read_only`], and the directory
+    /// to open it in: as [`BucketFs::whole_store_reader`], but the store's
+    /// small files are the checkpoint's (one GET), its tables the store's,
+    /// and [`crate::Db::refresh`] leaves it as it is. Fails with
+    /// `NotFound` naming the checkpoint when there is none of that name.
+    ///
+    /// ```no_run
+    /// use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
+    /// use bloomlsm::{Db, Options};
+    ///
+    /// let config = BucketConfig::new("my-bucket", "stores/orders/", "unused");
+    /// let (fs, dir) = BucketFs::checkpoint_reader(config, "nightly")?;
+    /// let db = Db::open_read_only(&dir, Options::default().fs(fs))?;
+    /// println!("{:?}", db.get("k")?);
+    /// # Ok::<(), bloomlsm::Error>(())
+    /// ```
+    pub fn checkpoint_reader(config: BucketConfig, name: &str) -> Result<(Arc<BucketFs>, PathBuf)> {
+        crate::fs::kept::check_name(name).map_err(|e| Error::invalid(e.to_string()))?;
+        let (fs, dir) = Self::whole_store_reader(config)?;
+        fs.fix_to_checkpoint(name)?;
+        Ok((fs, dir))
+    }
+
+    /// Makes the kept checkpoint `name` the store this whole store's
+    /// handle reads.
+    pub(super) fn fix_to_checkpoint(&self, name: &str) -> Result<()> {
+        let sh = &self.shared;
+        let cps = sh.checkpoints.as_ref().expect("a whole store");
+        let c = cps
+            .get(&sh.client, name)
+            .map_err(|e| Error::io(format!("read checkpoint {name:?}"), e))?;
+        sh.journal().fix(c.files);
+        Ok(())
+    }
+
+    /// The kept checkpoints of the store in `dir`, if it is a whole store's
+    /// directory.
+    pub(super) fn checkpoints_of(&self, dir: &Path) -> io::Result<&Checkpoints> {
+        match (&self.shared.checkpoints, self.shared.journal_dir(dir)) {
+            (Some(c), Some(d)) if d.is_empty() => Ok(c),
+            _ => Err(unsupported(format!(
+                "{} is not the directory of a store kept wholly in a bucket: only such a store \
+                 keeps checkpoints beside it",
+                dir.display()
+            ))),
+        }
     }
 }
 

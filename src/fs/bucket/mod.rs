@@ -51,6 +51,7 @@ mod journal_files;
 #[cfg(test)]
 mod journal_tests;
 mod marker;
+mod objects;
 mod prefetch;
 mod reader;
 mod upload;
@@ -71,6 +72,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
+#[cfg(test)]
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 use xxhash_rust::xxh3::xxh3_128;
@@ -432,42 +434,6 @@ impl BucketFs {
         Ok((Arc::new(fs), dir))
     }
 
-    /// A file system to open the kept checkpoint `name` of the whole store
-    /// `config` names with [`crate::Db::open_read_only`], and the directory
-    /// to open it in: as [`BucketFs::whole_store_reader`], but the store's
-    /// small files are the checkpoint's (one GET), its tables the store's,
-    /// and [`crate::Db::refresh`] leaves it as it is. Fails with
-    /// `NotFound` naming the checkpoint when there is none of that name.
-    ///
-    /// ```no_run
-    /// use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
-    /// use bloomlsm::{Db, Options};
-    ///
-    /// let config = BucketConfig::new("my-bucket", "stores/orders/", "unused");
-    /// let (fs, dir) = BucketFs::checkpoint_reader(config, "nightly")?;
-    /// let db = Db::open_read_only(&dir, Options::default().fs(fs))?;
-    /// println!("{:?}", db.get("k")?);
-    /// # Ok::<(), bloomlsm::Error>(())
-    /// ```
-    pub fn checkpoint_reader(config: BucketConfig, name: &str) -> Result<(Arc<BucketFs>, PathBuf)> {
-        crate::fs::kept::check_name(name).map_err(|e| Error::invalid(e.to_string()))?;
-        let (fs, dir) = Self::whole_store_reader(config)?;
-        fs.fix_to_checkpoint(name)?;
-        Ok((fs, dir))
-    }
-
-    /// Makes the kept checkpoint `name` the store this whole store's
-    /// handle reads.
-    fn fix_to_checkpoint(&self, name: &str) -> Result<()> {
-        let sh = &self.shared;
-        let cps = sh.checkpoints.as_ref().expect("a whole store");
-        let c = cps
-            .get(&sh.client, name)
-            .map_err(|e| Error::io(format!("read checkpoint {name:?}"), e))?;
-        sh.journal().fix(c.files);
-        Ok(())
-    }
-
     /// [`BucketFs::open`] with `store` as the bucket (tests give
     /// `object_store::memory::InMemory`).
     #[cfg(test)]
@@ -586,19 +552,6 @@ impl BucketFs {
         self.shared.journal.as_ref().and_then(Journal::epoch)
     }
 
-    /// The kept checkpoints of the store in `dir`, if it is a whole store's
-    /// directory.
-    fn checkpoints_of(&self, dir: &Path) -> io::Result<&checkpoints::Checkpoints> {
-        match (&self.shared.checkpoints, self.shared.journal_dir(dir)) {
-            (Some(c), Some(d)) if d.is_empty() => Ok(c),
-            _ => Err(unsupported(format!(
-                "{} is not the directory of a store kept wholly in a bucket: only such a store \
-                 keeps checkpoints beside it",
-                dir.display()
-            ))),
-        }
-    }
-
     /// The requests made and the disk cache's work so far.
     pub fn counters(&self) -> BucketCounters {
         self.shared
@@ -636,90 +589,6 @@ impl BucketFs {
             file,
             written: 0,
         }))
-    }
-
-    /// The objects under `dir`'s key, at any depth.
-    fn objects_under(&self, dir: &ObjectPath) -> io::Result<Vec<ObjectPath>> {
-        let store = self.shared.client.store.clone();
-        let d = dir.clone();
-        client::add(&self.shared.client.counters.lists, 1);
-        self.shared
-            .client
-            .run(async move {
-                let mut out = Vec::new();
-                let mut dirs = vec![d];
-                while let Some(d) = dirs.pop() {
-                    let r = store.list_with_delimiter(Some(&d)).await?;
-                    out.extend(r.objects.into_iter().map(|m| m.location));
-                    dirs.extend(r.common_prefixes);
-                }
-                Ok(out)
-            })?
-            .map_err(|e| client::io_error("LIST", dir, e))
-    }
-
-    /// Renames the directory `from` (in the store's directory) to `to`,
-    /// moving the objects of its tables to their new keys: each is copied,
-    /// the local directory renamed, then the old objects deleted, so every
-    /// table is at its new key before the directory has its new name.
-    fn rename_dir(&self, from: &Path, to: &Path, old: ObjectPath) -> io::Result<()> {
-        let new = self.shared.dir_key(to).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!(
-                    "{} holds tables in the bucket; {} is outside the store's directory",
-                    from.display(),
-                    to.display()
-                ),
-            )
-        })?;
-        let objects = self.objects_under(&old)?;
-        let old_len = old.parts().count();
-        for o in &objects {
-            let rest: Vec<_> = o.parts().skip(old_len).collect();
-            let dest = ObjectPath::from_iter(new.parts().chain(rest));
-            self.shared.client.copy(o, &dest)?;
-        }
-        std::fs::rename(from, to)?;
-        for o in &objects {
-            self.forget(o);
-            self.shared.client.delete(o)?;
-        }
-        Ok(())
-    }
-
-    /// Deletes the store's objects from the bucket — every table under the
-    /// prefix, its keyspaces' too, then the prefix's marker
-    /// ([`STORE_OBJECT`]) and [`PROBE_OBJECT`] — so the prefix belongs to no
-    /// store; objects of other names are left. Returns the objects deleted.
-    /// For a store that is closed and to be thrown away (the local
-    /// directory, with its MANIFEST, is the caller's to remove): a store
-    /// reopened afterwards finds its tables gone.
-    pub fn remove_store(&self) -> Result<u64> {
-        let root = ObjectPath::from_iter(self.shared.prefix.iter().map(String::as_str));
-        let objects = self
-            .objects_under(&root)
-            .map_err(|e| Error::io(format!("list the bucket prefix {root}"), e))?;
-        let is_table = |o: &ObjectPath| {
-            o.filename()
-                .is_some_and(|n| matches!(filename::parse_file_name(n), Some((FileKind::Table, _))))
-        };
-        let (tables, rest): (Vec<_>, Vec<_>) = objects.into_iter().partition(is_table);
-        let ours = rest.into_iter().filter(|o| {
-            o.parts().count() == root.parts().count() + 1
-                && o.filename()
-                    .is_some_and(|n| n == STORE_OBJECT || n == PROBE_OBJECT)
-        });
-        let mut n = 0;
-        for o in tables.iter().chain(ours.collect::<Vec<_>>().iter()) {
-            self.forget(o);
-            self.shared
-                .client
-                .delete(o)
-                .map_err(|e| Error::io(format!("delete object {o}"), e))?;
-            n += 1;
-        }
-        Ok(n)
     }
 
     /// Drops what is known and cached of `key`.
