@@ -156,18 +156,24 @@ pub(super) fn checkpoint(dir: &Path, target: &Path, json: bool, out: &mut dyn Wr
             dir.display()
         )));
     }
+    let db = open_to_copy(dir)?;
+    let r = db.checkpoint(target)?;
+    db.close()?;
+    report_checkpoint(dir, target, &r, json, out)
+}
+
+/// Opens the local store `dir` to copy it: for writing, or beside a writer
+/// in another process (the store is locked) read-only, the copy then made
+/// from its files. Warns of write-ahead log damage the open dropped.
+fn open_to_copy(dir: &Path) -> CliResult<Db> {
     let opts = Options::default().create_if_missing(false);
-    // Beside a writer in another process the store is locked: the
-    // checkpoint is then made from its files, through a read-only handle.
     let (db, writable) = match Db::open(dir, opts.clone()) {
         Ok(db) => (db, true),
         Err(bloomlsm::Error::Locked(_)) => (Db::open_read_only(dir, opts)?, false),
         Err(e) => return Err(e.into()),
     };
     warn_wal_damage(dir, &db.stats(), writable);
-    let r = db.checkpoint(target)?;
-    db.close()?;
-    report_checkpoint(dir, target, &r, json, out)
+    Ok(db)
 }
 
 /// `db checkpoint DIR s3://BUCKET/PREFIX`: the local store copied into
@@ -196,13 +202,7 @@ fn checkpoint_into_bucket(dir: &Path, target: &Path, json: bool, out: &mut dyn W
         return Ok(());
     }
     let (fs, local) = super::bucket_url::whole_store_destination(target)?;
-    let opts = Options::default().create_if_missing(false);
-    let (db, writable) = match Db::open(dir, opts.clone()) {
-        Ok(db) => (db, true),
-        Err(bloomlsm::Error::Locked(_)) => (Db::open_read_only(dir, opts)?, false),
-        Err(e) => return Err(e.into()),
-    };
-    warn_wal_damage(dir, &db.stats(), writable);
+    let db = open_to_copy(dir)?;
     let r = db.checkpoint_into(fs, &local)?;
     db.close()?;
     report_checkpoint(dir, target, &r, json, out)

@@ -73,16 +73,17 @@ pub fn open_read_only(dir: &Path, opts: Options) -> bloomlsm::Result<Option<Db>>
     Db::open_read_only(local, opts.fs(fs)).map(Some)
 }
 
+/// A new store's file system and directory.
+pub type Destination = (
+    std::sync::Arc<dyn bloomlsm::fs::FileSystem>,
+    std::path::PathBuf,
+);
+
 /// The file system and directory of a new store kept wholly in the bucket
 /// `url` names (`s3://BUCKET/PREFIX`), for `db checkpoint DIR s3://…`: its
 /// local directory a scratch one, removed when the file system is dropped.
 #[cfg(feature = "object-store")]
-pub fn whole_store_destination(
-    url: &Path,
-) -> bloomlsm::Result<(
-    std::sync::Arc<dyn bloomlsm::fs::FileSystem>,
-    std::path::PathBuf,
-)> {
+pub fn whole_store_destination(url: &Path) -> bloomlsm::Result<Destination> {
     use bloomlsm::fs::FileSystem;
     use bloomlsm::fs::bucket::{BucketConfig, BucketFs};
     let (bucket, prefix, checkpoint) = parse(url).ok_or_else(|| {
@@ -149,12 +150,7 @@ pub fn clone_checkpoint(from: &Path, _into: &Path) -> Result<usize, CliError> {
 
 /// Without the `object-store` feature there is no bucket to copy into.
 #[cfg(not(feature = "object-store"))]
-pub fn whole_store_destination(
-    url: &Path,
-) -> bloomlsm::Result<(
-    std::sync::Arc<dyn bloomlsm::fs::FileSystem>,
-    std::path::PathBuf,
-)> {
+pub fn whole_store_destination(url: &Path) -> bloomlsm::Result<Destination> {
     Err(bloomlsm::Error::invalid(format!(
         "{}: writing a store into a bucket needs the object-store feature \
          (cargo build --release --features object-store)",
