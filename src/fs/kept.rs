@@ -1,5 +1,5 @@
 //! Checkpoints a file system keeps beside the store it holds, instead of in
-//! a directory of their own ([`FileSystem::put_checkpoint`]): a store wholly
+//! a directory of their own ([`super::FileSystem::put_checkpoint`]): a store wholly
 //! in a bucket keeps each as one object that names the store's tables
 //! rather than copying them (`bucket::BucketFs`, docs/format.md §17).
 
