@@ -196,3 +196,42 @@ fn a_local_store_goes_into_the_bucket_whole_and_comes_back() {
     l.verify().unwrap();
     assert!(l.stats().levels.iter().any(|lv| lv.files > 0));
 }
+
+#[test]
+fn a_checkpoint_under_unsynced_writes_holds_the_log_bytes_not_yet_in_the_journal() {
+    let store = Arc::new(InMemory::new());
+    let w_site = site();
+    // Gathered log bytes are written only at a sync, at 1 MiB or at close.
+    let config = BucketConfig::new(w_site.dir.path(), "b", w_site.cache.path().join("c"))
+        .prefix("stores/one/")
+        .whole_store(true)
+        .log_flush_interval(Duration::from_secs(3600));
+    let w_fs = Arc::new(BucketFs::with_store(config, store.clone()).unwrap());
+    let w = Db::open(w_site.dir.path(), opts(&w_fs)).unwrap();
+    let ks = w.create_keyspace("ks", opts(&w_fs)).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Unsynced: gathered in the active log's tail.
+                ks.put(key(i % 5000), format!("ks-{i}")).unwrap();
+                w.put(key(i % 5000), format!("d-{i}")).unwrap();
+                i += 1;
+            }
+        });
+        let checked = (0..5).try_for_each(|n| -> crate::Result<()> {
+            std::thread::sleep(Duration::from_millis(20));
+            let name = format!("c{n}");
+            let r = w.checkpoint_in_bucket(&name)?;
+            let c = open_checkpoint(&site(), &store, &name)?;
+            c.verify()?;
+            let held = c.scan(..).count() + c.keyspace("ks")?.scan(..).count();
+            assert!(held > 0 || r.sequence == 0, "{name}: {r:?}");
+            Ok(())
+        });
+        // The writer stops whatever the checkpoints did.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        checked.unwrap();
+    });
+}

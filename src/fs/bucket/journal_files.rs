@@ -61,12 +61,31 @@ impl BucketFs {
     }
 
     /// The bytes of the journal file `path` (a staged `.tmp` from memory).
+    /// A file this handle is appending to is read with every byte written
+    /// to it so far, as a local file is: its gathered bytes are written
+    /// first.
     pub(super) fn read_journal_file(&self, path: &str) -> io::Result<Bytes> {
         let sh = &self.shared;
         if let Some(b) = lock(&sh.staged_whole).get(path) {
             return Ok(b.clone());
         }
+        sh.flush_tail(path)?;
         sh.journal().read(&sh.client, path)
+    }
+}
+
+impl Shared {
+    /// Writes the gathered bytes of `path`, if this handle is appending
+    /// to it.
+    pub(super) fn flush_tail(&self, path: &str) -> io::Result<()> {
+        let tail = lock(&self.tails)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|t| t.path == path);
+        match tail {
+            Some(t) => t.flush(self),
+            None => Ok(()),
+        }
     }
 }
 

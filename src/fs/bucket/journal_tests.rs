@@ -9,7 +9,7 @@ use crate::{Db, Options, WriteBatch, WriteOptions};
 
 pub(super) struct Site {
     pub(super) dir: tempfile::TempDir,
-    cache: tempfile::TempDir,
+    pub(super) cache: tempfile::TempDir,
 }
 
 pub(super) fn site() -> Site {

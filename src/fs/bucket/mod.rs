@@ -844,6 +844,7 @@ impl FileSystem for BucketFs {
             if let Some(b) = lock(&self.shared.staged_whole).get(&rel) {
                 return Ok(b.len() as u64);
             }
+            self.shared.flush_tail(&rel)?;
             return self.shared.journal().len(&self.shared.client, &rel);
         }
         match self.shared.table_key(path) {
