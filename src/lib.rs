@@ -108,7 +108,8 @@ pub mod workload;
 pub use bytes::Bytes;
 pub use db::iter::ScanRange;
 pub use db::{
-    CheckpointReport, Db, DbIter, IngestReport, Keyspace, Snapshot, WriteBatch, WriteOptions,
+    Advice, CheckpointReport, Db, DbIter, DesignCost, IngestReport, Keyspace, Snapshot, WriteBatch,
+    WriteOptions,
 };
 pub use error::{Error, Result};
 pub use filter::PrefixExtractor;

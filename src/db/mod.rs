@@ -21,6 +21,7 @@
 //! them the WAL (`log/`, `wal.rs`), write batches,
 //! iterators, merging and snapshots.
 
+mod advise;
 mod background;
 #[cfg(test)]
 mod background_tests;
@@ -62,6 +63,7 @@ use counters::Counters;
 use write::check_key;
 pub(crate) use write::outside_write_limits;
 
+pub use advise::{Advice, DesignCost};
 pub use batch::{BatchOp, WriteBatch};
 pub use checkpoint::CheckpointReport;
 pub use filename::FileKind;

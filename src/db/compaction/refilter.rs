@@ -24,7 +24,10 @@
 //! bits × entries) in that direction, as long as its own differ by more
 //! than [`FILE_TOLERANCE`]. Each rewrite sets one file to its target, so the
 //! sum of all files' differences shrinks with every step and the rewrites
-//! stop on a tree that does not change. L0 files are left as written:
+//! stop on a tree that does not change. An explicit rebuild then also
+//! evens out each level: a design that moves bits between levels at the
+//! same memory ([`crate::Db::advise`]'s) leaves the total right and every
+//! level off, and is applied only so ([`pick_batch`]). L0 files are left as written:
 //! their order is their file number, which a rewrite would change, and
 //! they are short-lived. A file whose prefix filter is not the one the
 //! store writes now (built with another extractor, or absent, or present
@@ -191,11 +194,59 @@ pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilte
         .take(max)
         .map(|c| refilter(c, &targets))
         .collect();
+    if !batch.is_empty() {
+        return batch;
+    }
+    let batch = by_drift(v, opts, &targets, max);
     if batch.is_empty() {
-        by_drift(v, opts, &targets, max)
+        by_level_drift(v, opts, &targets, max)
     } else {
         batch
     }
+}
+
+/// For an explicit rebuild, once the store's total spend is right: the
+/// files of each level whose spend is off its allocation by more than
+/// [`TOLERANCE`], each file off its target by more than [`FILE_TOLERANCE`],
+/// most off first. A design that moves bits between levels at the same
+/// memory (the advisor's) is applied so; the compaction thread's
+/// one-at-a-time [`pick`] leaves it to the files' natural rewrites.
+fn by_level_drift(
+    v: &Version,
+    opts: &Options,
+    targets: &[Option<FilterPolicy>],
+    max: usize,
+) -> Vec<Refilter> {
+    if opts.filters.workload_avg_bits_per_key.is_some() {
+        return Vec::new();
+    }
+    let mut off_levels = Vec::new();
+    for (level, files) in v.levels.iter().enumerate().skip(1) {
+        let want = bits(targets[level]);
+        let (mut spent, mut allocated) = (0.0, 0.0);
+        for f in files {
+            let n = f.meta.entries as f64;
+            spent += n * recorded(f).map_or(0.0, bits);
+            allocated += n * want;
+        }
+        if (spent - allocated).abs() > TOLERANCE * allocated.max(1.0) {
+            off_levels.push(level);
+        }
+    }
+    let mut files: Vec<(Candidate<'_>, f64)> = candidates(v)
+        .filter(|(l, _, _)| off_levels.contains(l))
+        .filter_map(|c @ (l, f, p)| {
+            let (have, want) = (bits(p), bits(targets[l]));
+            let off = (have - want).abs();
+            (off > FILE_TOLERANCE * want.max(1.0)).then_some((c, off * f.meta.entries as f64))
+        })
+        .collect();
+    files.sort_by(|a, b| b.1.total_cmp(&a.1));
+    files
+        .into_iter()
+        .take(max)
+        .map(|(c, _)| refilter(c, targets))
+        .collect()
 }
 
 /// [`pick`]'s last rule, `max` times over: while the store's spend is off
