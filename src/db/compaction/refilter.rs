@@ -101,19 +101,27 @@ fn bits(p: Option<FilterPolicy>) -> f64 {
 /// what the files' filters were built with, and what the filters their
 /// levels get now would be.
 pub(crate) fn spend(v: &Version, opts: &Options) -> (f64, f64) {
-    let runs = v.runs();
-    let last = v.last_nonempty_level();
-    let mut spent = 0.0;
-    let mut allocated = 0.0;
-    for (level, files) in v.levels.iter().enumerate() {
-        let target = bits(opts.filters.policy_for(level, &runs, last));
-        for f in files {
-            let n = f.meta.entries as f64;
-            spent += n * recorded(f).map_or(0.0, bits);
-            allocated += n * target;
-        }
-    }
-    (spent, allocated)
+    level_spends(v, &targets(v, opts))
+        .into_iter()
+        .fold((0.0, 0.0), |(s, a), (ls, la)| (s + ls, a + la))
+}
+
+/// [`spend`] level by level, under the filters `targets` gives each level.
+fn level_spends(v: &Version, targets: &[Option<FilterPolicy>]) -> Vec<(f64, f64)> {
+    v.levels
+        .iter()
+        .zip(targets)
+        .map(|(files, &target)| {
+            let want = bits(target);
+            files.iter().fold((0.0, 0.0), |(spent, allocated), f| {
+                let n = f.meta.entries as f64;
+                (
+                    spent + n * recorded(f).map_or(0.0, bits),
+                    allocated + n * want,
+                )
+            })
+        })
+        .collect()
 }
 
 /// A file below L0 whose recorded filter this build knows: its level, the
@@ -220,19 +228,15 @@ fn by_level_drift(
     if opts.filters.workload_avg_bits_per_key.is_some() {
         return Vec::new();
     }
-    let mut off_levels = Vec::new();
-    for (level, files) in v.levels.iter().enumerate().skip(1) {
-        let want = bits(targets[level]);
-        let (mut spent, mut allocated) = (0.0, 0.0);
-        for f in files {
-            let n = f.meta.entries as f64;
-            spent += n * recorded(f).map_or(0.0, bits);
-            allocated += n * want;
-        }
-        if (spent - allocated).abs() > TOLERANCE * allocated.max(1.0) {
-            off_levels.push(level);
-        }
-    }
+    let off_levels: Vec<usize> = level_spends(v, targets)
+        .into_iter()
+        .enumerate()
+        .skip(1)
+        .filter(|&(_, (spent, allocated))| {
+            (spent - allocated).abs() > TOLERANCE * f64::max(allocated, 1.0)
+        })
+        .map(|(level, _)| level)
+        .collect();
     let mut files: Vec<(Candidate<'_>, f64)> = candidates(v)
         .filter(|(l, _, _)| off_levels.contains(l))
         .filter_map(|c @ (l, f, p)| {
