@@ -118,7 +118,9 @@ pub use filter::{
     register_filter,
 };
 pub use options::{Compression, CompressionOptions, FilterOptions, Options, ReadMode, WalRecovery};
-pub use stats::{FileStats, IoCounters, LevelStats, LevelWrites, Stats, TickerValue};
+pub use stats::{
+    FileStats, IoCounters, LevelStats, LevelWrites, LookupHistory, Stats, TickerValue,
+};
 
 // The README's Rust example is a doctest too.
 #[cfg(doctest)]

@@ -20,7 +20,7 @@
 use crate::filter::{FilterKind, FilterPolicy, math};
 use crate::options::FilterOptions;
 
-use super::Db;
+use super::{Db, Inner, Keyspace};
 use crate::error::{Error, Result};
 
 /// One filter design, costed for the lookups the store counted.
@@ -47,8 +47,10 @@ pub struct DesignCost {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Advice {
-    /// Gets counted (by this handle, since it opened).
+    /// Gets counted: the store's lookup history ([`Db::lookup_history`]).
     pub gets: u64,
+    /// When that history began (Unix seconds).
+    pub since_unix_secs: u64,
     /// The filter family the designs use (the store's).
     pub kind: FilterKind,
     /// The levels that hold keys.
@@ -90,8 +92,8 @@ impl Advice {
 }
 
 impl Db {
-    /// Costs other filter designs for the gets this handle has counted
-    /// (module docs): the present design, the same memory spent uniformly,
+    /// Costs other filter designs for the gets the store has served, over
+    /// its lookup history ([`Db::lookup_history`]; module docs): the present design, the same memory spent uniformly,
     /// by Monkey's allocation and by the allocation best for the probes
     /// counted, and no filter on the last level; with one recommendation.
     /// Open the store with [`Advice::filter_options`] of a design (and
@@ -99,13 +101,35 @@ impl Db {
     /// [`Db::rebuild_filters`] to use it.
     ///
     /// Fails when no get has been counted, or no level holds a filtered
-    /// key.
+    /// key. A read-only handle advises on the history the store's writers
+    /// kept.
     pub fn advise(&self) -> Result<Advice> {
+        self.inner.advise()
+    }
+}
+
+impl Keyspace {
+    /// [`Db::advise`] for this keyspace: its lookups, its levels, its
+    /// design.
+    pub fn advise(&self) -> Result<Advice> {
+        self.check()?;
+        self.inner.advise()
+    }
+
+    /// [`Db::lookup_history`] of this keyspace.
+    pub fn lookup_history(&self) -> crate::LookupHistory {
+        self.inner.lookup_history()
+    }
+}
+
+impl Inner {
+    fn advise(&self) -> Result<Advice> {
         let stats = self.stats();
-        if stats.gets == 0 {
+        let history = self.lookup_history();
+        if history.gets == 0 {
             return Err(Error::invalid(
-                "no gets counted by this handle yet: the advisor costs designs for the lookups \
-                 the store has served"
+                "no gets counted yet: the advisor costs designs for the lookups the store has \
+                 served (its LOOKUPS file holds none)"
                     .to_string(),
             ));
         }
@@ -116,22 +140,23 @@ impl Db {
             ));
         }
         let kind = self
-            .inner
             .opts
             .filters
             .policy
             .map_or(FilterKind::Blocked512, |p| p.kind());
-        let gets = stats.gets as f64;
+        let gets = history.gets as f64;
         let levels: Vec<usize> = held.iter().map(|l| l.level).collect();
         let level_keys: Vec<u64> = held.iter().map(|l| l.entries).collect();
-        let absent_probes: Vec<u64> = held
+        let zero = crate::IoCounters::ZERO;
+        let absent_probes: Vec<u64> = levels
             .iter()
-            .map(|l| {
-                let found = l.io.filter_positives.saturating_sub(l.io.false_positives);
-                l.io.filter_checks.saturating_sub(found)
+            .map(|&l| {
+                let io = history.levels.get(l).unwrap_or(&zero);
+                let found = io.filter_positives.saturating_sub(io.false_positives);
+                io.filter_checks.saturating_sub(found)
             })
             .collect();
-        let t = &stats.total;
+        let t = history.total();
         let found_reads = t.filter_positives.saturating_sub(t.false_positives)
             + t.unfiltered_reads
             + t.unusable_filter_reads;
@@ -227,7 +252,8 @@ impl Db {
             .filter(|&i| designs[i].reads_per_get < present - saving)
             .unwrap_or(0);
         Ok(Advice {
-            gets: stats.gets,
+            gets: history.gets,
+            since_unix_secs: history.since_unix_secs,
             kind,
             levels,
             level_keys,

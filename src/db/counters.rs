@@ -32,12 +32,21 @@ pub(super) struct Counters {
     pub(super) stalls: AtomicU64,
     pub(super) wal_tail_dropped: u64,
     pub(super) wal_salvaged: u64,
+    /// The store's lookup history as the handle found it, and what resets
+    /// folded into it (`lookups.rs`).
+    pub(super) history: Mutex<lookups::HistoryBase>,
 }
 
 impl Counters {
     /// Counters for a store of `levels` levels whose open dropped
-    /// `wal_tail_dropped` bytes of WAL and skipped `wal_salvaged` records.
-    pub(super) fn new(levels: usize, wal_tail_dropped: u64, wal_salvaged: u64) -> Self {
+    /// `wal_tail_dropped` bytes of WAL and skipped `wal_salvaged` records,
+    /// whose lookup history was `history` at open.
+    pub(super) fn new(
+        levels: usize,
+        wal_tail_dropped: u64,
+        wal_salvaged: u64,
+        history: lookups::HistoryBase,
+    ) -> Self {
         Counters {
             gets: GetCounters::default(),
             carried_gets: AtomicU64::new(0),
@@ -54,6 +63,7 @@ impl Counters {
             stalls: AtomicU64::new(0),
             wal_tail_dropped,
             wal_salvaged,
+            history: Mutex::new(history),
         }
     }
 }
@@ -217,7 +227,9 @@ impl Inner {
 
     /// [`Db::reset_stats`].
     pub(super) fn reset_stats(&self) {
-        // The workload-aware allocation's history outlives the reset.
+        // The workload-aware allocation's history outlives the reset, and
+        // so does the store's lookup history.
+        self.fold_lookup_history();
         self.counters
             .carried_gets
             .fetch_add(self.counters.gets.get(Get::Gets), Ordering::Relaxed);

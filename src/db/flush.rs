@@ -106,8 +106,16 @@ impl Inner {
 
     /// Flushes the oldest frozen memtable, if any. Returns whether it did.
     pub(super) fn flush_one(&self) -> Result<bool> {
-        let _work = self.flush_work.lock().unwrap_or_else(|p| p.into_inner());
-        self.guarded("flush", || self.flush_one_locked())
+        let flushed = {
+            let _work = self.flush_work.lock().unwrap_or_else(|p| p.into_inner());
+            self.guarded("flush", || self.flush_one_locked())
+        };
+        if let Ok(true) = flushed {
+            // Advice, not state: a failure to keep the lookups is not the
+            // flush's.
+            let _ = self.save_lookup_history();
+        }
+        flushed
     }
 
     pub(super) fn flush_one_locked(&self) -> Result<bool> {

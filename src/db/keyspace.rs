@@ -169,7 +169,7 @@ pub struct Keyspace {
     /// The store: the WAL and the writer queue.
     store: Arc<Inner>,
     /// The keyspace's engine (the store's own for the default keyspace).
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
     dropped: Arc<AtomicBool>,
 }
 
@@ -195,7 +195,7 @@ impl Keyspace {
     }
 
     /// `Ok` while the keyspace exists and its store is open.
-    fn check(&self) -> Result<()> {
+    pub(super) fn check(&self) -> Result<()> {
         if self.dropped.load(Ordering::Acquire) {
             return Err(Error::invalid(format!(
                 "keyspace {:?} was dropped",

@@ -42,6 +42,7 @@ pub(crate) mod iter;
 mod keyspace;
 #[doc(hidden)]
 pub mod log;
+mod lookups;
 pub(crate) mod memtable;
 pub(crate) mod merge;
 mod open;

@@ -141,6 +141,7 @@ impl Db {
         let levels = opts.max_levels;
         let wal_number = o.wal.as_ref().map_or(0, Wal::number);
         let table_files = Arc::new(TableFiles::new(&dir, opts.fs.clone()));
+        let history = lookups::HistoryBase::load(opts.fs.as_ref(), &dir, levels);
         let inner = Arc::new(Inner {
             dir,
             caches,
@@ -170,7 +171,7 @@ impl Db {
             last_seq: AtomicU64::new(o.last_sequence),
             flush_work: Mutex::new(()),
             compact_work: Mutex::new(()),
-            counters: Counters::new(levels, o.wal_tail_dropped, o.wal_salvaged),
+            counters: Counters::new(levels, o.wal_tail_dropped, o.wal_salvaged, history),
             opened_at: std::time::Instant::now(),
             last_write_ms: AtomicU64::new(0),
             closed: Arc::new(AtomicBool::new(false)),
@@ -258,6 +259,9 @@ impl Db {
                 children_closed = r;
             }
         }
+        // Advice, not state: a failure to keep the lookups is not the
+        // store's.
+        let _ = inner.save_lookup_history();
         let sync = inner
             .writer
             .lock()

@@ -16,8 +16,10 @@
 //! the `serde` feature they implement `Serialize` and `Deserialize`.
 
 mod display;
+mod history;
 mod tickers;
 
+pub use history::LookupHistory;
 pub use tickers::TickerValue;
 
 /// Costs and filter outcomes of lookups, as plain numbers.
@@ -150,6 +152,122 @@ impl IoCounters {
         scan_block_reads: 0,
         scan_bytes_read: 0,
     };
+
+    /// The counters' names, in the order of [`IoCounters::to_array`]: the
+    /// names the store's `LOOKUPS` file writes them under.
+    pub(crate) const NAMES: [&'static str; 31] = [
+        "files_considered",
+        "key_range_skips",
+        "filter_checks",
+        "filter_negatives",
+        "filter_positives",
+        "false_positives",
+        "unusable_filter_reads",
+        "unfiltered_reads",
+        "block_reads",
+        "cache_hits",
+        "bytes_read",
+        "filter_block_reads",
+        "filter_cache_hits",
+        "filter_bytes_read",
+        "index_block_reads",
+        "index_cache_hits",
+        "index_bytes_read",
+        "prefix_checks",
+        "prefix_negatives",
+        "prefix_false_positives",
+        "prefix_unusable_reads",
+        "prefix_scan_blocks",
+        "range_checks",
+        "range_negatives",
+        "range_false_positives",
+        "range_unusable_reads",
+        "range_scan_blocks",
+        "scan_blocks",
+        "scan_useful_blocks",
+        "scan_block_reads",
+        "scan_bytes_read",
+    ];
+
+    /// The counters in the order of [`IoCounters::NAMES`].
+    pub(crate) fn to_array(self) -> [u64; 31] {
+        [
+            self.files_considered,
+            self.key_range_skips,
+            self.filter_checks,
+            self.filter_negatives,
+            self.filter_positives,
+            self.false_positives,
+            self.unusable_filter_reads,
+            self.unfiltered_reads,
+            self.block_reads,
+            self.cache_hits,
+            self.bytes_read,
+            self.filter_block_reads,
+            self.filter_cache_hits,
+            self.filter_bytes_read,
+            self.index_block_reads,
+            self.index_cache_hits,
+            self.index_bytes_read,
+            self.prefix_checks,
+            self.prefix_negatives,
+            self.prefix_false_positives,
+            self.prefix_unusable_reads,
+            self.prefix_scan_blocks,
+            self.range_checks,
+            self.range_negatives,
+            self.range_false_positives,
+            self.range_unusable_reads,
+            self.range_scan_blocks,
+            self.scan_blocks,
+            self.scan_useful_blocks,
+            self.scan_block_reads,
+            self.scan_bytes_read,
+        ]
+    }
+
+    /// The counters from [`IoCounters::to_array`]'s order.
+    pub(crate) fn from_array(a: [u64; 31]) -> IoCounters {
+        IoCounters {
+            files_considered: a[0],
+            key_range_skips: a[1],
+            filter_checks: a[2],
+            filter_negatives: a[3],
+            filter_positives: a[4],
+            false_positives: a[5],
+            unusable_filter_reads: a[6],
+            unfiltered_reads: a[7],
+            block_reads: a[8],
+            cache_hits: a[9],
+            bytes_read: a[10],
+            filter_block_reads: a[11],
+            filter_cache_hits: a[12],
+            filter_bytes_read: a[13],
+            index_block_reads: a[14],
+            index_cache_hits: a[15],
+            index_bytes_read: a[16],
+            prefix_checks: a[17],
+            prefix_negatives: a[18],
+            prefix_false_positives: a[19],
+            prefix_unusable_reads: a[20],
+            prefix_scan_blocks: a[21],
+            range_checks: a[22],
+            range_negatives: a[23],
+            range_false_positives: a[24],
+            range_unusable_reads: a[25],
+            range_scan_blocks: a[26],
+            scan_blocks: a[27],
+            scan_useful_blocks: a[28],
+            scan_block_reads: a[29],
+            scan_bytes_read: a[30],
+        }
+    }
+
+    /// `self` less `other`, each counter at least 0.
+    pub(crate) fn saturating_sub(self, other: &IoCounters) -> IoCounters {
+        let (a, b) = (self.to_array(), other.to_array());
+        IoCounters::from_array(std::array::from_fn(|i| a[i].saturating_sub(b[i])))
+    }
 
     /// Observed false-positive rate: false positives over probes of keys the
     /// file did not hold (negatives + false positives). `None` before any.

@@ -612,6 +612,41 @@ JSON (--json): one object: {\"keyspaces\": [NAME, ...]}.
 );
 
 /// `bloomlsm db compact`.
+pub const DB_ADVISE: &str = concat!(
+    "Examples:
+  bloomlsm db advise /tmp/s
+  bloomlsm db advise /tmp/s --apply --rebuild
+  bloomlsm db advise /tmp/s --reset
+  bloomlsm db advise /tmp/s --json | jq '.designs[] | {name, reads_per_get}'
+
+The store counts its lookups across opens (its LOOKUPS file: a writing process adds
+its own after each flush and at close; a read-only one adds nothing). For those
+gets, per level, the probes of files that did not hold the key cost
+probes x FPR(bits) data-block reads under a design; the advisor costs the present
+design, the same memory spent uniformly, Monkey's allocation, the allocation best
+for the probes counted (observed), and no filter on the last level. L0 keeps its
+present bits. The recommendation is the design with the fewest reads per get at no
+more memory, if it saves at least 2% of the present wasted reads (docs/filters.md,
+\"The advisor\").
+
+--apply writes it as the store's filter design (OPTIONS, the change logged there);
+files written from then on follow it, and --rebuild rewrites now the filters whose
+bits it changes. --apply and --reset take the store's lock: refused while a writer
+holds it.
+
+JSON (--json): one object:
+  store, gets, gets_found, since_unix_secs (when the counting began),
+  history_restarted (null, or why LOOKUPS could not be read), filter_kind,
+  levels   [{level, keys, absent_probes}]
+  designs  [{name, memory_bytes, bits_per_key (one per level of levels),
+           wasted_reads_per_get, reads_per_get}], the present design first
+  recommended  a design's name; applied (bool), rebuilt_files (null without --rebuild)
+Exit status 1 when there is nothing to advise on: no gets counted, or no level holds
+a filtered key.
+",
+    exit_status!()
+);
+
 pub const DB_COMPACT: &str = concat!(
     "Examples:
   bloomlsm db compact /tmp/s

@@ -69,7 +69,7 @@ enum Command {
         #[command(subcommand)]
         command: SstCommand,
     },
-    /// Operate on a store directory: put, get, delete, delete-range, scan, load, stats, verify,
+    /// Operate on a store directory: put, get, delete, delete-range, scan, load, stats, advise, verify,
     /// compact, keyspaces, checkpoint, checkpoints.
     #[command(after_help = help::TOP)]
     Db {

@@ -9,6 +9,8 @@
 //! LOCK              held while a process has the store open (lock_file)
 //! OPTIONS           the design new files follow (options_file)
 //! OPTIONS.tmp       OPTIONS being replaced; a leftover after a crash
+//! LOOKUPS           the lookups the store has served (lookups_file)
+//! LOOKUPS.tmp       LOOKUPS being replaced; a leftover after a crash
 //! DIRECT-PROBE      empty; direct reads tried on it when a store is created
 //! ```
 //!
@@ -42,6 +44,10 @@ pub enum FileKind {
     Options,
     /// `OPTIONS.tmp`: `OPTIONS` being replaced; a leftover after a crash.
     OptionsTmp,
+    /// `LOOKUPS`: the lookups the store has served, across opens (number 0).
+    Lookups,
+    /// `LOOKUPS.tmp`: `LOOKUPS` being replaced; a leftover after a crash.
+    LookupsTmp,
     /// `DIRECT-PROBE`: the empty file a new store's direct reads are tried
     /// on (not `LOCK`, which only its lock opens); a leftover after a crash.
     DirectProbe,
@@ -87,6 +93,16 @@ pub fn options_tmp_file(dir: &Path) -> PathBuf {
     dir.join("OPTIONS.tmp")
 }
 
+/// `dir/LOOKUPS`.
+pub fn lookups_file(dir: &Path) -> PathBuf {
+    dir.join("LOOKUPS")
+}
+
+/// `dir/LOOKUPS.tmp`.
+pub fn lookups_tmp_file(dir: &Path) -> PathBuf {
+    dir.join("LOOKUPS.tmp")
+}
+
 /// `dir/DIRECT-PROBE`.
 pub fn direct_probe_file(dir: &Path) -> PathBuf {
     dir.join("DIRECT-PROBE")
@@ -128,6 +144,8 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         "LOCK" => return Some((FileKind::Lock, 0)),
         "OPTIONS" => return Some((FileKind::Options, 0)),
         "OPTIONS.tmp" => return Some((FileKind::OptionsTmp, 0)),
+        "LOOKUPS" => return Some((FileKind::Lookups, 0)),
+        "LOOKUPS.tmp" => return Some((FileKind::LookupsTmp, 0)),
         "DIRECT-PROBE" => return Some((FileKind::DirectProbe, 0)),
         _ => {}
     }

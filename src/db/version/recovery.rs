@@ -895,8 +895,11 @@ fn delete_obsolete(
             FileKind::Table => !live.contains(&n),
             FileKind::Log => n < vs.log_number(),
             FileKind::Manifest => n != manifest_number,
-            FileKind::CurrentTmp | FileKind::OptionsTmp | FileKind::DirectProbe => true,
-            FileKind::Current | FileKind::Lock | FileKind::Options => false,
+            FileKind::CurrentTmp
+            | FileKind::OptionsTmp
+            | FileKind::LookupsTmp
+            | FileKind::DirectProbe => true,
+            FileKind::Current | FileKind::Lock | FileKind::Options | FileKind::Lookups => false,
         };
         if stale {
             let _ = fs.remove_file(&path);

@@ -65,7 +65,9 @@ pub struct BenchArgs {
     /// but ycsb-d's latest). `hotspot`: 80% of the requests for the records
     /// whose keys are the lowest 20% of the key space (a range of the keys'
     /// order, not of record numbers, which the keys hash), absent reads
-    /// beside them.
+    /// beside them. `sliding`: the same split over a window of 20% of the
+    /// key space that moves up the key order by a tenth of it per --lookups
+    /// requests, across the run's workloads, wrapping at the top.
     #[arg(long, value_enum, value_name = "DIST", requires = "benchmarks")]
     pub request_distribution: Option<Distribution>,
     /// Write readwhilewriting's time series (one sample every
@@ -167,6 +169,11 @@ pub struct BenchArgs {
     /// is deleted and rebuilt.
     #[arg(long, requires = "dir")]
     pub reuse_dir: bool,
+    /// With --benchmarks: run them on the store an earlier run left in
+    /// --dir (db_bench's --use_existing_db), with the design it records,
+    /// instead of a new one; list no fill to read what it holds.
+    #[arg(long, requires_all = ["dir", "benchmarks"], conflicts_with_all = ["reuse_dir", "store"])]
+    pub use_existing_db: bool,
     /// How the stores read their tables: `buffered` (through the page cache,
     /// each store's files read into it once before its timed gets) or
     /// `direct` (O_DIRECT: every data-block read reaches the device; the

@@ -113,6 +113,10 @@ pub enum Distribution {
     /// records whose keys are the lowest 20% of the key space, uniform
     /// within it and within the rest.
     Hotspot,
+    /// A hot key range that moves: 80% of the requests go to a window of
+    /// 20% of the key space, which moves up the key order by a tenth of it
+    /// per `--lookups` requests, across the run's workloads.
+    Sliding,
 }
 
 impl Workload {

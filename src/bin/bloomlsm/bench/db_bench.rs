@@ -31,7 +31,7 @@ use super::configs::{BenchConfig, DEFAULT_CONFIGS, parse_config};
 use super::remote::{self, Requests, Snapshot};
 use super::row::predicted_fpr;
 use super::series_chart;
-use super::stores::{StoresHome, store_dir, store_options};
+use super::stores::{StoresHome, existing_store_dir, store_dir, store_options};
 use super::timeseries::{self, Sample, Sampler};
 use super::ycsb;
 
@@ -127,7 +127,11 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     opts.background_compaction = true;
     // Removes a temporary home when dropped, at the end of the run.
     let home = StoresHome::prepare(args)?;
-    let dir = store_dir(&home.path, &config.name)?;
+    let dir = if args.use_existing_db {
+        existing_store_dir(&home.path, &config.name)?
+    } else {
+        store_dir(&home.path, &config.name)?
+    };
     let inner = match &args.store {
         Some(url) => bucket::for_benchmarks(args, url, &dir, &home.path)?,
         None => opts.fs.clone(),
@@ -182,6 +186,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
     );
     // Records of the YCSB workloads: the loaded keys, then their inserts.
     let mut records = args.keys;
+    let drawn = std::cell::Cell::new(0u64);
     for (i, &b) in benchmarks.iter().enumerate() {
         // Each workload draws its own keys: the same whatever ran before.
         let seed = args.seed ^ (0x6462_6265_6e63_6800 + i as u64);
@@ -191,6 +196,7 @@ pub fn run(args: &BenchArgs, benchmarks: &[Benchmark], out: &mut dyn Write) -> C
                 db: &db,
                 fs: &fs,
                 values: &values,
+                drawn: &drawn,
             };
             ycsb::run(&ctx, w, b.name(), seed, &mut records, out)?;
             out.flush()?;

@@ -99,6 +99,7 @@ mod remote;
 mod row;
 mod scans;
 mod series_chart;
+mod sliding;
 mod stores;
 mod text;
 mod timeseries;

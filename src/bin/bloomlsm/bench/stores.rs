@@ -38,7 +38,9 @@ impl StoresHome {
     /// usage error, before anything runs, if it cannot hold the stores.
     pub fn prepare(args: &BenchArgs) -> CliResult<StoresHome> {
         if let Some(d) = &args.dir {
-            check_dir(d, &args.configs, args.reuse_dir)?;
+            if !args.use_existing_db {
+                check_dir(d, &args.configs, args.reuse_dir)?;
+            }
             if args.io == IoMode::Direct {
                 check_direct(d)?;
             }
@@ -173,6 +175,20 @@ fn check_dir(dir: &Path, configs: &[BenchConfig], reuse: bool) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// The store an earlier run left for `name` under `parent`
+/// (`--use-existing-db`): a usage error if there is none.
+pub fn existing_store_dir(parent: &Path, name: &str) -> CliResult<PathBuf> {
+    let d = parent.join(name);
+    if !d.join("CURRENT").exists() {
+        return Err(CliError::usage(format!(
+            "--use-existing-db: {} holds no store (run the fill with --dir {} first)",
+            d.display(),
+            parent.display()
+        )));
+    }
+    Ok(d)
 }
 
 /// The directory for one configuration's store under `parent` (checked by

@@ -17,13 +17,15 @@
 //! ([`bloomlsm::workload`]); `--request-distribution` replaces a workload's
 //! with `zipfian`, `latest`, `uniform` or `hotspot`: YCSB's hotspot
 //! generator over the keys' order ([`Hotspot`]), the one of them whose
-//! popular records form a key range rather than being spread over it. A record is one key and one
+//! popular records form a key range rather than being spread over it, or
+//! `sliding`, such a range that moves up the key order ([`Sliding`]). A record is one key and one
 //! `--value-size` value (YCSB's are ten 100-byte fields); an update writes
 //! a whole new value. Inserts append keys after the last one loaded or
 //! inserted by an earlier workload of the run, as YCSB's insert sequence.
 //! `--miss-fraction F` makes that fraction of the reads (not the reads of a
 //! read-modify-write) ask for an absent key, drawn with the same skew
-//! (under `hotspot`, a key beside the drawn record's, [`absent_beside`]).
+//! (under `hotspot` and `sliding`, a key beside the drawn record's,
+//! [`absent_beside`]).
 //! With `--io direct` each absent read's device bytes are counted on the
 //! reading thread (`/proc/thread-self/io`, outside the timed call).
 
@@ -43,12 +45,13 @@ use super::args::{BenchArgs, IoMode};
 use super::benchmarks::{Distribution, Workload};
 use super::remote::{Requests, Snapshot};
 use super::row::predicted_fpr;
+use super::sliding::Sliding;
 
 /// The share of the key space, from its low end, that holds
 /// [`Distribution::Hotspot`]'s hot records (YCSB's `hotspotdatafraction`).
-const HOT_DATA: f64 = 0.2;
+pub(super) const HOT_DATA: f64 = 0.2;
 /// The share of the requests that go to them (`hotspotopnfraction`).
-const HOT_OPS: f64 = 0.8;
+pub(super) const HOT_OPS: f64 = 0.8;
 
 /// YCSB's hotspot generator (`HotspotIntegerGenerator`) with its hot set a
 /// range of the keys' order rather than of the record numbers: the bench's
@@ -153,12 +156,21 @@ enum Chooser {
     Latest(SkewedLatest),
     Uniform,
     Hotspot(Hotspot),
+    Sliding(Sliding),
 }
 
 impl Chooser {
     /// For `records` records, `inserts` more expected during the workload,
-    /// keyed by `seed`.
-    fn new(d: Distribution, records: u64, inserts: u64, seed: u64) -> Self {
+    /// keyed by `seed`; `drawn`: the requests the run drew before this
+    /// workload, `per_slide` its `--lookups` (where a sliding hot range
+    /// stands, and how fast it moves).
+    fn new(
+        d: Distribution,
+        records: u64,
+        inserts: u64,
+        seed: u64,
+        (drawn, per_slide): (u64, u64),
+    ) -> Self {
         match d {
             // YCSB sizes its Zipfian for twice the expected inserts and
             // redraws a key not inserted yet.
@@ -166,6 +178,7 @@ impl Chooser {
             Distribution::Latest => Chooser::Latest(SkewedLatest::new(records)),
             Distribution::Uniform => Chooser::Uniform,
             Distribution::Hotspot => Chooser::Hotspot(Hotspot::new(seed)),
+            Distribution::Sliding => Chooser::Sliding(Sliding::new(seed, drawn, per_slide)),
         }
     }
 
@@ -180,6 +193,7 @@ impl Chooser {
             Chooser::Latest(l) => l.next(records, rng),
             Chooser::Uniform => rng.below(records),
             Chooser::Hotspot(h) => h.next(records, rng),
+            Chooser::Sliding(s) => s.next(records, rng),
         }
     }
 }
@@ -191,6 +205,9 @@ pub struct Ctx<'a> {
     /// The store's file system, counting its read requests.
     pub fs: &'a LatencyFs,
     pub values: &'a ValueSource,
+    /// Requests drawn by the run's YCSB workloads so far (where a sliding
+    /// hot range stands).
+    pub drawn: &'a std::cell::Cell<u64>,
 }
 
 /// Runs `w` on the store, which holds records `0..*records` (the count
@@ -208,12 +225,19 @@ pub fn run(
         db,
         fs,
         values,
+        drawn,
     } = *ctx;
     let n = args.lookups;
     let mix = w.mix();
     let dist = args.request_distribution.unwrap_or(w.distribution());
     let miss = args.miss_fraction.unwrap_or(0.0);
-    let mut chooser = Chooser::new(dist, *records, (n as f64 * mix[2]) as u64, args.seed);
+    let mut chooser = Chooser::new(
+        dist,
+        *records,
+        (n as f64 * mix[2]) as u64,
+        args.seed,
+        (drawn.get(), n),
+    );
     // Device bytes of the absent reads, counted on this thread.
     let device = (args.io == IoMode::Direct)
         .then(ThreadDeviceBytes::open)
@@ -240,7 +264,9 @@ pub fn run(
                 let absent = miss > 0.0 && rng.unit() < miss;
                 let key = match (absent, dist) {
                     (false, _) => present_key(args.seed, k),
-                    (true, Distribution::Hotspot) => absent_beside(args.seed, k),
+                    (true, Distribution::Hotspot | Distribution::Sliding) => {
+                        absent_beside(args.seed, k)
+                    }
                     (true, _) => absent_key(args.seed, k),
                 };
                 reads += 1;
@@ -298,6 +324,9 @@ pub fn run(
     }
     let secs = start.elapsed().as_secs_f64();
     pb.finish_and_clear();
+    if let Chooser::Sliding(s) = &chooser {
+        drawn.set(s.drawn());
+    }
     let stats = db.stats();
     let requests = Requests::new(
         before,
@@ -469,8 +498,9 @@ mod tests {
             Distribution::Latest,
             Distribution::Uniform,
             Distribution::Hotspot,
+            Distribution::Sliding,
         ] {
-            let mut c = Chooser::new(d, 100, 50, 3);
+            let mut c = Chooser::new(d, 100, 50, 3, (0, 1000));
             assert!((0..10_000).all(|_| c.next(100, &mut rng) < 100), "{d:?}");
             assert!((0..1000).all(|_| c.next(120, &mut rng) < 120), "{d:?}");
         }
@@ -483,7 +513,7 @@ mod tests {
     fn hotspot_is_a_key_range() {
         let (seed, records) = (7, 20_000);
         let mut rng = SplitMix64::new(11);
-        let mut c = Chooser::new(Distribution::Hotspot, records, 0, seed);
+        let mut c = Chooser::new(Distribution::Hotspot, records, 0, seed, (0, 1));
         let edge = (HOT_DATA * 2f64.powi(64)) as u64;
         let first = |k: [u8; 16]| u64::from_be_bytes(k[..8].try_into().unwrap());
         let draws = 50_000;

@@ -3,7 +3,7 @@
 //! This file holds the commands' arguments and their dispatch. The commands
 //! are grouped by what they work on: `records.rs` (`put`, `get`, `delete`,
 //! `delete-range`, `scan`), `load.rs` (`load`), `stats.rs` (`stats`),
-//! `verify.rs` (`verify`) and `admin.rs` (`compact`, `keyspaces`,
+//! `verify.rs` (`verify`), `advise.rs` (`advise`) and `admin.rs` (`compact`, `keyspaces`,
 //! `checkpoint`); `store.rs` holds what they share: the `--keyspace` flag,
 //! the checks of a store directory and the opens. The store's shape as the
 //! commands and the bench print it is in [`crate::report`].
@@ -27,6 +27,7 @@
 //! [`help`]).
 
 mod admin;
+mod advise;
 mod bucket_url;
 mod load;
 mod records;
@@ -42,6 +43,7 @@ use clap::Subcommand;
 use crate::design::DesignArgs;
 use crate::open_files::OpenFilesArg;
 use crate::{CliResult, help};
+use advise::AdviseArgs;
 use load::LoadArgs;
 use records::{GetArgs, PutArgs, ScanArgs};
 use stats::StatsArgs;
@@ -99,6 +101,10 @@ pub enum DbCommand {
     /// Print the per-level shape, filters and lookup counters.
     #[command(after_help = help::DB_STATS)]
     Stats(StatsArgs),
+    /// Cost other filter designs for the lookups the store has served, and
+    /// recommend one (--apply writes it as the store's design).
+    #[command(after_help = help::DB_ADVISE)]
+    Advise(AdviseArgs),
     /// Check every block of every file of the store.
     #[command(after_help = help::DB_VERIFY)]
     Verify {
@@ -197,6 +203,7 @@ impl DbCommand {
             DbCommand::Scan(a) => records::scan(a, files, out),
             DbCommand::Load(a) => load::load(a, files, out),
             DbCommand::Stats(a) => stats::stats(a, files, out),
+            DbCommand::Advise(a) => advise::advise(a, files, out),
             DbCommand::Verify { dir, json } => verify::verify(dir, *json, files, out),
             DbCommand::Compact {
                 dir,
