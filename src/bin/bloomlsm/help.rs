@@ -203,8 +203,11 @@ line per get; --miss-fraction F sends that fraction of their reads to absent key
 --request-distribution hotspot sends 80% of the requests to the records whose keys are
 the lowest 20% of the key space (one range of the keys' order; record numbers are hashed
 into keys, so a range of them would spread over every file), its absent reads to keys
-beside the drawn records'. With --io direct the line adds the device bytes per absent
-read, counted on the reading thread. Their
+beside the drawn records'. --request-distribution sliding moves that range up the key
+order by a tenth of the key space per --lookups requests, across the run's workloads.
+With --io direct the line adds the device bytes per absent read, counted on the reading
+thread. --use-existing-db --dir DIR runs the list on the store an earlier run kept in DIR
+(list no fill). Their
 --json objects: benchmark, distribution, miss_fraction, ops, micros_per_op, ops_per_sec,
   reads, found, scanned, records, by_op {KIND: {ops, p50_us, ..., p9999_us}}, gets,
   filter_checks, false_positives, measured_fpr, predicted_fpr, block_reads_per_get,

@@ -13,23 +13,25 @@
 //! written, and `Db::reset_stats` folds the counts it zeroes into
 //! the file's `LookupHistory` (`version/history.rs`) first.
 //!
-//! **What a new file inherits.** A compaction's output covers a key range
-//! whose history lives in the files it replaces. Per run of inputs (a
-//! level's inputs together, each L0 file alone), the inputs overlapping the
-//! output give a rate per key over its range (their rates and entries
-//! counted in proportion to the part of their range inside the output's, by
-//! 8-byte key prefixes); a missing key probes one file per run, so spread
-//! over all the merged keys, that is the run's rate per key times the run's
-//! share of the merged entries. The runs' estimates are averaged weighted
-//! by their evidence (store lookups observed), and times the output's
-//! entries give its rate. A flush's file is one more run like the L0 files
-//! in place: it gets their mean rate. The output keeps its rate as a prior
-//! worth half its evidence, so a key range's history halves in weight each
-//! time it is rewritten, and what the new file sees itself takes over after
-//! as many lookups as the prior is worth. Without history (fewer than
-//! [`MIN_EVIDENCE`] lookups), a lookup probes each run once, Monkey's
-//! assumption: an L0 file has rate 1, a deeper file its share of its
-//! level's entries.
+//! **What a new file inherits.** A compaction's output is one file of its
+//! level: a missing key probes one file per level (Monkey's assumption),
+//! so the output's rate is its share of the level's keys (what Monkey
+//! gives it) times its key range's *skew*: how much more, per key, the
+//! range was looked up than its level on average. The skew comes from the
+//! inputs of the levels below L0 (L0 files span the key space and carry no
+//! range's history): per level, the inputs overlapping the output give a
+//! rate per key over its range (their rates and entries counted in
+//! proportion to the part of their range inside the output's, by 8-byte
+//! key prefixes), divided by that level's rate per key over all its files
+//! with history; the levels' skews are averaged by evidence (store lookups
+//! observed). So the split of the bits between levels is Monkey's, exactly,
+//! and the history moves bits only between key ranges. A flush's file is
+//! one more run like the L0 files in place: it gets their mean rate. The
+//! output keeps its rate as a prior worth half its evidence, so a key
+//! range's history halves in weight each time it is rewritten, and what the
+//! new file sees itself takes over after as many lookups as the prior is
+//! worth. Without history (fewer than [`MIN_EVIDENCE`] lookups), an L0 file
+//! has rate 1, a deeper file its share of its level's entries.
 //!
 //! **Under the budget.** The files kept hold what they were written with;
 //! the new files get what is left of the store's budget (the average times
@@ -38,15 +40,14 @@
 //! entries), shared among them by one multiplier (`math::rate_multiplier`).
 //! Each output then takes `math::rate_bits` at its own rate, so the store
 //! is back at its average after every flush and compaction. What is left
-//! is held within a factor of 2 of the new files' share of a fresh solve
-//! over the whole store (the multiplier `μ*` at which all of it, allocated
-//! afresh, spends the average): a flush after an old excess still gets a
-//! filter worth having. The whole remainder is needed, not a share of it:
-//! a file's rate moves after it is written (an output inherits an estimate;
-//! what it then sees is counted), so the files kept hold less or more than
-//! `μ*` gives them, in one direction for long stretches; taking off only
-//! the new files' share of that gap leaves most of it standing (9.4-9.8
-//! bits per key for a store of 10, docs/filters.md). Bits move across levels
+//! is held within [`CLAMP`] (a quarter) of the new files' share of a fresh
+//! solve over the whole store (the multiplier `μ*` at which all of it,
+//! allocated afresh, spends the average): the remainder pulls each write's
+//! files toward the store's average, and the clamp leaves the allocation
+//! room to give a hot range more than that and a cold one less
+//! (docs/design.md, "Workload-aware filters": with a factor of 2 the L1
+//! files got 7.5 bits per key where Monkey gives them 15.8; with none the
+//! store spent 10.28 bits per key for 10). Bits move across levels
 //! (a flush's file of 1% of the keys may get 20 bits per key). Nothing is
 //! rewritten to reallocate: files are sized only when written.
 
@@ -98,24 +99,44 @@ enum Inherit {
     /// A flush: the new L0 file is a run like each L0 file in place, and is
     /// probed as they are; its rate is their mean.
     Run,
-    /// A compaction: the output holds the merged keys of the inputs, whose
-    /// runs held `entries` of them in all.
-    Merge { entries: f64 },
+    /// A compaction: the output is one file of its level, whose rate is
+    /// its share of the level's keys (Monkey's) times how much more (or
+    /// less) its key range is looked up than the level's average.
+    Merge,
 }
 
-/// The rate of an output over `lo..=hi` holding `entries` entries,
-/// estimated from `sources` (module docs); `None` when no source with
-/// history overlaps it.
-fn rate_of(sources: &[Source], how: Inherit, lo: &[u8], hi: &[u8], entries: u64) -> Option<Rate> {
-    // Per run: Σ rate·part, Σ entries·part, Σ evidence·part, Σ part, and
-    // the run's entries among the inputs.
-    let mut runs: Vec<(usize, [f64; 5])> = Vec::new();
+/// A flush's output rate: the mean of the L0 files' rates in `sources`
+/// (each L0 file a run, probed by every lookup), weighted by their
+/// evidence; `None` when none has history.
+fn flush_rate(sources: &[Source]) -> Option<Rate> {
+    let (mut weighted, mut evidence) = (0.0, 0.0);
     for s in sources {
+        weighted += s.rate.evidence * s.rate.per_lookup;
+        evidence += s.rate.evidence;
+    }
+    (evidence > 0.0).then(|| Rate {
+        per_lookup: (weighted / evidence).clamp(0.0, 1.0),
+        evidence: evidence / sources.len() as f64,
+    })
+}
+
+/// How much more (above 1) or less the key range `lo..=hi` is looked up,
+/// per key, than its level on average, by the histories of the deeper
+/// levels' inputs in `sources`: per level, the inputs' rate per key over
+/// the range (their rates and entries counted in proportion to the part
+/// of their range inside it, by 8-byte key prefixes) over that level's
+/// rate per key, `means[level]`; averaged over the levels by evidence.
+/// L0 files span the key space and carry no range's history: they are
+/// left out. `None` when no input with history overlaps the range.
+fn skew_of(sources: &[Source], means: &[Option<f64>], lo: &[u8], hi: &[u8]) -> Option<Rate> {
+    // Per level: Σ rate·part, Σ entries·part, Σ evidence·part, Σ part.
+    let mut runs: Vec<(usize, [f64; 4])> = Vec::new();
+    for s in sources.iter().filter(|s| s.run < means.len()) {
         let part = covered_part(&s.lo, &s.hi, lo, hi);
         let at = match runs.iter().position(|(r, _)| *r == s.run) {
             Some(i) => i,
             None => {
-                runs.push((s.run, [0.0; 5]));
+                runs.push((s.run, [0.0; 4]));
                 runs.len() - 1
             }
         };
@@ -124,29 +145,22 @@ fn rate_of(sources: &[Source], how: Inherit, lo: &[u8], hi: &[u8], entries: u64)
         g[1] += s.entries as f64 * part;
         g[2] += s.rate.evidence * part;
         g[3] += part;
-        g[4] += s.entries as f64;
     }
     let (mut weighted, mut evidence, mut n) = (0.0, 0.0, 0);
-    for (_, [rate, keys, ev, part, run_entries]) in &runs {
+    for (level, [rate, keys, ev, part]) in &runs {
+        let Some(mean) = means[*level].filter(|&m| m > 0.0) else {
+            continue;
+        };
         if *part == 0.0 || *keys == 0.0 {
             continue;
         }
         let ev = ev / part;
-        // The run's rate over the output's range: per key of the run, and
-        // spread over all the merged keys (the run held `run_entries` of
-        // them); for a flush, the run's own rate.
-        let estimate = match how {
-            Inherit::Run => rate / part,
-            Inherit::Merge { entries: all } => {
-                rate / keys * run_entries / all.max(1.0) * entries as f64
-            }
-        };
-        weighted += ev * estimate;
+        weighted += ev * (rate / keys / mean);
         evidence += ev;
         n += 1;
     }
     (evidence > 0.0).then(|| Rate {
-        per_lookup: (weighted / evidence).clamp(0.0, 1.0),
+        per_lookup: weighted / evidence,
         evidence: evidence / n as f64,
     })
 }
@@ -163,6 +177,11 @@ pub(crate) struct Piece<'a> {
 pub(crate) struct Plan {
     sources: Vec<Source>,
     how: Inherit,
+    /// Each level's rate per key over its files with history (`None`
+    /// without any): what [`skew_of`] compares a key range's with.
+    means: Vec<Option<f64>>,
+    /// The level the outputs go to.
+    out_level: usize,
     /// Entries of the output level once the outputs are in: the rate of an
     /// output without history is its share of them (1 for an L0 file).
     level_entries: u64,
@@ -215,10 +234,22 @@ impl Plan {
         let how = if out_level == 0 {
             Inherit::Run
         } else {
-            Inherit::Merge {
-                entries: inputs.iter().map(|(_, f)| f.meta.entries as f64).sum(),
-            }
+            Inherit::Merge
         };
+        let means = v
+            .levels
+            .iter()
+            .map(|files| {
+                let (mut rate, mut keys) = (0.0, 0u64);
+                for f in files {
+                    if let Some(r) = observed(f, lookups) {
+                        rate += r.per_lookup;
+                        keys += f.meta.entries;
+                    }
+                }
+                (keys > 0).then(|| rate / keys as f64)
+            })
+            .collect();
         let replaced = |f: &FileHandle| replaced.contains(&f.number());
         let kept_in = |level: usize| -> u64 {
             v.levels[level]
@@ -252,6 +283,8 @@ impl Plan {
         let mut plan = Plan {
             sources,
             how,
+            means,
+            out_level,
             level_entries,
             mu: None,
             lookups,
@@ -268,9 +301,22 @@ impl Plan {
         plan
     }
 
+    /// The rate of an output at `level` over `lo..=hi` with `entries`,
+    /// and the evidence it rests on (`None`: no history, Monkey's rate).
+    fn inherited(&self, level: usize, lo: &[u8], hi: &[u8], entries: u64) -> Option<Rate> {
+        match self.how {
+            Inherit::Run => flush_rate(&self.sources),
+            Inherit::Merge => skew_of(&self.sources, &self.means, lo, hi).map(|s| Rate {
+                per_lookup: (fallback(level, entries, self.level_entries) * s.per_lookup)
+                    .clamp(0.0, 1.0),
+                evidence: s.evidence,
+            }),
+        }
+    }
+
     /// The rate of an output at `level` over `lo..=hi` with `entries`.
     fn rate(&self, level: usize, lo: &[u8], hi: &[u8], entries: u64) -> f64 {
-        rate_of(&self.sources, self.how, lo, hi, entries).map_or_else(
+        self.inherited(level, lo, hi, entries).map_or_else(
             || fallback(level, entries, self.level_entries),
             |r| r.per_lookup,
         )
@@ -303,7 +349,7 @@ impl Plan {
         for f in outputs {
             f.history.born.store(self.lookups, Relaxed);
             let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
-            if let Some(r) = rate_of(&self.sources, self.how, lo, hi, f.meta.entries) {
+            if let Some(r) = self.inherited(self.out_level, lo, hi, f.meta.entries) {
                 let _ = f.history.prior.set(Rate {
                     per_lookup: r.per_lookup,
                     evidence: r.evidence * PRIOR_WEIGHT,
@@ -361,10 +407,9 @@ pub(crate) fn budget_multiplier(
 
 /// The most a write's files take away from, or add to, their share of a
 /// fresh solve to bring the store back to its average: their bits stay
-/// within a factor of 2 of it, so a flush after an old excess still gets a
-/// filter worth having, and one after a shortfall does not take the whole
-/// of it.
-const CLAMP: f64 = 2.0;
+/// within a quarter of it, so the correction moves the store back to its
+/// average over many writes without undoing any one write's allocation.
+const CLAMP: f64 = 1.25;
 
 /// The workload-aware allocation's plan for a flush or compaction into
 /// `level`, whose level gets `policy`, when the store uses it
@@ -430,30 +475,29 @@ mod tests {
 
     #[test]
     fn the_new_files_take_what_the_kept_ones_leave() {
-        // The kept half of the store holds 14 bits/key where 10 would do:
-        // the new half gets the 6 bits/key that bring the store to 10.
-        let kept = vec![(run(500_000, 0.5), 14.0 * 500_000.0)];
         let new = vec![run(500_000, 0.5)];
-        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
-        let b = math::rate_bits(&new[0], mu);
-        assert!(b <= 6.0 && b > 6.0 - 0.0625, "{b}");
-        // Short by 4 bits/key: the new half makes it up.
-        let kept = vec![(run(500_000, 0.5), 6.0 * 500_000.0)];
-        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
-        let b = math::rate_bits(&new[0], mu);
-        assert!(b <= 14.0 && b > 14.0 - 0.0625, "{b}");
-        // An excess larger than the new files can absorb does not starve
-        // them: half their fresh share (10 bits/key, to the grid) is left
-        // them.
-        let kept = vec![(run(500_000, 0.5), 40.0 * 500_000.0)];
-        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
-        let b = math::rate_bits(&new[0], mu);
-        assert!((5.0 - 0.125..=5.0).contains(&b), "{b}");
-        // Nor does a shortfall make them take more than twice it.
-        let kept = vec![(run(500_000, 0.5), 0.0)];
-        let mu = budget_multiplier(&kept, &new, 10.0).unwrap();
-        let b = math::rate_bits(&new[0], mu);
-        assert!((20.0 - 0.25..=20.0).contains(&b), "{b}");
+        // The new half's bits per key, when the kept half of the store
+        // holds `held` bits per key (both at the same rate: a fresh solve
+        // gives each 10).
+        let bits = |held: f64| {
+            let kept = vec![(run(500_000, 0.5), held * 500_000.0)];
+            math::rate_bits(&new[0], budget_multiplier(&kept, &new, 10.0).unwrap())
+        };
+        // To the 1/16-bit grid, of the fresh share and of the bits.
+        let near = |b: f64, want: f64| b <= want && b >= want - 0.125;
+        // An excess or a shortfall within a quarter of the fresh share: the
+        // new half brings the store back to 10.
+        assert!(near(bits(11.0), 9.0), "{}", bits(11.0));
+        assert!(near(bits(9.0), 11.0), "{}", bits(9.0));
+        // Beyond it, the new half moves a quarter and no further: an old
+        // excess does not starve a write, a shortfall does not make it take
+        // the whole difference.
+        for held in [14.0, 40.0] {
+            assert!(near(bits(held), 8.0), "{held}: {}", bits(held));
+        }
+        for held in [6.0, 0.0] {
+            assert!(near(bits(held), 12.5), "{held}: {}", bits(held));
+        }
     }
 
     #[test]
@@ -464,7 +508,7 @@ mod tests {
     }
 
     #[test]
-    fn outputs_inherit_their_inputs_rates_per_key() {
+    fn outputs_take_their_levels_share_times_their_ranges_skew() {
         let key = |b: u8| vec![b, 0, 0, 0, 0, 0, 0, 0];
         let src = |run, lo: u8, hi: u8, entries, per_lookup| Source {
             run,
@@ -476,32 +520,47 @@ mod tests {
                 evidence: 1000.0,
             },
         };
-        // The output level: a hot file over [0, 64), a cold one over
-        // [128, 192), 1,000 keys each; nothing above.
-        let level = [src(2, 0, 63, 1000, 0.5), src(2, 128, 191, 1000, 0.05)];
-        let merge = Inherit::Merge { entries: 2000.0 };
-        // An output of 500 keys in the hot range: 0.5 / 1000 per key.
-        let hot = rate_of(&level, merge, &key(0), &key(31), 500).unwrap();
-        let cold = rate_of(&level, merge, &key(128), &key(159), 500).unwrap();
-        assert!((hot.per_lookup - 0.25).abs() < 1e-9, "{hot:?}");
-        assert!((cold.per_lookup - 0.025).abs() < 1e-9, "{cold:?}");
-        assert_eq!(rate_of(&level, merge, &key(70), &key(100), 500), None);
-        // An L0 file of 1,000 keys over everything, probed by every lookup,
-        // merged with the level: each key of the merge is probed 1/3000 per
-        // lookup by its account, the hot level's by 0.5/1000 · 2/3; the two
-        // runs averaged (equal evidence).
+        // Level 2: a hot file over [0, 64), a cold one over [128, 192),
+        // 1,000 keys each: 0.55 probes per lookup over 2,000 keys.
+        let level = vec![src(2, 0, 63, 1000, 0.5), src(2, 128, 191, 1000, 0.05)];
+        let means = vec![None, None, Some(0.55 / 2000.0)];
+        // Per key, the hot range is looked up 0.5/1000 against the level's
+        // 0.55/2000: 1.82 times its average; the cold one 0.18 times.
+        let hot = skew_of(&level, &means, &key(0), &key(31)).unwrap();
+        let cold = skew_of(&level, &means, &key(128), &key(159)).unwrap();
+        assert!((hot.per_lookup - 1.0 / 0.55).abs() < 1e-9, "{hot:?}");
+        assert!((cold.per_lookup - 0.1 / 0.55).abs() < 1e-9, "{cold:?}");
+        assert_eq!(skew_of(&level, &means, &key(70), &key(100)), None);
+        // An L0 file spans the key space and tells nothing of a range: it
+        // is left out, and alone it gives no skew.
         let mut both = vec![src(usize::MAX, 0, 255, 1000, 1.0)];
-        both.extend(level);
-        let all = Inherit::Merge { entries: 3000.0 };
-        let r = rate_of(&both, all, &key(0), &key(63), 1500).unwrap();
-        let want = (1.0 / 3000.0 + 0.5 / 1000.0 * 2.0 / 3.0) / 2.0 * 1500.0;
-        assert!((r.per_lookup - want).abs() < 1e-9, "{r:?} vs {want}");
+        both.extend(
+            level
+                .iter()
+                .map(|s| src(s.run, s.lo[0], s.hi[0], 1000, s.rate.per_lookup)),
+        );
+        assert_eq!(skew_of(&both, &means, &key(0), &key(31)), Some(hot));
+        assert_eq!(skew_of(&both[..1], &means, &key(0), &key(31)), None);
+        // An output into level 3 (4,000 keys once in): its share of the
+        // level's keys, as Monkey weights it, times its range's skew.
+        let plan = Plan {
+            sources: level,
+            how: Inherit::Merge,
+            means: vec![None, None, Some(0.55 / 2000.0), None],
+            out_level: 3,
+            level_entries: 4000,
+            mu: None,
+            lookups: 0,
+        };
+        let r = plan.rate(3, &key(0), &key(31), 1000);
+        assert!((r - 0.25 / 0.55).abs() < 1e-9, "{r}");
+        assert!((plan.rate(3, &key(70), &key(100), 1000) - 0.25).abs() < 1e-9);
         // A flush: the mean of the L0 files' rates.
         let l0 = [
             src(usize::MAX, 0, 255, 1000, 0.9),
             src(usize::MAX - 1, 0, 255, 3000, 0.7),
         ];
-        let r = rate_of(&l0, Inherit::Run, &[], &[0xff; 8], 10).unwrap();
+        let r = flush_rate(&l0).unwrap();
         assert!((r.per_lookup - 0.8).abs() < 1e-9, "{r:?}");
         // Without history, a run of each level is probed once.
         assert_eq!(fallback(0, 10, 100), 1.0);
