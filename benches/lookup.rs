@@ -10,6 +10,12 @@
 //! two builds can be run alternately on the same files; without it a store of
 //! `BLOOMLSM_BENCH_KEYS` keys (default 10^6) is built first.
 //!
+//! `BLOOMLSM_LOOKUP_THREADS=N` instead measures how gets scale with
+//! threads: N rounds, each timing the same gets from one thread and then
+//! split over two (and the other way round in alternate rounds), for
+//! missing and existing keys, printing each round's gets/s and the median
+//! ratios of two threads to one.
+//!
 //! Before the timings it prints the latency of a random 64-byte load in a
 //! buffer the size of the store's filters (and in one a tenth of that): what
 //! a filter probe's cache miss costs at this store's size.
@@ -140,6 +146,13 @@ fn main() {
         "not a store of seed {SEED}'s keys"
     );
 
+    if let Some(rounds) = std::env::var("BLOOMLSM_LOOKUP_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        two_threads(&db, &missing, &existing, rounds);
+        return;
+    }
     if let Some(rounds) = std::env::var("BLOOMLSM_LOOKUP_ROUNDS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -221,6 +234,56 @@ fn alternate(db: &Db, missing: &[[u8; 16]], rounds: usize) {
         wall[wall.len() / 2],
         cpu[cpu.len() / 2]
     );
+}
+
+/// Gets/s of `keys` looked up by `threads` threads, each a contiguous
+/// share of them.
+fn gets_per_sec(db: &Db, keys: &[[u8; 16]], threads: usize) -> f64 {
+    let t = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for part in keys.chunks(keys.len().div_ceil(threads)) {
+            s.spawn(move || {
+                for k in part {
+                    black_box(db.get(k).unwrap());
+                }
+            });
+        }
+    });
+    keys.len() as f64 / t.elapsed().as_secs_f64()
+}
+
+/// `BLOOMLSM_LOOKUP_THREADS=N`: missing and existing gets from one thread
+/// and from two, alternated N times (one first in odd rounds, two in even
+/// ones); prints each round and the median ratios of two threads to one.
+fn two_threads(db: &Db, missing: &[[u8; 16]], existing: &[[u8; 16]], rounds: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("two threads against one, {cores} cores available");
+    for (name, keys) in [("missing", missing), ("existing", existing)] {
+        // Warm: the first pass brings the files into the page cache.
+        gets_per_sec(db, keys, 2);
+        let mut ratios = Vec::new();
+        for round in 1..=rounds {
+            let (one, two) = if round % 2 == 1 {
+                let one = gets_per_sec(db, keys, 1);
+                (one, gets_per_sec(db, keys, 2))
+            } else {
+                let two = gets_per_sec(db, keys, 2);
+                (gets_per_sec(db, keys, 1), two)
+            };
+            ratios.push(two / one);
+            println!(
+                "{name} round {round}: 1 thread {one:.0} gets/s, 2 threads {two:.0} gets/s, {:.2}x",
+                two / one
+            );
+        }
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "{name}: median two threads / one {:.2}x (range {:.2}x to {:.2}x)",
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1]
+        );
+    }
 }
 
 /// CPU time of the calling thread (wall time off Linux).
