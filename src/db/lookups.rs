@@ -8,8 +8,10 @@
 //! handle's counts into the base before zeroing them, so the history never
 //! goes back. A writable handle writes the file after each flush and at
 //! close, replacing it whole (`LOOKUPS.tmp`, fsynced, renamed over it); a
-//! failed write is not an error of the store's (the history is advice).
-//! A damaged file makes the history begin again at open, saying why
+//! failed write is not an error of the store's (the history is advice). A
+//! whole store in a bucket writes none: its local directory holds only its
+//! lock (`FileSystem::keeps_local_files`), and its history lives in the
+//! process. A damaged file makes the history begin again at open, saying why
 //! ([`LookupHistory::restarted`]); it never fails the open.
 
 use std::path::Path;
@@ -83,8 +85,7 @@ fn encode(h: &LookupHistory) -> Vec<u8> {
             }
         }
     }
-    let crc = crc32fast::hash(s.as_bytes());
-    s.push_str(&format!("crc32 = {crc:08x}\n"));
+    options_file::seal(&mut s);
     s.into_bytes()
 }
 
@@ -92,28 +93,7 @@ fn encode(h: &LookupHistory) -> Vec<u8> {
 /// range is [`Error::Corruption`] at the offset of the line at fault.
 fn decode(bytes: &[u8], path: &Path) -> Result<LookupHistory> {
     let bad = |at: usize, what: String| Error::corruption(path, at as u64, what);
-    let body_end = bytes
-        .strip_suffix(b"\n")
-        .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
-        .map(|i| i + 1)
-        .ok_or_else(|| bad(0, "LOOKUPS does not end in a checksum line".into()))?;
-    let (body, last) = bytes.split_at(body_end);
-    let crc = std::str::from_utf8(last)
-        .ok()
-        .and_then(|l| l.strip_prefix("crc32 = "))
-        .and_then(|h| h.strip_suffix('\n'))
-        .filter(|h| h.len() == 8 && h.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
-        .and_then(|h| u32::from_str_radix(h, 16).ok())
-        .ok_or_else(|| {
-            bad(
-                body_end,
-                "the last line is not `crc32 = <8 hex digits>`".into(),
-            )
-        })?;
-    if crc32fast::hash(body) != crc {
-        return Err(bad(body_end, "checksum mismatch".into()));
-    }
-    let text = std::str::from_utf8(body).map_err(|e| bad(e.valid_up_to(), "not UTF-8".into()))?;
+    let text = options_file::unsealed(bytes, path, "LOOKUPS")?;
     if !text.starts_with(HEADER) {
         return Err(bad(0, "not a LOOKUPS file (its first line)".into()));
     }
@@ -239,7 +219,7 @@ impl Inner {
     /// Writes the history to `LOOKUPS` (a writable handle; a read-only one
     /// writes nothing).
     pub(super) fn save_lookup_history(&self) -> Result<()> {
-        if self.state().vs.is_read_only() {
+        if self.state().vs.is_read_only() || !self.opts.fs.keeps_local_files(&self.dir) {
             return Ok(());
         }
         // Held across the write: two saves never share `LOOKUPS.tmp`.
@@ -346,8 +326,7 @@ mod tests {
             let mut s = String::from(HEADER);
             s.push_str("version = 1\n");
             s.push_str(extra);
-            let crc = crc32fast::hash(s.as_bytes());
-            s.push_str(&format!("crc32 = {crc:08x}\n"));
+            options_file::seal(&mut s);
             s.into_bytes()
         };
         let p = Path::new("LOOKUPS");
@@ -364,8 +343,7 @@ mod tests {
         }
         let mut s = String::from(HEADER);
         s.push_str("version = 2\n");
-        let crc = crc32fast::hash(s.as_bytes());
-        s.push_str(&format!("crc32 = {crc:08x}\n"));
+        options_file::seal(&mut s);
         let e = decode(s.as_bytes(), p).unwrap_err();
         assert!(e.to_string().contains("version 2"), "{e}");
     }

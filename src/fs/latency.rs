@@ -267,6 +267,9 @@ impl FileSystem for LatencyFs {
     fn take_writer(&self, dir: &Path) -> io::Result<()> {
         self.inner.take_writer(dir)
     }
+    fn keeps_local_files(&self, dir: &Path) -> bool {
+        self.inner.keeps_local_files(dir)
+    }
     fn refresh(&self) {
         self.inner.refresh()
     }

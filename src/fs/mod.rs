@@ -263,6 +263,14 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
         let _ = dir;
         Ok(())
     }
+    /// Whether the store in `dir` may keep a file of advice of its own in
+    /// the local directory (its lookup history, `LOOKUPS`). False for a
+    /// whole store in a bucket, whose local directory holds only its lock:
+    /// its lookup history then lives in the process.
+    fn keeps_local_files(&self, dir: &Path) -> bool {
+        let _ = dir;
+        true
+    }
     /// Forgets what this handle knows of files that others write, so the
     /// next reads see them as they are now ([`crate::Db::refresh`]): a
     /// whole store's journal as a reader listed it. This default knows

@@ -7,7 +7,8 @@ use super::IoCounters;
 /// `LOOKUPS` file (docs/format.md): what [`crate::Db::advise`] reads.
 ///
 /// A writable handle adds its own lookups to the file after each flush and
-/// at close; a read-only handle reads the file and adds nothing. A process
+/// at close; a read-only handle reads the file and adds nothing; a whole
+/// store in a bucket keeps no such file (its history is the process's). A process
 /// killed between flushes loses the lookups it served since the last one:
 /// the history is advice, not an account.
 #[derive(Clone, Debug, Default, PartialEq)]

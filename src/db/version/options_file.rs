@@ -306,8 +306,7 @@ impl OptionsFile {
         for h in &self.history[skip..] {
             s.push_str(&format!("history = {}\n", h.replace('\n', " ")));
         }
-        let crc = crc32fast::hash(s.as_bytes());
-        s.push_str(&format!("crc32 = {crc:08x}\n"));
+        seal(&mut s);
         s.into_bytes()
     }
 
@@ -316,23 +315,7 @@ impl OptionsFile {
     /// with the offset of the line at fault.
     pub fn decode(bytes: &[u8], path: &Path) -> Result<OptionsFile> {
         let bad = |at: usize, what: String| Error::corruption(path, at as u64, what);
-        let body_end = bytes
-            .strip_suffix(b"\n")
-            .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
-            .map(|i| i + 1)
-            .ok_or_else(|| bad(0, "OPTIONS does not end in a checksum line".into()))?;
-        let (body, last) = bytes.split_at(body_end);
-        if !last.starts_with(b"crc32 = ") {
-            return Err(bad(
-                body_end,
-                "the last line is not `crc32 = <8 hex digits>`".into(),
-            ));
-        }
-        let want = format!("crc32 = {:08x}\n", crc32fast::hash(body));
-        if last != want.as_bytes() {
-            return Err(bad(body_end, "checksum mismatch".into()));
-        }
-        let text = std::str::from_utf8(body).map_err(|_| bad(0, "not UTF-8".into()))?;
+        let text = unsealed(bytes, path, "OPTIONS")?;
 
         let mut opts = Options::default();
         opts.filters.per_level.clear();
@@ -501,6 +484,38 @@ impl OptionsFile {
             unknown_families,
         })
     }
+}
+
+/// Ends `s` with its checksum line, `crc32 = ` and the CRC-32 of every byte
+/// before it in 8 lowercase hex digits: the last line of an `OPTIONS` or
+/// `LOOKUPS` file.
+pub(crate) fn seal(s: &mut String) {
+    let crc = crc32fast::hash(s.as_bytes());
+    s.push_str(&format!("crc32 = {crc:08x}\n"));
+}
+
+/// The text before the checksum line of a file [`seal`] ended, read from
+/// `path`, a file of kind `what`: [`Error::Corruption`] unless the last line
+/// is the checksum of the rest, byte for byte, and the rest is UTF-8.
+pub(crate) fn unsealed<'a>(bytes: &'a [u8], path: &Path, what: &str) -> Result<&'a str> {
+    let bad = |at: usize, what: String| Error::corruption(path, at as u64, what);
+    let body_end = bytes
+        .strip_suffix(b"\n")
+        .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
+        .map(|i| i + 1)
+        .ok_or_else(|| bad(0, format!("{what} does not end in a checksum line")))?;
+    let (body, last) = bytes.split_at(body_end);
+    if !last.starts_with(b"crc32 = ") {
+        return Err(bad(
+            body_end,
+            "the last line is not `crc32 = <8 hex digits>`".into(),
+        ));
+    }
+    let want = format!("crc32 = {:08x}\n", crc32fast::hash(body));
+    if last != want.as_bytes() {
+        return Err(bad(body_end, "checksum mismatch".into()));
+    }
+    std::str::from_utf8(body).map_err(|e| bad(e.valid_up_to(), "not UTF-8".into()))
 }
 
 /// Reads `dir/OPTIONS`; `None` if there is none.

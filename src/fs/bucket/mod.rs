@@ -909,6 +909,10 @@ impl FileSystem for BucketFs {
         true
     }
 
+    fn keeps_local_files(&self, dir: &Path) -> bool {
+        self.shared.journal_dir(dir).is_none()
+    }
+
     fn put_checkpoint(
         &self,
         dir: &Path,
