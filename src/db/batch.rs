@@ -94,6 +94,9 @@ impl<'a> BatchOp<'a> {
 pub struct WriteBatch {
     /// The encoding: header (seq, count) followed by the operations.
     rep: Vec<u8>,
+    /// Whether an operation is on a keyspace other than the default one: a
+    /// write of the default keyspace alone then looks up no keyspace.
+    in_keyspaces: bool,
 }
 
 impl Default for WriteBatch {
@@ -117,6 +120,7 @@ impl WriteBatch {
     pub fn new() -> Self {
         WriteBatch {
             rep: vec![0; BATCH_HEADER_LEN],
+            in_keyspaces: false,
         }
     }
 
@@ -193,6 +197,7 @@ impl WriteBatch {
         } else {
             self.rep.push(kind | IN_KEYSPACE);
             crate::coding::put_varint64(&mut self.rep, u64::from(id));
+            self.in_keyspaces = true;
         }
     }
 
@@ -259,6 +264,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(BATCH_HEADER_LEN, 0);
+        self.in_keyspaces = false;
     }
 
     /// Size of the encoding in bytes (what the WAL record will carry).
@@ -289,6 +295,7 @@ impl WriteBatch {
     pub fn append(&mut self, other: &WriteBatch) {
         let n = self.len() + other.len();
         self.rep.extend_from_slice(&other.rep[BATCH_HEADER_LEN..]);
+        self.in_keyspaces |= other.in_keyspaces;
         self.set_count(u32::try_from(n).expect("write batch holds at most u32::MAX operations"));
     }
 
@@ -306,6 +313,9 @@ impl WriteBatch {
     /// The ids of the keyspaces other than the default one that the batch
     /// writes to, ascending, each once.
     pub(crate) fn keyspace_ids(&self) -> Vec<u32> {
+        if !self.in_keyspaces {
+            return Vec::new();
+        }
         let mut ids: Vec<u32> = self
             .iter_keyspaces()
             .map(|(id, _)| id)
@@ -345,11 +355,13 @@ impl WriteBatch {
         {
             return Err(bad(0, "batch sequence numbers exceed the 56-bit maximum"));
         }
+        let mut in_keyspaces = false;
         for _ in 0..count {
             let at = d.pos();
             let mut kind = d.u8().map_err(|w| bad(at, w))?;
             if kind & IN_KEYSPACE != 0 {
                 kind &= !IN_KEYSPACE;
+                in_keyspaces = true;
                 match d.varint64().map_err(|w| bad(d.pos(), w))? {
                     1..=0xffff_ffff => {}
                     _ => return Err(bad(at, "operation's keyspace id out of range")),
@@ -373,7 +385,10 @@ impl WriteBatch {
         if !d.is_empty() {
             return Err(bad(d.pos(), "bytes after the last operation of the batch"));
         }
-        Ok(WriteBatch { rep: data.to_vec() })
+        Ok(WriteBatch {
+            rep: data.to_vec(),
+            in_keyspaces,
+        })
     }
 }
 
@@ -600,7 +615,18 @@ mod tests {
             )
         );
         assert_eq!(d.keyspace_ids(), vec![7, 300, u32::MAX]);
+        assert_eq!(b.keyspace_ids(), vec![7, 300, u32::MAX]);
         assert_eq!(d.iter().count(), 4);
+        // Keyspaces reach a group's batch through `append`, and leave with
+        // `clear`.
+        let mut group = plain.clone();
+        assert!(group.keyspace_ids().is_empty());
+        group.append(&b);
+        assert_eq!(group.keyspace_ids(), vec![7, 300, u32::MAX]);
+        group.clear();
+        group.put(b"k", b"v");
+        assert!(group.keyspace_ids().is_empty());
+        assert_eq!(group, plain);
 
         // A keyspace id of 0 written with the flag, or past 32 bits, is damage.
         for id in [0u64, 1 << 32] {

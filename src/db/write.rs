@@ -253,8 +253,13 @@ impl Inner {
                 q.done.insert(t, r);
             }
         }
+        // Writers wait on `write_done` only while queued or grouped: a lone
+        // writer wakes nobody (a notification is a system call).
+        let waiting = members > 1 || !q.waiting.is_empty();
         drop(q);
-        self.write_done.notify_all();
+        if waiting {
+            self.write_done.notify_all();
+        }
         result
     }
 
@@ -332,10 +337,8 @@ impl Inner {
                 let k = c.inner();
                 let kw = k.writer.lock().unwrap_or_else(|p| p.into_inner());
                 kw.mem.insert_batch_in(&batch, c.id, 0);
+                // Also what tells it its writes paused (`Inner::idle`).
                 k.last_seq.fetch_max(last, Ordering::AcqRel);
-                // Its filters are rebuilt when its writes pause.
-                let now = k.opened_at.elapsed().as_millis() as u64;
-                k.last_write_ms.fetch_max(now, Ordering::Relaxed);
             }
         }
         self.last_seq.store(last, Ordering::Release);
