@@ -8,7 +8,8 @@
 //! together.
 //!
 //! Workload: fill N random 16-byte keys (`present_key`) with 100-byte values
-//! in batches of 1000, let each engine flush its memtable and settle its
+//! in batches of 1000 (`BLOOMLSM_PEERS_BATCH=N`: of N; 1 puts each key with
+//! the engine's single-key put), let each engine flush its memtable and settle its
 //! compactions, then time gets of existing keys (random present keys) and of
 //! missing keys (`absent_key`).
 //!
@@ -89,7 +90,13 @@ use fjall::AbstractTree;
 
 const SEED: u64 = 7;
 const VALUE_LEN: usize = 100;
-const BATCH: usize = 1000;
+/// Puts per write batch in the loads (`BLOOMLSM_PEERS_BATCH`): 1000 by
+/// default; 1 puts each key with its own write, through each engine's
+/// single-key put (bloomlsm `Db::put`, RocksDB `DB::put`, fjall
+/// `Keyspace::insert`).
+fn batch_size() -> usize {
+    env_u64("BLOOMLSM_PEERS_BATCH", 1000).max(1) as usize
+}
 const CACHE_BYTES: usize = 8 << 20;
 const BITS_PER_KEY: f64 = 10.0;
 // Level shape (as benches/db.rs).
@@ -322,11 +329,16 @@ impl Bloomlsm {
         if !load {
             return (Bloomlsm { db, setting, shape }, Duration::ZERO);
         }
+        let batch_len = batch_size();
         let mut batch = WriteBatch::new();
         for_each_record(n, |i, k, v| {
-            batch.put(k, v);
-            if batch.len() == BATCH {
-                db.write(std::mem::take(&mut batch)).unwrap();
+            if batch_len == 1 {
+                db.put(k, v).unwrap();
+            } else {
+                batch.put(k, v);
+                if batch.len() == batch_len {
+                    db.write(std::mem::take(&mut batch)).unwrap();
+                }
             }
             if every > 0 && i % every == every - 1 {
                 db.maintain().unwrap();
@@ -581,11 +593,24 @@ impl Fjall {
             );
         }
         let strategy = Arc::new(leveled(setting));
+        let batch_len = batch_size();
         let mut batch = db.batch();
-        for_each_record(n, |_, k, v| {
-            batch.insert(&ks, &k[..], v);
-            if batch.len() == BATCH {
-                std::mem::replace(&mut batch, db.batch()).commit().unwrap();
+        for_each_record(n, |i, k, v| {
+            if batch_len == 1 {
+                ks.insert(&k[..], v).unwrap();
+            } else {
+                batch.insert(&ks, &k[..], v);
+            }
+            // Every 1000 keys when each is its own write.
+            let written = if batch_len == 1 {
+                i % 1000 == 999
+            } else {
+                batch.len() == batch_len
+            };
+            if written {
+                if batch_len > 1 {
+                    std::mem::replace(&mut batch, db.batch()).commit().unwrap();
+                }
                 // fjall's workers compact once per flush message (one step
                 // each); its writers slow down from 20 L0 runs and halt at 30
                 // until L0 shrinks. Once halted, no flush sends a message, so
@@ -769,11 +794,16 @@ impl Rocks {
                 Duration::ZERO,
             );
         }
+        let batch_len = batch_size();
         let mut batch = WriteBatch::default();
         for_each_record(n, |_, k, v| {
-            batch.put(k, v);
-            if batch.len() == BATCH {
-                db.write(std::mem::take(&mut batch)).unwrap();
+            if batch_len == 1 {
+                db.put(k, v).unwrap();
+            } else {
+                batch.put(k, v);
+                if batch.len() == batch_len {
+                    db.write(std::mem::take(&mut batch)).unwrap();
+                }
             }
         });
         db.write(batch).unwrap();
@@ -1281,8 +1311,9 @@ fn main() {
         println!("  {}", e.describe());
     }
     println!(
-        "\nPeers: {n} keys x {VALUE_LEN} B values in batches of {BATCH}, {rounds} rounds x \
-         {gets} gets per kind (+1 warm-up) per state, engines of every setting interleaved in each round"
+        "\nPeers: {n} keys x {VALUE_LEN} B values in batches of {}, {rounds} rounds x \
+         {gets} gets per kind (+1 warm-up) per state, engines of every setting interleaved in each round",
+        batch_size()
     );
 
     let user_bytes = n * (16 + VALUE_LEN as u64);
