@@ -3140,6 +3140,45 @@ fn bench_range_workload() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert_one_line_error(&o);
 
+    // A hot key range for the scan studies; the distributions that are not
+    // a range of the key order, and the --benchmarks flags, are refused
+    // rather than ignored.
+    for (workload, dist) in [("range", "sliding"), ("prefix", "hotspot")] {
+        let o = bloomlsm(&[
+            "bench",
+            "--workload",
+            workload,
+            "--keys",
+            "20000",
+            "--lookups",
+            "400",
+            "--request-distribution",
+            dist,
+            "--json",
+            "-q",
+        ]);
+        assert!(o.status.success(), "{workload} {dist}: {o:?}");
+        let lines: Vec<serde_json::Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{workload}");
+        for l in &lines {
+            assert_eq!(l["distribution"], dist, "{l}");
+        }
+    }
+    for args in [
+        &["--workload", "range", "--request-distribution", "zipfian"][..],
+        &["--workload", "prefix", "--request-distribution", "latest"],
+        &["--workload", "point", "--request-distribution", "sliding"],
+        &["--workload", "range", "--miss-fraction", "0.5"],
+        &["--workload", "prefix", "--statistics"],
+    ] {
+        let o = bloomlsm(&[&["bench", "--keys", "2000", "-q"][..], args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert_one_line_error(&o);
+    }
+
     // --plot: FPR against range length, one curve per --range-bits value.
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("range.svg");

@@ -230,8 +230,8 @@ measured vs predicted FPR, data blocks read per scan (and of those, the ones hol
 entries of the scan), requests (one per block read from disk) and bytes per scan, latency
 percentiles, the same per level, and for the filtered store what it saved per scan against
 the baseline (blocks, requests, bytes). With --json, one object per store: workload, keys,
-  keys_per_prefix, prefix_len, prefix_filters, baseline, same_tree_as_baseline, config, io,
-  shape, load_secs, empty and non_empty: {scans, keys_per_scan, data_blocks_per_scan,
+  keys_per_prefix, prefix_len, prefix_filters, baseline, same_tree_as_baseline, config,
+  distribution, io, shape, load_secs, empty and non_empty: {scans, keys_per_scan, data_blocks_per_scan,
   useful_data_blocks_per_scan, requests_per_scan, bytes_per_scan, device_bytes_per_scan,
   saved {data_blocks_per_scan, fraction_of_data_blocks, requests_per_scan, bytes_per_scan,
   device_bytes_per_scan} (null for the baseline), prefix_checks, prefix_negatives,
@@ -252,10 +252,15 @@ measured vs predicted FPR (L / 2^(B-2) per file), data blocks, useful blocks, re
 bytes per scan, latency percentiles, the same per level, what each filtered store saved
 against the baseline, and a table of every store's phases. With --json, one object per
 store, the baseline first: workload, keys, range_bits (null for the baseline), baseline,
-  same_tree_as_baseline, config, io, empty_fraction, correlated, shape, load_secs, lengths
+  same_tree_as_baseline, config, io, empty_fraction, correlated, distribution, shape,
+  load_secs, lengths
   [{range_len, empty and non_empty: {the prefix study's phase fields, with range_checks,
   range_negatives, range_false_positives, range_unusable_reads} (null for a phase of no
   scans)}]. With --csv, one line per store, length and phase.
+Both studies take --request-distribution uniform (the default), hotspot (80% of the scans
+start in, or ask for prefixes in, the lowest 20% of the key space) or sliding (that window
+moves up the key order by a tenth of it per --lookups scans, across a store's phases; every
+store sees the same windows).
 ",
     exit_status!()
 );

@@ -67,8 +67,11 @@ pub struct BenchArgs {
     /// order, not of record numbers, which the keys hash), absent reads
     /// beside them. `sliding`: the same split over a window of 20% of the
     /// key space that moves up the key order by a tenth of it per --lookups
-    /// requests, across the run's workloads, wrapping at the top.
-    #[arg(long, value_enum, value_name = "DIST", requires = "benchmarks")]
+    /// requests, across the run's workloads, wrapping at the top. With
+    /// --workload range or prefix (uniform, hotspot or sliding): where the
+    /// scans start, or which prefixes they ask for, the window moving per
+    /// --lookups scans across a store's phases.
+    #[arg(long, value_enum, value_name = "DIST")]
     pub request_distribution: Option<Distribution>,
     /// Write readwhilewriting's time series (one sample every
     /// --stats-interval-ms: reads/s, P50 / P99, FPR, data blocks per get, L0

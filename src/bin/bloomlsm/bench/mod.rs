@@ -216,6 +216,29 @@ fn check_args(args: &BenchArgs) -> CliResult<Option<Zipf>> {
             "--store reads the point study's stores in the bucket, not --workload prefix or range",
         ));
     }
+    // clap's `requires = "benchmarks"` is not checked once --workload is
+    // given (it conflicts with --benchmarks): the same rule here.
+    if args.benchmarks.is_none() {
+        let given = [
+            ("--statistics", args.statistics),
+            ("--miss-fraction", args.miss_fraction.is_some()),
+            ("--timeseries", args.timeseries.is_some()),
+            ("--read-latency-us", args.read_latency_us.is_some()),
+            (
+                "--writes-per-range-tombstone",
+                args.writes_per_range_tombstone.is_some(),
+            ),
+            ("--use-existing-db", args.use_existing_db),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+            return Err(CliError::usage(format!("{flag} needs --benchmarks")));
+        }
+        if args.request_distribution.is_some() && args.workload == args::Workload::Point {
+            return Err(CliError::usage(
+                "--request-distribution needs --benchmarks, --workload range or --workload prefix",
+            ));
+        }
+    }
     if args.workload != args::Workload::Range && args.has_range_flags() {
         return Err(CliError::usage(
             "--range-len, --range-bits, --empty-fraction and --correlated need --workload range",

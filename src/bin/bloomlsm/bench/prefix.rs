@@ -27,6 +27,7 @@ use super::args::BenchArgs;
 use super::scans::{
     CSV_HEADER, CsvStore, ScanFilter, ScanPhase, Tree, csv_row, fpr_text, shape, tree,
 };
+use super::sliding::{self, ScanChooser};
 use super::stores::{KeyWriter, StoresHome, store_dir, store_options};
 
 /// Keys per prefix.
@@ -54,6 +55,8 @@ impl StoreRun {
 /// with them, against it.
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     let config = &args.configs[0];
+    // The distribution is checked before the stores are loaded.
+    ScanChooser::new(args.request_distribution, 0, 1, present_place).map_err(CliError::usage)?;
     let home = StoresHome::prepare(args)?;
     let text = !args.json && !args.csv;
     if text {
@@ -93,8 +96,18 @@ fn measure_store(args: &BenchArgs, home: &StoresHome, filtered: bool) -> CliResu
     let groups = args.keys.div_ceil(GROUP);
     let shape = shape(&db.stats());
     let tree = tree(&db);
-    let empty = scan_phase(args, &db, "empty", groups, absent_prefix)?;
-    let found = scan_phase(args, &db, "non-empty", groups, present_prefix)?;
+    // One window for both phases, in order, placing each phase's prefixes
+    // in the key order.
+    let mut chooser = ScanChooser::new(
+        args.request_distribution,
+        args.seed,
+        args.lookups,
+        absent_place,
+    )
+    .map_err(CliError::usage)?;
+    let empty = scan_phase(args, &db, &mut chooser, "empty", groups, absent_prefix)?;
+    let mut chooser = chooser.replace(args.seed, present_place);
+    let found = scan_phase(args, &db, &mut chooser, "non-empty", groups, present_prefix)?;
     if empty.keys != 0 {
         return Err(CliError::new(format!(
             "scans of absent prefixes returned {} keys",
@@ -146,10 +159,22 @@ fn write_store(
     Ok(())
 }
 
-/// `--lookups` prefix scans of `prefix(seed, g)` for uniform groups `g`.
+/// Group `g`'s present prefix as a number: its place in the key order.
+fn present_place(seed: u64, g: u64) -> u64 {
+    u64::from_be_bytes(present_prefix(seed, g))
+}
+
+/// Group `g`'s absent prefix as a number.
+fn absent_place(seed: u64, g: u64) -> u64 {
+    u64::from_be_bytes(absent_prefix(seed, g))
+}
+
+/// `--lookups` prefix scans of `prefix(seed, g)` for groups `g` drawn by
+/// `chooser`.
 fn scan_phase(
     args: &BenchArgs,
     db: &Db,
+    chooser: &mut ScanChooser,
     name: &'static str,
     groups: u64,
     prefix: impl Fn(u64, u64) -> [u8; PREFIX_LEN],
@@ -164,7 +189,7 @@ fn scan_phase(
     let mut rec = Recorder::start();
     let mut keys = 0u64;
     for i in 0..args.lookups {
-        let p = prefix(args.seed, rng.below(groups));
+        let p = prefix(args.seed, chooser.record(groups, &mut rng));
         let n = rec.time(1, || {
             db.scan_prefix(p).try_fold(0u64, |n, e| e.map(|_| n + 1))
         })?;
@@ -195,11 +220,12 @@ fn write_header(out: &mut dyn Write, args: &BenchArgs, config: &str) -> CliResul
     writeln!(
         out,
         "prefix study: {} keys, {GROUP} per {PREFIX_LEN}-byte prefix, point filters {config}, \
-         {} scans per phase, block cache off, {} I/O; stores: no prefix extractor (the \
-         baseline), then extractor fixed:{PREFIX_LEN} with prefix filters blocked512 10 \
-         bits/prefix",
+         {} scans per phase, requests {}, block cache off, {} I/O; stores: no prefix \
+         extractor (the baseline), then extractor fixed:{PREFIX_LEN} with prefix filters \
+         blocked512 10 bits/prefix",
         args.keys,
         args.lookups,
+        sliding::scan_distribution_name(args.request_distribution),
         args.io_name()
     )?;
     Ok(())
@@ -273,6 +299,7 @@ fn json_report(
         "baseline": !run.filtered,
         "same_tree_as_baseline": same_tree,
         "config": config,
+        "distribution": sliding::scan_distribution_name(args.request_distribution),
         "io": args.io_name(),
         "shape": run.shape,
         "load_secs": run.load_secs,

@@ -32,6 +32,7 @@ use super::range_chart::{self, Curve};
 use super::scans::{
     CSV_HEADER, CsvStore, ScanFilter, ScanPhase, Tree, csv_row, fpr_text, shape, signed_bytes, tree,
 };
+use super::sliding::{self, ScanChooser};
 use super::stores::{KeyWriter, StoresHome, store_dir, store_options};
 
 /// The phases of one range length.
@@ -78,6 +79,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CliResult {
     if let Some(path) = &args.plot {
         check_plot_path(path)?;
     }
+    // The distribution is checked before the stores are loaded.
+    ScanChooser::new(args.request_distribution, 0, 1, sliding::place).map_err(CliError::usage)?;
     let home = StoresHome::prepare(args)?;
     let text = !args.json && !args.csv;
     if text {
@@ -156,10 +159,19 @@ fn measure_store(args: &BenchArgs, home: &StoresHome, bits: Option<f64>) -> CliR
         lengths: Vec::new(),
     };
     let empty_scans = (args.lookups as f64 * args.empty_fraction()).round() as u64;
+    // One window for the store's phases, in order: every store sees the
+    // same windows.
+    let mut chooser = ScanChooser::new(
+        args.request_distribution,
+        args.seed,
+        args.lookups,
+        sliding::place,
+    )
+    .map_err(CliError::usage)?;
     for len in args.range_lens() {
         let mut phases = Vec::new();
         if empty_scans > 0 {
-            let p = scan_phase(args, &db, "empty", len, empty_scans)?;
+            let p = scan_phase(args, &db, &mut chooser, "empty", len, empty_scans)?;
             if p.keys != 0 {
                 return Err(CliError::new(format!(
                     "scans of empty ranges of {len} points returned {} keys",
@@ -172,6 +184,7 @@ fn measure_store(args: &BenchArgs, home: &StoresHome, bits: Option<f64>) -> CliR
             phases.push(scan_phase(
                 args,
                 &db,
+                &mut chooser,
                 "non-empty",
                 len,
                 args.lookups - empty_scans,
@@ -234,10 +247,11 @@ fn bounds(lo: u64, hi: u64) -> (Bound<Bytes>, Bound<Bytes>) {
 
 /// `n` scans of `len` points: empty ones (from a random point, or one past
 /// a present key's with `--correlated`), or ones holding a present key's
-/// point at a random place.
+/// point at a random place; points and keys drawn by `chooser`.
 fn scan_phase(
     args: &BenchArgs,
     db: &Db,
+    chooser: &mut ScanChooser,
     name: &'static str,
     len: u64,
     n: u64,
@@ -250,12 +264,12 @@ fn scan_phase(
     for i in 0..n {
         let lo = if name == "empty" {
             if args.correlated {
-                present_point(args, rng.below(args.keys)).saturating_add(1)
+                present_point(args, chooser.record(args.keys, &mut rng)).saturating_add(1)
             } else {
-                rng.below(u64::MAX - (len - 1))
+                chooser.point_below(&mut rng, u64::MAX - (len - 1))
             }
         } else {
-            present_point(args, rng.below(args.keys)).saturating_sub(rng.below(len))
+            present_point(args, chooser.record(args.keys, &mut rng)).saturating_sub(rng.below(len))
         };
         let hi = lo.saturating_add(len - 1);
         let range = bounds(lo, hi);
@@ -290,8 +304,8 @@ fn write_header(out: &mut dyn Write, args: &BenchArgs, config: &str) -> CliResul
     writeln!(
         out,
         "range study: {} keys (16 random bytes, points = first 8), point filters {config}, \
-         {} scans per length ({:.0}% empty, {}), block cache off, {} I/O; stores: no range \
-         filters (the baseline), then range filters at {} bits/key",
+         {} scans per length ({:.0}% empty, {}), requests {}, block cache off, {} I/O; \
+         stores: no range filters (the baseline), then range filters at {} bits/key",
         args.keys,
         args.lookups,
         args.empty_fraction() * 100.0,
@@ -300,6 +314,7 @@ fn write_header(out: &mut dyn Write, args: &BenchArgs, config: &str) -> CliResul
         } else {
             "empty ones starting at random points"
         },
+        sliding::scan_distribution_name(args.request_distribution),
         args.io_name(),
         args.range_bits_list()
             .iter()
@@ -450,6 +465,7 @@ fn json_report(
         "io": args.io_name(),
         "empty_fraction": args.empty_fraction(),
         "correlated": args.correlated,
+        "distribution": sliding::scan_distribution_name(args.request_distribution),
         "shape": run.shape,
         "load_secs": run.load_secs,
         "lengths": run.lengths.iter().map(|l| json!({

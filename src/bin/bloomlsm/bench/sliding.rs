@@ -7,9 +7,15 @@
 //! sequence sees (today's range is read most, yesterday's less so), and
 //! what an allocation that sizes filters by the lookups it has seen must
 //! follow.
+//!
+//! The scan studies (`--workload range`, `prefix`) draw their scans'
+//! starts and prefixes through [`ScanChooser`]: uniform, or the same hot
+//! range, fixed at the bottom of the key space (`hotspot`) or moving
+//! (`sliding`, one `SLIDE` per `--lookups` scans, across a store's phases).
 
 use crate::workload::{SplitMix64, present_key};
 
+use super::benchmarks::Distribution;
 use super::ycsb::{HOT_DATA, HOT_OPS};
 
 /// How far the window moves per `--lookups` requests, as a share of the
@@ -22,8 +28,11 @@ pub struct Sliding {
     /// Requests drawn by the run so far (this workload's included): where
     /// the window stands.
     drawn: u64,
-    /// Requests per `SLIDE` of movement (`--lookups`).
-    per_slide: u64,
+    /// Requests per `SLIDE` of movement (`--lookups`); `None`: the window
+    /// stays at the bottom of the key space (`hotspot`).
+    per_slide: Option<u64>,
+    /// A record's place in the key order (`seed`, record).
+    place: fn(u64, u64) -> u64,
     /// `(first 8 bytes of the key, record)` of records `0..sorted_to`,
     /// sorted.
     sorted: Vec<(u64, u64)>,
@@ -34,7 +43,7 @@ pub struct Sliding {
 
 /// The first 8 bytes of record `k`'s key, as a number: its place in the
 /// key order.
-fn place(seed: u64, k: u64) -> u64 {
+pub fn place(seed: u64, k: u64) -> u64 {
     let key = present_key(seed, k);
     u64::from_be_bytes(key[..8].try_into().expect("8 bytes"))
 }
@@ -44,10 +53,19 @@ impl Sliding {
     /// requests before this workload, its window moving `SLIDE` per
     /// `per_slide` requests.
     pub fn new(seed: u64, drawn: u64, per_slide: u64) -> Self {
+        Self::over(seed, drawn, Some(per_slide), place)
+    }
+
+    /// A chooser of records whose places in the key order are
+    /// `place(seed, record)`, for a run that has drawn `drawn` requests
+    /// before; its window moves `SLIDE` per `per_slide` requests, or
+    /// (`None`) stays at the bottom of the key space.
+    pub fn over(seed: u64, drawn: u64, per_slide: Option<u64>, place: fn(u64, u64) -> u64) -> Self {
         Sliding {
             seed,
             drawn,
-            per_slide: per_slide.max(1),
+            per_slide: per_slide.map(|p| p.max(1)),
+            place,
             sorted: Vec::new(),
             sorted_to: 0,
         }
@@ -60,8 +78,25 @@ impl Sliding {
 
     /// The window's low end now, in the key order's `u64` space.
     pub fn window_start(&self) -> u64 {
-        let at = self.drawn as f64 / self.per_slide as f64 * SLIDE;
+        let Some(per_slide) = self.per_slide else {
+            return 0;
+        };
+        let at = self.drawn as f64 / per_slide as f64 * SLIDE;
         (at.fract() * 2f64.powi(64)) as u64
+    }
+
+    /// A point of the key space (a key's first 8 bytes): `HOT_OPS` of
+    /// them uniform in the window, the rest uniform outside it.
+    pub fn point(&mut self, rng: &mut SplitMix64) -> u64 {
+        let lo = self.window_start();
+        self.drawn += 1;
+        let width = (HOT_DATA * 2f64.powi(64)) as u64;
+        if rng.unit() < HOT_OPS {
+            lo.wrapping_add(rng.below(width))
+        } else {
+            lo.wrapping_add(width)
+                .wrapping_add(rng.below(width.wrapping_neg()))
+        }
     }
 
     /// Whether `x` (a key's place) is in the window starting at `lo`.
@@ -74,7 +109,7 @@ impl Sliding {
     pub fn next(&mut self, records: u64, rng: &mut SplitMix64) -> u64 {
         let behind = records.saturating_sub(self.sorted_to);
         if self.sorted.is_empty() || behind > self.sorted_to / 64 {
-            let seed = self.seed;
+            let (seed, place) = (self.seed, self.place);
             self.sorted
                 .extend((self.sorted_to..records).map(|k| (place(seed, k), k)));
             self.sorted.sort_unstable();
@@ -108,7 +143,77 @@ impl Sliding {
     /// Whether record `k` is in the window now.
     #[cfg(test)]
     fn is_hot(&self, k: u64) -> bool {
-        Self::hot(self.window_start(), place(self.seed, k))
+        Self::hot(self.window_start(), (self.place)(self.seed, k))
+    }
+}
+
+/// The name of a scan study's request distribution (`--request-distribution`;
+/// uniform when not given), for its reports.
+pub fn scan_distribution_name(dist: Option<Distribution>) -> String {
+    format!("{:?}", dist.unwrap_or(Distribution::Uniform)).to_lowercase()
+}
+
+/// How a scan study draws its scans (module docs).
+pub enum ScanChooser {
+    Uniform,
+    Window(Sliding),
+}
+
+impl ScanChooser {
+    /// The chooser of `--request-distribution` (`None`: uniform) for a
+    /// store's scans of records placed by `place`, `per_slide` scans per
+    /// `SLIDE`; an error names the distributions the scan studies take.
+    pub fn new(
+        dist: Option<Distribution>,
+        seed: u64,
+        per_slide: u64,
+        place: fn(u64, u64) -> u64,
+    ) -> Result<Self, String> {
+        match dist {
+            None | Some(Distribution::Uniform) => Ok(ScanChooser::Uniform),
+            Some(Distribution::Hotspot) => {
+                Ok(ScanChooser::Window(Sliding::over(seed, 0, None, place)))
+            }
+            Some(Distribution::Sliding) => Ok(ScanChooser::Window(Sliding::over(
+                seed,
+                0,
+                Some(per_slide),
+                place,
+            ))),
+            Some(d) => Err(format!(
+                "the scan studies take --request-distribution uniform, hotspot or sliding \
+                 (a range of the key order), not {}",
+                format!("{d:?}").to_lowercase()
+            )),
+        }
+    }
+
+    /// The same window, now placing records by `place` (another family of
+    /// keys), where this one stands.
+    pub fn replace(&self, seed: u64, place: fn(u64, u64) -> u64) -> Self {
+        match self {
+            ScanChooser::Uniform => ScanChooser::Uniform,
+            ScanChooser::Window(s) => {
+                ScanChooser::Window(Sliding::over(seed, s.drawn, s.per_slide, place))
+            }
+        }
+    }
+
+    /// A record among `records`.
+    pub fn record(&mut self, records: u64, rng: &mut SplitMix64) -> u64 {
+        match self {
+            ScanChooser::Uniform => rng.below(records),
+            ScanChooser::Window(s) => s.next(records, rng),
+        }
+    }
+
+    /// A point of the key space below `bound` (a window's point above it
+    /// is taken down to the last below it).
+    pub fn point_below(&mut self, rng: &mut SplitMix64, bound: u64) -> u64 {
+        match self {
+            ScanChooser::Uniform => rng.below(bound),
+            ScanChooser::Window(s) => s.point(rng).min(bound.saturating_sub(1)),
+        }
     }
 }
 
@@ -157,5 +262,52 @@ mod tests {
         // Records inserted later join once they are 1/64 of the rest.
         assert!((0..1000).all(|_| w.next(records + 400, &mut rng) < records + 400));
         assert_eq!(w.sorted_to, records + 400);
+    }
+
+    /// A scan chooser's points fall `HOT_OPS` in the window, which stays
+    /// at the bottom of the key space for `hotspot` and moves for
+    /// `sliding`; uniform draws are `below`'s.
+    #[test]
+    fn scan_points_land_in_the_window() {
+        let mut rng = SplitMix64::new(9);
+        for (dist, moves) in [
+            (Distribution::Hotspot, false),
+            (Distribution::Sliding, true),
+        ] {
+            let mut c = ScanChooser::new(Some(dist), 5, 1_000, place).unwrap();
+            let ScanChooser::Window(w) = &c else {
+                panic!("{dist:?} draws from a window")
+            };
+            assert_eq!(w.window_start(), 0);
+            let mut hot = 0;
+            for _ in 0..2_000 {
+                let lo = match &c {
+                    ScanChooser::Window(w) => w.window_start(),
+                    ScanChooser::Uniform => unreachable!(),
+                };
+                hot += u64::from(Sliding::hot(lo, c.point_below(&mut rng, u64::MAX)));
+            }
+            assert!(
+                (hot as f64 / 2_000.0 - HOT_OPS).abs() < 0.03,
+                "{dist:?} {hot}"
+            );
+            let ScanChooser::Window(w) = &c else {
+                unreachable!()
+            };
+            let moved = w.window_start() as f64 / 2f64.powi(64);
+            let want = if moves { 2.0 * SLIDE } else { 0.0 };
+            assert!((moved - want).abs() < 1e-9, "{dist:?} {moved}");
+            // The next family of keys goes on from the same window.
+            let d = c.replace(5, place);
+            let ScanChooser::Window(v) = &d else {
+                unreachable!()
+            };
+            assert_eq!(v.window_start(), w.window_start());
+        }
+        let mut u = ScanChooser::new(None, 5, 1_000, place).unwrap();
+        let mut same = SplitMix64::new(4);
+        let mut r = SplitMix64::new(4);
+        assert_eq!(u.point_below(&mut r, 1_000), same.below(1_000));
+        assert!(ScanChooser::new(Some(Distribution::Zipfian), 5, 1, place).is_err());
     }
 }
