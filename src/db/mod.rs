@@ -200,7 +200,6 @@ struct Writer {
 #[derive(Default)]
 struct WriteQueue {
     next_ticket: u64,
-    /// `None` once a leader has taken the batch into its group.
     /// `None` once a leader has taken the batch into its group; the flag
     /// asks for the group to be synced.
     waiting: VecDeque<(u64, Option<WriteBatch>, bool)>,
