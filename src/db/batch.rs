@@ -124,6 +124,19 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for one operation of `bytes` bytes of keys
+    /// and values: a single-key write makes one allocation, not one per
+    /// doubling of its encoding.
+    pub(crate) fn for_one(bytes: usize) -> Self {
+        // Kind byte, keyspace id and two lengths, as varints.
+        let mut rep = Vec::with_capacity(BATCH_HEADER_LEN + 16 + bytes);
+        rep.resize(BATCH_HEADER_LEN, 0);
+        WriteBatch {
+            rep,
+            in_keyspaces: false,
+        }
+    }
+
     fn set_count(&mut self, n: u32) {
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }

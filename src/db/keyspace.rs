@@ -208,27 +208,33 @@ impl Keyspace {
         Ok(())
     }
 
-    fn write_one(&self, f: impl FnOnce(&mut WriteBatch)) -> Result<()> {
+    /// One operation of `bytes` bytes of keys and values, written by `f`.
+    fn write_one(&self, bytes: usize, f: impl FnOnce(&mut WriteBatch)) -> Result<()> {
         self.check()?;
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one(bytes);
         f(&mut b);
         Db::write_to(&self.store, b, WriteOptions::default())
     }
 
     /// Stores `value` under `key` in this keyspace ([`Db::put`]).
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.write_one(|b| b.put_to(self.id, key.as_ref(), value.as_ref()))
+        let (key, value) = (key.as_ref(), value.as_ref());
+        self.write_one(key.len() + value.len(), |b| b.put_to(self.id, key, value))
     }
 
     /// Removes `key` from this keyspace ([`Db::delete`]).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.write_one(|b| b.delete_to(self.id, key.as_ref()))
+        let key = key.as_ref();
+        self.write_one(key.len(), |b| b.delete_to(self.id, key))
     }
 
     /// Removes every key in `[start, end)` of this keyspace
     /// ([`Db::delete_range`]).
     pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        self.write_one(|b| b.delete_range_to(self.id, start.as_ref(), end.as_ref()))
+        let (start, end) = (start.as_ref(), end.as_ref());
+        self.write_one(start.len() + end.len(), |b| {
+            b.delete_range_to(self.id, start, end)
+        })
     }
 
     /// The value of `key` in this keyspace, or `None` ([`Db::get`]).

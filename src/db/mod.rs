@@ -273,8 +273,9 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put(key.as_ref(), value.as_ref());
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::for_one(key.len() + value.len());
+        b.put(key, value);
         self.write(b)
     }
 
@@ -290,8 +291,9 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete(key.as_ref());
+        let key = key.as_ref();
+        let mut b = WriteBatch::for_one(key.len());
+        b.delete(key);
         self.write(b)
     }
 
