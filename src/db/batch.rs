@@ -129,7 +129,7 @@ impl WriteBatch {
     /// doubling of its encoding.
     pub(crate) fn for_one(bytes: usize) -> Self {
         // Kind byte, keyspace id and two lengths, as varints.
-        let mut rep = Vec::with_capacity(BATCH_HEADER_LEN + 16 + bytes);
+        let mut rep = Vec::with_capacity(bytes.saturating_add(BATCH_HEADER_LEN + 16));
         rep.resize(BATCH_HEADER_LEN, 0);
         WriteBatch {
             rep,
