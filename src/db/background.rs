@@ -117,18 +117,14 @@ impl Inner {
     /// compaction thread rebuilds filters and merges L0 below its trigger
     /// ([`compaction::idle_l0`]) only then, so that a tree still growing is
     /// not rewritten for every allocation it passes through, nor its L0
-    /// merged more often than its trigger says. Every write takes a new
-    /// sequence number, so the writes are seen here, by the last sequence
-    /// number moving, at most one wake of the compaction thread (200 ms)
-    /// late.
+    /// merged more often than its trigger says. Measured from the last
+    /// write's own clock reading: a store watched only now and then (by
+    /// `Db::maintain`, say) is idle a second after its writes stopped, not
+    /// a second after it was first seen still.
     pub(super) fn idle(&self) -> bool {
-        let seq = self.last_seq.load(Ordering::Acquire);
-        let mut seen = self.writes_seen.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.0 != seq {
-            *seen = (seq, std::time::Instant::now());
-            return false;
-        }
-        seen.1.elapsed() >= REFILTER_IDLE
+        let last = self.last_write_ms.load(Ordering::Relaxed);
+        self.opened_at.elapsed().as_millis() as u64
+            >= last.saturating_add(REFILTER_IDLE.as_millis() as u64)
     }
 
     /// The next filter rebuild due on the current version, if any.

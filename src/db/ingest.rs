@@ -331,6 +331,8 @@ impl Inner {
         self.last_seq.store(last, Ordering::Release);
         // The memtables were flushed first: the load is the newest.
         st.flushed_seq = last;
+        let now = self.opened_at.elapsed().as_millis() as u64;
+        self.last_write_ms.fetch_max(now, Ordering::Relaxed);
         Ok(())
     }
 }

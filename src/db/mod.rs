@@ -162,10 +162,10 @@ struct Inner {
     compact_work: Mutex<()>,
     /// What the store counts, for [`Stats`].
     counters: Counters,
-    /// The last sequence number [`Inner::idle`] saw, and when it first saw
-    /// it: filters are rebuilt when writes pause, and a write costs no clock
-    /// read for it.
-    writes_seen: Mutex<(u64, std::time::Instant)>,
+    /// When the store was opened, and the last write acknowledged since
+    /// (milliseconds after it): filters are rebuilt when writes pause.
+    opened_at: std::time::Instant,
+    last_write_ms: AtomicU64,
     /// Set by `close`; iterators and snapshots hold it too.
     closed: Arc<AtomicBool>,
     /// Live snapshots: the versions flushes and compactions keep.
@@ -383,6 +383,8 @@ impl Db {
             .counters
             .user_bytes_written
             .fetch_add(user_bytes, Ordering::Relaxed);
+        let now = inner.opened_at.elapsed().as_millis() as u64;
+        inner.last_write_ms.fetch_max(now, Ordering::Relaxed);
         Ok(())
     }
 

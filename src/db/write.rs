@@ -340,8 +340,10 @@ impl Inner {
                 let k = c.inner();
                 let kw = k.writer.lock().unwrap_or_else(|p| p.into_inner());
                 kw.mem.insert_batch_in(&batch, c.id, 0);
-                // Also what tells it its writes paused (`Inner::idle`).
                 k.last_seq.fetch_max(last, Ordering::AcqRel);
+                // Its filters are rebuilt when its writes pause.
+                let now = k.opened_at.elapsed().as_millis() as u64;
+                k.last_write_ms.fetch_max(now, Ordering::Relaxed);
             }
         }
         self.last_seq.store(last, Ordering::Release);
