@@ -53,7 +53,12 @@
 //! missing-key gets (engines interleaved, so machine noise hits all of them
 //! alike). Reported: the median (and min–max) of the per-round ns/op, the
 //! ratio of bloomlsm's median to the fastest peer's, each engine's puts/s, and
-//! the engines' own I/O counters over one extra pass of missing-key gets.
+//! the engines' own I/O counters over one extra pass of missing-key gets,
+//! the device bytes read per get (`read_bytes` of `/proc/self/io` around
+//! each engine's timed gets: page-cache misses, or every read with direct
+//! I/O), and the process's peak resident memory (`VmHWM`) after the loads
+//! and at the end: with one engine per process (`BLOOMLSM_PEERS_ENGINES`,
+//! `benches/peers_apart.sh`), that engine's.
 //! Each engine's version and options are printed first.
 //!
 //! `cargo bench --bench peers`; with RocksDB, built from the `rocksdb`
@@ -74,6 +79,11 @@
 //! engines listed, in every setting or (`name:setting`) in one (bloomlsm
 //! always among them; e.g. to profile one engine, or to leave out a peer
 //! whose load takes too long),
+//! `BLOOMLSM_PEERS_IO=direct` reads tables with direct I/O (bloomlsm
+//! `ReadMode::Direct`, RocksDB `use_direct_reads`; fjall has none and is
+//! refused): the page cache is not warmed, every get is timed on its own
+//! and the tables gain p50 and p99 columns (a clock read costs about 20 ns,
+//! a device read tens of µs),
 //! `BLOOMLSM_PEERS_DIR=DIR` keeps the stores in DIR/<engine>-<setting>: a store already
 //! there is reopened as it is instead of loaded (no load figures) and the full
 //! compaction is skipped, so that two builds can be timed alternately on the
@@ -96,6 +106,17 @@ const VALUE_LEN: usize = 100;
 /// `Keyspace::insert`).
 fn batch_size() -> usize {
     env_u64("BLOOMLSM_PEERS_BATCH", 1000).max(1) as usize
+}
+/// `BLOOMLSM_PEERS_IO=direct`: tables read with direct I/O (module doc).
+fn direct_io() -> bool {
+    match std::env::var("BLOOMLSM_PEERS_IO").as_deref() {
+        Err(_) | Ok("buffered") => false,
+        Ok("direct") => true,
+        Ok(other) => {
+            eprintln!("error: BLOOMLSM_PEERS_IO: {other:?} is not buffered or direct");
+            std::process::exit(2);
+        }
+    }
 }
 const CACHE_BYTES: usize = 8 << 20;
 const BITS_PER_KEY: f64 = 10.0;
@@ -261,22 +282,121 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// ns per get over `keys`; checks every answer is `expect`.
-fn time_gets(e: &dyn Engine, keys: &[[u8; 16]], expect: bool) -> f64 {
+/// `read_bytes` of `/proc/self/io`: bytes this process had the device read
+/// (page-cache misses; every read with direct I/O). Linux only.
+fn device_read_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// A field of `/proc/self/status` in KiB (`VmHWM`, `VmRSS`). Linux only.
+fn status_kib(field: &str) -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The process's peak and current resident memory, for the report.
+fn memory_line() -> String {
+    let mib =
+        |k: Option<u64>| k.map_or_else(|| "?".to_string(), |k| format!("{:.0}", k as f64 / 1024.0));
+    format!(
+        "peak resident {} MiB (VmHWM), resident now {} MiB (VmRSS)",
+        mib(status_kib("VmHWM")),
+        mib(status_kib("VmRSS"))
+    )
+}
+
+/// One engine's timed pass over a key list.
+struct Pass {
+    /// Mean ns per get.
+    ns: f64,
+    /// Each get's ns, when timed one by one (direct I/O).
+    each: Vec<u64>,
+    /// Device bytes read during the pass, where the system tells.
+    device: Option<u64>,
+}
+
+/// Times gets of `keys` (each on its own if `each`); checks every answer
+/// is `expect`.
+fn time_gets(e: &dyn Engine, keys: &[[u8; 16]], expect: bool, each: bool) -> Pass {
+    let device0 = device_read_bytes();
+    let mut lat = Vec::with_capacity(if each { keys.len() } else { 0 });
     let t = Instant::now();
     let mut hits = 0usize;
-    for k in keys {
-        hits += usize::from(black_box(e.get(black_box(k))));
+    if each {
+        for k in keys {
+            let t0 = Instant::now();
+            hits += usize::from(black_box(e.get(black_box(k))));
+            lat.push(t0.elapsed().as_nanos() as u64);
+        }
+    } else {
+        for k in keys {
+            hits += usize::from(black_box(e.get(black_box(k))));
+        }
     }
     let ns = t.elapsed().as_nanos() as f64 / keys.len() as f64;
+    let device = device0
+        .zip(device_read_bytes())
+        .map(|(a, b)| b.saturating_sub(a));
     assert_eq!(hits, if expect { keys.len() } else { 0 }, "{}", e.name());
-    ns
+    Pass {
+        ns,
+        each: lat,
+        device,
+    }
+}
+
+/// What one engine's timed rounds of one kind of get add up to.
+#[derive(Clone, Default)]
+struct Kind {
+    /// ns/op of each round.
+    rounds: Vec<f64>,
+    /// Every get's ns over all rounds, when timed one by one.
+    each: Vec<u64>,
+    /// Device bytes over all rounds, and the gets they served.
+    device: Option<(u64, u64)>,
+}
+
+impl Kind {
+    fn add(&mut self, p: Pass, gets: usize) {
+        self.rounds.push(p.ns);
+        self.each.extend(p.each);
+        self.device = match (self.device, p.device) {
+            (None, Some(b)) if self.rounds.len() == 1 => Some((b, gets as u64)),
+            (Some((b0, g0)), Some(b)) => Some((b0 + b, g0 + gets as u64)),
+            _ => None,
+        };
+    }
+    /// The `q` quantile of the gets timed one by one, in µs.
+    fn quantile_us(&mut self, q: f64) -> Option<f64> {
+        if self.each.is_empty() {
+            return None;
+        }
+        self.each.sort_unstable();
+        let i = ((q * self.each.len() as f64).ceil() as usize).clamp(1, self.each.len()) - 1;
+        Some(self.each[i] as f64 / 1e3)
+    }
+    fn device_per_get(&self) -> Option<f64> {
+        self.device.map(|(b, g)| b as f64 / g.max(1) as f64)
+    }
 }
 
 /// Per-round ns/op of one state, per engine: `(existing, missing)`.
 struct Rounds {
-    existing: Vec<Vec<f64>>,
-    missing: Vec<Vec<f64>>,
+    existing: Vec<Kind>,
+    missing: Vec<Kind>,
     /// Each engine's [`Engine::shape`] in this state.
     shapes: Vec<String>,
 }
@@ -298,7 +418,11 @@ struct Keys {
 /// without it the engine loaded first would have lost more of its files to
 /// the disk by the time it is timed (its existing-key gets measured page-cache
 /// misses, not its read path).
+/// With direct I/O there is nothing to warm.
 fn warm(engines: &[Box<dyn Engine>], dirs: &[std::path::PathBuf]) {
+    if direct_io() {
+        return;
+    }
     fn read_all(path: &std::path::Path, buf: &mut [u8]) -> u64 {
         use std::io::Read;
         let Ok(meta) = std::fs::metadata(path) else {
@@ -337,9 +461,10 @@ fn warm(engines: &[Box<dyn Engine>], dirs: &[std::path::PathBuf]) {
 }
 
 fn measure(engines: &[Box<dyn Engine>], keys: &mut Keys) -> Rounds {
+    let each = direct_io();
     let mut r = Rounds {
-        existing: vec![Vec::new(); engines.len()],
-        missing: vec![Vec::new(); engines.len()],
+        existing: vec![Kind::default(); engines.len()],
+        missing: vec![Kind::default(); engines.len()],
         shapes: engines.iter().map(|e| e.shape()).collect(),
     };
     for round in 0..=keys.rounds {
@@ -351,11 +476,11 @@ fn measure(engines: &[Box<dyn Engine>], keys: &mut Keys) -> Rounds {
             .collect();
         keys.next_absent += keys.gets as u64;
         for (i, e) in engines.iter().enumerate() {
-            let hit = time_gets(e.as_ref(), &present, true);
-            let miss = time_gets(e.as_ref(), &absent, false);
+            let hit = time_gets(e.as_ref(), &present, true, each);
+            let miss = time_gets(e.as_ref(), &absent, false, each);
             if round > 0 {
-                r.existing[i].push(hit);
-                r.missing[i].push(miss);
+                r.existing[i].add(hit, keys.gets);
+                r.missing[i].add(miss, keys.gets);
             }
         }
     }
@@ -383,13 +508,18 @@ fn min_max(v: &[f64]) -> (f64, f64) {
     )
 }
 
-/// Prints one state's table for the engines `group` (indexes into
-/// `engines`, bloomlsm first, all of one setting); returns bloomlsm's ratios
-/// to the fastest peer of the group `(existing, missing)`.
+/// Prints one state's tables for the engines `group` (indexes into
+/// `engines`, bloomlsm first when it runs, all of one setting); returns
+/// bloomlsm's ratios to the fastest peer of the group `(existing, missing)`.
 fn report(title: &str, engines: &[Box<dyn Engine>], group: &[usize], r: &mut Rounds) -> (f64, f64) {
     let meds: Vec<(f64, f64)> = group
         .iter()
-        .map(|&i| (median(&mut r.existing[i]), median(&mut r.missing[i])))
+        .map(|&i| {
+            (
+                median(&mut r.existing[i].rounds),
+                median(&mut r.missing[i].rounds),
+            )
+        })
         .collect();
     // The peers: the engines other than bloomlsm (and its candidate shapes).
     let best = |f: fn(&(f64, f64)) -> f64| {
@@ -408,8 +538,8 @@ fn report(title: &str, engines: &[Box<dyn Engine>], group: &[usize], r: &mut Rou
     println!("|---|---|---|---|---|");
     for (g, &i) in group.iter().enumerate() {
         let e = &engines[i];
-        let (lo_e, hi_e) = min_max(&r.existing[i]);
-        let (lo_m, hi_m) = min_max(&r.missing[i]);
+        let (lo_e, hi_e) = min_max(&r.existing[i].rounds);
+        let (lo_m, hi_m) = min_max(&r.missing[i].rounds);
         let (me, mm) = meds[g];
         // Without a peer there is no ratio.
         let ratio = |x: f64, best: f64| {
@@ -426,8 +556,33 @@ fn report(title: &str, engines: &[Box<dyn Engine>], group: &[usize], r: &mut Rou
             ratio(mm, best_m),
         );
     }
+    println!(
+        "\n| engine | existing get p50 / p99 µs | missing get p50 / p99 µs | device bytes per existing get | per missing get |"
+    );
+    println!("|---|---|---|---|---|");
+    for &i in group {
+        let quantiles = |k: &mut Kind| match (k.quantile_us(0.5), k.quantile_us(0.99)) {
+            (Some(p50), Some(p99)) => format!("{p50:.1} / {p99:.1}"),
+            _ => "– (timed in rounds)".to_string(),
+        };
+        let device = |k: &Kind| {
+            k.device_per_get()
+                .map_or_else(|| "?".to_string(), |b| format!("{b:.0}"))
+        };
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            engines[i].row(),
+            quantiles(&mut r.existing[i]),
+            quantiles(&mut r.missing[i]),
+            device(&r.existing[i]),
+            device(&r.missing[i]),
+        );
+    }
     for &i in group {
         println!("  {:<9} {}", engines[i].row(), r.shapes[i]);
+    }
+    if engines[group[0]].name() != "bloomlsm" {
+        return (f64::NAN, f64::NAN);
     }
     (meds[0].0 / best_e, meds[0].1 / best_m)
 }
@@ -439,8 +594,9 @@ type Filler<'a> = dyn Fn(&Path, Setting, bool) -> (Box<dyn Engine>, Duration) + 
 /// `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb,fjall:defaults` (comma-separated)
 /// limits the run to those engines, in every setting or (`name:setting`) in
 /// one; unset, every engine built in runs.
-/// A name that is not an engine of this build, or a list without bloomlsm,
-/// ends the run before anything is loaded.
+/// A name that is not an engine of this build ends the run before anything
+/// is loaded. Without bloomlsm, the tables have no ratios (one engine per
+/// process: `benches/peers_apart.sh`).
 fn peers_wanted() -> impl Fn(&str, Setting) -> bool {
     let built: &[&str] = if cfg!(feature = "rocksdb-peer") {
         &["bloomlsm", "fjall", "rocksdb"]
@@ -475,9 +631,17 @@ fn peers_wanted() -> impl Fn(&str, Setting) -> bool {
                 built.join(", ")
             ));
         }
-        if !list.iter().any(|e| engine(e) == "bloomlsm") {
-            fail("must include bloomlsm (the ratios are bloomlsm's)".to_string());
-        }
+    }
+    if direct_io()
+        && list
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|e| e.starts_with("fjall")))
+    {
+        eprintln!(
+            "error: BLOOMLSM_PEERS_IO=direct: fjall has no direct reads; \
+             leave it out with BLOOMLSM_PEERS_ENGINES"
+        );
+        std::process::exit(2);
     }
     move |name, setting| {
         list.as_ref().is_none_or(|l| {
@@ -581,15 +745,17 @@ fn main() {
             (Box::new(e), t)
         });
     }
-    // Each setting's engines, bloomlsm first (as opened).
+    // Each setting's engines, bloomlsm first (as opened); a setting none
+    // of the engines asked for runs in has no group.
     let groups: Vec<(Setting, Vec<usize>)> = settings
         .iter()
         .map(|&s| {
-            let g = (0..engines.len())
+            let g: Vec<usize> = (0..engines.len())
                 .filter(|&i| engines[i].setting() == s)
                 .collect();
             (s, g)
         })
+        .filter(|(_, g)| !g.is_empty())
         .collect();
 
     println!("\nEngines:");
@@ -604,13 +770,13 @@ fn main() {
 
     let user_bytes = n * (16 + VALUE_LEN as u64);
     let puts = |i: usize| loads[i].map(|t| n as f64 / t.as_secs_f64());
-    // bloomlsm's engine index in the setting of engine `i`.
+    // bloomlsm's engine index in the setting of engine `i`, if it runs.
     let bloomlsm_of = |i: usize| {
         groups
             .iter()
             .find(|(s, _)| *s == engines[i].setting())
             .map(|(_, g)| g[0])
-            .unwrap()
+            .filter(|&b| engines[b].name() == "bloomlsm")
     };
     println!("\nLoad (fill, flush and settle; engines one after another):\n");
     println!(
@@ -631,12 +797,17 @@ fn main() {
             _ => "– | – | –".to_string(),
         };
         let setting = e.setting().label();
-        match (loads[i], puts(i), puts(bloomlsm_of(i))) {
+        match (loads[i], puts(i), bloomlsm_of(i).and_then(puts)) {
             (Some(t), Some(p), Some(p0)) => println!(
                 "| {} | {setting} | {:.1} | {p:.0} | {:.2}× | {wamp} | {cpu} |",
                 e.row(),
                 t.as_secs_f64(),
                 p0 / p
+            ),
+            (Some(t), Some(p), None) => println!(
+                "| {} | {setting} | {:.1} | {p:.0} | – | {wamp} | {cpu} |",
+                e.row(),
+                t.as_secs_f64(),
             ),
             _ => println!(
                 "| {} | {setting} | kept store | – | – | {wamp} | {cpu} |",
@@ -658,6 +829,7 @@ fn main() {
         next_absent: 0,
     };
     let probes = 200_000u64;
+    println!("\nAfter the loads: {}", memory_line());
     warm(&engines, &dirs);
     let mut settled = measure(&engines, &mut keys);
     let settled_counters = counters(&engines, probes, 1 << 40);
@@ -715,9 +887,11 @@ fn main() {
         print_counters(&engines, probes, "settled", &settled_counters);
     }
 
+    println!("\nMemory: {}", memory_line());
     println!("\nTargets:");
     for (s, g) in &groups {
-        if g.iter().all(|&i| engines[i].name() == "bloomlsm") {
+        if engines[g[0]].name() != "bloomlsm" || g.iter().all(|&i| engines[i].name() == "bloomlsm")
+        {
             continue;
         }
         for &i in &g[1..] {

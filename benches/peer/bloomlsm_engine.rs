@@ -86,6 +86,10 @@ impl Bloomlsm {
         // The default is LZ4 below L0; every engine here stores blocks
         // uncompressed (fjall is built without lz4).
         .compression(bloomlsm::CompressionOptions::none());
+        let mut opts = opts;
+        if direct_io() {
+            opts.read_mode = bloomlsm::ReadMode::Direct;
+        }
         let db = Db::open(dir, opts).unwrap();
         let t = Instant::now();
         if !load {
@@ -158,7 +162,7 @@ impl Engine for Bloomlsm {
         format!(
             "bloomlsm {} (this tree), {}: filters {}, filters+index in memory, {} B blocks, \
              {} MiB block cache, no compression, write buffer {} KiB, files {} KiB, \
-             {} {} KiB x{}, L0 trigger/slowdown/stop {}/{}/{}, {}",
+             {} {} KiB x{}, L0 trigger/slowdown/stop {}/{}/{}, {}, {:?} reads",
             env!("CARGO_PKG_VERSION"),
             self.setting.label(),
             bloomlsm::filter::filter_spec(o.filters.policy.as_ref()),
@@ -179,7 +183,8 @@ impl Engine for Bloomlsm {
             match maintain_every() {
                 0 => "compaction in the background".to_string(),
                 n => format!("compaction in the writer thread every {n} keys"),
-            }
+            },
+            self.db.read_mode()
         )
     }
     fn compact(&self) {

@@ -39,6 +39,11 @@ impl Rocks {
             Setting::Defaults => opts.set_write_buffer_size(DEFAULTS_WRITE_BUFFER),
         }
         opts.set_block_based_table_factory(&bb);
+        if direct_io() {
+            // User and compaction reads with O_DIRECT; writes stay buffered,
+            // as bloomlsm's do.
+            opts.set_use_direct_reads(true);
+        }
         opts.enable_statistics();
         opts.set_statistics_level(rocksdb::statistics::StatsLevel::DisableAll);
         let db = rocksdb::DB::open(&opts, dir).unwrap();
@@ -125,7 +130,7 @@ impl Engine for Rocks {
              bottommost={} write_buffer_size={} target_file_size_base={} \
              max_bytes_for_level_base={} multiplier={} dynamic_level_bytes={} \
              level0_file_num_compaction_trigger={} level0_slowdown_writes_trigger={} \
-             level0_stop_writes_trigger={}",
+             level0_stop_writes_trigger={} use_direct_reads={} max_open_files={}",
             field("rocksdb_version"),
             locked_version("rocksdb"),
             self.setting.label(),
@@ -144,6 +149,8 @@ impl Engine for Rocks {
             field("level0_file_num_compaction_trigger"),
             field("level0_slowdown_writes_trigger"),
             field("level0_stop_writes_trigger"),
+            field("use_direct_reads"),
+            field("max_open_files"),
         )
     }
     fn compact(&self) {
