@@ -46,7 +46,7 @@ impl Wal {
 
     /// [`Wal::create`] through `fs`.
     pub fn create_in(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<Wal> {
-        let writer = LogWriter::create_in(fs, &log_file(dir, number))?;
+        let writer = LogWriter::create_log_in(fs, &log_file(dir, number))?;
         sync_dir_in(fs, dir)?;
         Ok(Wal { writer, number })
     }

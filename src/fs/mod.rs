@@ -34,6 +34,8 @@ pub mod kept;
 pub mod latency;
 mod location;
 mod lock;
+#[cfg(target_os = "linux")]
+mod mapped_log;
 pub(crate) mod read_ahead;
 
 pub(crate) use io_pool::io_pool;
@@ -183,6 +185,16 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// where the file system allows (`O_DIRECT`); otherwise, as this
     /// default, an ordinary file.
     fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create_new(path)
+    }
+    /// [`FileSystem::create_new`] for an append-only log that each append
+    /// must reach the operating system whole (the WAL): where the file
+    /// system allows, a file allocated ahead and written through a shared
+    /// memory mapping, so that an append is a copy rather than a system
+    /// call (its length runs ahead of the bytes appended, in zeros, until
+    /// it is dropped; docs/format.md, §11); otherwise, as this default, an
+    /// ordinary file.
+    fn create_new_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.create_new(path)
     }
     /// Creates or truncates `path` for writing.
@@ -478,6 +490,18 @@ impl FileSystem for RealFs {
     fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let f = OpenOptions::new().write(true).create_new(true).open(path)?;
         Ok(match direct_write::DirectWriter::new(f) {
+            Ok(w) => Box::new(w),
+            Err(f) => Box::new(RealWritable::new(f)),
+        })
+    }
+    #[cfg(target_os = "linux")]
+    fn create_new_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(match mapped_log::MappedLog::new(f) {
             Ok(w) => Box::new(w),
             Err(f) => Box::new(RealWritable::new(f)),
         })

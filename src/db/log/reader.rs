@@ -311,6 +311,21 @@ impl LogReader {
         Ok(None)
     }
 
+    /// True if every byte from `from` to the end of the file is zero.
+    fn zeros_from(&mut self, from: u64) -> Result<bool> {
+        let mut q = from;
+        while q < self.file_len {
+            let bidx = q / BLOCK_SIZE as u64;
+            let base = bidx * BLOCK_SIZE as u64;
+            let block = self.block(bidx)?;
+            if block[(q - base) as usize..].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            q = base + BLOCK_SIZE as u64;
+        }
+        Ok(true)
+    }
+
     /// Handles a broken logical record starting at `lost`, detected at `at`.
     /// Returns `Ok(true)` to keep reading (salvage), `Ok(false)` at a torn tail.
     fn broken(
@@ -323,6 +338,13 @@ impl LogReader {
     ) -> Result<bool> {
         let from = if inclusive { at } else { at + 1 };
         match self.find_next_record(from, framed)? {
+            // Zeros from a record boundary to the end: the space a log
+            // allocated ahead has not reached yet (`create_new_log`). It
+            // ends there, cleanly: nothing was written after the last record.
+            None if self.zeros_from(lost)? => {
+                self.done = true;
+                Ok(false)
+            }
             None => {
                 self.tail = Some(TailDropped {
                     offset: lost,

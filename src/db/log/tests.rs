@@ -234,17 +234,34 @@ fn flip_in_last_record_is_torn_tail() {
     }
 }
 
+/// Zeros after the last record, as a log allocated ahead leaves them, are
+/// its end: no tail is dropped. Zeros after part of a record are not: the
+/// record is a torn tail.
 #[test]
-fn zero_filled_tail_is_dropped() {
+fn a_zero_tail_is_the_end_and_a_record_cut_into_zeros_is_torn() {
     let recs: Vec<Vec<u8>> = (0..3).map(|i| payload(100, i)).collect();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("000001.log");
     let ends = write_log(&path, &recs);
-    let mut img = std::fs::read(&path).unwrap();
+    let clean = std::fs::read(&path).unwrap();
+    for zeros in [1, 6, 7, 500, 40_000] {
+        let mut img = clean.clone();
+        img.resize(img.len() + zeros, 0);
+        let mut r = LogReader::from_bytes(&path, img, false);
+        assert_eq!(read_all(&mut r).unwrap(), recs, "{zeros} zeros");
+        assert_eq!(r.tail_dropped(), None, "{zeros} zeros");
+        assert_eq!(r.valid_end(), ends[2]);
+    }
+    // The last record cut short, the rest of its bytes zeros.
+    let mut img = clean.clone();
+    for b in &mut img[ends[1] as usize + 20..] {
+        *b = 0;
+    }
     img.resize(img.len() + 40_000, 0);
-    let mut r = LogReader::from_bytes(&path, img, false);
-    assert_eq!(read_all(&mut r).unwrap(), recs);
-    assert_eq!(r.tail_dropped().unwrap().offset, ends[2]);
+    let mut r = LogReader::from_bytes(&path, img.clone(), false);
+    assert_eq!(read_all(&mut r).unwrap(), &recs[..2]);
+    let t = r.tail_dropped().unwrap();
+    assert_eq!((t.offset, t.bytes), (ends[1], img.len() as u64 - ends[1]));
 }
 
 /// Arbitrary bytes never panic, in either mode.

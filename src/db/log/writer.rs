@@ -46,14 +46,29 @@ impl LogWriter {
         let file = fs
             .create_new(path)
             .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
-        Ok(LogWriter {
+        Ok(Self::over(file, path))
+    }
+
+    /// [`LogWriter::create_in`] for a log written at every append, the
+    /// WAL: through `fs`'s [`FileSystem::create_new_log`], which may
+    /// allocate the file ahead in zeros and write it through a memory
+    /// mapping.
+    pub fn create_log_in(fs: &dyn FileSystem, path: &Path) -> Result<Self> {
+        let file = fs
+            .create_new_log(path)
+            .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+        Ok(Self::over(file, path))
+    }
+
+    fn over(file: Box<dyn WritableFile>, path: &Path) -> Self {
+        LogWriter {
             file,
             path: path.to_path_buf(),
             block_offset: 0,
             len: 0,
             buf: Vec::new(),
             poisoned: None,
-        })
+        }
     }
 
     /// Reopens an existing log to append after its last valid record.
