@@ -3,11 +3,15 @@
 //!
 //! `O_DIRECT` wants the file offset, the length and the buffer address of
 //! every read aligned to the device's logical block size. A
-//! [`DirectFile`] read rounds the requested range out to whole
-//! [`DIRECT_ALIGN`]-byte sectors, reads them into an aligned buffer of its
-//! own and copies the requested bytes out, so callers read any range, as
-//! from a buffered file. Each read therefore transfers whole sectors
-//! ([`ReadableFile::transfer_len`]).
+//! [`DirectFile`] read rounds the requested range out to whole sectors of
+//! the file's direct-I/O alignment (what `statx` reports, Linux 6.1 and
+//! later: 512 bytes on a device with 512-byte logical sectors; otherwise
+//! [`DIRECT_ALIGN`]), reads them into a buffer aligned to [`DIRECT_ALIGN`]
+//! and copies the requested bytes out, so callers read any range, as from
+//! a buffered file. Each read therefore transfers whole sectors
+//! ([`ReadableFile::transfer_len`]): a 4 KiB block at an arbitrary offset
+//! costs about 4.5 KB at 512-byte alignment, 8 KiB at 4 KiB
+//! (docs/benchmarks.md, "10^8 keys beside RocksDB").
 //!
 //! A file system that cannot do direct I/O (on this kernel: those without a
 //! `direct_IO` path, e.g. procfs; tmpfs gained one in Linux 6.6) refuses at
@@ -20,9 +24,9 @@ use std::path::Path;
 
 use super::ReadableFile;
 
-/// The alignment of direct reads' offsets, lengths and buffers: 4096, the
-/// page size and at least the logical block size of the devices in use
-/// (512 or 4096).
+/// The alignment of direct reads' buffers, and of their offsets and lengths
+/// where the file system does not tell its own: 4096, the page size and at
+/// least the logical block size of the devices in use (512 or 4096).
 pub const DIRECT_ALIGN: u64 = 4096;
 
 /// The message of every refusal of direct I/O.
@@ -58,6 +62,42 @@ fn libc_einval() -> i32 {
 #[derive(Debug)]
 pub struct DirectFile {
     file: File,
+    /// The alignment of each read's offset and length: a power of two from
+    /// 512 to [`DIRECT_ALIGN`].
+    align: u64,
+}
+
+/// The offset alignment `statx` reports for direct I/O on `file`
+/// (`STATX_DIOALIGN`), if it reports one from 512 to [`DIRECT_ALIGN`] and
+/// a buffer alignment [`DIRECT_ALIGN`] satisfies.
+#[cfg(target_os = "linux")]
+fn reported_align(file: &File) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: statx writes a whole `statx` into the pointer it gets; the
+    // empty path with AT_EMPTY_PATH names the descriptor `file` owns.
+    let r = unsafe {
+        libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            stx.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: initialised (zeroed, then filled by the successful call).
+    let stx = unsafe { stx.assume_init() };
+    let offset = u64::from(stx.stx_dio_offset_align);
+    let mem = u64::from(stx.stx_dio_mem_align);
+    let told = stx.stx_mask & libc::STATX_DIOALIGN != 0;
+    (told
+        && offset.is_power_of_two()
+        && (512..=DIRECT_ALIGN).contains(&offset)
+        && mem <= DIRECT_ALIGN)
+        .then_some(offset)
 }
 
 /// Opens `path` for direct reads; a file system that refuses `O_DIRECT`
@@ -70,7 +110,8 @@ pub fn open(path: &Path) -> io::Result<DirectFile> {
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .map_err(|e| if is_einval(&e) { refusal(&e) } else { e })?;
-    Ok(DirectFile { file })
+    let align = reported_align(&file).unwrap_or(DIRECT_ALIGN);
+    Ok(DirectFile { file, align })
 }
 
 /// Direct reads are implemented on Linux only: elsewhere every open is a
@@ -83,11 +124,19 @@ pub fn open(_path: &Path) -> io::Result<DirectFile> {
     ))
 }
 
-/// The aligned range `[start, end)` covering `len` bytes at `offset`.
-fn aligned_span(offset: u64, len: usize) -> (u64, u64) {
-    let start = offset / DIRECT_ALIGN * DIRECT_ALIGN;
-    let end = (offset + len as u64).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+/// The range `[start, end)` aligned to `align` covering `len` bytes at
+/// `offset`.
+fn aligned_span(offset: u64, len: usize, align: u64) -> (u64, u64) {
+    let start = offset / align * align;
+    let end = (offset + len as u64).div_ceil(align) * align;
     (start, end)
+}
+
+impl DirectFile {
+    /// The alignment of each read's offset and length.
+    pub fn alignment(&self) -> u64 {
+        self.align
+    }
 }
 
 impl ReadableFile for DirectFile {
@@ -96,7 +145,7 @@ impl ReadableFile for DirectFile {
         if buf.is_empty() {
             return Ok(());
         }
-        let (start, end) = aligned_span(offset, buf.len());
+        let (start, end) = aligned_span(offset, buf.len(), self.align);
         let span = (end - start) as usize;
         // An aligned window into an over-allocated buffer (no unsafe code).
         let mut raw = vec![0u8; span + DIRECT_ALIGN as usize];
@@ -111,7 +160,7 @@ impl ReadableFile for DirectFile {
                     got += n;
                     // A read that stops off a sector boundary stopped at the
                     // end of the file: the next offset could not be aligned.
-                    if !got.is_multiple_of(DIRECT_ALIGN as usize) {
+                    if !got.is_multiple_of(self.align as usize) {
                         break;
                     }
                 }
@@ -146,7 +195,7 @@ impl ReadableFile for DirectFile {
         if len == 0 {
             return 0;
         }
-        let (start, end) = aligned_span(offset, len);
+        let (start, end) = aligned_span(offset, len, self.align);
         end - start
     }
 }
@@ -180,10 +229,12 @@ mod tests {
 
     #[test]
     fn aligned_spans() {
-        assert_eq!(aligned_span(0, 1), (0, 4096));
-        assert_eq!(aligned_span(4095, 2), (0, 8192));
-        assert_eq!(aligned_span(4096, 4096), (4096, 8192));
-        assert_eq!(aligned_span(5000, 4101), (4096, 12288));
+        assert_eq!(aligned_span(0, 1, 4096), (0, 4096));
+        assert_eq!(aligned_span(4095, 2, 4096), (0, 8192));
+        assert_eq!(aligned_span(4096, 4096, 4096), (4096, 8192));
+        assert_eq!(aligned_span(5000, 4101, 4096), (4096, 12288));
+        assert_eq!(aligned_span(5000, 4101, 512), (4608, 9216));
+        assert_eq!(aligned_span(4096, 4096, 512), (4096, 8192));
     }
 
     #[test]
@@ -194,7 +245,7 @@ mod tests {
         let mut seed = 7u64;
         let bytes: Vec<u8> = (0..100_003).map(|_| splitmix(&mut seed) as u8).collect();
         std::fs::write(&path, &bytes).unwrap();
-        let direct = match open(&path) {
+        let reported = match open(&path) {
             Ok(f) => f,
             Err(e) if refused(&e) => {
                 eprintln!("skipped: {} refuses direct I/O: {e}", dir.path().display());
@@ -202,7 +253,20 @@ mod tests {
             }
             Err(e) => panic!("{e}"),
         };
-        let buffered = RealFs.open_read(&path).unwrap();
+        // The alignment the file system reports, and the page size.
+        let page = DirectFile {
+            file: reported.file.try_clone().unwrap(),
+            align: DIRECT_ALIGN,
+        };
+        for direct in [reported, page] {
+            same_bytes(&direct, &path, &bytes, seed);
+        }
+    }
+
+    /// Reads of `direct` (the file at `path`, holding `bytes`) return what
+    /// buffered reads do, and transfer whole aligned sectors.
+    fn same_bytes(direct: &DirectFile, path: &Path, bytes: &[u8], mut seed: u64) {
+        let buffered = RealFs.open_read(path).unwrap();
         assert_eq!(direct.len().unwrap(), bytes.len() as u64);
         let n = bytes.len() as u64;
         let mut cases: Vec<(u64, usize)> = vec![
@@ -227,7 +291,7 @@ mod tests {
             assert_eq!(a, b, "offset {off} length {len}");
             assert_eq!(&a[..], &bytes[off as usize..off as usize + len]);
             let t = direct.transfer_len(off, len);
-            assert!(t >= len as u64 && t % DIRECT_ALIGN == 0, "{t}");
+            assert!(t >= len as u64 && t % direct.alignment() == 0, "{t}");
         }
         // Past the end: UnexpectedEof, as a buffered read.
         for (off, len) in [(n - 1, 2), (n, 1), (n + 10_000, 10)] {

@@ -145,7 +145,9 @@ pub enum ReadMode {
     #[default]
     Buffered,
     /// Direct I/O (`O_DIRECT`, Linux): every read of a table file goes to the
-    /// device, in whole 4 KiB sectors ([`direct::DIRECT_ALIGN`]); the block
+    /// device, in whole sectors (512 bytes or 4 KiB: the file system's
+    /// direct-I/O alignment, [`direct::DIRECT_ALIGN`] where it does not
+    /// say); the block
     /// cache, if enabled, still serves repeated data blocks. A file system
     /// that refuses direct I/O makes [`crate::Db::open`] fail with an error
     /// saying so.

@@ -49,7 +49,8 @@ pub struct IoCounters {
     /// Data blocks found in the block cache.
     pub cache_hits: u64,
     /// Bytes read from disk for data blocks: each block with its trailer;
-    /// with [`crate::ReadMode::Direct`], the whole 4 KiB sectors read.
+    /// with [`crate::ReadMode::Direct`], the whole sectors read (of the
+    /// file system's direct-I/O alignment: 512 bytes or 4 KiB).
     pub bytes_read: u64,
     /// Filter blocks (whole filters, or partitions) read from disk for
     /// filters not held in memory ([`crate::Options::metadata_memory_budget`]).

@@ -157,7 +157,7 @@ JSON (--json): one object per configuration per line, in --configs order:
                                        device_bytes_per_key, device_bytes_saved_per_key}]
                                        latency per key from an HDR histogram (multi_get: each
                                        call's time over its keys); store_bytes: the store's count
-                                       of data-block bytes read (whole 4 KiB sectors with direct
+                                       of data-block bytes read (whole sectors with direct
                                        I/O); device_bytes: /proc/self/io read_bytes over the phase
                                        (null off Linux); saved: below the none configuration's
                                        (missing-key phases; null without none)

@@ -175,7 +175,7 @@ fn write_phases(
         out,
         "latency: per get from an HDR histogram (3 significant digits); multi_get: each call's time over its {MULTI_GET_BATCH} keys. store B: the store's count of data-block bytes read{}; device B: read_bytes of /proc/self/io over the phase (n/a off Linux){}.",
         if args.io == IoMode::Direct {
-            " (whole 4 KiB sectors)"
+            " (whole sectors: 512 B or 4 KiB, as the file system aligns direct reads)"
         } else {
             " (block + trailer)"
         },
@@ -231,7 +231,7 @@ fn io_line(io: IoMode) -> &'static str {
     match io {
         IoMode::Buffered => "buffered (page cache)",
         IoMode::Direct => {
-            "direct I/O (O_DIRECT, whole 4 KiB sectors: every data-block read reaches the device)"
+            "direct I/O (O_DIRECT, whole sectors: every data-block read reaches the device)"
         }
     }
 }
