@@ -76,9 +76,9 @@
 //! `BLOOMLSM_PEERS_MAINTAIN_EVERY=N` runs bloomlsm's compactions in the
 //! writer thread (`Db::maintain` every N keys) instead of in the background,
 //! `BLOOMLSM_PEERS_ENGINES=bloomlsm,rocksdb,fjall:defaults` runs only the
-//! engines listed, in every setting or (`name:setting`) in one (bloomlsm
-//! always among them; e.g. to profile one engine, or to leave out a peer
-//! whose load takes too long),
+//! engines listed, in every setting or (`name:setting`) in one (e.g. to
+//! profile one engine, to leave out a peer whose load takes too long, or
+//! one engine per process; without bloomlsm the tables have no ratios),
 //! `BLOOMLSM_PEERS_IO=direct` reads tables with direct I/O (bloomlsm
 //! `ReadMode::Direct`, RocksDB `use_direct_reads`; fjall has none and is
 //! refused): the page cache is not warmed, every get is timed on its own

@@ -201,10 +201,13 @@ impl Engine for Bloomlsm {
             .filter(|l| l.files > 0)
             .map(|l| format!("L{}:{}", l.level, l.files))
             .collect();
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         format!(
-            "files {} (filters {:.2} MiB in memory, memtable {} B)",
+            "files {} (in memory: filters {:.2} MiB, indexes {:.2} MiB, block cache {:.2} MiB, memtable {} B)",
             levels.join(" "),
-            s.filter_bytes as f64 / (1u64 << 20) as f64,
+            mib(s.filter_pinned_bytes),
+            mib(s.index_pinned_bytes),
+            mib(s.block_cache_bytes),
             s.memtable_bytes
         )
     }

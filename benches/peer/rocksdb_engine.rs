@@ -173,7 +173,21 @@ impl Engine for Rocks {
                 (files > 0).then(|| format!("L{l}:{files}"))
             })
             .collect();
-        format!("files {}", levels.join(" "))
+        // Its own estimate of the memory its open tables hold (indexes and
+        // filters, as `cache_index_and_filter_blocks = false` keeps them).
+        let readers = self
+            .db
+            .property_int_value("rocksdb.estimate-table-readers-mem")
+            .ok()
+            .flatten()
+            .map_or_else(
+                || "?".to_string(),
+                |b| format!("{:.2}", b as f64 / (1u64 << 20) as f64),
+            );
+        format!(
+            "files {} (in memory: table readers, indexes and filters, {readers} MiB)",
+            levels.join(" ")
+        )
     }
     fn write_amplification(&self, user_bytes: u64) -> Option<f64> {
         // Every table a flush or compaction writes is a `table_file_creation`
