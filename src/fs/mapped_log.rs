@@ -155,21 +155,7 @@ impl MappedLog {
     /// `super::WRITEBACK_EVERY`): the `fdatasync` that follows waits for
     /// the last stretch only. A hint; its result is ignored.
     fn start_writeback(&mut self) {
-        let end = self.written & !4095;
-        if end <= self.started {
-            return;
-        }
-        // SAFETY: a system call on a descriptor `file` owns; it reads no
-        // memory of ours.
-        unsafe {
-            libc::sync_file_range(
-                self.file.as_raw_fd(),
-                self.started as libc::off64_t,
-                (end - self.started) as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WRITE,
-            );
-        }
-        self.started = end;
+        self.started = super::start_writeback(&self.file, self.started, self.written);
     }
 }
 

@@ -390,29 +390,39 @@ impl RealWritable {
         }
     }
 
-    #[cfg(target_os = "linux")]
     fn start_writeback(&mut self) {
+        self.started = start_writeback(&self.file, self.started, self.written);
+    }
+}
+
+/// Starts the write-back of `file`'s whole pages from `started` to
+/// `written` without waiting (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`;
+/// elsewhere nothing); returns where the next one starts. Only a hint: its
+/// result is ignored, and a failed write-back is reported by the
+/// `fdatasync` that follows.
+fn start_writeback(file: &File, started: u64, written: u64) -> u64 {
+    // Whole pages only: a partial last page would be written again.
+    let end = written & !4095;
+    if end <= started {
+        return started;
+    }
+    #[cfg(target_os = "linux")]
+    {
         use std::os::fd::AsRawFd;
-        // Whole pages only: a partial last page would be written again.
-        let end = self.written & !4095;
-        if end <= self.started {
-            return;
-        }
-        // SAFETY: a plain system call on a descriptor this struct owns; it
-        // reads no memory of ours. Its result is ignored (see the type).
+        // SAFETY: a plain system call on a descriptor the caller owns; it
+        // reads no memory of ours.
         unsafe {
             libc::sync_file_range(
-                self.file.as_raw_fd(),
-                self.started as libc::off64_t,
-                (end - self.started) as libc::off64_t,
+                file.as_raw_fd(),
+                started as libc::off64_t,
+                (end - started) as libc::off64_t,
                 libc::SYNC_FILE_RANGE_WRITE,
             );
         }
-        self.started = end;
     }
-
     #[cfg(not(target_os = "linux"))]
-    fn start_writeback(&mut self) {}
+    let _ = file;
+    end
 }
 
 impl WritableFile for RealWritable {
