@@ -178,9 +178,25 @@ impl LogReader {
                     return Ok(b.clone());
                 }
                 let mut buf = vec![0u8; len];
-                file.read_exact_at(&mut buf, start).map_err(|e| {
-                    Error::io(format!("read {} at {start}", self.path.display()), e)
-                })?;
+                let ctx = |e| Error::io(format!("read {} at {start}", self.path.display()), e);
+                match file.read_exact_at(&mut buf, start) {
+                    Ok(()) => {}
+                    // A log allocated ahead is cut back to its records when
+                    // its writer closes it (`create_new_log`): the bytes cut
+                    // were zeros after them. Read on as if opened now.
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        let now = file.len().map_err(ctx)?;
+                        if now >= self.file_len {
+                            return Err(ctx(e));
+                        }
+                        self.file_len = now;
+                        self.cache.clear();
+                        buf.truncate(now.saturating_sub(start).min(BLOCK_SIZE as u64) as usize);
+                        file.read_exact_at(&mut buf, start).map_err(ctx)?;
+                    }
+                    Err(e) => return Err(ctx(e)),
+                }
+                let len = buf.len();
                 let b = BlockRef {
                     data: Arc::new(buf),
                     start: 0,
@@ -348,7 +364,7 @@ impl LogReader {
             None => {
                 self.tail = Some(TailDropped {
                     offset: lost,
-                    bytes: self.file_len - lost,
+                    bytes: self.file_len.saturating_sub(lost),
                 });
                 self.done = true;
                 Ok(false)

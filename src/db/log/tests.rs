@@ -264,6 +264,33 @@ fn a_zero_tail_is_the_end_and_a_record_cut_into_zeros_is_torn() {
     assert_eq!((t.offset, t.bytes), (ends[1], img.len() as u64 - ends[1]));
 }
 
+/// A log cut back to its records while a reader reads it (its writer
+/// closed it, dropping the zeros allocated ahead) reads as if opened after
+/// the cut: every record, no tail dropped, no error.
+#[test]
+fn a_log_cut_back_under_a_reader_reads_whole() {
+    // Records spanning several blocks, then a zero tail of two more.
+    let recs: Vec<Vec<u8>> = (0..40).map(|i| payload(2000 + i * 37, i as u64)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000001.log");
+    let ends = write_log(&path, &recs);
+    let records = *ends.last().unwrap();
+    for cut_after in [0, 1, 20] {
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(records + 2 * BLOCK_SIZE as u64).unwrap();
+        let mut r = LogReader::open(&path, false).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..cut_after {
+            got.push(r.next_record().unwrap().unwrap());
+        }
+        f.set_len(records).unwrap();
+        got.extend(read_all(&mut r).unwrap());
+        assert_eq!(got, recs, "cut after {cut_after} records");
+        assert_eq!(r.tail_dropped(), None);
+        assert_eq!(r.valid_end(), records);
+    }
+}
+
 /// Arbitrary bytes never panic, in either mode.
 #[test]
 fn garbage_never_panics() {
