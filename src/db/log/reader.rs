@@ -86,6 +86,9 @@ pub struct LogReader {
     last_record_offset: u64,
     tail: Option<TailDropped>,
     skipped: Vec<Skipped>,
+    /// Where a damaged stretch followed by a valid record was last read
+    /// again ([`LogReader::broken`]).
+    reread_from: Option<u64>,
 }
 
 impl LogReader {
@@ -130,6 +133,7 @@ impl LogReader {
             last_record_offset: 0,
             tail: None,
             skipped: Vec::new(),
+            reread_from: None,
         }
     }
 
@@ -368,6 +372,17 @@ impl LogReader {
                 });
                 self.done = true;
                 Ok(false)
+            }
+            // A live log written through a mapping (`create_new_log`)
+            // shows a reader its bytes as they land, in order: one read can
+            // catch a record before it landed and a later one after. Its
+            // bytes only ever change from zeros to records, so the stretch
+            // is read again, once, before it is called damaged.
+            Some(_) if self.reread_from != Some(lost) => {
+                self.reread_from = Some(lost);
+                self.cache.clear();
+                self.pos = lost;
+                Ok(true)
             }
             Some(q) if self.salvage => {
                 self.skipped.push(Skipped {
