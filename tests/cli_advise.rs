@@ -82,12 +82,21 @@ fn the_applied_recommendation_reads_what_was_predicted() {
         "--keys",
         "300000",
     ]);
-    // The advisor leaves L0 as it is; this fill leaves no file there (an
-    // idle store compacts it), so every level's bits are the advisor's.
+    // `waitforcompaction` merges L0 down as an idle store does, except a
+    // single file (which of the two depends on where the background
+    // flushes fell). The advisor leaves L0's bits as they are and shares
+    // out the levels below it: at least two of them.
     let shape: Value = serde_json::from_str(&ok(&["db", "stats", s, "--json"])).unwrap();
     let levels = shape["levels"].as_array().unwrap();
-    assert!(levels.len() >= 2, "{shape}");
-    assert!(levels.iter().all(|l| l["level"] != 0), "{shape}");
+    let l0_files = levels
+        .iter()
+        .find(|l| l["level"] == 0)
+        .map_or(0, |l| l["files"].as_u64().unwrap());
+    assert!(l0_files <= 1, "{shape}");
+    assert!(
+        levels.iter().filter(|l| l["level"] != 0).count() >= 2,
+        "{shape}"
+    );
     // Nothing counted yet.
     fails(&["db", "advise", s], 1, "no gets counted");
     let before = wasted_reads_per_get(&ok(&read), lookups);

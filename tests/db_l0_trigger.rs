@@ -150,3 +150,40 @@ fn writes_during_an_idle_merge_keep_every_key() {
     let db = Db::open(dir.path(), options(1 << 20)).unwrap();
     all_found(&db, 0..6 * 300 + 150);
 }
+
+/// `wait_for_compaction` finishes, before it returns, the merge an idle
+/// store's compaction thread would run a second later; it leaves L0 alone
+/// where that thread would (the option off, background compaction off),
+/// and does the same for a keyspace.
+#[test]
+fn wait_for_compaction_runs_the_idle_merge_now() {
+    for (background, idle_merge, merged) in [
+        (true, true, true),
+        (true, false, false),
+        (false, true, false),
+    ] {
+        let dir = scratch_dir();
+        let opts = options(1 << 20)
+            .background_compaction(background)
+            .idle_l0_compaction(idle_merge);
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        let ks = db.create_keyspace("other", opts).unwrap();
+        for f in 0..3 {
+            one_flush(&db, f * 300, 300);
+            ks.put(format!("ks{f}"), "v").unwrap();
+            ks.flush().unwrap();
+        }
+        db.wait_for_compaction().unwrap();
+        ks.wait_for_compaction().unwrap();
+        let want = if merged { 0 } else { 3 };
+        assert_eq!(files(&db, 0), want, "{}", db.stats());
+        assert_eq!(ks.stats().levels[0].files, want, "{}", ks.stats());
+        all_found(&db, 0..900);
+        for f in 0..3 {
+            assert_eq!(
+                ks.get(format!("ks{f}")).unwrap().as_deref(),
+                Some(&b"v"[..])
+            );
+        }
+    }
+}

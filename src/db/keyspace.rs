@@ -366,7 +366,14 @@ impl Keyspace {
     /// ([`Db::maintain`]).
     pub fn maintain(&self) -> Result<()> {
         self.check()?;
-        self.store.maintain_keyspace(&self.inner)
+        self.store.maintain_keyspace(&self.inner, false)
+    }
+
+    /// Brings this keyspace to where the background threads would leave it
+    /// once writes stop ([`Db::wait_for_compaction`]).
+    pub fn wait_for_compaction(&self) -> Result<()> {
+        self.check()?;
+        self.store.maintain_keyspace(&self.inner, true)
     }
 
     /// Rebuilds, before it returns, the filters of this keyspace's
@@ -773,9 +780,14 @@ impl Inner {
 
     /// Flushes keyspace `k`, then runs its due compactions on the calling
     /// thread until none is ([`Db::maintain`], [`Keyspace::maintain`]).
-    pub(crate) fn maintain_keyspace(&self, k: &Arc<Inner>) -> Result<()> {
+    ///
+    /// With `finish`, it also runs the work the compaction thread keeps for
+    /// an idle store (the L0 merge below its trigger and filter rebuilds)
+    /// without waiting for the store to go quiet: the call says the writes
+    /// are over ([`Db::wait_for_compaction`]).
+    pub(crate) fn maintain_keyspace(&self, k: &Arc<Inner>, finish: bool) -> Result<()> {
         self.flush_keyspace(k)?;
-        while k.compact_once(false)? {}
+        while k.compact_once(finish)? {}
         Ok(())
     }
 

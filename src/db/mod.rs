@@ -570,7 +570,34 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn maintain(&self) -> Result<()> {
-        self.inner.maintain_keyspace(&self.inner)
+        self.inner.maintain_keyspace(&self.inner, false)
+    }
+
+    /// Brings the store to where its background threads would leave it
+    /// once writes stop, on the calling thread, before it returns: flushes
+    /// the memtable, runs every due compaction, then the work the
+    /// compaction thread keeps for an idle store: the merge of L0 files
+    /// below its trigger (with `background_compaction` and
+    /// `idle_l0_compaction`) and filter rebuilds. The call stands for the
+    /// end of the writes, so it does not wait the second without a write
+    /// that the background thread waits. RocksDB's `WaitForCompact`, and
+    /// db_bench's `waitforcompaction`.
+    ///
+    /// ```
+    /// use bloomlsm::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// for round in 0..3 {
+    ///     db.put(format!("key{round}"), "value")?;
+    ///     db.flush()?;
+    /// }
+    /// db.wait_for_compaction()?;
+    /// assert_eq!(db.stats().levels[0].files, 0); // L0 merged down
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_for_compaction(&self) -> Result<()> {
+        self.inner.maintain_keyspace(&self.inner, true)
     }
 
     /// Rebuilds, before it returns, the filters of the files whose

@@ -26,8 +26,10 @@ pub enum Benchmark {
     ReadWhileWriting,
     /// Flushes the memtables to L0 (db_bench's `flush`): one timed step.
     Flush,
-    /// Runs every due flush and compaction before the next workload
-    /// (db_bench's `waitforcompaction`): one timed step.
+    /// Runs every due flush and compaction, then the work an idle store's
+    /// compaction thread does, before the next workload (db_bench's
+    /// `waitforcompaction`, [`bloomlsm::Db::wait_for_compaction`]): one
+    /// timed step.
     WaitForCompaction,
     /// One of YCSB's core workloads, `--lookups` operations ([`ycsb`]).
     Ycsb(Workload),

@@ -260,7 +260,7 @@ fn run_step(db: &Db, b: Benchmark) -> CliResult<Outcome> {
     let mut rec = Recorder::start();
     rec.time(1, || match b {
         Benchmark::Flush => db.flush(),
-        _ => db.maintain(),
+        _ => db.wait_for_compaction(),
     })?;
     let percentiles_ns = DB_BENCH_PERCENTILES.map(|p| rec.value_at_percentile(p));
     Ok(Outcome {
