@@ -108,8 +108,8 @@ pub mod workload;
 pub use bytes::Bytes;
 pub use db::iter::ScanRange;
 pub use db::{
-    Advice, CheckpointReport, Db, DbIter, DesignCost, IngestReport, Keyspace, Snapshot, WriteBatch,
-    WriteOptions,
+    Advice, CheckpointReport, Db, DbIter, DesignCost, IngestReport, Keyspace, KeyspaceShare,
+    KeyspacesAdvice, Snapshot, WriteBatch, WriteOptions,
 };
 pub use error::{Error, Result};
 pub use filter::PrefixExtractor;

@@ -629,6 +629,15 @@ pub struct Options {
     /// stored design, and the change is logged in `OPTIONS`. A new store
     /// records these fields either way. Default true.
     pub use_stored_design: bool,
+    /// Filter designs for named keyspaces, each in place of the design the
+    /// keyspace's OPTIONS file records (which a writable open then records
+    /// instead): how a keyspace's design changes after its creation, as
+    /// `use_stored_design` off changes the default keyspace's. Its files
+    /// follow it as they are rewritten, or at once with
+    /// [`crate::Keyspace::rebuild_filters`]. [`crate::Db::advise_keyspaces`]
+    /// gives one per keyspace that shares a filter memory budget. A name
+    /// the store has no keyspace for fails the open. Default: none.
+    pub keyspace_filters: Vec<(String, FilterOptions)>,
 }
 
 impl Default for Options {
@@ -666,6 +675,7 @@ impl Default for Options {
             read_mode: ReadMode::Buffered,
             max_open_files: default_max_open_files(),
             use_stored_design: true,
+            keyspace_filters: Vec::new(),
         };
         // The defaults are always valid: under a limit too small for the
         // minimum, the store fails only if it opens more files than the
@@ -853,6 +863,7 @@ setters!(Options {
     read_mode: ReadMode,
     max_open_files: usize,
     use_stored_design: bool,
+    keyspace_filters: Vec<(String, FilterOptions)>,
 });
 
 #[cfg(test)]

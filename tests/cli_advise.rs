@@ -172,12 +172,20 @@ fn bad_input_is_refused_in_one_line() {
         db.close().unwrap();
     }
     fails(&["db", "advise", bare], 1, "no level holds a filtered key");
-    // A keyspace keeps its design: --apply and --reset refuse one.
+    // --reset restarts the whole store's history: no --keyspace.
     fails(
-        &["db", "advise", s, "--apply", "--keyspace", "users"],
+        &["db", "advise", s, "--reset", "--keyspace", "users"],
         2,
-        "default keyspace",
+        "every keyspace's",
     );
+    // No keyspace has gets to share out; --keyspaces takes no --keyspace.
+    fails(
+        &["db", "advise", s, "--keyspaces"],
+        1,
+        "nothing to share out",
+    );
+    let o = bloomlsm(&["db", "advise", s, "--keyspaces", "--keyspace", "users"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
     // --rebuild belongs to --apply.
     let o = bloomlsm(&["db", "advise", s, "--rebuild"]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
@@ -187,7 +195,97 @@ fn bad_input_is_refused_in_one_line() {
     for flag in ["--apply", "--reset"] {
         fails(&["db", "advise", s, flag], 4, "lock");
     }
+    fails(
+        &["db", "advise", s, "--keyspaces"],
+        1,
+        "nothing to share out",
+    );
     fails(&["db", "advise", s], 1, "no gets counted");
     db.close().unwrap();
     assert!(Path::new(s).join("LOOKUPS").exists());
+}
+
+/// `db advise --keyspaces`: the store's filter memory shared out over two
+/// keyspaces by the gets each served, applied and rebuilt from the command
+/// line, then read as predicted, within 10%, at the same memory.
+#[test]
+fn keyspace_shares_applied_from_the_command_line_read_as_predicted() {
+    use bloomlsm::workload::{absent_key, present_key};
+    use bloomlsm::{Db, FilterOptions, FilterPolicy, Options};
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("s");
+    let s = dir.to_str().unwrap();
+    let opts = || {
+        Options::default()
+            .background_compaction(false)
+            .write_buffer_size(256 << 10)
+            .target_file_size(256 << 10)
+            .level1_max_bytes(512 << 10)
+            .level_size_multiplier(4)
+            .dynamic_level_bytes(false)
+            .filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))))
+    };
+    let load = [("hot", 100_000u64), ("cold", 2_000)];
+    let gets = |db: &Db| -> (u64, u64) {
+        let (mut wasted, mut memory) = (0, 0);
+        for (seed, (name, n)) in load.iter().enumerate() {
+            let ks = db.keyspace(name).unwrap();
+            ks.reset_stats();
+            for i in 0..*n {
+                assert!(ks.get(absent_key(seed as u64, i)).unwrap().is_none());
+            }
+            wasted += ks.stats().total.false_positives;
+            memory += ks.stats().filter_bytes;
+        }
+        (wasted, memory)
+    };
+    let (before, memory_before) = {
+        let db = Db::open(s, opts()).unwrap();
+        for (seed, (name, _)) in load.iter().enumerate() {
+            let ks = db.create_keyspace(name, opts()).unwrap();
+            for i in 0..50_000u64 {
+                ks.put(present_key(seed as u64, i), [1u8; 20]).unwrap();
+                if i % 5_000 == 4_999 {
+                    ks.maintain().unwrap();
+                }
+            }
+            ks.maintain().unwrap();
+        }
+        let r = gets(&db);
+        db.close().unwrap();
+        r
+    };
+    let advice: Value =
+        serde_json::from_str(&ok(&["db", "advise", s, "--keyspaces", "--json"])).unwrap();
+    assert_eq!(advice["gets"], 102_000, "{advice}");
+    assert_eq!(advice["memory_bytes"], memory_before, "{advice}");
+    assert_eq!(advice["left_alone"][0]["name"], "default", "{advice}");
+    let present = advice["wasted_reads_per_get"]["present"].as_f64().unwrap();
+    let shared = advice["wasted_reads_per_get"]["shared"].as_f64().unwrap();
+    let measured = before as f64 / 102_000.0;
+    assert!(
+        (0.9..=1.1).contains(&(measured / present)),
+        "{measured} {advice}"
+    );
+    let text = ok(&["db", "advise", s, "--keyspaces"]);
+    assert!(text.contains("--keyspaces --apply --rebuild"), "{text}");
+    let applied = ok(&["db", "advise", s, "--keyspaces", "--apply", "--rebuild"]);
+    assert!(
+        applied.contains("applied: each keyspace's share"),
+        "{applied}"
+    );
+    let db = Db::open(s, Options::default()).unwrap();
+    let (after, memory_after) = gets(&db);
+    db.close().unwrap();
+    let measured = after as f64 / 102_000.0;
+    assert!(
+        (0.9..=1.1).contains(&(measured / shared)),
+        "measured {measured}, predicted {shared}: {advice}"
+    );
+    assert!(after < before, "{before} -> {after}");
+    let ratio = memory_after as f64 / memory_before as f64;
+    assert!(
+        (0.98..=1.02).contains(&ratio),
+        "{memory_before} -> {memory_after}"
+    );
 }

@@ -9,6 +9,10 @@ mod cache_penetration;
 #[path = "../examples/url_dedup.rs"]
 mod url_dedup;
 
+#[allow(dead_code)]
+#[path = "../examples/shared_budget.rs"]
+mod shared_budget;
+
 use std::collections::HashSet;
 
 use bloomlsm::workload::SplitMix64;
@@ -151,4 +155,20 @@ fn path_roots(code: &str) -> Vec<String> {
 fn path_roots_finds_the_crates_a_snippet_names() {
     let code = "let d = tempfile::tempdir()?; // std::x\nuse bloomlsm::{Db};\nlet o = Options::default();\na.b::<u8>();\nf::<u8>();\n";
     assert_eq!(path_roots(code), ["tempfile", "bloomlsm"]);
+}
+
+#[test]
+fn shared_budget_reads_less_at_the_same_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = shared_budget::run(dir.path(), 40_000).unwrap();
+    let total = shared_budget::Round::total;
+    assert_eq!(r.uniform.gets, r.shared.gets);
+    assert!(
+        total(&r.shared.wasted_reads) < total(&r.uniform.wasted_reads),
+        "{r:?}"
+    );
+    let memory = total(&r.shared.filter_bytes) as f64 / total(&r.uniform.filter_bytes) as f64;
+    assert!((0.98..=1.02).contains(&memory), "{r:?}");
+    // The keyspace with the most gets of missing keys gets the most bits.
+    assert!(r.shared_bits[0] > r.shared_bits[2], "{r:?}");
 }

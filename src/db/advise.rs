@@ -60,6 +60,9 @@ pub struct Advice {
     /// Each level's probes of its files by gets for keys they did not
     /// hold.
     pub absent_probes: Vec<u64>,
+    /// Each level's FPR under the present design, on its files' own
+    /// models.
+    pub present_fprs: Vec<f64>,
     /// The present design first, then the candidates.
     pub designs: Vec<DesignCost>,
     /// The one to use: the fewest reads per get among those spending no
@@ -215,7 +218,12 @@ impl Inner {
             (memory as f64 * 8.0 - fixed_memory) / rest_keys.iter().sum::<u64>().max(1) as f64;
         let with_fixed =
             |rest: Vec<f64>| -> Vec<f64> { fixed_bits.iter().copied().chain(rest).collect() };
-        let mut designs = vec![cost("present", present_bits.clone(), present_fprs, memory)];
+        let mut designs = vec![cost(
+            "present",
+            present_bits.clone(),
+            present_fprs.clone(),
+            memory,
+        )];
         designs.push(modelled(
             "uniform",
             with_fixed(vec![rest_avg; rest_keys.len()]),
@@ -258,6 +266,7 @@ impl Inner {
             levels,
             level_keys,
             absent_probes,
+            present_fprs,
             designs,
             recommended,
         })

@@ -87,7 +87,11 @@ pub(crate) fn recover_keyspace(
     let mut kopts = opts.clone();
     kopts.use_stored_design = true;
     kopts.create_if_missing = false;
-    options_file::settle(fs.as_ref(), &kdir, &mut kopts)?;
+    let design = options_file::settle(fs.as_ref(), &kdir, &mut kopts)?;
+    let replaced = opts.keyspace_filters.iter().rev().find(|(n, _)| n == name);
+    if let Some((_, filters)) = replaced {
+        kopts.filters = filters.clone();
+    }
     open::check_options(&kopts)?;
     let kcaches = caches.for_keyspace(id);
     let none = |_: u32, _: &str| -> Result<KeyspaceRecovery> {
@@ -98,6 +102,9 @@ pub(crate) fn recover_keyspace(
     } else {
         recovery::recover(&kdir, &kopts, kcaches.clone(), false, &none)?
     };
+    if replaced.is_some() && !read_only {
+        design.record(fs.as_ref(), &kdir, &kopts, false)?;
+    }
     Ok(KeyspaceRecovery {
         id,
         name: name.to_string(),

@@ -47,6 +47,7 @@ pub(crate) mod memtable;
 pub(crate) mod merge;
 mod open;
 mod refresh;
+mod shared_budget;
 mod snapshot;
 pub(crate) mod version;
 #[doc(hidden)]
@@ -75,6 +76,7 @@ pub use keyspace::{Keyspace, keyspace_name_error};
 pub use log::{LogReader, LogWriter, Skipped, TailDropped};
 #[doc(hidden)]
 pub use manifest::{FileMeta, FilterMeta, Manifest, RecoverReport, RecoveredState, VersionEdit};
+pub use shared_budget::{KeyspaceShare, KeyspacesAdvice};
 pub use snapshot::Snapshot;
 #[doc(hidden)]
 pub use wal::{ReplayReport, Wal};

@@ -78,6 +78,7 @@ impl Db {
         let open_keyspace =
             |id: u32, name: &str| keyspace::recover_keyspace(&dir, &opts, &caches, id, name, false);
         let rec = recovery::recover(&dir, &opts, caches.clone(), true, &open_keyspace)?;
+        check_keyspace_filters(&opts, &rec)?;
         design.record(fs.as_ref(), &dir, &opts, new_store)?;
         Db::start(dir, opts, caches, Some(lock), rec, 0)
     }
@@ -109,6 +110,7 @@ impl Db {
         let open_keyspace =
             |id: u32, name: &str| keyspace::recover_keyspace(&dir, &opts, &caches, id, name, true);
         let rec = recovery::recover_read_only(&dir, &opts, caches.clone(), &open_keyspace)?;
+        check_keyspace_filters(&opts, &rec)?;
         let every = opts.refresh_interval;
         let db = Db::start(dir, opts, caches, None, rec, 0)?;
         if let Some(every) = every {
@@ -334,6 +336,18 @@ pub(super) fn check_options(opts: &Options) -> Result<()> {
             "max_levels must be at most {}",
             manifest::NUM_LEVELS
         )));
+    }
+    Ok(())
+}
+
+/// [`Options::keyspace_filters`] names only keyspaces the store has.
+fn check_keyspace_filters(opts: &Options, rec: &recovery::Recovered) -> Result<()> {
+    for (name, _) in &opts.keyspace_filters {
+        if !rec.keyspaces.iter().any(|k| &k.name == name) {
+            return Err(Error::invalid(format!(
+                "Options::keyspace_filters names the keyspace {name:?}, which the store does not have"
+            )));
+        }
     }
     Ok(())
 }

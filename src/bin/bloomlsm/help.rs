@@ -626,6 +626,8 @@ pub const DB_ADVISE: &str = concat!(
   bloomlsm db advise /tmp/s --apply --rebuild
   bloomlsm db advise /tmp/s --reset
   bloomlsm db advise /tmp/s --json | jq '.designs[] | {name, reads_per_get}'
+  bloomlsm db advise /tmp/s --keyspace users --apply --rebuild
+  bloomlsm db advise /tmp/s --keyspaces --apply --rebuild
 
 The store counts its lookups across opens (its LOOKUPS file: a writing process adds
 its own after each flush and at close; a read-only one adds nothing). For those
@@ -640,7 +642,16 @@ more memory, if it saves at least 2% of the present wasted reads (docs/filters.m
 --apply writes it as the store's filter design (OPTIONS, the change logged there);
 files written from then on follow it, and --rebuild rewrites now the filters whose
 bits it changes. --apply and --reset take the store's lock: refused while a writer
-holds it.
+holds it. With --keyspace, all of it acts on that keyspace (--reset restarts the
+whole store's history, so it takes no --keyspace).
+
+--keyspaces: one filter memory budget across the keyspaces. The memory the filters
+of every keyspace that counted gets hold now is shared out over all their levels by
+the probes counted (a keyspace with no gets keeps its design, outside the pool); the
+table gives each keyspace's wasted reads per get under its present design, under its
+best design alone (observed) and under its share. --apply writes each share as its
+keyspace's design when sharing saves at least 2% (docs/filters.md, \"One budget
+across keyspaces\").
 
 JSON (--json): one object:
   store, gets, gets_found, since_unix_secs (when the counting began),
@@ -649,6 +660,11 @@ JSON (--json): one object:
   designs  [{name, memory_bytes, bits_per_key (one per level of levels),
            wasted_reads_per_get, reads_per_get}], the present design first
   recommended  a design's name; applied (bool), rebuilt_files (null without --rebuild)
+  With --keyspaces: store, gets, memory_bytes, shared_memory_bytes,
+  wasted_reads_per_get {present, alone, shared}, keyspaces [{name, gets, levels,
+  level_keys, absent_probes, memory_bytes, shared_memory_bytes, bits_per_key,
+  shared_bits_per_key, wasted_reads_per_get}], left_alone [{name, why}], applied,
+  rebuilt_files.
 Exit status 1 when there is nothing to advise on: no gets counted, or no level holds
 a filtered key.
 ",

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use bloomlsm::db::options_file;
-use bloomlsm::{Advice, Db, LookupHistory, Options};
+use bloomlsm::{Advice, Db, FilterOptions, LookupHistory, Options};
 use clap::Args;
 use serde_json::json;
 
@@ -23,8 +23,9 @@ pub struct AdviseArgs {
     /// The store's directory, or s3://BUCKET/PREFIX for a store kept wholly in
     /// a bucket (AWS_* environment; reading only).
     pub dir: PathBuf,
-    /// Write the recommended design as the store's (its OPTIONS file): files
-    /// written from then on follow it. Takes the store's lock.
+    /// Write the recommended design as the store's (with --keyspace, that
+    /// keyspace's; with --keyspaces, each keyspace's share), in OPTIONS:
+    /// files written from then on follow it. Takes the store's lock.
     #[arg(long, conflicts_with = "reset")]
     pub apply: bool,
     /// With --apply: also rewrite now the filters of every file below L0
@@ -36,6 +37,11 @@ pub struct AdviseArgs {
     /// Takes the store's lock.
     #[arg(long)]
     pub reset: bool,
+    /// One filter memory budget across the store's keyspaces: the memory
+    /// the filters of every keyspace that counted gets hold now, shared out
+    /// over their levels by those gets (Db::advise_keyspaces).
+    #[arg(long, conflicts_with_all = ["reset", "keyspace"])]
+    pub keyspaces: bool,
     /// Print one JSON object (fields below).
     #[arg(long)]
     pub json: bool,
@@ -44,13 +50,16 @@ pub struct AdviseArgs {
 }
 
 pub(super) fn advise(a: &AdviseArgs, files: &OpenFilesArg, out: &mut dyn Write) -> CliResult {
-    if (a.apply || a.reset) && a.keyspace.keyspace.is_some() {
+    if a.reset && a.keyspace.keyspace.is_some() {
         return Err(CliError::usage(
-            "--apply and --reset act on the default keyspace: a keyspace keeps the design it \
-             was created with",
+            "--reset starts the store's lookup history again, every keyspace's: leave out \
+             --keyspace",
         ));
     }
     check_store(&a.dir)?;
+    if a.keyspaces {
+        return super::advise_keyspaces::advise_keyspaces(a, files, out);
+    }
     let writing = a.apply || a.reset;
     let db = if writing {
         super::store::open(&a.dir, NewStore::Refuse, &DesignArgs::default(), files)?
@@ -93,7 +102,13 @@ pub(super) fn advise(a: &AdviseArgs, files: &OpenFilesArg, out: &mut dyn Write) 
     let mut rebuilt = None;
     let applied = a.apply && pick != 0;
     if applied {
-        rebuilt = apply(&a.dir, &advice, a.rebuild, files)?;
+        rebuilt = apply(
+            &a.dir,
+            a.keyspace.keyspace.as_deref(),
+            &advice,
+            a.rebuild,
+            files,
+        )?;
     }
     if a.json {
         return write_json(
@@ -131,29 +146,55 @@ pub(super) fn advise(a: &AdviseArgs, files: &OpenFilesArg, out: &mut dyn Write) 
     Ok(())
 }
 
-/// Opens the store with design `advice.recommended` in place of its filter
-/// design (the rest of its recorded design kept), which the open records;
-/// with `rebuild`, rebuilds the filters it changes: how many files.
+/// Opens the store with design `advice.recommended` in place of the
+/// filter design of `keyspace` (the default one for `None`), which the
+/// open records; with `rebuild`, rebuilds the filters it changes: how
+/// many files.
 fn apply(
     dir: &Path,
+    keyspace: Option<&str>,
     advice: &Advice,
     rebuild: bool,
     files: &OpenFilesArg,
 ) -> CliResult<Option<u64>> {
-    let mut opts = Options::default().create_if_missing(false);
-    files.apply(&mut opts);
-    if let Some(file) = options_file::read(opts.fs.as_ref(), dir)? {
-        file.design.apply(&mut opts);
-    }
-    opts.filters = advice.filter_options(advice.recommended);
-    let db = Db::open(dir, opts.use_stored_design(false))?;
+    let filters = advice.filter_options(advice.recommended);
+    let designs: Vec<(String, FilterOptions)> =
+        vec![(keyspace.unwrap_or("default").to_string(), filters)];
+    let db = open_with_filters(dir, &designs, files)?;
     let rebuilt = if rebuild {
-        Some(db.rebuild_filters()?)
+        Some(
+            db.keyspace(keyspace.unwrap_or("default"))?
+                .rebuild_filters()?,
+        )
     } else {
         None
     };
     db.close()?;
     Ok(rebuilt)
+}
+
+/// Opens the store with `designs` (keyspace name, filter options) in
+/// place of those keyspaces' recorded filter designs, which the open
+/// records; the rest of each recorded design is kept.
+pub(super) fn open_with_filters(
+    dir: &Path,
+    designs: &[(String, FilterOptions)],
+    files: &OpenFilesArg,
+) -> CliResult<Db> {
+    let mut opts = Options::default().create_if_missing(false);
+    files.apply(&mut opts);
+    if let Some(file) = options_file::read(opts.fs.as_ref(), dir)? {
+        file.design.apply(&mut opts);
+    }
+    for (name, filters) in designs {
+        if name == "default" {
+            opts.filters = filters.clone();
+            opts.use_stored_design = false;
+        } else {
+            opts.keyspace_filters.push((name.clone(), filters.clone()));
+        }
+    }
+    Ok(Db::open(dir, opts)?)
 }
 
 /// The bits per key of each level, `L1 9.9 L2 8.0`.

@@ -28,6 +28,7 @@
 
 mod admin;
 mod advise;
+mod advise_keyspaces;
 mod bucket_url;
 mod load;
 mod records;
