@@ -289,3 +289,66 @@ fn keyspace_shares_applied_from_the_command_line_read_as_predicted() {
         "{memory_before} -> {memory_after}"
     );
 }
+
+/// `db advise --keyspace NAME --apply --rebuild`: the keyspace's
+/// recommendation becomes its design (the default keyspace's untouched),
+/// and stays its design at the next plain open.
+#[test]
+fn a_keyspace_takes_its_recommendation_from_the_command_line() {
+    use bloomlsm::workload::{absent_key, present_key};
+    use bloomlsm::{Db, Options};
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("s");
+    let s = dir.to_str().unwrap();
+    let opts = || {
+        Options::default()
+            .background_compaction(false)
+            .write_buffer_size(256 << 10)
+            .target_file_size(256 << 10)
+            .level1_max_bytes(512 << 10)
+            .level_size_multiplier(4)
+            .dynamic_level_bytes(false)
+    };
+    {
+        let db = Db::open(s, opts()).unwrap();
+        let ks = db.create_keyspace("users", opts()).unwrap();
+        for i in 0..100_000u64 {
+            ks.put(present_key(3, i), [1u8; 20]).unwrap();
+            if i % 5_000 == 4_999 {
+                ks.maintain().unwrap();
+            }
+        }
+        ks.maintain().unwrap();
+        for i in 0..50_000 {
+            assert!(ks.get(absent_key(3, i)).unwrap().is_none());
+        }
+        db.close().unwrap();
+    }
+    let advice: Value =
+        serde_json::from_str(&ok(&["db", "advise", s, "--keyspace", "users", "--json"])).unwrap();
+    let name = advice["recommended"].as_str().unwrap();
+    assert_ne!(name, "present", "{advice}");
+    let applied = ok(&[
+        "db",
+        "advise",
+        s,
+        "--keyspace",
+        "users",
+        "--apply",
+        "--rebuild",
+    ]);
+    assert!(applied.contains(&format!("applied: {name}")), "{applied}");
+    let db = Db::open(s, Options::default()).unwrap();
+    let ks = db.keyspace("users").unwrap();
+    assert!(
+        !ks.options().filters.per_level.is_empty(),
+        "{:?}",
+        ks.options().filters
+    );
+    assert!(
+        db.options().filters.per_level.is_empty(),
+        "{:?}",
+        db.options().filters
+    );
+    db.close().unwrap();
+}
