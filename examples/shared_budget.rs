@@ -107,35 +107,28 @@ pub fn run(dir: &Path, keys: u64) -> Result<Report> {
     }
     let shared = gets(&db, keys)?;
     db.close()?;
+    let share = |name: &str| advice.keyspaces.iter().find(|k| k.name == name);
     let shared_bits = WORKLOADS
         .iter()
         .map(|(name, _, _)| {
-            advice
-                .keyspaces
-                .iter()
-                .find(|k| k.name == *name)
-                .map_or(0.0, |k| {
-                    let n: u64 = k.advice.level_keys.iter().sum();
-                    k.shared_memory_bytes as f64 * 8.0 / n.max(1) as f64
-                })
+            share(name).map_or(0.0, |k| {
+                let n: u64 = k.advice.level_keys.iter().sum();
+                k.shared_memory_bytes as f64 * 8.0 / n.max(1) as f64
+            })
         })
         .collect();
     let shared_levels = WORKLOADS
         .iter()
         .map(|(name, _, _)| {
-            advice
-                .keyspaces
-                .iter()
-                .find(|k| k.name == *name)
-                .map_or_else(String::new, |k| {
-                    k.advice
-                        .levels
-                        .iter()
-                        .zip(&k.shared_bits_per_key)
-                        .map(|(l, b)| format!("L{l} {b:.1}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
+            share(name).map_or_else(String::new, |k| {
+                k.advice
+                    .levels
+                    .iter()
+                    .zip(&k.shared_bits_per_key)
+                    .map(|(l, b)| format!("L{l} {b:.1}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
         })
         .collect();
     Ok(Report {

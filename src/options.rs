@@ -167,7 +167,9 @@ pub struct FilterOptions {
     /// written): spend this many bits per key *on average* over the whole
     /// store, giving each file a flush or compaction writes the bits that
     /// minimise the expected wasted reads under the lookup rates observed
-    /// on its key range, inherited from the files it replaces
+    /// on its key range, inherited from the files it replaces; once the
+    /// store is idle (and in [`crate::Db::rebuild_filters`]) the files
+    /// furthest from what the rates give them now are rewritten to it
     /// (docs/filters.md, "Workload-aware allocation"). Without history it
     /// allocates as Monkey does, by each run's probe chance. Uses the
     /// family of each level's policy as Monkey does; in `0.5..=40`; not

@@ -205,6 +205,18 @@ fn bad_input_is_refused_in_one_line() {
     assert!(Path::new(s).join("LOOKUPS").exists());
 }
 
+/// Options for stores of a few levels from 10^5 keys, compactions run
+/// only when asked.
+fn small_levels() -> bloomlsm::Options {
+    bloomlsm::Options::default()
+        .background_compaction(false)
+        .write_buffer_size(256 << 10)
+        .target_file_size(256 << 10)
+        .level1_max_bytes(512 << 10)
+        .level_size_multiplier(4)
+        .dynamic_level_bytes(false)
+}
+
 /// `db advise --keyspaces`: the store's filter memory shared out over two
 /// keyspaces by the gets each served, applied and rebuilt from the command
 /// line, then read as predicted, within 10%, at the same memory.
@@ -215,16 +227,8 @@ fn keyspace_shares_applied_from_the_command_line_read_as_predicted() {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().join("s");
     let s = dir.to_str().unwrap();
-    let opts = || {
-        Options::default()
-            .background_compaction(false)
-            .write_buffer_size(256 << 10)
-            .target_file_size(256 << 10)
-            .level1_max_bytes(512 << 10)
-            .level_size_multiplier(4)
-            .dynamic_level_bytes(false)
-            .filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))))
-    };
+    let opts =
+        || small_levels().filters(FilterOptions::uniform(Some(FilterPolicy::blocked512(10.0))));
     let load = [("hot", 100_000u64), ("cold", 2_000)];
     let gets = |db: &Db| -> (u64, u64) {
         let (mut wasted, mut memory) = (0, 0);
@@ -300,15 +304,7 @@ fn a_keyspace_takes_its_recommendation_from_the_command_line() {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().join("s");
     let s = dir.to_str().unwrap();
-    let opts = || {
-        Options::default()
-            .background_compaction(false)
-            .write_buffer_size(256 << 10)
-            .target_file_size(256 << 10)
-            .level1_max_bytes(512 << 10)
-            .level_size_multiplier(4)
-            .dynamic_level_bytes(false)
-    };
+    let opts = small_levels;
     {
         let db = Db::open(s, opts()).unwrap();
         let ks = db.create_keyspace("users", opts()).unwrap();

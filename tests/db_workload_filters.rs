@@ -126,6 +126,46 @@ fn hot_ranges_get_more_bits_and_the_store_keeps_its_average() {
     assert_eq!(db.stats().filter_rebuilds, 0);
 }
 
+/// `rebuild_filters` lets the bits follow the rates: files are sized when
+/// written, pulled toward the store's average; a rebuild solves the whole
+/// store afresh at its budget and rewrites the files furthest from it.
+/// The hot range's files gain bits, the cold ones lose them, the average
+/// holds, and the same lookups read fewer data blocks.
+#[test]
+fn a_rebuild_moves_the_bits_to_the_hot_range() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    write(&db, 0, KEYS);
+    db.compact().unwrap();
+    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let before = hot_and_cold(&db, last);
+    db.reset_stats();
+    read_skewed(&db, &mut SplitMix64::new(0x5eed), 40_000);
+    let wasted_before = db.stats().total.false_positives;
+    let rebuilt = db.rebuild_filters().unwrap();
+    assert!(rebuilt >= 2, "{rebuilt} files rebuilt");
+    let (hot, cold, nh, nc) = hot_and_cold(&db, last);
+    assert!(nh >= 1 && nc >= 4, "{nh} hot files, {nc} cold");
+    assert!(
+        hot > before.0 + 2.0 && cold < before.1,
+        "hot {} -> {hot}, cold {} -> {cold} bits/key",
+        before.0,
+        before.1
+    );
+    let avg = bits_per_key(&db);
+    assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
+    // The same lookups again.
+    db.reset_stats();
+    read_skewed(&db, &mut SplitMix64::new(0x5eed), 40_000);
+    let wasted_after = db.stats().total.false_positives;
+    assert!(
+        wasted_after * 10 < wasted_before * 7,
+        "{wasted_before} -> {wasted_after} wasted reads"
+    );
+    // Rates that do not move leave nothing more to do.
+    assert_eq!(db.rebuild_filters().unwrap(), 0);
+}
+
 /// Without lookups the allocation follows each file's probe chance, as
 /// Monkey does, and spends the average too.
 #[test]

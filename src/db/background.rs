@@ -93,9 +93,11 @@ impl Inner {
 
     /// The next filter rebuild due on `v` ([`compaction::refilter::pick`]),
     /// remembering the version on which none is: the answer depends on the
-    /// version and the options alone, and examining every file every time
-    /// an idle store's compaction thread wakes (each 200 ms) cost it 10%
-    /// of a core on a store of 2,400 files.
+    /// version and the options (and, under the workload-aware allocation,
+    /// on the lookup rates, which are then judged once per version: reads
+    /// alone do not make the thread rewrite files again and again), and
+    /// examining every file every time an idle store's compaction thread
+    /// wakes (each 200 ms) cost it 10% of a core on a store of 2,400 files.
     pub(super) fn refilter_pick(&self, v: &Arc<Version>) -> Option<compaction::refilter::Refilter> {
         let mut clear = self
             .refilter_clear
@@ -106,7 +108,7 @@ impl Inner {
         if std::ptr::eq(clear.as_ptr(), Arc::as_ptr(v)) {
             return None;
         }
-        let r = compaction::refilter::pick(v, &self.opts);
+        let r = compaction::refilter::pick(v, &self.opts, self.lookups());
         if r.is_none() {
             *clear = Arc::downgrade(v);
         }
@@ -130,6 +132,6 @@ impl Inner {
     /// The next filter rebuild due on the current version, if any.
     #[cfg(test)]
     pub(super) fn refilter_due(&self) -> Option<compaction::refilter::Refilter> {
-        compaction::refilter::pick(self.state().vs.current(), &self.opts)
+        compaction::refilter::pick(self.state().vs.current(), &self.opts, self.lookups())
     }
 }

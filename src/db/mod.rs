@@ -609,9 +609,11 @@ impl Db {
     /// rewritten up to eight at a time, on threads of their own: a rewrite
     /// mostly waits on the device. Returns how many files it rewrote. Only
     /// filter configurations that depend on the tree's shape ever need it
-    /// (the Monkey allocation, `skip_last_level`), and a store reopened with
-    /// another filter design; the compaction thread does the same by itself
-    /// once the store has gone a second without a write. After a bulk load,
+    /// (the Monkey allocation, `skip_last_level`), the workload-aware
+    /// allocation (whose files it rewrites to the bits the store's lookup
+    /// rates give them now), and a store reopened with another filter
+    /// design; the compaction thread does the same by itself once the store
+    /// has gone a second without a write. After a bulk load,
     /// call it to have the store at its budget now (`bench` does).
     ///
     /// ```

@@ -48,8 +48,13 @@
 //! (docs/design.md, "Workload-aware filters": with a factor of 2 the L1
 //! files got 7.5 bits per key where Monkey gives them 15.8; with none the
 //! store spent 10.28 bits per key for 10). Bits move across levels
-//! (a flush's file of 1% of the keys may get 20 bits per key). Nothing is
-//! rewritten to reallocate: files are sized only when written.
+//! (a flush's file of 1% of the keys may get 20 bits per key).
+//!
+//! **Rebalanced when idle.** The pull toward the average keeps a hot
+//! range's files near it. Once writes pause (and in `Db::rebuild_filters`)
+//! the store is solved afresh at its budget, every file at its observed
+//! rate, and the files furthest from that solve are rewritten to it
+//! (`refilter::by_rates`): the bits then follow the rates.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -194,7 +199,7 @@ pub(crate) struct Plan {
 /// The rate of a file without history: a lookup probes each run once
 /// (Monkey's assumption), each L0 file a run, and a deeper level's files
 /// in proportion to their entries.
-fn fallback(level: usize, entries: u64, level_entries: u64) -> f64 {
+pub(crate) fn fallback(level: usize, entries: u64, level_entries: u64) -> f64 {
     if level == 0 {
         1.0
     } else {

@@ -72,7 +72,12 @@ impl Inner {
                     .map(|&store| {
                         let v = store.state().vs.current().clone();
                         Share {
-                            rs: compaction::refilter::pick_batch(&v, &store.opts, REFILTER_BATCH),
+                            rs: compaction::refilter::pick_batch(
+                                &v,
+                                &store.opts,
+                                store.lookups(),
+                                REFILTER_BATCH,
+                            ),
                             v,
                             retention: store.retention(),
                             store,

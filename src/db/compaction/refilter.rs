@@ -37,6 +37,13 @@
 //! bits per key, absent, undecodable, or present where the store writes
 //! none).
 //!
+//! Under the workload-aware allocation the targets are not a level's but
+//! each file's: one fresh solve of the whole store at its budget, each
+//! file at its observed lookup rate ([`by_rates`]). The files furthest
+//! from it are rewritten to it, with files nearer their targets that move
+//! the store's spend the other way, so that the store stays at its
+//! average.
+//!
 //! A rewrite copies the file's data blocks as stored when that writes the
 //! file a merge of it alone would ([`super::filter_only`]), and merges it
 //! otherwise.
@@ -158,8 +165,9 @@ fn refilter((level, f, _): Candidate<'_>, targets: &[Option<FilterPolicy>]) -> R
 /// Whether `c`'s filter is of another family than its level's, or a filter
 /// where the level gets none (or none where it gets one): rewritten
 /// whatever the totals say. Under the workload-aware allocation a file's
-/// bits, none included, are chosen for it when it is written, and never
-/// rebuilt for the store's shape: only a filter of another family is.
+/// bits, none included, are chosen for it when it is written and by the
+/// rates ([`by_rates`]), never for the store's shape: here only a filter
+/// of another family is rewritten.
 fn other_family(c: &Candidate<'_>, targets: &[Option<FilterPolicy>], opts: &Options) -> bool {
     let (l, _, p) = *c;
     let workload = opts.filters.workload_avg_bits_per_key.is_some();
@@ -168,8 +176,10 @@ fn other_family(c: &Candidate<'_>, targets: &[Option<FilterPolicy>], opts: &Opti
 }
 
 /// The next file to rewrite with the filter its level gets now, if any
-/// (module docs).
-pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
+/// (module docs); under the workload-aware allocation, with the bits the
+/// store's lookup rates give it ([`by_rates`]) as of `lookups` store
+/// lookups.
+pub(crate) fn pick(v: &Version, opts: &Options, lookups: u64) -> Option<Refilter> {
     let targets = targets(v, opts);
     let found = candidates(v)
         .find(|c| other_family(c, &targets, opts))
@@ -181,7 +191,9 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
         .or_else(|| candidates(v).find(|(_, f, _)| !range_filter_current(f, opts)));
     match found {
         Some(c) => Some(refilter(c, &targets)),
-        None => by_drift(v, opts, &targets, 1).pop(),
+        None => by_drift(v, opts, &targets, 1)
+            .pop()
+            .or_else(|| by_rates(v, opts, lookups, 1).pop()),
     }
 }
 
@@ -191,7 +203,7 @@ pub(crate) fn pick(v: &Version, opts: &Options) -> Option<Refilter> {
 /// is rewritten whatever the others get, so one batch takes them all.
 /// Otherwise the files chosen by the store's total spend: the ones [`pick`]
 /// would choose one after another, found at once ([`drift_order`]).
-pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilter> {
+pub(crate) fn pick_batch(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilter> {
     let targets = targets(v, opts);
     let batch: Vec<Refilter> = candidates(v)
         .filter(|c| {
@@ -206,11 +218,137 @@ pub(crate) fn pick_batch(v: &Version, opts: &Options, max: usize) -> Vec<Refilte
         return batch;
     }
     let batch = by_drift(v, opts, &targets, max);
+    if !batch.is_empty() {
+        return batch;
+    }
+    let batch = by_level_drift(v, opts, &targets, max);
     if batch.is_empty() {
-        by_level_drift(v, opts, &targets, max)
+        by_rates(v, opts, lookups, max)
     } else {
         batch
     }
+}
+
+/// How far, in bits per key, a file's filter may be from what the lookup
+/// rates give it before a rebalance rewrites it: the larger of this and
+/// [`REBALANCE_SHARE`] of its target. Rates move with every lookup; a
+/// smaller step would rewrite files for noise.
+pub(crate) const REBALANCE_BITS: f64 = 1.0;
+
+/// The share of its target a file's bits may be off by before a rebalance
+/// rewrites it ([`REBALANCE_BITS`]).
+pub(crate) const REBALANCE_SHARE: f64 = 0.15;
+
+/// Under the workload-aware allocation: the files whose bits are furthest
+/// from what one fresh solve over the whole store gives them at its budget
+/// (the average over every key, less what L0 holds): each file below L0 a
+/// run at its observed rate ([`allocation::observed`]; without history,
+/// its share of its level's keys, as Monkey weights it), each taking
+/// [`math::rate_bits`] at the one multiplier that spends the budget. A
+/// file's writer sizes it for the rates of the moment and pulls it toward
+/// the store's average (docs/design.md, "Workload-aware filters"); this
+/// lets the bits follow the rates, at the cost of a file rewrite each.
+/// Up to `max`, the most bits × keys off first, each off by more than
+/// [`REBALANCE_BITS`] and [`REBALANCE_SHARE`] of its target.
+fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilter> {
+    use super::allocation;
+    use crate::filter::math::{self, RatedRun};
+    let Some(avg) = opts.filters.workload_avg_bits_per_key else {
+        return Vec::new();
+    };
+    let files: Vec<(Candidate<'_>, RatedRun)> = candidates(v)
+        .filter_map(|c @ (l, f, p)| {
+            let kind = p
+                .or(opts
+                    .filters
+                    .policy_for(l, &v.runs(), v.last_nonempty_level()))?
+                .kind();
+            let level_entries: u64 = v.levels[l].iter().map(|f| f.meta.entries).sum();
+            let rate = allocation::observed(f, lookups).map_or_else(
+                || allocation::fallback(l, f.meta.entries, level_entries),
+                |r| r.per_lookup,
+            );
+            Some((
+                c,
+                RatedRun {
+                    kind,
+                    keys: f.meta.entries,
+                    rate,
+                },
+            ))
+        })
+        .collect();
+    let l0_bits: f64 = v.levels[0]
+        .iter()
+        .map(|f| f.meta.entries as f64 * recorded(f).map_or(0.0, bits))
+        .sum();
+    let keys: f64 = v
+        .levels
+        .iter()
+        .flatten()
+        .map(|f| f.meta.entries as f64)
+        .sum();
+    let runs: Vec<RatedRun> = files.iter().map(|(_, r)| *r).collect();
+    let Some(mu) = math::rate_multiplier(&runs, avg * keys - l0_bits) else {
+        return Vec::new();
+    };
+    let budget = avg * keys - l0_bits;
+    // Each file's target, and how far its bits are from it (bits × keys).
+    let plan: Vec<(f64, Option<FilterPolicy>)> = files
+        .iter()
+        .map(|((_, f, p), run)| {
+            let want = math::rate_bits(run, mu);
+            let want = (want >= crate::filter::MIN_BITS_PER_KEY).then_some(want);
+            let policy = want.map(|b| FilterPolicy::new(run.kind, b));
+            (
+                (want.unwrap_or(0.0) - bits(*p)) * f.meta.entries as f64,
+                policy,
+            )
+        })
+        .collect();
+    let far = |i: usize| {
+        let ((_, f, p), _) = &files[i];
+        let want = bits(plan[i].1);
+        let n = f.meta.entries as f64;
+        (want - bits(*p)).abs() > f64::max(REBALANCE_BITS, REBALANCE_SHARE * want) && n > 0.0
+    };
+    let mut order: Vec<usize> = (0..files.len()).filter(|&i| far(i)).collect();
+    order.sort_by(|&a, &b| plan[b].0.abs().total_cmp(&plan[a].0.abs()));
+    // What the store would spend over its budget once those are rewritten;
+    // files nearer their targets, moving the other way, most first, bring
+    // it back within [`TOLERANCE`]: every file at its target spends the
+    // budget, so they can. A file rewritten lands on its target, so no
+    // file is chosen twice while the rates stand, and rebuilds stop.
+    let spent: f64 = files
+        .iter()
+        .map(|((_, f, p), _)| f.meta.entries as f64 * bits(*p))
+        .sum();
+    let mut drift = spent - budget + order.iter().map(|&i| plan[i].0).sum::<f64>();
+    let mut near: Vec<usize> = (0..files.len())
+        .filter(|&i| !far(i) && plan[i].0.abs() > FILE_TOLERANCE * files[i].1.keys as f64)
+        .collect();
+    near.sort_by(|&a, &b| plan[b].0.abs().total_cmp(&plan[a].0.abs()));
+    for i in near {
+        if drift.abs() <= TOLERANCE * budget {
+            break;
+        }
+        if plan[i].0 * drift < 0.0 {
+            drift += plan[i].0;
+            order.push(i);
+        }
+    }
+    order
+        .into_iter()
+        .take(max)
+        .map(|i| {
+            let (level, f, _) = files[i].0;
+            Refilter {
+                level,
+                file: f.clone(),
+                policy: plan[i].1,
+            }
+        })
+        .collect()
 }
 
 /// For an explicit rebuild, once the store's total spend is right: the

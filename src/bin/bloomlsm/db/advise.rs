@@ -197,10 +197,9 @@ pub(super) fn open_with_filters(
     Ok(Db::open(dir, opts)?)
 }
 
-/// The bits per key of each level, `L1 9.9 L2 8.0`.
-fn bits_line(advice: &Advice, bits: &[f64]) -> String {
-    advice
-        .levels
+/// The bits per key of each of `levels`, `L1 9.9 L2 8.0`.
+pub(super) fn bits_line(levels: &[usize], bits: &[f64]) -> String {
+    levels
         .iter()
         .zip(bits)
         .map(|(l, b)| format!("L{l} {b:.1}"))
@@ -254,7 +253,7 @@ fn print_report(
         t.row(vec![
             format!("{mark}{}", d.name),
             bytes(d.memory_bytes),
-            bits_line(advice, &d.bits_per_key),
+            bits_line(&advice.levels, &d.bits_per_key),
             format!("{:.4}", d.wasted_reads_per_get),
             format!("{:.4}", d.reads_per_get),
             if present > 0.0 {

@@ -9,7 +9,7 @@ use std::path::Path;
 use bloomlsm::{FilterOptions, KeyspacesAdvice};
 use serde_json::json;
 
-use super::advise::{AdviseArgs, open_with_filters};
+use super::advise::{AdviseArgs, bits_line, open_with_filters};
 use crate::open_files::OpenFilesArg;
 use crate::report::{TextTable, bytes, count};
 use crate::{CliError, CliResult, write_json};
@@ -78,16 +78,6 @@ pub(super) fn advise_keyspaces(
         )?;
     }
     Ok(())
-}
-
-/// The bits per key of each level, `L1 9.9 L2 8.0`.
-fn bits_line(levels: &[usize], bits: &[f64]) -> String {
-    levels
-        .iter()
-        .zip(bits)
-        .map(|(l, b)| format!("L{l} {b:.1}"))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn print_report(out: &mut dyn Write, dir: &Path, advice: &KeyspacesAdvice) -> CliResult {
