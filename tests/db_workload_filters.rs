@@ -166,6 +166,40 @@ fn a_rebuild_moves_the_bits_to_the_hot_range() {
     assert_eq!(db.rebuild_filters().unwrap(), 0);
 }
 
+/// Under lookups spread evenly the writes already sized the files about as
+/// the rates would: a rebuild predicts less than the 10% a rebalance must
+/// save, and moves no file's bits for the rates (it may still even out
+/// the store's spend with a file or two, each by less than a rebalance's
+/// step).
+#[test]
+fn uniform_lookups_leave_the_files_as_written() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    write(&db, 0, KEYS);
+    db.compact().unwrap();
+    let mut rng = SplitMix64::new(0x0dd);
+    for _ in 0..40_000 {
+        let i = rng.below(KEYS);
+        assert!(db.get(key(2 * i + 1)).unwrap().is_none());
+    }
+    let bits = |db: &Db| -> std::collections::BTreeMap<(usize, Vec<u8>), f64> {
+        db.file_stats()
+            .into_iter()
+            .map(|f| ((f.level, f.smallest.clone()), f.bits_per_key))
+            .collect()
+    };
+    let before = bits(&db);
+    assert!(db.rebuild_filters().unwrap() <= 2);
+    let after = bits(&db);
+    assert_eq!(before.len(), after.len());
+    for (file, b) in &before {
+        let a = after[file];
+        assert!((a - b).abs() <= 1.0 + 0.15 * a, "{file:?}: {b} -> {a}");
+    }
+    let avg = bits_per_key(&db);
+    assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
+}
+
 /// Without lookups the allocation follows each file's probe chance, as
 /// Monkey does, and spends the average too.
 #[test]

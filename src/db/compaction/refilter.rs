@@ -239,6 +239,11 @@ pub(crate) const REBALANCE_BITS: f64 = 1.0;
 /// rewrites it ([`REBALANCE_BITS`]).
 pub(crate) const REBALANCE_SHARE: f64 = 0.15;
 
+/// The least share of the store's predicted wasted reads a rebalance must
+/// save to rewrite files for the rates: below it only the store's spend
+/// is kept at its budget.
+pub(crate) const REBALANCE_GAIN: f64 = 0.1;
+
 /// Under the workload-aware allocation: the files whose bits are furthest
 /// from what one fresh solve over the whole store gives them at its budget
 /// (the average over every key, less what L0 holds): each file below L0 a
@@ -249,23 +254,27 @@ pub(crate) const REBALANCE_SHARE: f64 = 0.15;
 /// the store's average (docs/design.md, "Workload-aware filters"); this
 /// lets the bits follow the rates, at the cost of a file rewrite each.
 /// Up to `max`, the most bits × keys off first, each off by more than
-/// [`REBALANCE_BITS`] and [`REBALANCE_SHARE`] of its target.
+/// [`REBALANCE_BITS`] and [`REBALANCE_SHARE`] of its target, when the
+/// solve is predicted to read at least [`REBALANCE_GAIN`] less than the
+/// bits held now; otherwise only files that bring the store's spend back
+/// within [`TOLERANCE`] of its budget.
 fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilter> {
     use super::allocation;
     use crate::filter::math::{self, RatedRun};
     let Some(avg) = opts.filters.workload_avg_bits_per_key else {
         return Vec::new();
     };
+    let (runs, last) = (v.runs(), v.last_nonempty_level());
+    let level_entries: Vec<u64> = v
+        .levels
+        .iter()
+        .map(|files| files.iter().map(|f| f.meta.entries).sum())
+        .collect();
     let files: Vec<(Candidate<'_>, RatedRun)> = candidates(v)
         .filter_map(|c @ (l, f, p)| {
-            let kind = p
-                .or(opts
-                    .filters
-                    .policy_for(l, &v.runs(), v.last_nonempty_level()))?
-                .kind();
-            let level_entries: u64 = v.levels[l].iter().map(|f| f.meta.entries).sum();
+            let kind = p.or(opts.filters.policy_for(l, &runs, last))?.kind();
             let rate = allocation::observed(f, lookups).map_or_else(
-                || allocation::fallback(l, f.meta.entries, level_entries),
+                || allocation::fallback(l, f.meta.entries, level_entries[l]),
                 |r| r.per_lookup,
             );
             Some((
@@ -288,8 +297,8 @@ fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilt
         .flatten()
         .map(|f| f.meta.entries as f64)
         .sum();
-    let runs: Vec<RatedRun> = files.iter().map(|(_, r)| *r).collect();
-    let Some(mu) = math::rate_multiplier(&runs, avg * keys - l0_bits) else {
+    let rated: Vec<RatedRun> = files.iter().map(|(_, r)| *r).collect();
+    let Some(mu) = math::rate_multiplier(&rated, avg * keys - l0_bits) else {
         return Vec::new();
     };
     let budget = avg * keys - l0_bits;
@@ -306,11 +315,27 @@ fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilt
             )
         })
         .collect();
+    // Worth rewriting for only if the solve reads at least REBALANCE_GAIN
+    // less than the bits held now, by the family's model: under lookups
+    // the writes already sized well (uniform ones), files differ from the
+    // solve without the reads differing.
+    let wasted = |policy: &dyn Fn(usize) -> Option<FilterPolicy>| -> f64 {
+        files
+            .iter()
+            .enumerate()
+            .map(|(i, (_, run))| {
+                run.rate * policy(i).map_or(1.0, |p| math::best_fpr(p.kind(), p.bits_per_key()))
+            })
+            .sum()
+    };
+    let worth = wasted(&|i| plan[i].1) < (1.0 - REBALANCE_GAIN) * wasted(&|i| files[i].0.2);
     let far = |i: usize| {
         let ((_, f, p), _) = &files[i];
         let want = bits(plan[i].1);
         let n = f.meta.entries as f64;
-        (want - bits(*p)).abs() > f64::max(REBALANCE_BITS, REBALANCE_SHARE * want) && n > 0.0
+        worth
+            && (want - bits(*p)).abs() > f64::max(REBALANCE_BITS, REBALANCE_SHARE * want)
+            && n > 0.0
     };
     let mut order: Vec<usize> = (0..files.len()).filter(|&i| far(i)).collect();
     order.sort_by(|&a, &b| plan[b].0.abs().total_cmp(&plan[a].0.abs()));
