@@ -76,8 +76,14 @@ impl Advice {
     /// store's family.
     pub fn filter_options(&self, i: usize) -> FilterOptions {
         let d = &self.designs[i];
+        self.options_for(&d.bits_per_key, d.memory_bytes)
+    }
+
+    /// The filter options giving each level of [`Advice::levels`] `bits`
+    /// per key of the store's family, `memory_bytes` in all.
+    pub(crate) fn options_for(&self, bits: &[f64], memory_bytes: u64) -> FilterOptions {
         let keys: u64 = self.level_keys.iter().sum();
-        let avg = d.memory_bytes as f64 * 8.0 / keys.max(1) as f64;
+        let avg = memory_bytes as f64 * 8.0 / keys.max(1) as f64;
         let policy = |bits: f64| {
             (bits >= crate::filter::MIN_BITS_PER_KEY).then(|| FilterPolicy::new(self.kind, bits))
         };
@@ -86,7 +92,7 @@ impl Advice {
             per_level: self
                 .levels
                 .iter()
-                .zip(&d.bits_per_key)
+                .zip(bits)
                 .map(|(&l, &b)| (l, policy(b)))
                 .collect(),
             ..FilterOptions::default()

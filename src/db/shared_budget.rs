@@ -69,15 +69,10 @@ impl KeyspacesAdvice {
     /// [`crate::Options::keyspace_filters`] for the others), then rebuild.
     pub fn filter_options(&self, keyspace: &str) -> Option<FilterOptions> {
         let k = self.keyspaces.iter().find(|k| k.name == keyspace)?;
-        let mut advice = k.advice.clone();
-        advice.designs.push(super::DesignCost {
-            name: "shared".into(),
-            bits_per_key: k.shared_bits_per_key.clone(),
-            memory_bytes: k.shared_memory_bytes,
-            wasted_reads_per_get: k.wasted_reads_per_get[2],
-            reads_per_get: 0.0,
-        });
-        Some(advice.filter_options(advice.designs.len() - 1))
+        Some(
+            k.advice
+                .options_for(&k.shared_bits_per_key, k.shared_memory_bytes),
+        )
     }
 }
 
