@@ -297,11 +297,11 @@ fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilt
         .flatten()
         .map(|f| f.meta.entries as f64)
         .sum();
+    let budget = avg * keys - l0_bits;
     let rated: Vec<RatedRun> = files.iter().map(|(_, r)| *r).collect();
-    let Some(mu) = math::rate_multiplier(&rated, avg * keys - l0_bits) else {
+    let Some(mu) = math::rate_multiplier(&rated, budget) else {
         return Vec::new();
     };
-    let budget = avg * keys - l0_bits;
     // Each file's target, and how far its bits are from it (bits × keys).
     let plan: Vec<(f64, Option<FilterPolicy>)> = files
         .iter()
@@ -332,10 +332,9 @@ fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilt
     let far = |i: usize| {
         let ((_, f, p), _) = &files[i];
         let want = bits(plan[i].1);
-        let n = f.meta.entries as f64;
         worth
+            && f.meta.entries > 0
             && (want - bits(*p)).abs() > f64::max(REBALANCE_BITS, REBALANCE_SHARE * want)
-            && n > 0.0
     };
     let mut order: Vec<usize> = (0..files.len()).filter(|&i| far(i)).collect();
     order.sort_by(|&a, &b| plan[b].0.abs().total_cmp(&plan[a].0.abs()));
