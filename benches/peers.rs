@@ -87,7 +87,13 @@
 //! `BLOOMLSM_PEERS_DIR=DIR` keeps the stores in DIR/<engine>-<setting>: a store already
 //! there is reopened as it is instead of loaded (no load figures) and the full
 //! compaction is skipped, so that two builds can be timed alternately on the
-//! same files (delete DIR to start over; the key count must match).
+//! same files (delete DIR to start over; the key count must match),
+//! `BLOOMLSM_PEERS_COMPACT=0|1` skips the full compaction and the gets after
+//! it, or runs them on a kept store too (which it changes: the next reopen
+//! times the compacted tree); by default they run unless the stores are kept,
+//! `BLOOMLSM_PEERS_GET_SEED=N` (0–127, default 99) gets other existing and
+//! missing keys, so that runs alternated on kept stores do not read the
+//! blocks the run before them read.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -198,6 +204,12 @@ fn locked_version(package: &str) -> String {
     lock.split_once(&head)
         .and_then(|(_, rest)| rest.split_once('"'))
         .map_or_else(|| "?".to_string(), |(v, _)| v.to_string())
+}
+
+/// Whether to compact every engine fully and time the gets again
+/// (`BLOOMLSM_PEERS_COMPACT`; by default only on stores not kept).
+fn compact_wanted(kept: bool) -> bool {
+    env_u64("BLOOMLSM_PEERS_COMPACT", u64::from(!kept)) != 0
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -821,12 +833,15 @@ fn main() {
         }
     }
 
+    // Another seed gets other keys of both kinds; the counters' probes
+    // below start at 2^40 and 2^41, past any seed's.
+    let seed = env_u64("BLOOMLSM_PEERS_GET_SEED", 99) % 128;
     let mut keys = Keys {
         n,
         gets,
         rounds,
-        rng: SplitMix64::new(99),
-        next_absent: 0,
+        rng: SplitMix64::new(seed),
+        next_absent: seed << 32,
     };
     let probes = 200_000u64;
     println!("\nAfter the loads: {}", memory_line());
@@ -835,10 +850,15 @@ fn main() {
     let settled_counters = counters(&engines, probes, 1 << 40);
     // (setting, state, existing ratio, missing ratio)
     let mut targets = Vec::new();
+    let first_state = if loads.iter().all(Option::is_some) {
+        "Settled tree"
+    } else {
+        "Kept tree as reopened"
+    };
     for (s, g) in &groups {
         let (e, m) = report(
             &format!(
-                "Settled tree, {} settings (ratio = engine's median / fastest peer's median; \
+                "{first_state}, {} settings (ratio = engine's median / fastest peer's median; \
                  bloomlsm's row is the target ratio)",
                 s.label()
             ),
@@ -848,7 +868,7 @@ fn main() {
         );
         targets.push((*s, "settled", e, m));
     }
-    if kept.is_none() {
+    if compact_wanted(kept.is_some()) {
         let mut compaction = Vec::new();
         for e in &engines {
             let t = Instant::now();
@@ -883,7 +903,7 @@ fn main() {
         print_counters(&engines, probes, "settled", &settled_counters);
         print_counters(&engines, probes, "compacted", &compacted_counters);
     } else {
-        println!("\n(kept store: no full compaction, which would change it)");
+        println!("\n(no full compaction: BLOOMLSM_PEERS_COMPACT=0, or a kept store without it)");
         print_counters(&engines, probes, "settled", &settled_counters);
     }
 
