@@ -166,6 +166,87 @@ fn a_rebuild_moves_the_bits_to_the_hot_range() {
     assert_eq!(db.rebuild_filters().unwrap(), 0);
 }
 
+/// `n` lookups of absent keys, nine in ten in `i` of `from..from + HOT`.
+fn read_range(db: &Db, rng: &mut SplitMix64, from: u64, n: u64) {
+    for _ in 0..n {
+        let i = if rng.below(10) < 9 {
+            from + rng.below(HOT)
+        } else {
+            rng.below(KEYS)
+        };
+        assert!(db.get(key(2 * i + 1)).unwrap().is_none());
+    }
+}
+
+/// Mean bits per key, by entries, of the files of `level` wholly inside
+/// `i` of `from..from + HOT`.
+fn bits_within(db: &Db, level: usize, from: u64) -> (f64, usize) {
+    let (lo, hi) = (key(2 * from), key(2 * (from + HOT)));
+    let (mut bits, mut entries, mut files) = (0.0, 0u64, 0);
+    for f in db.file_stats().iter().filter(|f| f.level == level) {
+        if f.smallest >= lo && f.largest < hi {
+            bits += f.bits_per_key * f.entries as f64;
+            entries += f.entries;
+            files += 1;
+        }
+    }
+    (bits / entries.max(1) as f64, files)
+}
+
+/// A hot range that moves while the store only reads takes the bits with
+/// it: the idle store's compaction thread judges its files again once it
+/// has served a half-life of lookups, on rates in which the older lookups
+/// weigh less. With each file's rate over its whole life, the range read
+/// first (twice as often in all) would keep the bits; with the store judged
+/// once per version, nothing would move at all.
+#[test]
+fn a_hot_range_that_moves_takes_the_bits_with_it() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    write(&db, 0, KEYS);
+    db.compact().unwrap();
+    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let (first, then) = (0, KEYS / 2);
+    let mut rng = SplitMix64::new(0x51de);
+    read_range(&db, &mut rng, first, 40_000);
+    db.wait_for_compaction().unwrap();
+    let (a, na) = bits_within(&db, last, first);
+    let (b, nb) = bits_within(&db, last, then);
+    assert!(na >= 1 && nb >= 1, "{na} and {nb} files inside the ranges");
+    assert!(a > b + 2.0, "first range {a}, second {b} bits/key");
+    // The hot range moves: half as many lookups, all at the second range.
+    db.reset_stats();
+    read_range(&db, &mut SplitMix64::new(0xb0b), then, 20_000);
+    let wasted_before = db.stats().total.false_positives;
+    db.wait_for_compaction().unwrap();
+    let (a2, _) = bits_within(&db, last, first);
+    let (b2, _) = bits_within(&db, last, then);
+    assert!(
+        b2 > a2 + 2.0,
+        "first range {a} -> {a2}, second {b} -> {b2} bits/key"
+    );
+    let avg = bits_per_key(&db);
+    assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
+    db.reset_stats();
+    read_range(&db, &mut SplitMix64::new(0xb0b), then, 20_000);
+    let wasted_after = db.stats().total.false_positives;
+    assert!(
+        wasted_after * 10 < wasted_before * 7,
+        "{wasted_before} -> {wasted_after} wasted reads"
+    );
+    // Lookups that stay where they are leave the files alone.
+    let bits = |db: &Db| -> Vec<(usize, Vec<u8>, f64)> {
+        db.file_stats()
+            .into_iter()
+            .map(|f| (f.level, f.smallest.clone(), f.bits_per_key))
+            .collect()
+    };
+    let before = bits(&db);
+    read_range(&db, &mut SplitMix64::new(0xc0c), then, 20_000);
+    db.wait_for_compaction().unwrap();
+    assert_eq!(before, bits(&db));
+}
+
 /// Under lookups spread evenly the writes already sized the files about as
 /// the rates would: a rebuild predicts less than the 10% a rebalance must
 /// save, and moves no file's bits for the rates (it may still even out

@@ -93,24 +93,36 @@ impl Inner {
 
     /// The next filter rebuild due on `v` ([`compaction::refilter::pick`]),
     /// remembering the version on which none is: the answer depends on the
-    /// version and the options (and, under the workload-aware allocation,
-    /// on the lookup rates, which are then judged once per version: reads
-    /// alone do not make the thread rewrite files again and again), and
-    /// examining every file every time an idle store's compaction thread
-    /// wakes (each 200 ms) cost it 10% of a core on a store of 2,400 files.
+    /// version and the options, and examining every file every time an idle
+    /// store's compaction thread wakes (each 200 ms) cost it 10% of a core
+    /// on a store of 2,400 files. Under the workload-aware allocation it
+    /// depends on the lookup rates too: a version found clear is judged
+    /// again once the store has served a half-life of lookups since
+    /// ([`compaction::allocation::half_life`]), each judgement sampling the
+    /// files' rates first, so that the bits follow a hot range that moves
+    /// while the store only reads; a store whose lookups stay where they
+    /// were finds nothing to rewrite.
     pub(super) fn refilter_pick(&self, v: &Arc<Version>) -> Option<compaction::refilter::Refilter> {
         let mut clear = self
             .refilter_clear
             .lock()
             .unwrap_or_else(|p| p.into_inner());
+        let lookups = self.lookups();
+        let by_rates = self.opts.filters.workload_avg_bits_per_key.is_some();
         // The Weak keeps the version's allocation, so no other version
         // can have its address.
-        if std::ptr::eq(clear.as_ptr(), Arc::as_ptr(v)) {
+        if std::ptr::eq(clear.0.as_ptr(), Arc::as_ptr(v))
+            && (!by_rates
+                || (lookups.saturating_sub(clear.1) as f64) < compaction::allocation::half_life(v))
+        {
             return None;
         }
-        let r = compaction::refilter::pick(v, &self.opts, self.lookups());
+        if by_rates {
+            compaction::allocation::sample(v, lookups);
+        }
+        let r = compaction::refilter::pick(v, &self.opts, lookups);
         if r.is_none() {
-            *clear = Arc::downgrade(v);
+            *clear = (Arc::downgrade(v), lookups);
         }
         r
     }

@@ -390,7 +390,7 @@ fn a_version_with_no_filter_rebuild_due_is_examined_once() {
     db.put("apple", "red").unwrap();
     db.flush().unwrap();
     let inner = &db.inner;
-    let remembered = || inner.refilter_clear.lock().unwrap().as_ptr();
+    let remembered = || inner.refilter_clear.lock().unwrap().0.as_ptr();
     let v = inner.state().vs.current().clone();
     assert!(remembered().is_null() || !std::ptr::eq(remembered(), Arc::as_ptr(&v)));
     assert!(inner.refilter_pick(&v).is_none());

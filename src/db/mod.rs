@@ -150,9 +150,9 @@ struct Inner {
     /// Signalled when background work may be due, or done.
     cv: Condvar,
     sv: current::Current<SuperVersion>,
-    /// The last version on which no filter rebuild was due
-    /// ([`Inner::refilter_pick`]).
-    refilter_clear: Mutex<Weak<Version>>,
+    /// The last version on which no filter rebuild was due, and the
+    /// store's lookup count then ([`Inner::refilter_pick`]).
+    refilter_clear: Mutex<(Weak<Version>, u64)>,
     last_seq: AtomicU64,
     /// Held by whoever runs a flush. Flushes and compactions run at once
     /// (RocksDB's flush and compaction pools): a flush only adds an L0 file

@@ -169,7 +169,7 @@ impl Db {
                 imm: Vec::new(),
                 version,
             }),
-            refilter_clear: Mutex::new(Weak::new()),
+            refilter_clear: Mutex::new((Weak::new(), 0)),
             last_seq: AtomicU64::new(o.last_sequence),
             flush_work: Mutex::new(()),
             compact_work: Mutex::new(()),

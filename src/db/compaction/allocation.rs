@@ -11,7 +11,9 @@
 //! read its data whatever its filter, so they do not count. The window is
 //! the file's life: the store's lookup count is noted when the file is
 //! written, and `Db::reset_stats` folds the counts it zeroes into
-//! the file's `LookupHistory` (`version/history.rs`) first.
+//! the file's `LookupHistory` (`version/history.rs`) first. What came
+//! before the file's last [`sample`] weighs one half per [`half_life`]
+//! lookups since, so a rate follows a hot range that moves.
 //!
 //! **What a new file inherits.** A compaction's output is one file of its
 //! level: a missing key probes one file per level (Monkey's assumption),
@@ -54,11 +56,13 @@
 //! range's files near it. Once writes pause (and in `Db::rebuild_filters`)
 //! the store is solved afresh at its budget, every file at its observed
 //! rate, and the files furthest from that solve are rewritten to it
-//! (`refilter::by_rates`): the bits then follow the rates.
+//! (`refilter::by_rates`): the bits then follow the rates. An idle store
+//! is judged again each half-life of lookups, so they follow a hot range
+//! that moves while the store only reads.
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::db::version::history::{Rate, absent_probes};
+use crate::db::version::history::{Rate, Sampled, absent_probes};
 use crate::db::version::{FileHandle, Version, covered_part};
 use crate::filter::math::{self, RatedRun};
 use crate::filter::{FilterKind, FilterPolicy, MIN_BITS_PER_KEY};
@@ -70,21 +74,78 @@ pub(crate) const MIN_EVIDENCE: f64 = 100.0;
 /// it was estimated from.
 const PRIOR_WEIGHT: f64 = 0.5;
 
-/// `f`'s rate as of `lookups` store lookups: its prior and its own probes
-/// since it was written; `None` without [`MIN_EVIDENCE`].
-pub(crate) fn observed(f: &FileHandle, lookups: u64) -> Option<Rate> {
+/// Store lookups per file below L0 over which a file's older lookups halve
+/// in weight ([`half_life`]).
+const HALF_LIFE_PER_FILE: f64 = 100.0;
+
+/// The store lookups over which a file's older lookups halve in weight on
+/// `v`: [`HALF_LIFE_PER_FILE`] per file below L0, at least ten times
+/// [`MIN_EVIDENCE`]. A file of a level of F files is probed by about one
+/// missing lookup in F, so each file's rate rests on about 200 probes of
+/// its own (twice the half-life's lookups), a spread of about 7%: a tenth
+/// of the step a rebalance rewrites for.
+pub(crate) fn half_life(v: &Version) -> f64 {
+    let files: usize = v.levels.iter().skip(1).map(Vec::len).sum();
+    (HALF_LIFE_PER_FILE * files as f64).max(10.0 * MIN_EVIDENCE)
+}
+
+/// `f`'s counts as of `lookups` store lookups: `(probes, lookups)` before
+/// its last sample (decayed there) and since, and its raw probe count now.
+fn counts(f: &FileHandle, s: Option<Sampled>, lookups: u64) -> ((f64, f64), (f64, f64), u64) {
     let h = &f.history;
-    let probes = (h.carried.load(Relaxed) + absent_probes(&f.io.load())) as f64;
-    let seen = lookups.saturating_sub(h.born.load(Relaxed)) as f64;
-    let (r0, e0) = h
-        .prior
-        .get()
-        .map_or((0.0, 0.0), |p| (p.per_lookup, p.evidence));
-    let evidence = e0 + seen;
+    let now = h.carried.load(Relaxed) + absent_probes(&f.io.load());
+    match s {
+        Some(s) => (
+            (s.probes, s.lookups),
+            (
+                now.saturating_sub(s.probes_at) as f64,
+                lookups.saturating_sub(s.lookups_at) as f64,
+            ),
+            now,
+        ),
+        None => {
+            let prior = h
+                .prior
+                .get()
+                .map_or((0.0, 0.0), |p| (p.per_lookup * p.evidence, p.evidence));
+            let seen = lookups.saturating_sub(h.born.load(Relaxed)) as f64;
+            (prior, (now as f64, seen), now)
+        }
+    }
+}
+
+/// `f`'s rate as of `lookups` store lookups: its prior and its own probes
+/// since it was written, what came before its last sample ([`sample`])
+/// weighing less; `None` without [`MIN_EVIDENCE`].
+pub(crate) fn observed(f: &FileHandle, lookups: u64) -> Option<Rate> {
+    let s = *f.history.sampled.lock().unwrap_or_else(|p| p.into_inner());
+    let ((p0, l0), (p1, l1), _) = counts(f, s, lookups);
+    let evidence = l0 + l1;
     (evidence >= MIN_EVIDENCE).then(|| Rate {
-        per_lookup: ((r0 * e0 + probes) / evidence).clamp(0.0, 1.0),
+        per_lookup: ((p0 + p1) / evidence).clamp(0.0, 1.0),
         evidence,
     })
+}
+
+/// Samples every file of `v` at `lookups` store lookups: what each counted
+/// before the sample is weighed by one half per [`half_life`] lookups
+/// since, so a file's rate follows where the lookups go now (a hot range
+/// that moves) within a few half-lives, while a store that serves the same
+/// lookups keeps its rates. Sampled by the compaction thread each time it
+/// judges an idle store ([`crate::db::Inner::refilter_pick`]).
+pub(crate) fn sample(v: &Version, lookups: u64) {
+    let half = half_life(v);
+    for f in v.levels.iter().flatten() {
+        let mut s = f.history.sampled.lock().unwrap_or_else(|p| p.into_inner());
+        let ((p0, l0), (p1, l1), now) = counts(f, *s, lookups);
+        let d = 0.5f64.powf(l1 / half);
+        *s = Some(Sampled {
+            probes: p0 * d + p1,
+            lookups: l0 * d + l1,
+            probes_at: now,
+            lookups_at: lookups,
+        });
+    }
 }
 
 /// An input with history: where it lies, its entries and its rate.

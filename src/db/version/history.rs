@@ -1,10 +1,11 @@
 //! What a file's lookups have been, kept with the file for the
 //! workload-aware filter allocation (`compaction/allocation.rs`): the
 //! store's lookup count when it was written, the probes by absent keys that
-//! `Db::reset_stats` zeroed, and the rate it inherited.
+//! `Db::reset_stats` zeroed, the rate it inherited, and its rate as last
+//! sampled, older lookups weighing less.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 
 use crate::stats::IoCounters;
 
@@ -19,6 +20,24 @@ pub(crate) struct LookupHistory {
     pub(crate) carried: AtomicU64,
     /// The rate inherited from the files it replaced.
     pub(crate) prior: OnceLock<Rate>,
+    /// The rate as of the last sample (`None`: never sampled; then the
+    /// prior and everything since the file was written count in full).
+    pub(crate) sampled: Mutex<Option<Sampled>>,
+}
+
+/// A file's decayed counts at a sample (`allocation::sample`): its absent
+/// probes and the store's lookups, each older lookup weighing less, and the
+/// raw counts they were taken at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Sampled {
+    /// Absent-key probes, decayed.
+    pub probes: f64,
+    /// Store lookups, decayed in step.
+    pub lookups: f64,
+    /// The file's absent-key probes (carried included) at the sample.
+    pub probes_at: u64,
+    /// The store's lookup count at the sample.
+    pub lookups_at: u64,
 }
 
 impl LookupHistory {
