@@ -392,6 +392,29 @@ fn open_cost(c: &mut Criterion) {
     g.finish();
 }
 
+/// One solve of the rate-weighted allocation over a store's files
+/// (`math::rate_multiplier`), as the workload-aware allocation runs for
+/// every flush and compaction and each idle judgement: 700 files (a 10^7-key
+/// store's, below L0) with rates spread over four orders of magnitude.
+fn allocation_solve(c: &mut Criterion) {
+    use bloomlsm::filter::math::{RatedRun, rate_multiplier};
+    let mut rng = SplitMix64::new(SEED);
+    let runs: Vec<RatedRun> = (0..700)
+        .map(|_| RatedRun {
+            kind: FilterKind::Blocked512,
+            keys: 10_000 + rng.below(20_000),
+            rate: 10f64.powf(-4.0 * rng.unit()),
+        })
+        .collect();
+    let keys: f64 = runs.iter().map(|r| r.keys as f64).sum();
+    let mut g = c.benchmark_group("allocation_solve");
+    g.sample_size(20).measurement_time(Duration::from_secs(2));
+    g.bench_function("rate_multiplier/700", |b| {
+        b.iter(|| rate_multiplier(black_box(&runs), 10.0 * keys))
+    });
+    g.finish();
+}
+
 fn huge(c: &mut Criterion) {
     if std::env::var_os("BLOOMLSM_HUGE").is_none() {
         return;
@@ -1029,6 +1052,7 @@ fn main() {
     ribbon(&mut c);
     fuse(&mut c);
     open_cost(&mut c);
+    allocation_solve(&mut c);
     huge(&mut c);
     c.final_summary();
     if std::env::args().any(|a| a == "--bench") {

@@ -335,23 +335,57 @@ const MONKEY_STEP: f64 = 0.0625;
 /// model stays in its fast closed form (k ≤ 20).
 pub const MONKEY_MAX_BITS: f64 = 40.0;
 
-/// `best_fpr(kind, s · MONKEY_STEP)` for every grid step, computed once per kind.
-fn monkey_table(kind: FilterKind) -> &'static [f64] {
+/// A family's FPR at every grid step of the allocation, and the steps on
+/// the lower convex hull of the points `(s, fpr[s])`.
+struct FprTable {
+    /// `best_fpr(kind, s · MONKEY_STEP)` for every step `s`.
+    fpr: Vec<f64>,
+    /// The hull's steps, increasing: a cost `w · fpr[s] + c · s` with `w`
+    /// and `c` positive is least at one of them (a linear objective over a
+    /// set of points is least at a vertex of its hull, on the side the
+    /// objective decreases toward), and along them it falls, then rises.
+    hull: Vec<usize>,
+}
+
+/// The lower convex hull of `(s, fpr[s])` (monotone chain): collinear and
+/// higher points dropped, the leftmost of equal ones kept.
+fn lower_hull(fpr: &[f64]) -> Vec<usize> {
+    let mut hull: Vec<usize> = Vec::new();
+    for s in 0..fpr.len() {
+        while let [.., a, b] = hull[..] {
+            // Drop b unless it lies strictly below the line from a to s.
+            let cross = (b - a) as f64 * (fpr[s] - fpr[a]) - (fpr[b] - fpr[a]) * (s - a) as f64;
+            if cross <= 0.0 {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(s);
+    }
+    hull
+}
+
+/// `kind`'s [`FprTable`], computed once per kind.
+fn monkey_table(kind: FilterKind) -> &'static FprTable {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     // One table per family, made on first use and kept for the process (a
     // registered family lives as long).
-    static TABLES: OnceLock<Mutex<HashMap<FilterKind, &'static [f64]>>> = OnceLock::new();
+    static TABLES: OnceLock<Mutex<HashMap<FilterKind, &'static FprTable>>> = OnceLock::new();
     let tables = TABLES.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(t) = tables.lock().unwrap_or_else(|e| e.into_inner()).get(&kind) {
         return t;
     }
     let steps = (MONKEY_MAX_BITS / MONKEY_STEP) as usize;
-    let table: Vec<f64> = (0..=steps)
+    let fpr: Vec<f64> = (0..=steps)
         .map(|s| best_fpr(kind, s as f64 * MONKEY_STEP))
         .collect();
+    let hull = lower_hull(&fpr);
     let mut tables = tables.lock().unwrap_or_else(|e| e.into_inner());
-    tables.entry(kind).or_insert_with(|| table.leak())
+    tables
+        .entry(kind)
+        .or_insert_with(|| Box::leak(Box::new(FprTable { fpr, hull })))
 }
 
 /// Monkey's allocation (Dayan, Athanassoulis, Idreos, SIGMOD 2017): split a
@@ -401,9 +435,34 @@ pub fn monkey_allocation_weighted(
 
 /// The grid step of `table` (a [`monkey_table`]) that minimises
 /// `weight · fpr + mu · keys · bits`: one run's share of the Lagrangian.
-fn best_step(table: &[f64], keys: f64, weight: f64, mu: f64) -> usize {
-    let cost = |s: usize| weight * table[s] + mu * keys * s as f64 * MONKEY_STEP;
-    (0..table.len())
+/// The first such step: found among the hull's steps by bisection (the
+/// cost falls along them, then rises), or by a scan of every step when the
+/// cost is not positive in both terms. A solve evaluates it for every run
+/// at each of some 46 multipliers, and a workload-aware store solves over
+/// every file for each flush and compaction.
+fn best_step(table: &FprTable, keys: f64, weight: f64, mu: f64) -> usize {
+    let cost = |s: usize| weight * table.fpr[s] + mu * keys * s as f64 * MONKEY_STEP;
+    let c = mu * keys;
+    if !(weight > 0.0 && c > 0.0 && weight.is_finite() && c.is_finite()) {
+        return scan_step(&table.fpr, cost);
+    }
+    // The first hull step whose next one costs no less.
+    let h = &table.hull;
+    let (mut lo, mut hi) = (0, h.len() - 1);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if cost(h[mid + 1]) >= cost(h[mid]) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    h[lo]
+}
+
+/// The first step of `fpr` at which `cost` is least, by a scan of them all.
+fn scan_step(fpr: &[f64], cost: impl Fn(usize) -> f64) -> usize {
+    (0..fpr.len())
         .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
         .unwrap_or(0)
 }
@@ -453,7 +512,7 @@ pub fn rate_multiplier(runs: &[RatedRun], budget_bits: f64) -> Option<f64> {
         return None;
     }
     let budget = budget_bits.min(MONKEY_MAX_BITS * keys);
-    let tables: Vec<&[f64]> = runs.iter().map(|r| monkey_table(r.kind)).collect();
+    let tables: Vec<&FprTable> = runs.iter().map(|r| monkey_table(r.kind)).collect();
     let memory = |mu: f64| -> f64 {
         runs.iter()
             .zip(&tables)
@@ -494,8 +553,8 @@ pub fn monkey_allocation_mixed(
         return vec![0.0; level_keys.len()];
     }
     let budget = avg_bits_per_key.min(MONKEY_MAX_BITS) * total_keys;
-    let tables: Vec<&[f64]> = kinds.iter().map(|&k| monkey_table(k)).collect();
-    let steps = tables.first().map_or(0, |t| t.len() - 1);
+    let tables: Vec<&FprTable> = kinds.iter().map(|&k| monkey_table(k)).collect();
+    let steps = tables.first().map_or(0, |t| t.fpr.len() - 1);
     let choose = |mu: f64| -> Vec<usize> {
         level_keys
             .iter()
@@ -520,7 +579,7 @@ pub fn monkey_allocation_mixed(
             .enumerate()
             .filter(|&(i, &n)| n > 0 && alloc[i] < steps && n as f64 * MONKEY_STEP <= left)
             .map(|(i, &n)| {
-                let gain = weights[i] * (tables[i][alloc[i]] - tables[i][alloc[i] + 1]);
+                let gain = weights[i] * (tables[i].fpr[alloc[i]] - tables[i].fpr[alloc[i] + 1]);
                 (i, gain / n as f64)
             })
             .filter(|&(_, gain)| gain > 0.0)
@@ -535,6 +594,40 @@ pub fn monkey_allocation_mixed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hull's bisection finds the step a scan of every step finds, for
+    /// every built-in family, over weights, key counts and multipliers
+    /// spanning the allocations' range (and the degenerate ones the scan
+    /// serves).
+    #[test]
+    fn best_step_on_the_hull_is_the_scans() {
+        let mut next = crate::test_rng::xorshift(0x4011);
+        let mut unit = || (next() >> 11) as f64 / (1u64 << 53) as f64;
+        for kind in FilterKind::ALL {
+            let t = monkey_table(kind);
+            assert_eq!(t.hull.first(), Some(&0));
+            assert_eq!(t.hull.last(), Some(&(t.fpr.len() - 1)));
+            for _ in 0..20_000 {
+                let keys = (10f64.powf(unit() * 9.0)).floor();
+                let weight = match unit() {
+                    u if u < 0.05 => 0.0,
+                    _ => 10f64.powf(unit() * 8.0 - 6.0),
+                };
+                let mu = match unit() {
+                    u if u < 0.05 => 0.0,
+                    _ => 10f64.powf(unit() * 30.0 - 30.0),
+                };
+                let cost = |s: usize| weight * t.fpr[s] + mu * keys * s as f64 * MONKEY_STEP;
+                let (fast, slow) = (best_step(t, keys, weight, mu), scan_step(&t.fpr, cost));
+                assert!(
+                    fast == slow || cost(fast) <= cost(slow) * (1.0 + 1e-12),
+                    "{kind:?} keys {keys} weight {weight} mu {mu}: hull {fast} ({}), scan {slow} ({})",
+                    cost(fast),
+                    cost(slow)
+                );
+            }
+        }
+    }
 
     fn close(a: f64, b: f64, rel: f64) -> bool {
         ((a - b) / b).abs() <= rel
