@@ -361,6 +361,22 @@ fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilt
             order.push(i);
         }
     }
+    // Rewritten one at a time, in an order that keeps the store's spend
+    // near its budget all along: the largest move toward the budget next,
+    // so that a rebalance stopped half way (by writes, or a process that
+    // ends) leaves no more over or under than one file's move.
+    let mut over = spent - budget;
+    let mut rest = order;
+    let mut order = Vec::with_capacity(rest.len());
+    while !rest.is_empty() {
+        let toward = rest
+            .iter()
+            .position(|&i| plan[i].0 * over < 0.0)
+            .unwrap_or(0);
+        let i = rest.remove(toward);
+        over += plan[i].0;
+        order.push(i);
+    }
     order
         .into_iter()
         .take(max)
