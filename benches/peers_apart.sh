@@ -23,7 +23,8 @@
 # (BLOOMLSM_PEERS_GET_SEED=round); then each engine's full compaction in a
 # process of its own (OUT_DIR/ENGINE-compact.txt); then R such rounds on
 # the compacted stores. Each engine's median over the rounds is printed per
-# state, over the first engine's.
+# state, over the first engine's. Run again on the same OUT_DIR, it times R
+# more interleaved rounds on the stores as they were left (compacted).
 set -euo pipefail
 
 [ $# -ge 1 ] || {
@@ -121,13 +122,23 @@ if [ "$rounds" -eq 0 ]; then
 fi
 
 stores=$out/stores
-[ ! -e "$stores" ] || {
-    echo "peers_apart: $stores exists; remove it to load the stores afresh" >&2
-    exit 2
+# kept STATE: the engines' medians over the rounds of STATE, each over the
+# first engine's.
+kept() {
+    local state=$1 first=${engines[0]} e mine base ex mi ex0 mi0
+    for e in "${engines[@]}"; do
+        mine=$(first_row "$e" "$out/$e-$state"-*.txt)
+        base=$(first_row "$first" "$out/$first-$state"-*.txt)
+        ex=$(cut -d' ' -f1 <<<"$mine" | median)
+        mi=$(cut -d' ' -f2 <<<"$mine" | median)
+        ex0=$(cut -d' ' -f1 <<<"$base" | median)
+        mi0=$(cut -d' ' -f2 <<<"$base" | median)
+        echo "  $e, $state, rounds: existing $(cut -d' ' -f1 <<<"$mine" | tr '\n' ' ')| missing $(cut -d' ' -f2 <<<"$mine" | tr '\n' ' ')"
+        awk -v e="$e" -v s="$state" -v ex="$ex" -v mi="$mi" -v ex0="$ex0" -v mi0="$mi0" -v f="$first" 'BEGIN {
+            printf "  %s, %s: existing get %.0f ns (%.2fx %s), missing get %.0f ns (%.2fx %s), medians\n",
+                e, s, ex, ex / ex0, f, mi, mi / mi0, f }'
+    done
 }
-for e in "${engines[@]}"; do
-    run "$e" "$e-load" BLOOMLSM_PEERS_DIR="$stores" BLOOMLSM_PEERS_COMPACT=0
-done
 # interleave STATE: ROUNDS rounds of one process per engine on the kept
 # stores, the engines' order reversed every other round.
 interleave() {
@@ -144,6 +155,19 @@ interleave() {
         done
     done
 }
+if [ -e "$stores" ]; then
+    # The stores of an earlier run, as they are now (after its compaction,
+    # if it got that far): more interleaved rounds, under a state named by
+    # the time.
+    state=kept-$(date -u +%H%M%S)
+    interleave "$state"
+    echo
+    kept "$state"
+    exit 0
+fi
+for e in "${engines[@]}"; do
+    run "$e" "$e-load" BLOOMLSM_PEERS_DIR="$stores" BLOOMLSM_PEERS_COMPACT=0
+done
 interleave settled
 for e in "${engines[@]}"; do
     run "$e" "$e-compact" BLOOMLSM_PEERS_DIR="$stores" BLOOMLSM_PEERS_COMPACT=1 \
@@ -151,23 +175,13 @@ for e in "${engines[@]}"; do
 done
 interleave compacted
 
-first=${engines[0]}
 for e in "${engines[@]}"; do
     echo
     echo "$e:"
     grep -E "^\| $e \| [a-z]+ \| [0-9.]+ \|" "$out/$e-load.txt" | sed 's/^/  load /' || true
     grep -E "^Memory|^After the loads" "$out/$e-load.txt" | sed 's/^/  loaded: /'
     grep -E "^After a full manual compaction|^Memory" "$out/$e-compact.txt" | sed 's/^/  compacted: /' || true
-    for state in settled compacted; do
-        mine=$(first_row "$e" "$out/$e-$state"-*.txt)
-        base=$(first_row "$first" "$out/$first-$state"-*.txt)
-        ex=$(cut -d' ' -f1 <<<"$mine" | median)
-        mi=$(cut -d' ' -f2 <<<"$mine" | median)
-        ex0=$(cut -d' ' -f1 <<<"$base" | median)
-        mi0=$(cut -d' ' -f2 <<<"$base" | median)
-        echo "  $state, rounds: existing $(cut -d' ' -f1 <<<"$mine" | tr '\n' ' ')| missing $(cut -d' ' -f2 <<<"$mine" | tr '\n' ' ')"
-        awk -v s="$state" -v ex="$ex" -v mi="$mi" -v ex0="$ex0" -v mi0="$mi0" -v f="$first" 'BEGIN {
-            printf "  %s: existing get %.0f ns (%.2fx %s), missing get %.0f ns (%.2fx %s), medians\n",
-                s, ex, ex / ex0, f, mi, mi / mi0, f }'
-    done
 done
+echo
+kept settled
+kept compacted
