@@ -61,29 +61,29 @@ fn bits_per_key(db: &Db) -> f64 {
     s.filter_bytes as f64 * 8.0 / entries as f64
 }
 
+/// Mean bits per key, by entries, of the files of `level` that `inside`
+/// takes, and how many they are.
+fn mean_bits(db: &Db, level: usize, inside: impl Fn(&bloomlsm::FileStats) -> bool) -> (f64, usize) {
+    let (mut bits, mut entries, mut files) = (0.0, 0u64, 0);
+    for f in db
+        .file_stats()
+        .iter()
+        .filter(|f| f.level == level && inside(f))
+    {
+        bits += f.bits_per_key * f.entries as f64;
+        entries += f.entries;
+        files += 1;
+    }
+    (bits / entries.max(1) as f64, files)
+}
+
 /// Mean bits per key, by entries, of the files of `level` wholly below the
 /// hot range's end and of those wholly above it.
 fn hot_and_cold(db: &Db, level: usize) -> (f64, f64, usize, usize) {
     let edge = key(2 * HOT);
-    let (mut hot, mut cold) = ((0.0, 0u64, 0), (0.0, 0u64, 0));
-    for f in db.file_stats().iter().filter(|f| f.level == level) {
-        let side = if f.largest < edge {
-            &mut hot
-        } else if f.smallest >= edge {
-            &mut cold
-        } else {
-            continue;
-        };
-        side.0 += f.bits_per_key * f.entries as f64;
-        side.1 += f.entries;
-        side.2 += 1;
-    }
-    (
-        hot.0 / hot.1.max(1) as f64,
-        cold.0 / cold.1.max(1) as f64,
-        hot.2,
-        cold.2,
-    )
+    let (hot, nh) = mean_bits(db, level, |f| f.largest < edge);
+    let (cold, nc) = mean_bits(db, level, |f| f.smallest >= edge);
+    (hot, cold, nh, nc)
 }
 
 /// The store holds its stated average to within 1% whether a full
@@ -182,15 +182,7 @@ fn read_range(db: &Db, rng: &mut SplitMix64, from: u64, n: u64) {
 /// `i` of `from..from + HOT`.
 fn bits_within(db: &Db, level: usize, from: u64) -> (f64, usize) {
     let (lo, hi) = (key(2 * from), key(2 * (from + HOT)));
-    let (mut bits, mut entries, mut files) = (0.0, 0u64, 0);
-    for f in db.file_stats().iter().filter(|f| f.level == level) {
-        if f.smallest >= lo && f.largest < hi {
-            bits += f.bits_per_key * f.entries as f64;
-            entries += f.entries;
-            files += 1;
-        }
-    }
-    (bits / entries.max(1) as f64, files)
+    mean_bits(db, level, |f| f.smallest >= lo && f.largest < hi)
 }
 
 /// A hot range that moves while the store only reads takes the bits with
