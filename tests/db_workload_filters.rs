@@ -41,6 +41,20 @@ fn write(db: &Db, from: u64, n: u64) {
     db.maintain().unwrap();
 }
 
+/// A store of the `KEYS` present keys, fully compacted, and its directory.
+fn compacted() -> (tempfile::TempDir, Db) {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    write(&db, 0, KEYS);
+    db.compact().unwrap();
+    (dir, db)
+}
+
+/// The deepest level holding files.
+fn last_level(db: &Db) -> usize {
+    db.stats().levels.iter().rposition(|l| l.files > 0).unwrap()
+}
+
 /// `n` lookups of absent keys, nine in ten below `HOT`.
 fn read_skewed(db: &Db, rng: &mut SplitMix64, n: u64) {
     for _ in 0..n {
@@ -107,7 +121,7 @@ fn hot_ranges_get_more_bits_and_the_store_keeps_its_average() {
     // Compaction sees the workload: the rewritten files take their bits
     // from the lookups their inputs saw.
     db.compact().unwrap();
-    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let last = last_level(&db);
     let (hot, cold, nh, nc) = hot_and_cold(&db, last);
     assert!(nh >= 1 && nc >= 4, "{nh} hot files, {nc} cold");
     assert!(hot > cold + 3.0, "hot {hot} vs cold {cold} bits/key");
@@ -133,11 +147,8 @@ fn hot_ranges_get_more_bits_and_the_store_keeps_its_average() {
 /// holds, and the same lookups read fewer data blocks.
 #[test]
 fn a_rebuild_moves_the_bits_to_the_hot_range() {
-    let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
-    write(&db, 0, KEYS);
-    db.compact().unwrap();
-    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let (_dir, db) = compacted();
+    let last = last_level(&db);
     let before = hot_and_cold(&db, last);
     db.reset_stats();
     read_skewed(&db, &mut SplitMix64::new(0x5eed), 40_000);
@@ -193,11 +204,8 @@ fn bits_within(db: &Db, level: usize, from: u64) -> (f64, usize) {
 /// once per version, nothing would move at all.
 #[test]
 fn a_hot_range_that_moves_takes_the_bits_with_it() {
-    let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
-    write(&db, 0, KEYS);
-    db.compact().unwrap();
-    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let (_dir, db) = compacted();
+    let last = last_level(&db);
     let (first, then) = (0, KEYS / 2);
     let mut rng = SplitMix64::new(0x51de);
     read_range(&db, &mut rng, first, 40_000);
@@ -246,10 +254,7 @@ fn a_hot_range_that_moves_takes_the_bits_with_it() {
 /// step).
 #[test]
 fn uniform_lookups_leave_the_files_as_written() {
-    let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
-    write(&db, 0, KEYS);
-    db.compact().unwrap();
+    let (_dir, db) = compacted();
     let mut rng = SplitMix64::new(0x0dd);
     for _ in 0..40_000 {
         let i = rng.below(KEYS);
@@ -277,13 +282,10 @@ fn uniform_lookups_leave_the_files_as_written() {
 /// Monkey does, and spends the average too.
 #[test]
 fn without_history_the_store_still_spends_its_average() {
-    let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
-    write(&db, 0, KEYS);
-    db.compact().unwrap();
+    let (_dir, db) = compacted();
     let avg = bits_per_key(&db);
     assert!((avg - 10.0).abs() <= 10.0 * TOLERANCE, "{avg} bits/key");
-    let last = db.stats().levels.iter().rposition(|l| l.files > 0).unwrap();
+    let last = last_level(&db);
     let (hot, cold, _, _) = hot_and_cold(&db, last);
     assert!(
         (hot - cold).abs() < 1.0,
