@@ -367,8 +367,8 @@ fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilt
     // ends) leaves no more over or under than one file's move.
     let mut over = spent - budget;
     let mut rest = order;
-    let mut order = Vec::with_capacity(rest.len());
-    while !rest.is_empty() {
+    let mut order = Vec::with_capacity(rest.len().min(max));
+    while !rest.is_empty() && order.len() < max {
         let toward = rest
             .iter()
             .position(|&i| plan[i].0 * over < 0.0)
@@ -379,7 +379,6 @@ fn by_rates(v: &Version, opts: &Options, lookups: u64, max: usize) -> Vec<Refilt
     }
     order
         .into_iter()
-        .take(max)
         .map(|i| {
             let (level, f, _) = files[i].0;
             Refilter {
