@@ -441,7 +441,7 @@ pub fn monkey_allocation_weighted(
 /// at each of some 46 multipliers, and a workload-aware store solves over
 /// every file for each flush and compaction.
 fn best_step(table: &FprTable, keys: f64, weight: f64, mu: f64) -> usize {
-    let cost = |s: usize| weight * table.fpr[s] + mu * keys * s as f64 * MONKEY_STEP;
+    let cost = |s: usize| step_cost(&table.fpr, keys, weight, mu, s);
     let c = mu * keys;
     if !(weight > 0.0 && c > 0.0 && weight.is_finite() && c.is_finite()) {
         return scan_step(&table.fpr, cost);
@@ -458,6 +458,12 @@ fn best_step(table: &FprTable, keys: f64, weight: f64, mu: f64) -> usize {
         }
     }
     h[lo]
+}
+
+/// One run's share of the Lagrangian at step `s`: `weight · fpr + mu · keys
+/// · bits`.
+fn step_cost(fpr: &[f64], keys: f64, weight: f64, mu: f64, s: usize) -> f64 {
+    weight * fpr[s] + mu * keys * s as f64 * MONKEY_STEP
 }
 
 /// The first step of `fpr` at which `cost` is least, by a scan of them all.
@@ -617,7 +623,7 @@ mod tests {
                     u if u < 0.05 => 0.0,
                     _ => 10f64.powf(unit() * 30.0 - 30.0),
                 };
-                let cost = |s: usize| weight * t.fpr[s] + mu * keys * s as f64 * MONKEY_STEP;
+                let cost = |s: usize| step_cost(&t.fpr, keys, weight, mu, s);
                 let (fast, slow) = (best_step(t, keys, weight, mu), scan_step(&t.fpr, cost));
                 assert!(
                     fast == slow || cost(fast) <= cost(slow) * (1.0 + 1e-12),
